@@ -1,0 +1,175 @@
+//! Throughput of the Slurm job parser on a 50,000-job `squeue --json` document.
+//!
+//! The document is built from real records (the 24.11 and 22.05 test-bed captures and the
+//! 24.11 slurmrestd sample), replicated with fresh job ids and pretty-printed as Slurm does.
+//! Four measurements, each reported in MB/s by criterion:
+//!
+//! * `ignored_any/slice`  – serde_json merely skipping the bytes (`IgnoredAny`) from a slice;
+//! * `parse/slice`        – `parse_jobs_json`;
+//! * `ignored_any/reader` – skipping from a buffered reader;
+//! * `parse/reader`       – `parse_jobs_json_reader`.
+//!
+//! Before criterion runs, one timed pass of each prints MB/s and the parse/skip ratios, and
+//! a counting global allocator prints the peak heap of the reader path (excluding the input).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::io::{BufReader, Read};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput};
+use flightdeck::backend::slurm::parse::{parse_jobs_json, parse_jobs_json_reader};
+use serde::de::{Deserialize, IgnoredAny};
+use serde_json::Value;
+
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                let now = CURRENT.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size - layout.size();
+                PEAK.fetch_max(now, Ordering::Relaxed);
+            } else {
+                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const JOBS: usize = 50_000;
+
+fn fixture(rel: &str) -> Option<Vec<Value>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel);
+    let bytes = std::fs::read(path).ok()?;
+    let doc: Value = serde_json::from_slice(&bytes).ok()?;
+    doc.get("jobs")?.as_array().cloned()
+}
+
+/// A pretty-printed `squeue --json` document of `JOBS` real records with distinct ids.
+fn build_document() -> Vec<u8> {
+    let mut records: Vec<Value> = Vec::new();
+    for rel in ["slurm/24.11/squeue-all.json", "slurm/22.05/squeue-all.json", "slurm-rest/24.11-v0.0.42/slurm-jobs.json"] {
+        records.extend(fixture(rel).unwrap_or_default());
+    }
+    assert!(!records.is_empty(), "no job fixtures found under tests/fixtures");
+    let mut jobs = Vec::with_capacity(JOBS);
+    for i in 0..JOBS {
+        let mut rec = records[i % records.len()].clone();
+        if let Some(obj) = rec.as_object_mut() {
+            obj.insert("job_id".into(), Value::from(100_000 + i as u64));
+        }
+        jobs.push(rec);
+    }
+    let doc = serde_json::json!({
+        "jobs": jobs,
+        "meta": {"slurm": {"version": {"major": "24", "micro": "5", "minor": "11"}, "release": "24.11.5"}},
+        "errors": [],
+        "warnings": [],
+    });
+    serde_json::to_vec_pretty(&doc).expect("serialise")
+}
+
+fn skip_slice(data: &[u8]) {
+    let mut de = serde_json::Deserializer::from_slice(data);
+    IgnoredAny::deserialize(&mut de).expect("valid JSON");
+}
+
+fn skip_reader<R: Read>(r: R) {
+    let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 16, r));
+    IgnoredAny::deserialize(&mut de).expect("valid JSON");
+}
+
+fn mb_per_s(bytes: usize, d: Duration) -> f64 {
+    bytes as f64 / 1e6 / d.as_secs_f64()
+}
+
+/// Best of three passes.
+fn time(mut f: impl FnMut()) -> Duration {
+    (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+fn main() {
+    let data = build_document();
+    let len = data.len();
+
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let doc = parse_jobs_json_reader("bench", &data[..]).expect("parse");
+    let reader_peak = PEAK.load(Ordering::Relaxed) - base;
+    let jobs_heap = CURRENT.load(Ordering::Relaxed) - base;
+    assert_eq!(doc.jobs.len(), JOBS);
+    drop(doc);
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let doc = parse_jobs_json("bench", &data).expect("parse");
+    let slice_peak = PEAK.load(Ordering::Relaxed) - base;
+    drop(doc);
+
+    let t_skip_slice = time(|| skip_slice(black_box(&data)));
+    let t_parse_slice = time(|| drop(black_box(parse_jobs_json("bench", black_box(&data)).unwrap())));
+    let t_skip_reader = time(|| skip_reader(black_box(&data[..])));
+    let t_parse_reader = time(|| drop(black_box(parse_jobs_json_reader("bench", black_box(&data[..])).unwrap())));
+    println!("document: {JOBS} jobs, {:.1} MB pretty-printed", len as f64 / 1e6);
+    println!("single pass (best of 3):");
+    println!("  ignored_any/slice  {:8.1} MB/s", mb_per_s(len, t_skip_slice));
+    println!("  parse/slice        {:8.1} MB/s", mb_per_s(len, t_parse_slice));
+    println!("  ignored_any/reader {:8.1} MB/s", mb_per_s(len, t_skip_reader));
+    println!("  parse/reader       {:8.1} MB/s", mb_per_s(len, t_parse_reader));
+    println!(
+        "  parse/skip ratio: slice {:.2}, reader {:.2} (target >= 0.50)",
+        t_skip_slice.as_secs_f64() / t_parse_slice.as_secs_f64(),
+        t_skip_reader.as_secs_f64() / t_parse_reader.as_secs_f64()
+    );
+    println!(
+        "peak heap beyond the input: reader {:.1} MB (target < 150 MB), slice {:.1} MB; the {JOBS} jobs hold {:.1} MB",
+        reader_peak as f64 / 1e6,
+        slice_peak as f64 / 1e6,
+        jobs_heap as f64 / 1e6
+    );
+
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(4))
+        .configure_from_args();
+    {
+        let mut g = c.benchmark_group("squeue_json_50k");
+        g.throughput(Throughput::Bytes(len as u64));
+        g.bench_function("ignored_any/slice", |b| b.iter(|| skip_slice(black_box(&data))));
+        g.bench_function("parse/slice", |b| b.iter(|| parse_jobs_json("bench", black_box(&data)).unwrap()));
+        g.bench_function("ignored_any/reader", |b| b.iter(|| skip_reader(black_box(&data[..]))));
+        g.bench_function("parse/reader", |b| b.iter(|| parse_jobs_json_reader("bench", black_box(&data[..])).unwrap()));
+        g.finish();
+    }
+    c.final_summary();
+}

@@ -1,0 +1,132 @@
+//! The one interface every orchestrator adapter implements.
+//!
+//! A backend turns a remote system into [`crate::model`] data and carries out commands.
+//! It knows nothing about terminals; the fleet owns backends and calls them from its own
+//! tasks, so a slow or dead backend never blocks a front end.
+
+pub mod slurm;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::config::{ClusterConfig, ClusterKind};
+use crate::model::{JobRef, Snapshot};
+use crate::spec::JobSpec;
+
+/// What a backend can do beyond reading state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Capabilities {
+    pub submit: bool,
+    pub cancel: bool,
+    pub hold_release: bool,
+    pub requeue: bool,
+    pub drain_resume: bool,
+    pub cordon_uncordon: bool,
+}
+
+/// An action on one job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobAction {
+    Cancel,
+    Hold,
+    Release,
+    Requeue,
+}
+
+impl JobAction {
+    pub fn verb(self) -> &'static str {
+        match self {
+            JobAction::Cancel => "cancel",
+            JobAction::Hold => "hold",
+            JobAction::Release => "release",
+            JobAction::Requeue => "requeue",
+        }
+    }
+
+    /// Loses work or takes resources away: the cockpit confirms these first.
+    pub fn is_destructive(self) -> bool {
+        matches!(self, JobAction::Cancel | JobAction::Requeue)
+    }
+}
+
+/// An action on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "action")]
+pub enum NodeAction {
+    /// Stop scheduling new work; running jobs finish. A reason is required.
+    Drain { reason: String },
+    /// Return a drained or down node to service.
+    Resume,
+}
+
+impl NodeAction {
+    pub fn verb(&self) -> &'static str {
+        match self {
+            NodeAction::Drain { .. } => "drain",
+            NodeAction::Resume => "resume",
+        }
+    }
+}
+
+/// What `flightdeck doctor` learns about one backend.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Diagnosis {
+    /// How the backend is reached (`ssh root@login:22`, `local`).
+    pub transport: String,
+    pub connect_ms: Option<u64>,
+    pub release: Option<String>,
+    pub json_supported: Option<bool>,
+    /// The remote commands one refresh runs.
+    pub refresh_commands: Vec<String>,
+    /// Controller RPCs one refresh costs (from the backend's own accounting).
+    pub rpcs_per_refresh: Option<u32>,
+    pub notes: Vec<String>,
+}
+
+/// Typed failures of a backend. The `Display` text is what the user reads, so it carries
+/// the backend's own words (Slurm's stderr, the API's message) rather than a generic label.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BackendError {
+    #[error("cannot reach {target}: {message}")]
+    Connect { target: String, message: String },
+    #[error("`{command}` failed{}: {stderr}", status.map(|s| format!(" (exit {s})")).unwrap_or_default())]
+    Command { command: String, status: Option<i32>, stderr: String },
+    #[error("cannot read the output of `{what}`: {message}")]
+    Parse { what: String, message: String },
+    #[error("`{what}` timed out after {secs} s")]
+    Timeout { what: String, secs: u64 },
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("invalid job spec: {0}")]
+    InvalidSpec(String),
+    #[error("refused: flightdeck runs read-only")]
+    ReadOnly,
+    #[error("{0}")]
+    NotFound(String),
+}
+
+/// One orchestrator (a Slurm cluster, a Kubernetes context, a cloud API server).
+#[async_trait]
+pub trait Backend: Send + Sync {
+    /// The configured cluster name.
+    fn name(&self) -> &str;
+    fn capabilities(&self) -> Capabilities;
+    /// A full picture of jobs and nodes, as cheaply for the remote side as possible.
+    async fn snapshot(&self) -> Result<Snapshot, BackendError>;
+    /// Submit a portable job; returns the new job's reference.
+    async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError>;
+    async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError>;
+    async fn node_action(&self, node: &str, action: &NodeAction) -> Result<(), BackendError>;
+    /// Connection, release and cost facts for `flightdeck doctor`.
+    async fn diagnose(&self) -> Result<Diagnosis, BackendError>;
+}
+
+/// The adapter for one configured cluster.
+pub fn for_cluster(cfg: &ClusterConfig) -> Arc<dyn Backend> {
+    match cfg.kind {
+        ClusterKind::Slurm => Arc::new(slurm::SlurmBackend::new(cfg)),
+    }
+}

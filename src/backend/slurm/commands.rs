@@ -1,0 +1,147 @@
+//! Argument vectors for every Slurm command flightdeck runs, and the checks on the
+//! identifiers that go into them.
+//!
+//! Quoting is the transport's job; this module makes sure that what a user typed as a job
+//! id or node name cannot be read by a Slurm command as an option (`--help`, `-u root`).
+
+use crate::backend::BackendError;
+use crate::backend::slurm::parse::{SINFO_TEXT_FORMAT, SQUEUE_TEXT_FORMAT};
+
+fn argv(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+pub fn version() -> Vec<String> {
+    argv(&["sinfo", "--version"])
+}
+
+/// Every job the controller still keeps, in every state. One RPC on every release.
+pub fn jobs_json() -> Vec<String> {
+    argv(&["squeue", "--all", "--states=all", "--json"])
+}
+
+pub fn jobs_text() -> Vec<String> {
+    argv(&["squeue", "--all", "--states=all", "-r", "-h", "-o", SQUEUE_TEXT_FORMAT])
+}
+
+/// Per-node records. On 21.08/22.05 `sinfo --json` still lists nodes one by one; from 23.02
+/// it is aggregated and `scontrol show node --json` is the per-node source.
+pub fn nodes_json(per_node_sinfo: bool) -> Vec<String> {
+    if per_node_sinfo { argv(&["sinfo", "--json"]) } else { argv(&["scontrol", "show", "node", "--json"]) }
+}
+
+pub fn nodes_text() -> Vec<String> {
+    argv(&["sinfo", "--all", "-N", "-h", "-o", SINFO_TEXT_FORMAT])
+}
+
+/// Reads the batch script on standard input; `--parsable` prints `id[;cluster]`.
+pub fn sbatch(extra: &[String]) -> Vec<String> {
+    let mut v = argv(&["sbatch", "--parsable"]);
+    v.extend(extra.iter().cloned());
+    v
+}
+
+pub fn scancel(job_id: &str) -> Result<Vec<String>, BackendError> {
+    Ok(vec!["scancel".into(), checked_job_id(job_id)?])
+}
+
+/// `scontrol hold|release|requeue ID`.
+pub fn scontrol_job(verb: &str, job_id: &str) -> Result<Vec<String>, BackendError> {
+    Ok(vec!["scontrol".into(), verb.into(), checked_job_id(job_id)?])
+}
+
+pub fn drain(node: &str, reason: &str) -> Result<Vec<String>, BackendError> {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        return Err(BackendError::InvalidSpec("draining a node needs a reason".to_string()));
+    }
+    if reason.contains(['\n', '\r', '\0']) {
+        return Err(BackendError::InvalidSpec("a drain reason must be one line".to_string()));
+    }
+    Ok(vec![
+        "scontrol".into(),
+        "update".into(),
+        format!("NodeName={}", checked_node(node)?),
+        "State=DRAIN".into(),
+        format!("Reason={reason}"),
+    ])
+}
+
+pub fn resume(node: &str) -> Result<Vec<String>, BackendError> {
+    Ok(vec!["scontrol".into(), "update".into(), format!("NodeName={}", checked_node(node)?), "State=RESUME".into()])
+}
+
+pub fn srun_help() -> Vec<String> {
+    argv(&["srun", "--help"])
+}
+
+pub fn sdiag() -> Vec<String> {
+    argv(&["sdiag"])
+}
+
+/// A Slurm job id as flightdeck prints it: `123`, `123_4`, or a pending array's
+/// `123_[4-7%2]`. The throttle suffix is dropped, since `scancel` and `scontrol` do not take it.
+pub fn checked_job_id(id: &str) -> Result<String, BackendError> {
+    let bad = || BackendError::NotFound(format!("`{id}` is not a Slurm job id (like 123, 123_4 or 123_[4-7])"));
+    let (base, task) = match id.split_once('_') {
+        Some((b, t)) => (b, Some(t)),
+        None => (id, None),
+    };
+    if base.is_empty() || !base.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let task = match task {
+        None => return Ok(base.to_string()),
+        Some(t) => t,
+    };
+    if !task.is_empty() && task.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(id.to_string());
+    }
+    let inner = task.strip_prefix('[').and_then(|t| t.strip_suffix(']')).ok_or_else(bad)?;
+    let inner = inner.split('%').next().unwrap_or_default();
+    if inner.is_empty() || !inner.bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b',') {
+        return Err(bad());
+    }
+    Ok(format!("{base}_[{inner}]"))
+}
+
+/// Node names are hostnames; anything else (spaces, `=`, a leading `-`) is refused before it
+/// can change the meaning of an `scontrol update` line.
+pub fn checked_node(name: &str) -> Result<&str, BackendError> {
+    let ok = !name.is_empty()
+        && !name.starts_with('-')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok { Ok(name) } else { Err(BackendError::NotFound(format!("`{name}` is not a node name"))) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_ids() {
+        assert_eq!(checked_job_id("123").unwrap(), "123");
+        assert_eq!(checked_job_id("123_4").unwrap(), "123_4");
+        assert_eq!(checked_job_id("123_[4-7%2]").unwrap(), "123_[4-7]");
+        assert_eq!(checked_job_id("123_[1,3,5-6]").unwrap(), "123_[1,3,5-6]");
+        for bad in ["", "--help", "-u", "12a", "1_", "1_[]", "1_[a]", "1 2", "1;id", "_4"] {
+            assert!(checked_job_id(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn node_names() {
+        assert!(checked_node("gpu-a100-01.cluster").is_ok());
+        for bad in ["", "-x", "a b", "a=b", "a;b", "a\nb"] {
+            assert!(checked_node(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn drain_keeps_the_reason_as_one_argument() {
+        let v = drain("a100-01", "bad GPU; $(reboot) 'x'").unwrap();
+        assert_eq!(v.last().unwrap(), "Reason=bad GPU; $(reboot) 'x'");
+        assert!(drain("a100-01", "  ").is_err());
+        assert!(drain("a100-01", "two\nlines").is_err());
+    }
+}

@@ -1,0 +1,276 @@
+//! Slurm through its CLI, run locally or on a login node over SSH.
+//!
+//! One refresh costs one job query and one node query: `squeue --json` plus `sinfo --json`
+//! (21.08/22.05) or `scontrol show node --json` (23.02+), run concurrently over the same SSH
+//! master. The release is learnt once per connection. Where `--json` is missing or broken the
+//! backend falls back to pipe-separated text for the rest of the connection.
+
+pub mod commands;
+pub mod parse;
+pub mod script;
+pub mod sdiag;
+pub mod transport;
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use chrono::Utc;
+use tokio::sync::Mutex;
+
+use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, NodeAction};
+use crate::config::ClusterConfig;
+use crate::model::{JobRef, Snapshot};
+use crate::spec::JobSpec;
+
+use self::parse::{JobsDoc, NodesDoc};
+use self::transport::{Transport, display_argv};
+
+/// How this connection reads jobs and nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Probe {
+    generation: u64,
+    release: Option<String>,
+    /// `sinfo --json` still lists nodes one by one (21.08, 22.05).
+    per_node_sinfo: bool,
+    jobs_json: bool,
+    nodes_json: bool,
+    /// Whether `srun` knows `--container-image` (pyxis); learnt on the first image submit.
+    pyxis: Option<bool>,
+}
+
+pub struct SlurmBackend {
+    name: String,
+    transport: Transport,
+    timeout: Duration,
+    probe: Mutex<Option<Probe>>,
+}
+
+impl SlurmBackend {
+    pub fn new(cfg: &ClusterConfig) -> Self {
+        Self {
+            name: cfg.name.clone(),
+            transport: Transport::for_cluster(cfg),
+            timeout: cfg.timeout,
+            probe: Mutex::new(None),
+        }
+    }
+
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// Learn the release once per connection (`sinfo --version` costs no controller RPC).
+    async fn probe(&self) -> Result<Probe, BackendError> {
+        {
+            let probe = self.probe.lock().await;
+            if let Some(p) = probe.as_ref().filter(|p| p.generation == self.transport.generation()) {
+                return Ok(p.clone());
+            }
+        }
+        let argv = commands::version();
+        let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let release = text.split_whitespace().nth(1).map(str::to_string);
+        let per_node_sinfo = release.as_deref().is_some_and(|r| matches!(parse::slurm_release_family(r), parse::Family::A));
+        let p = Probe {
+            generation: self.transport.generation(),
+            release,
+            per_node_sinfo,
+            jobs_json: true,
+            nodes_json: true,
+            pyxis: None,
+        };
+        tracing::info!(cluster = %self.name, release = ?p.release, "slurm release detected");
+        *self.probe.lock().await = Some(p.clone());
+        Ok(p)
+    }
+
+    async fn update_probe(&self, f: impl FnOnce(&mut Probe)) {
+        if let Some(p) = self.probe.lock().await.as_mut() {
+            f(p);
+        }
+    }
+
+    async fn fetch_jobs(&self, probe: &Probe) -> Result<JobsDoc, BackendError> {
+        if probe.jobs_json {
+            let argv = commands::jobs_json();
+            let cluster = self.name.clone();
+            let res = self
+                .transport
+                .stream(&argv, self.timeout, move |r| parse::parse_jobs_json_reader(&cluster, std::io::BufReader::with_capacity(1 << 16, r)))
+                .await;
+            match res {
+                Ok(Ok(doc)) => return Ok(doc),
+                Ok(Err(e)) => {
+                    tracing::warn!(cluster = %self.name, error = %e, "squeue --json unreadable; using text output");
+                }
+                Err(e) if json_unsupported(&e) => {
+                    tracing::warn!(cluster = %self.name, error = %e, "squeue --json unsupported; using text output");
+                }
+                Err(e) => return Err(e),
+            }
+            self.update_probe(|p| p.jobs_json = false).await;
+        }
+        let argv = commands::jobs_text();
+        let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
+        let jobs = parse::parse_squeue_text(&self.name, &String::from_utf8_lossy(&out.stdout))
+            .map_err(|e| BackendError::Parse { what: display_argv(&argv), message: e.to_string() })?;
+        Ok(JobsDoc { release: None, jobs })
+    }
+
+    async fn fetch_nodes(&self, probe: &Probe) -> Result<NodesDoc, BackendError> {
+        if probe.nodes_json {
+            let argv = commands::nodes_json(probe.per_node_sinfo);
+            let cluster = self.name.clone();
+            let res = self
+                .transport
+                .stream(&argv, self.timeout, move |r| parse::parse_nodes_json_reader(&cluster, std::io::BufReader::with_capacity(1 << 16, r)))
+                .await;
+            match res {
+                Ok(Ok(doc)) => return Ok(doc),
+                Ok(Err(e)) => tracing::warn!(cluster = %self.name, error = %e, "node JSON unreadable; using text output"),
+                Err(e) if json_unsupported(&e) => {
+                    tracing::warn!(cluster = %self.name, error = %e, "node JSON unsupported; using text output")
+                }
+                Err(e) => return Err(e),
+            }
+            self.update_probe(|p| p.nodes_json = false).await;
+        }
+        let argv = commands::nodes_text();
+        let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
+        let nodes = parse::parse_sinfo_text(&self.name, &String::from_utf8_lossy(&out.stdout))
+            .map_err(|e| BackendError::Parse { what: display_argv(&argv), message: e.to_string() })?;
+        Ok(NodesDoc { release: None, nodes })
+    }
+
+    async fn pyxis(&self) -> Result<bool, BackendError> {
+        if let Some(known) = self.probe().await?.pyxis {
+            return Ok(known);
+        }
+        let argv = commands::srun_help();
+        let out = self.transport.output(&argv, None, self.timeout).await?;
+        let found = String::from_utf8_lossy(&out.stdout).contains("--container-image");
+        self.update_probe(|p| p.pyxis = Some(found)).await;
+        Ok(found)
+    }
+
+    /// Run an action command; Slurm's own complaint becomes the error.
+    async fn act(&self, argv: Vec<String>, stdin: Option<&[u8]>) -> Result<String, BackendError> {
+        let out = self.transport.output(&argv, stdin, self.timeout).await?;
+        // scancel reports some failures ("Invalid job id specified") on stderr with exit 0
+        // on older releases: an `error:` line is a failure whatever the status says.
+        if out.success() && !out.stderr.contains("error:") {
+            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+        }
+        Err(transport::command_error(&argv, out.status, &out.stderr, &out.stdout))
+    }
+
+    /// Controller RPC counters (sdiag), for `doctor` and the load tests.
+    pub async fn rpc_counts(&self) -> Result<sdiag::RpcCounts, BackendError> {
+        let argv = commands::sdiag();
+        let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
+        Ok(sdiag::parse_sdiag(&String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
+/// The job or node query failed in a way that says this Slurm cannot print JSON
+/// (built without the data_parser plugins, or too old for `--json`).
+fn json_unsupported(e: &BackendError) -> bool {
+    match e {
+        BackendError::Command { stderr, .. } => {
+            let s = stderr.to_ascii_lowercase();
+            s.contains("json") || s.contains("data_parser") || s.contains("serializer") || s.contains("unrecognized option")
+        }
+        BackendError::Parse { .. } => true,
+        _ => false,
+    }
+}
+
+#[async_trait]
+impl Backend for SlurmBackend {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            submit: true,
+            cancel: true,
+            hold_release: true,
+            requeue: true,
+            drain_resume: true,
+            cordon_uncordon: false,
+        }
+    }
+
+    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
+        let probe = self.probe().await?;
+        let (jobs, nodes) = tokio::join!(self.fetch_jobs(&probe), self.fetch_nodes(&probe));
+        let (jobs, nodes) = (jobs?, nodes?);
+        let mut snap = Snapshot {
+            cluster: self.name.clone(),
+            taken_at: Some(Utc::now()),
+            release: jobs.release.or(nodes.release).or(probe.release),
+            jobs: jobs.jobs,
+            nodes: nodes.nodes,
+            queues: Vec::new(),
+        };
+        snap.derive_queues();
+        Ok(snap)
+    }
+
+    async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
+        spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
+        let pyxis = if spec.image.is_some() { self.pyxis().await? } else { false };
+        let script = script::render_sbatch(spec, &script::SbatchOptions { pyxis })?;
+        let argv = commands::sbatch(&script::sbatch_argv(spec));
+        let out = self.act(argv, Some(script.as_bytes())).await?;
+        let id = script::parse_sbatch_output(&out)
+            .ok_or_else(|| BackendError::Parse { what: "sbatch".into(), message: format!("no job id in `{}`", out.trim()) })?;
+        Ok(JobRef::new(self.name.clone(), id))
+    }
+
+    async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {
+        let argv = match action {
+            JobAction::Cancel => commands::scancel(&job.id)?,
+            JobAction::Hold => commands::scontrol_job("hold", &job.id)?,
+            JobAction::Release => commands::scontrol_job("release", &job.id)?,
+            JobAction::Requeue => commands::scontrol_job("requeue", &job.id)?,
+        };
+        self.act(argv, None).await.map(drop)
+    }
+
+    async fn node_action(&self, node: &str, action: &NodeAction) -> Result<(), BackendError> {
+        let argv = match action {
+            NodeAction::Drain { reason } => commands::drain(node, reason)?,
+            NodeAction::Resume => commands::resume(node)?,
+        };
+        self.act(argv, None).await.map(drop)
+    }
+
+    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
+        let mut d = Diagnosis { transport: self.transport.describe(), ..Diagnosis::default() };
+        let started = Instant::now();
+        let probe = self.probe().await?;
+        d.connect_ms = Some(started.elapsed().as_millis() as u64);
+        d.release = probe.release.clone();
+        let before = self.rpc_counts().await;
+        let snap = self.snapshot().await;
+        let after = self.rpc_counts().await;
+        let probe = self.probe.lock().await.clone().unwrap_or(probe);
+        d.json_supported = Some(probe.jobs_json && probe.nodes_json);
+        d.refresh_commands = vec![
+            display_argv(&if probe.jobs_json { commands::jobs_json() } else { commands::jobs_text() }),
+            display_argv(&if probe.nodes_json { commands::nodes_json(probe.per_node_sinfo) } else { commands::nodes_text() }),
+        ];
+        match (&before, &after) {
+            (Ok(b), Ok(a)) => d.rpcs_per_refresh = Some(a.queries_since(b) as u32),
+            (Err(e), _) | (_, Err(e)) => d.notes.push(format!("sdiag unavailable, RPC cost not measured: {e}")),
+        }
+        match snap {
+            Ok(s) => d.notes.push(format!("one refresh read {} jobs and {} nodes", s.jobs.len(), s.nodes.len())),
+            Err(e) => return Err(e),
+        }
+        Ok(d)
+    }
+}

@@ -1,0 +1,307 @@
+//! Node records: per-node (`scontrol show node --json`, 22.05 `sinfo --json`) and the
+//! aggregated `sinfo --json` records of 23.02+, merged into one [`Node`] per name.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use super::flex::{Flex, LStr, Lenient, StrList};
+use super::gres::parse_gres;
+use super::hostlist::expand_hostlist;
+use super::states::node_state_from_slurm;
+use crate::model::{GpuSlot, Node};
+
+/// One node of `scontrol show node --json` or 22.05's `sinfo --json`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct NodeRecord<'a> {
+    #[serde(borrow)]
+    name: LStr<'a>,
+    #[serde(borrow)]
+    hostname: LStr<'a>,
+    #[serde(borrow)]
+    state: StrList<'a>,
+    #[serde(borrow)]
+    state_flags: StrList<'a>,
+    #[serde(borrow)]
+    reason: LStr<'a>,
+    #[serde(borrow)]
+    reason_set_by_user: LStr<'a>,
+    reason_changed_at: Flex,
+    #[serde(borrow)]
+    gres: LStr<'a>,
+    #[serde(borrow)]
+    gres_used: LStr<'a>,
+    cpus: Flex,
+    alloc_cpus: Flex,
+    real_memory: Flex,
+    alloc_memory: Flex,
+    #[serde(borrow)]
+    partitions: StrList<'a>,
+    #[serde(borrow)]
+    features: StrList<'a>,
+}
+
+/// One aggregated record of `sinfo --json` (23.02+): a group of nodes sharing a state and
+/// partition. Per-node values are estimated from the group (see [`NodeMerger::add_sinfo`]).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct SinfoRecord<'a> {
+    #[serde(borrow)]
+    node: Lenient<SinfoNode<'a>>,
+    #[serde(borrow)]
+    nodes: Lenient<SinfoNodes<'a>>,
+    cpus: Lenient<SinfoCpus>,
+    memory: Lenient<SinfoMemory>,
+    #[serde(borrow)]
+    gres: Lenient<SinfoGres<'a>>,
+    #[serde(borrow)]
+    features: Lenient<SinfoFeatures<'a>>,
+    #[serde(borrow)]
+    partition: Lenient<SinfoPartition<'a>>,
+    #[serde(borrow)]
+    reason: Lenient<SinfoReason<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SinfoNode<'a> {
+    #[serde(borrow)]
+    state: StrList<'a>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SinfoNodes<'a> {
+    #[serde(borrow)]
+    nodes: StrList<'a>,
+    total: Flex,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SinfoCpus {
+    allocated: Flex,
+    total: Flex,
+    maximum: Flex,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SinfoMemory {
+    maximum: Flex,
+    allocated: Flex,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SinfoGres<'a> {
+    #[serde(borrow)]
+    total: LStr<'a>,
+    #[serde(borrow)]
+    used: LStr<'a>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SinfoFeatures<'a> {
+    #[serde(borrow)]
+    total: StrList<'a>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SinfoPartition<'a> {
+    #[serde(borrow)]
+    name: LStr<'a>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SinfoReason<'a> {
+    #[serde(borrow)]
+    description: LStr<'a>,
+    time: Flex,
+    #[serde(borrow)]
+    user: LStr<'a>,
+}
+
+/// GPU slots from a node's `gres` (totals per type) and `gres_used` (allocations per type).
+///
+/// An untyped total (`gpu:4`) is model `gpu`. An allocation is matched by type; an untyped
+/// allocation goes to the only slot (or the untyped one); an allocation of a type the node
+/// does not list gets its own slot.
+pub(crate) fn gpu_slots(gres: &str, gres_used: &str) -> Vec<GpuSlot> {
+    let mut slots: Vec<GpuSlot> = Vec::new();
+    for item in parse_gres(gres) {
+        let model = item.model.unwrap_or_else(|| "gpu".to_string());
+        match slots.iter_mut().find(|s| s.model == model) {
+            Some(s) => s.total = s.total.saturating_add(item.count),
+            None => slots.push(GpuSlot { model, total: item.count, allocated: 0, unhealthy: 0, utilisation: None }),
+        }
+    }
+    slots.retain(|s| s.total > 0);
+    for item in parse_gres(gres_used) {
+        if item.count == 0 {
+            continue;
+        }
+        let idx = match &item.model {
+            Some(m) => slots.iter().position(|s| &s.model == m),
+            None if slots.len() == 1 => Some(0),
+            None => slots.iter().position(|s| s.model == "gpu"),
+        };
+        match idx {
+            Some(i) => slots[i].allocated = slots[i].allocated.saturating_add(item.count),
+            None => slots.push(GpuSlot {
+                model: item.model.unwrap_or_else(|| "gpu".to_string()),
+                total: item.count,
+                allocated: item.count,
+                unhealthy: 0,
+                utilisation: None,
+            }),
+        }
+    }
+    slots
+}
+
+/// Collects nodes, merging repeats of one name (one per partition) into one [`Node`].
+pub(crate) struct NodeMerger<'c> {
+    cluster: &'c str,
+    nodes: Vec<Node>,
+    index: HashMap<String, usize>,
+}
+
+impl<'c> NodeMerger<'c> {
+    pub(crate) fn new(cluster: &'c str) -> Self {
+        Self { cluster, nodes: Vec::new(), index: HashMap::new() }
+    }
+
+    pub(crate) fn finish(self) -> Vec<Node> {
+        self.nodes
+    }
+
+    /// Add a node, or merge its partitions into the node already seen under that name.
+    pub(crate) fn push(&mut self, node: Node) {
+        match self.index.get(&node.name) {
+            Some(&i) => {
+                let seen = &mut self.nodes[i];
+                for p in node.partitions {
+                    if !seen.partitions.contains(&p) {
+                        seen.partitions.push(p);
+                    }
+                }
+            }
+            None => {
+                self.index.insert(node.name.clone(), self.nodes.len());
+                self.nodes.push(node);
+            }
+        }
+    }
+
+    pub(crate) fn add_node(&mut self, rec: NodeRecord<'_>) {
+        let name = rec.name.non_empty().or(rec.hostname.non_empty()).map(|s| s.trim().to_string());
+        let Some(name) = name else { return };
+        let mut tokens: Vec<&str> = rec.state.iter().collect();
+        tokens.extend(rec.state_flags.iter());
+        let (state, flags) = node_state_from_slurm(&tokens);
+        let mut node = Node::new(self.cluster, name, state);
+        node.flags = flags;
+        node.native_state = tokens.join(",");
+        node.reason = rec.reason.non_empty().map(|s| s.trim().to_string());
+        node.reason_user = rec.reason_set_by_user.non_empty().map(|s| s.trim().to_string());
+        node.reason_time = rec.reason_changed_at.timestamp();
+        node.gpus = gpu_slots(rec.gres.as_str(), rec.gres_used.as_str());
+        node.cpus_total = rec.cpus.as_u32().unwrap_or(0);
+        node.cpus_allocated = rec.alloc_cpus.as_u32().unwrap_or(0);
+        node.memory_total_mb = rec.real_memory.as_u64().unwrap_or(0);
+        node.memory_allocated_mb = rec.alloc_memory.as_u64().unwrap_or(0);
+        node.partitions = rec.partitions.split_commas();
+        node.features = rec.features.split_commas();
+        self.push(node);
+    }
+
+    /// An aggregated `sinfo` group, best effort: every node of the group gets the group's
+    /// state, reason, partition and features; CPUs and memory are the per-node maximum with
+    /// the group's allocation divided evenly; GPU totals come from the group's `gres`, GPU
+    /// allocations only when the group is one node (sinfo does not split them per node).
+    pub(crate) fn add_sinfo(&mut self, rec: SinfoRecord<'_>) {
+        let names: Vec<String> = rec.nodes.0.nodes.iter().flat_map(expand_hostlist).collect();
+        if names.is_empty() {
+            return;
+        }
+        let count = names.len() as u64;
+        let tokens: Vec<&str> = rec.node.0.state.iter().collect();
+        let (state, flags) = node_state_from_slurm(&tokens);
+        let native = tokens.join(",");
+        let cpus = &rec.cpus.0;
+        let cpus_total =
+            cpus.maximum.as_u32().or_else(|| cpus.total.as_u64().map(|t| (t / count) as u32)).unwrap_or(0);
+        let cpus_alloc = cpus.allocated.as_u64().map_or(0, |a| (a / count) as u32);
+        let mem = &rec.memory.0;
+        let single = count == 1 || rec.nodes.0.total.as_u64() == Some(1);
+        let gres_used = if single { rec.gres.0.used.as_str() } else { "" };
+        let gpus = gpu_slots(rec.gres.0.total.as_str(), gres_used);
+        let partition = rec.partition.0.name.non_empty().map(|s| s.trim().to_string());
+        let features = rec.features.0.total.split_commas();
+        let reason = &rec.reason.0;
+        for name in names {
+            let mut node = Node::new(self.cluster, name, state);
+            node.flags = flags.clone();
+            node.native_state = native.clone();
+            node.reason = reason.description.non_empty().map(|s| s.trim().to_string());
+            node.reason_user = reason.user.non_empty().map(|s| s.trim().to_string());
+            node.reason_time = reason.time.timestamp();
+            node.gpus = gpus.clone();
+            node.cpus_total = cpus_total;
+            node.cpus_allocated = cpus_alloc;
+            node.memory_total_mb = mem.maximum.as_u64().unwrap_or(0);
+            node.memory_allocated_mb = mem.allocated.as_u64().map_or(0, |a| a / count);
+            node.partitions = partition.iter().cloned().collect();
+            node.features = features.clone();
+            self.push(node);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::NodeState;
+
+    fn slot(model: &str, total: u32, allocated: u32) -> GpuSlot {
+        GpuSlot { model: model.into(), total, allocated, unhealthy: 0, utilisation: None }
+    }
+
+    #[test]
+    fn gpu_slots_match_by_model() {
+        assert_eq!(gpu_slots("gpu:h100:2,gpu:h200:4", "gpu:h100:2(IDX:0-1),gpu:h200:4(IDX:2-5)"), vec![
+            slot("h100", 2, 2),
+            slot("h200", 4, 4)
+        ]);
+        assert_eq!(gpu_slots("gpu:h100:2,gpu:h200:4", "gpu:h100:0(IDX:N/A),gpu:h200:1(IDX:3)"), vec![
+            slot("h100", 2, 0),
+            slot("h200", 4, 1)
+        ]);
+        assert_eq!(gpu_slots("gpu:4", "gpu:0"), vec![slot("gpu", 4, 0)]);
+        assert_eq!(gpu_slots("gpu:4(S:0-1)", "gpu:2(IDX:0-1)"), vec![slot("gpu", 4, 2)]);
+        assert_eq!(gpu_slots("gpu:a100:4", "gpu:3"), vec![slot("a100", 4, 3)]);
+        assert_eq!(gpu_slots("", "gpu:0"), vec![]);
+        assert_eq!(gpu_slots("(null)", ""), vec![]);
+        assert_eq!(gpu_slots("gpu:1g.10gb:7,shard:8", ""), vec![slot("1g.10gb", 7, 0)]);
+    }
+
+    #[test]
+    fn merger_joins_partitions() {
+        let mut m = NodeMerger::new("c");
+        let mut a = Node::new("c", "n1", NodeState::Idle);
+        a.partitions = vec!["gpu".into()];
+        let mut b = Node::new("c", "n1", NodeState::Idle);
+        b.partitions = vec!["debug".into(), "gpu".into()];
+        m.push(a);
+        m.push(b);
+        m.push(Node::new("c", "n2", NodeState::Idle));
+        let nodes = m.finish();
+        assert_eq!(nodes.len(), 2);
+        assert_eq!(nodes[0].partitions, vec!["gpu", "debug"]);
+    }
+}

@@ -1,0 +1,474 @@
+//! Running Slurm's CLI: as local processes, or on a login node over one multiplexed SSH master.
+//!
+//! Every command is an argument vector. Locally it is executed without a shell; over SSH the
+//! remote side always has a shell, so each argument is quoted with `shlex` before the line
+//! leaves this module. Nothing else in the crate builds remote command lines.
+
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openssh::{KnownHosts as SshKnownHosts, Session, SessionBuilder};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{Mutex, Semaphore};
+use tokio_util::io::SyncIoBridge;
+
+use crate::backend::BackendError;
+use crate::config::{ClusterConfig, KnownHosts};
+
+/// sshd refuses more than `MaxSessions` (default 10) sessions on one connection, and the
+/// openssh crate reports that as an error rather than opening a second connection.
+const MAX_CONCURRENT_SSH_COMMANDS: usize = 8;
+
+/// What one finished command left behind.
+#[derive(Debug, Clone)]
+pub struct CmdOutput {
+    /// Exit status; `None` when killed by a signal or lost with the connection.
+    pub status: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl CmdOutput {
+    pub fn success(&self) -> bool {
+        self.status == Some(0)
+    }
+
+    /// Turn a non-zero exit into the error the user reads: the command and its own stderr.
+    pub fn into_result(self, argv: &[String]) -> Result<CmdOutput, BackendError> {
+        if self.success() {
+            Ok(self)
+        } else {
+            Err(command_error(argv, self.status, &self.stderr, &self.stdout))
+        }
+    }
+}
+
+pub(crate) fn command_error(argv: &[String], status: Option<i32>, stderr: &str, stdout: &[u8]) -> BackendError {
+    let mut text = stderr.trim().to_string();
+    if text.is_empty() {
+        text = String::from_utf8_lossy(stdout).trim().chars().take(500).collect();
+    }
+    if text.is_empty() {
+        text = "no output".to_string();
+    }
+    BackendError::Command { command: display_argv(argv), status, stderr: text }
+}
+
+/// A command line for messages: quoted the same way it is sent.
+pub fn display_argv(argv: &[String]) -> String {
+    shell_line(argv).unwrap_or_else(|_| argv.join(" "))
+}
+
+/// Quote an argument vector into one POSIX shell command line.
+///
+/// This is the only place a remote command line is made. NUL bytes cannot be passed through
+/// a shell at all, so they are refused rather than silently dropped.
+pub fn shell_line(argv: &[String]) -> Result<String, BackendError> {
+    shlex::try_join(argv.iter().map(String::as_str))
+        .map_err(|_| BackendError::InvalidSpec("an argument contains a NUL byte".to_string()))
+}
+
+type BoxRead = Pin<Box<dyn AsyncRead + Send>>;
+
+/// Where and how commands run for one cluster.
+pub enum Transport {
+    Local,
+    Ssh(SshTransport),
+}
+
+impl Transport {
+    pub fn for_cluster(cfg: &ClusterConfig) -> Self {
+        match &cfg.host {
+            None => Transport::Local,
+            Some(host) => Transport::Ssh(SshTransport::new(cfg, host)),
+        }
+    }
+
+    /// How the cluster is reached, for `doctor` and messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Transport::Local => "local commands".to_string(),
+            Transport::Ssh(ssh) => format!("ssh {}", ssh.destination()),
+        }
+    }
+
+    /// Changes whenever a new connection is made, so per-connection facts (the Slurm
+    /// release) are learnt again after a reconnect.
+    pub fn generation(&self) -> u64 {
+        match self {
+            Transport::Local => 0,
+            Transport::Ssh(ssh) => ssh.generation.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// Run a command to completion, optionally feeding `stdin`, within `timeout`.
+    pub async fn output(
+        &self,
+        argv: &[String],
+        stdin: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<CmdOutput, BackendError> {
+        let run = async {
+            let mut child = self.spawn(argv, stdin.is_some()).await?;
+            if let (Some(input), Some(mut w)) = (stdin, child.stdin.take()) {
+                // A command that exits without reading its input closes the pipe; that is
+                // its business, and its exit status says what happened.
+                let _ = w.write_all(input).await;
+                let _ = w.shutdown().await;
+                drop(w);
+            }
+            let mut stdout = Vec::new();
+            let mut out = child.stdout.take().expect("stdout is piped");
+            let (read, stderr) = tokio::join!(out.read_to_end(&mut stdout), read_all(child.stderr.take()));
+            read.map_err(|e| self.io_error(argv, e))?;
+            let status = child.wait.wait().await.map_err(|e| self.lost(argv, e))?;
+            Ok(CmdOutput { status, stdout, stderr })
+        };
+        self.with_timeout(argv, timeout, run).await
+    }
+
+    /// Run a command and hand its standard output, as a blocking reader, to `consume` on a
+    /// blocking thread while it arrives. Used for documents too large to hold twice.
+    ///
+    /// A non-zero exit wins over whatever `consume` made of the output, since a failed
+    /// `squeue` prints its reason on stderr and nothing useful on stdout.
+    pub async fn stream<T, F>(&self, argv: &[String], timeout: Duration, consume: F) -> Result<T, BackendError>
+    where
+        T: Send + 'static,
+        F: FnOnce(SyncIoBridge<BoxRead>) -> T + Send + 'static,
+    {
+        let run = async {
+            let mut child = self.spawn(argv, false).await?;
+            let out = child.stdout.take().expect("stdout is piped");
+            let reader = SyncIoBridge::new(out);
+            let parsed = tokio::task::spawn_blocking(move || consume(reader));
+            let (parsed, stderr) = tokio::join!(parsed, read_all(child.stderr.take()));
+            let status = child.wait.wait().await.map_err(|e| self.lost(argv, e))?;
+            if status != Some(0) {
+                return Err(command_error(argv, status, &stderr, b""));
+            }
+            parsed.map_err(|e| BackendError::Parse { what: display_argv(argv), message: e.to_string() })
+        };
+        self.with_timeout(argv, timeout, run).await
+    }
+
+    async fn with_timeout<T>(
+        &self,
+        argv: &[String],
+        timeout: Duration,
+        fut: impl Future<Output = Result<T, BackendError>>,
+    ) -> Result<T, BackendError> {
+        match tokio::time::timeout(timeout, fut).await {
+            Ok(res) => res,
+            Err(_) => {
+                // A hung command over SSH often means a half-dead link: start afresh next time.
+                if let Transport::Ssh(ssh) = self {
+                    ssh.forget_session().await;
+                }
+                Err(BackendError::Timeout { what: display_argv(argv), secs: timeout.as_secs() })
+            }
+        }
+    }
+
+    async fn spawn(&self, argv: &[String], with_stdin: bool) -> Result<Spawned<'_>, BackendError> {
+        let Some((program, args)) = argv.split_first() else {
+            return Err(BackendError::InvalidSpec("empty command".to_string()));
+        };
+        let stdin = || if with_stdin { Stdio::piped() } else { Stdio::null() };
+        match self {
+            Transport::Local => {
+                let mut child = tokio::process::Command::new(program)
+                    .args(args)
+                    .stdin(stdin())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .map_err(|e| BackendError::Command {
+                        command: display_argv(argv),
+                        status: None,
+                        stderr: format!("cannot start `{program}`: {e}"),
+                    })?;
+                Ok(Spawned {
+                    stdin: child.stdin.take().map(|w| Box::pin(w) as _),
+                    stdout: child.stdout.take().map(|r| Box::pin(r) as BoxRead),
+                    stderr: child.stderr.take().map(|r| Box::pin(r) as BoxRead),
+                    wait: Waiter::Local(child),
+                })
+            }
+            Transport::Ssh(ssh) => {
+                let line = shell_line(argv)?;
+                let _permit = ssh.permits.clone().acquire_owned().await.expect("semaphore never closes");
+                let session = ssh.session().await?;
+                let spawned = session
+                    .clone()
+                    .arc_raw_command(&line)
+                    .stdin(if with_stdin { openssh::Stdio::piped() } else { openssh::Stdio::null() })
+                    .stdout(openssh::Stdio::piped())
+                    .stderr(openssh::Stdio::piped())
+                    .spawn()
+                    .await;
+                let mut child = match spawned {
+                    Ok(child) => child,
+                    Err(e) => {
+                        ssh.check_after_error(&session).await;
+                        return Err(ssh.connect_error(e));
+                    }
+                };
+                Ok(Spawned {
+                    stdin: child.stdin().take().map(|w| Box::pin(w) as _),
+                    stdout: child.stdout().take().map(|r| Box::pin(r) as BoxRead),
+                    stderr: child.stderr().take().map(|r| Box::pin(r) as BoxRead),
+                    wait: Waiter::Ssh { child, session, transport: ssh, _permit },
+                })
+            }
+        }
+    }
+
+    fn io_error(&self, argv: &[String], e: std::io::Error) -> BackendError {
+        BackendError::Command { command: display_argv(argv), status: None, stderr: format!("reading output: {e}") }
+    }
+
+    fn lost(&self, argv: &[String], e: String) -> BackendError {
+        match self {
+            Transport::Local => BackendError::Command { command: display_argv(argv), status: None, stderr: e },
+            Transport::Ssh(ssh) => BackendError::Connect { target: ssh.destination(), message: e },
+        }
+    }
+}
+
+async fn read_all(r: Option<BoxRead>) -> String {
+    let mut buf = Vec::new();
+    if let Some(mut r) = r {
+        let _ = r.read_to_end(&mut buf).await;
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+struct Spawned<'a> {
+    stdin: Option<Pin<Box<dyn tokio::io::AsyncWrite + Send>>>,
+    stdout: Option<BoxRead>,
+    stderr: Option<BoxRead>,
+    wait: Waiter<'a>,
+}
+
+enum Waiter<'a> {
+    Local(tokio::process::Child),
+    Ssh {
+        child: openssh::Child<Arc<Session>>,
+        session: Arc<Session>,
+        transport: &'a SshTransport,
+        _permit: tokio::sync::OwnedSemaphorePermit,
+    },
+}
+
+impl Waiter<'_> {
+    /// Exit code, or `None` for death by signal. `Err` means the link was lost.
+    async fn wait(self) -> Result<Option<i32>, String> {
+        match self {
+            Waiter::Local(mut child) => child.wait().await.map(|s| s.code()).map_err(|e| e.to_string()),
+            Waiter::Ssh { child, session, transport, _permit } => match child.wait().await {
+                Ok(status) => Ok(status.code()),
+                Err(e) => {
+                    transport.check_after_error(&session).await;
+                    Err(error_chain(&e))
+                }
+            },
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// One cluster's login node: one ControlMaster, reused by every command, replaced when it dies.
+pub struct SshTransport {
+    host: String,
+    user: Option<String>,
+    port: Option<u16>,
+    identity_file: Option<PathBuf>,
+    known_hosts: KnownHosts,
+    known_hosts_file: Option<PathBuf>,
+    connect_timeout: Duration,
+    session: Mutex<Option<Arc<Session>>>,
+    generation: std::sync::atomic::AtomicU64,
+    permits: Arc<Semaphore>,
+}
+
+impl SshTransport {
+    fn new(cfg: &ClusterConfig, host: &str) -> Self {
+        Self {
+            host: host.to_string(),
+            user: cfg.user.clone(),
+            port: cfg.port,
+            identity_file: cfg.identity_file.clone(),
+            known_hosts: cfg.known_hosts,
+            known_hosts_file: cfg.known_hosts_file.clone(),
+            connect_timeout: cfg.timeout.min(Duration::from_secs(30)),
+            session: Mutex::new(None),
+            generation: Default::default(),
+            permits: Arc::new(Semaphore::new(MAX_CONCURRENT_SSH_COMMANDS)),
+        }
+    }
+
+    pub fn destination(&self) -> String {
+        let user = self.user.as_deref().map(|u| format!("{u}@")).unwrap_or_default();
+        let port = self.port.map(|p| format!(":{p}")).unwrap_or_default();
+        format!("{user}{}{port}", self.host)
+    }
+
+    /// The live master, connecting first when there is none.
+    async fn session(&self) -> Result<Arc<Session>, BackendError> {
+        let mut slot = self.session.lock().await;
+        if let Some(s) = slot.as_ref() {
+            return Ok(s.clone());
+        }
+        let started = Instant::now();
+        let session = Arc::new(self.connect().await?);
+        tracing::info!(target = %self.destination(), ms = started.elapsed().as_millis() as u64, "ssh master up");
+        *slot = Some(session.clone());
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(session)
+    }
+
+    async fn connect(&self) -> Result<Session, BackendError> {
+        let mut b = SessionBuilder::default();
+        b.known_hosts_check(match self.known_hosts {
+            KnownHosts::Strict => SshKnownHosts::Strict,
+            KnownHosts::AcceptNew => SshKnownHosts::Add,
+            KnownHosts::Off => SshKnownHosts::Accept,
+        })
+        .connect_timeout(self.connect_timeout)
+        .server_alive_interval(Duration::from_secs(15))
+        .control_directory(std::env::temp_dir());
+        if let Some(user) = &self.user {
+            b.user(user.clone());
+        }
+        if let Some(port) = self.port {
+            b.port(port);
+        }
+        if let Some(key) = &self.identity_file {
+            b.keyfile(key);
+        }
+        if let Some(file) = &self.known_hosts_file {
+            b.user_known_hosts_file(file);
+        }
+        let connect = b.connect_mux(&self.host);
+        match tokio::time::timeout(self.connect_timeout + Duration::from_secs(5), connect).await {
+            Ok(Ok(session)) => Ok(session),
+            Ok(Err(e)) => Err(self.connect_error(e)),
+            Err(_) => Err(BackendError::Connect {
+                target: self.destination(),
+                message: format!("no answer within {} s", self.connect_timeout.as_secs()),
+            }),
+        }
+    }
+
+    fn connect_error(&self, e: openssh::Error) -> BackendError {
+        BackendError::Connect { target: self.destination(), message: error_chain(&e) }
+    }
+
+    /// After a failed command, find out whether the master is still alive; drop it if not,
+    /// so the next command reconnects.
+    async fn check_after_error(&self, session: &Arc<Session>) {
+        if session.check().await.is_err() {
+            self.forget_if_current(session).await;
+        }
+    }
+
+    async fn forget_if_current(&self, session: &Arc<Session>) {
+        let mut slot = self.session.lock().await;
+        if slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, session)) {
+            tracing::warn!(target = %self.destination(), "ssh master lost; will reconnect");
+            *slot = None;
+        }
+    }
+
+    async fn forget_session(&self) {
+        self.session.lock().await.take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn hostile_arguments_are_single_words() {
+        let name = "x'; touch /tmp/pwned; echo '$(id)";
+        let line = shell_line(&v(&["scontrol", "update", &format!("reason={name}")])).unwrap();
+        let words = shlex::split(&line).unwrap();
+        assert_eq!(words, v(&["scontrol", "update", &format!("reason={name}")]));
+        assert!(!line.contains("$(id)") || line.contains("'"), "substitution must be quoted: {line}");
+    }
+
+    #[test]
+    fn nul_bytes_are_refused() {
+        assert!(shell_line(&v(&["echo", "a\0b"])).is_err());
+    }
+
+    #[tokio::test]
+    async fn local_output_and_exit_status() {
+        let t = Transport::Local;
+        let out = t.output(&v(&["sh", "-c", "echo hi; echo oops >&2; exit 3"]), None, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(out.status, Some(3));
+        assert_eq!(out.stdout, b"hi\n");
+        assert_eq!(out.stderr.trim(), "oops");
+        let err = out.into_result(&v(&["x"])).unwrap_err().to_string();
+        assert!(err.contains("oops") && err.contains("exit 3"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn local_stdin_is_fed() {
+        let out = Transport::Local.output(&v(&["cat"]), Some(b"script body"), Duration::from_secs(5)).await.unwrap();
+        assert_eq!(out.stdout, b"script body");
+    }
+
+    #[tokio::test]
+    async fn local_timeout_is_reported() {
+        let err = Transport::Local.output(&v(&["sleep", "5"]), None, Duration::from_millis(100)).await.unwrap_err();
+        assert!(matches!(err, BackendError::Timeout { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn stream_hands_stdout_to_a_reader() {
+        let n = Transport::Local
+            .stream(&v(&["seq", "1", "100000"]), Duration::from_secs(10), |r| {
+                std::io::BufRead::lines(std::io::BufReader::new(r)).count()
+            })
+            .await
+            .unwrap();
+        assert_eq!(n, 100000);
+    }
+
+    #[tokio::test]
+    async fn stream_reports_failure_with_stderr() {
+        let err = Transport::Local
+            .stream(&v(&["sh", "-c", "echo 'squeue: error: bad' >&2; exit 1"]), Duration::from_secs(5), |_r| ())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("squeue: error: bad"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn missing_program_names_it() {
+        let err = Transport::Local.output(&v(&["no-such-prog-xyz"]), None, Duration::from_secs(5)).await.unwrap_err();
+        assert!(err.to_string().contains("no-such-prog-xyz"), "{err}");
+    }
+}

@@ -1,0 +1,322 @@
+//! The command line: `flightdeck` (the fleet at a glance) and the scriptable subcommands.
+//!
+//! Every subcommand drives the same [`Fleet`] the cockpit uses. Like `scancel` and `kubectl`,
+//! nothing here prompts; failures print one line naming the problem and exit non-zero.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::backend::{JobAction, NodeAction};
+use crate::config::Config;
+use crate::fleet::{Action, AuditLog, Fleet, FleetOptions, FleetState, Member};
+use crate::model::{Health, JobRef, JobState, NodeRef};
+use crate::output;
+use crate::spec::JobSpec;
+
+#[derive(Debug, Parser)]
+#[command(name = "flightdeck", version, about = "One cockpit for every GPU a team can reach")]
+pub struct Cli {
+    /// Config file (default: $XDG_CONFIG_HOME/flightdeck/config.toml, else this machine).
+    #[arg(long, global = true, env = "FLIGHTDECK_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Refuse every change (submit, cancel, drain …), whatever the config says.
+    #[arg(long, global = true)]
+    pub read_only: bool,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Clone, Copy, Default, ValueEnum)]
+pub enum OutputFormat {
+    #[default]
+    Table,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List jobs across clusters.
+    Jobs {
+        #[arg(long, short)]
+        cluster: Vec<String>,
+        #[arg(long, short)]
+        user: Option<String>,
+        /// pending, held, running, completed, failed, cancelled … (repeatable)
+        #[arg(long, short)]
+        state: Vec<JobState>,
+        #[arg(long, short, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// List nodes with their state, flags and GPUs.
+    Nodes {
+        #[arg(long, short)]
+        cluster: Vec<String>,
+        #[arg(long, short, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Submit a job spec (TOML) to a cluster; prints the new job's reference.
+    Submit {
+        spec: PathBuf,
+        #[arg(long, short)]
+        cluster: String,
+    },
+    /// Cancel jobs or array tasks (CLUSTER/ID …).
+    Cancel {
+        #[arg(required = true)]
+        jobs: Vec<JobRef>,
+    },
+    /// Hold pending jobs.
+    Hold {
+        #[arg(required = true)]
+        jobs: Vec<JobRef>,
+    },
+    /// Release held jobs.
+    Release {
+        #[arg(required = true)]
+        jobs: Vec<JobRef>,
+    },
+    /// Requeue jobs.
+    Requeue {
+        #[arg(required = true)]
+        jobs: Vec<JobRef>,
+    },
+    /// Drain a node (CLUSTER/NODE): running jobs finish, nothing new starts.
+    Drain {
+        node: NodeRef,
+        #[arg(long, short)]
+        reason: String,
+    },
+    /// Return a drained or down node to service.
+    Resume { node: NodeRef },
+    /// Check every configured cluster: connection, release, JSON support, cost per refresh.
+    Doctor,
+}
+
+/// A failure the user can act on: printed as one line, exit status 1.
+#[derive(Debug)]
+pub struct Failure(pub String);
+
+pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    let config = Config::load(cli.config.as_deref()).map_err(|e| Failure(e.to_string()))?;
+    let read_only = cli.read_only || config.read_only;
+    match cli.command {
+        None => summary(&config, read_only).await,
+        Some(Command::Jobs { cluster, user, state, output }) => {
+            jobs(&config, read_only, &cluster, user.as_deref(), &state, output).await
+        }
+        Some(Command::Nodes { cluster, output }) => nodes(&config, read_only, &cluster, output).await,
+        Some(Command::Submit { spec, cluster }) => {
+            let spec = JobSpec::load(&spec).map_err(|e| Failure(e.to_string()))?;
+            act(&config, read_only, vec![Action::Submit { cluster, spec: Box::new(spec) }]).await
+        }
+        Some(Command::Cancel { jobs }) => job_actions(&config, read_only, jobs, JobAction::Cancel).await,
+        Some(Command::Hold { jobs }) => job_actions(&config, read_only, jobs, JobAction::Hold).await,
+        Some(Command::Release { jobs }) => job_actions(&config, read_only, jobs, JobAction::Release).await,
+        Some(Command::Requeue { jobs }) => job_actions(&config, read_only, jobs, JobAction::Requeue).await,
+        Some(Command::Drain { node, reason }) => {
+            act(&config, read_only, vec![Action::Node { node, action: NodeAction::Drain { reason } }]).await
+        }
+        Some(Command::Resume { node }) => act(&config, read_only, vec![Action::Node { node, action: NodeAction::Resume }]).await,
+        Some(Command::Doctor) => doctor(&config).await,
+    }
+}
+
+/// Start a fleet over the configured clusters named in `only` (all when empty).
+fn start_fleet(config: &Config, read_only: bool, only: &[String], poll: bool) -> Result<Fleet, Failure> {
+    for name in only {
+        if !config.clusters.iter().any(|c| &c.name == name) {
+            return Err(Failure(format!("no cluster named `{name}` in {}", config.source)));
+        }
+    }
+    let members = config
+        .clusters
+        .iter()
+        .filter(|c| only.is_empty() || only.contains(&c.name))
+        .map(|c| Member {
+            backend: crate::backend::for_cluster(c),
+            kind: c.kind.to_string(),
+            refresh: c.refresh,
+            timeout: c.timeout,
+        })
+        .collect();
+    let audit = AuditLog::new(crate::config::state_dir().join("audit.jsonl"));
+    Ok(Fleet::start(
+        members,
+        FleetOptions { read_only, poll, audit: Some(audit), actor: crate::fleet::audit::current_actor() },
+    ))
+}
+
+/// One refresh of every cluster in the fleet; stale clusters are reported on stderr.
+async fn first_refresh(config: &Config, fleet: &Fleet) -> (Arc<FleetState>, bool) {
+    let longest = config.clusters.iter().map(|c| c.timeout).max().unwrap_or(Duration::from_secs(30));
+    let state = fleet.wait_for(longest * 2 + Duration::from_secs(5), FleetState::all_attempted).await;
+    let mut failed = false;
+    for c in &state.clusters {
+        match &c.health {
+            Health::Stale { error, .. } => {
+                failed = true;
+                eprintln!("flightdeck: {}: {}", c.name, output::printable(error));
+            }
+            Health::Connecting => {
+                failed = true;
+                eprintln!("flightdeck: {}: no answer yet", c.name);
+            }
+            Health::Fresh { .. } => {}
+        }
+    }
+    (state, failed)
+}
+
+fn exit(failed: bool) -> ExitCode {
+    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+async fn summary(config: &Config, read_only: bool) -> Result<ExitCode, Failure> {
+    let fleet = start_fleet(config, read_only, &[], true)?;
+    let (state, failed) = if config.clusters.is_empty() { (fleet.state(), false) } else { first_refresh(config, &fleet).await };
+    print!("{}", output::summary(&state));
+    Ok(exit(failed))
+}
+
+async fn jobs(
+    config: &Config,
+    read_only: bool,
+    clusters: &[String],
+    user: Option<&str>,
+    states: &[JobState],
+    format: OutputFormat,
+) -> Result<ExitCode, Failure> {
+    let fleet = start_fleet(config, read_only, clusters, true)?;
+    let (state, failed) = first_refresh(config, &fleet).await;
+    let jobs: Vec<_> = state
+        .clusters
+        .iter()
+        .filter_map(|c| c.snapshot.as_ref())
+        .flat_map(|s| s.jobs.iter())
+        .filter(|j| user.is_none_or(|u| j.user == u))
+        .filter(|j| states.is_empty() || states.contains(&j.state))
+        .collect();
+    match format {
+        OutputFormat::Table => print!("{}", output::jobs_table(&jobs)),
+        OutputFormat::Json => {
+            let rows: Vec<output::JobRow> = jobs.iter().map(|j| output::JobRow::from(*j)).collect();
+            println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+        }
+    }
+    Ok(exit(failed))
+}
+
+async fn nodes(config: &Config, read_only: bool, clusters: &[String], format: OutputFormat) -> Result<ExitCode, Failure> {
+    let fleet = start_fleet(config, read_only, clusters, true)?;
+    let (state, failed) = first_refresh(config, &fleet).await;
+    let nodes: Vec<_> = state.clusters.iter().filter_map(|c| c.snapshot.as_ref()).flat_map(|s| s.nodes.iter()).collect();
+    match format {
+        OutputFormat::Table => print!("{}", output::nodes_table(&nodes)),
+        OutputFormat::Json => {
+            let rows: Vec<output::NodeRow> = nodes.iter().map(|n| output::NodeRow::from(*n)).collect();
+            println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+        }
+    }
+    Ok(exit(failed))
+}
+
+async fn job_actions(config: &Config, read_only: bool, jobs: Vec<JobRef>, action: JobAction) -> Result<ExitCode, Failure> {
+    act(config, read_only, jobs.into_iter().map(|job| Action::Job { job, action }).collect()).await
+}
+
+/// Carry out actions one after another; print each result; fail if any failed.
+async fn act(config: &Config, read_only: bool, actions: Vec<Action>) -> Result<ExitCode, Failure> {
+    let clusters: Vec<String> = actions.iter().map(|a| a.cluster().to_string()).collect();
+    let fleet = start_fleet(config, read_only, &clusters, false)?;
+    let mut failed = false;
+    for action in actions {
+        let outcome = fleet.perform(action).await;
+        match &outcome.result {
+            Ok(msg) if outcome.verb == "submit" => println!("{msg}"),
+            Ok(_) => println!("{} {}", past_tense(outcome.verb), outcome.target),
+            Err(e) => {
+                failed = true;
+                eprintln!("flightdeck: {} {}: {}", outcome.verb, outcome.target, output::printable(e));
+            }
+        }
+    }
+    Ok(exit(failed))
+}
+
+fn past_tense(verb: &str) -> String {
+    match verb {
+        "cancel" => "cancelled".into(),
+        "hold" => "held".into(),
+        "drain" => "draining".into(),
+        v if v.ends_with('e') => format!("{v}d"),
+        v => format!("{v}ed"),
+    }
+}
+
+async fn doctor(config: &Config) -> Result<ExitCode, Failure> {
+    if config.clusters.is_empty() {
+        println!("No clusters configured ({}), and no local Slurm found.", config.source);
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("config: {}", config.source);
+    let fleet = start_fleet(config, true, &[], false)?;
+    let mut failed = false;
+    for c in &config.clusters {
+        println!("{} ({})", c.name, c.kind);
+        match fleet.diagnose(&c.name).await {
+            Ok(d) => {
+                println!("  transport:      {}", d.transport);
+                if let Some(ms) = d.connect_ms {
+                    println!("  first answer:   {ms} ms");
+                }
+                println!("  release:        {}", d.release.as_deref().unwrap_or("unknown"));
+                let json = match d.json_supported {
+                    Some(true) => "yes",
+                    Some(false) => "no (text fallback)",
+                    None => "unknown",
+                };
+                println!("  JSON output:    {json}");
+                for cmd in &d.refresh_commands {
+                    println!("  refresh runs:   {cmd}");
+                }
+                match d.rpcs_per_refresh {
+                    Some(n) => println!("  controller RPCs per refresh: {n} (measured with sdiag)"),
+                    None => println!("  controller RPCs per refresh: not measured"),
+                }
+                for note in &d.notes {
+                    println!("  note: {}", output::printable(note));
+                }
+            }
+            Err(e) => {
+                failed = true;
+                println!("  FAILED: {}", output::printable(&e.to_string()));
+            }
+        }
+    }
+    Ok(exit(failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_shape_is_valid() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn refs_and_states_parse() {
+        let cli = Cli::try_parse_from(["flightdeck", "jobs", "--state", "pending", "--state", "running", "-o", "json"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::Jobs { ref state, .. }) if state.len() == 2));
+        let cli = Cli::try_parse_from(["flightdeck", "cancel", "hpc/12_3", "hpc/14"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::Cancel { ref jobs }) if jobs[0].id == "12_3"));
+        assert!(Cli::try_parse_from(["flightdeck", "cancel", "no-slash"]).is_err());
+        assert!(Cli::try_parse_from(["flightdeck", "drain", "hpc/n1"]).is_err(), "drain needs --reason");
+    }
+}

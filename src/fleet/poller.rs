@@ -1,0 +1,109 @@
+//! One task per cluster: refresh at the configured interval, back off on failure, keep the
+//! last good snapshot, and publish every change through the fleet's watch channel.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use tokio::sync::{Notify, watch};
+
+use crate::backend::{Backend, BackendError};
+use crate::fleet::state::FleetState;
+use crate::model::Health;
+
+/// Back-off after failures: the interval doubles per failure, up to this.
+const MAX_BACKOFF: Duration = Duration::from_secs(120);
+
+pub(crate) struct Poller {
+    pub index: usize,
+    pub backend: Arc<dyn Backend>,
+    pub interval: Duration,
+    /// Upper bound for one whole refresh (the backend has its own per-command bound).
+    pub timeout: Duration,
+    pub state: watch::Sender<Arc<FleetState>>,
+    /// Wakes the poller early (after an action, or on a user's refresh key).
+    pub wake: Arc<Notify>,
+}
+
+/// How long to wait before the next attempt after `failures` failures in a row.
+pub fn next_delay(interval: Duration, failures: u32) -> Duration {
+    if failures == 0 {
+        return interval;
+    }
+    let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(16));
+    interval.saturating_mul(factor).min(MAX_BACKOFF.max(interval))
+}
+
+impl Poller {
+    pub async fn run(self) {
+        let mut failures = 0u32;
+        loop {
+            let started = Instant::now();
+            let result = match tokio::time::timeout(self.timeout, self.backend.snapshot()).await {
+                Ok(r) => r,
+                Err(_) => Err(BackendError::Timeout { what: "refresh".into(), secs: self.timeout.as_secs() }),
+            };
+            let took = started.elapsed().as_millis() as u64;
+            match result {
+                Ok(snapshot) => {
+                    failures = 0;
+                    let snapshot = Arc::new(snapshot);
+                    self.publish(|c| {
+                        c.health = Health::Fresh { at: Utc::now() };
+                        c.snapshot = Some(snapshot);
+                        c.last_refresh_ms = Some(took);
+                    });
+                }
+                Err(e) => {
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(cluster = %self.backend.name(), error = %e, failures, "refresh failed");
+                    let error = e.to_string();
+                    self.publish(|c| {
+                        let now = Utc::now();
+                        c.health = match &c.health {
+                            Health::Stale { since, last_ok, .. } => {
+                                Health::Stale { since: *since, error, last_ok: *last_ok }
+                            }
+                            Health::Fresh { at } => Health::Stale { since: now, error, last_ok: Some(*at) },
+                            Health::Connecting => Health::Stale { since: now, error, last_ok: None },
+                        };
+                        c.last_refresh_ms = Some(took);
+                    });
+                }
+            }
+            let delay = next_delay(self.interval, failures);
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = self.wake.notified() => {}
+                _ = self.state.closed() => return,
+            }
+        }
+    }
+
+    fn publish(&self, change: impl FnOnce(&mut crate::fleet::state::ClusterState)) {
+        self.state.send_modify(|state| {
+            let s = Arc::make_mut(state);
+            if let Some(c) = s.clusters.get_mut(self.index) {
+                change(c);
+                c.attempts += 1;
+            }
+            s.version += 1;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let i = Duration::from_secs(10);
+        assert_eq!(next_delay(i, 0), i);
+        assert_eq!(next_delay(i, 1), i);
+        assert_eq!(next_delay(i, 2), Duration::from_secs(20));
+        assert_eq!(next_delay(i, 3), Duration::from_secs(40));
+        assert_eq!(next_delay(i, 30), MAX_BACKOFF);
+        assert_eq!(next_delay(Duration::from_secs(600), 5), Duration::from_secs(600));
+    }
+}

@@ -1,0 +1,54 @@
+//! The whole picture the fleet publishes: every cluster's last good snapshot and health.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::model::{Health, Snapshot};
+
+/// One cluster as the front ends see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterState {
+    pub name: String,
+    pub kind: String,
+    pub health: Health,
+    /// The last good snapshot; kept (and shown as stale) when later refreshes fail.
+    pub snapshot: Option<Arc<Snapshot>>,
+    /// Finished refresh attempts, good or bad.
+    pub attempts: u64,
+    /// How long the last refresh took.
+    pub last_refresh_ms: Option<u64>,
+}
+
+impl ClusterState {
+    pub fn new(name: impl Into<String>, kind: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kind: kind.into(),
+            health: Health::Connecting,
+            snapshot: None,
+            attempts: 0,
+            last_refresh_ms: None,
+        }
+    }
+}
+
+/// Everything, cheap to clone: snapshots are shared, never copied.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FleetState {
+    pub clusters: Vec<ClusterState>,
+    pub read_only: bool,
+    /// Bumped on every change, so a front end can tell whether anything moved.
+    pub version: u64,
+}
+
+impl FleetState {
+    pub fn cluster(&self, name: &str) -> Option<&ClusterState> {
+        self.clusters.iter().find(|c| c.name == name)
+    }
+
+    /// Every cluster has answered at least once (well or badly).
+    pub fn all_attempted(&self) -> bool {
+        self.clusters.iter().all(|c| c.attempts > 0)
+    }
+}

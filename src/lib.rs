@@ -1,0 +1,12 @@
+//! flightdeck: one keyboard-driven cockpit for every GPU a team can reach.
+//!
+//! See `ARCHITECTURE.md` for the module map and data flow.
+
+pub mod backend;
+pub mod cli;
+pub mod config;
+pub mod fleet;
+pub mod logging;
+pub mod model;
+pub mod output;
+pub mod spec;

@@ -1,0 +1,26 @@
+//! `flightdeck`: start-up only. Errors are reported by color-eyre; logs go to a file under
+//! the XDG state directory, never to the terminal.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use flightdeck::cli::{self, Cli};
+
+fn main() -> color_eyre::Result<ExitCode> {
+    // Backtraces for our own errors cost ~0.7 s in debug builds and mean nothing to users.
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        // SAFETY: single-threaded here, before the runtime starts.
+        unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
+    }
+    color_eyre::install()?;
+    let cli = Cli::parse();
+    let _log_guard = flightdeck::logging::init();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match runtime.block_on(cli::run(cli)) {
+        Ok(code) => Ok(code),
+        Err(cli::Failure(message)) => {
+            eprintln!("flightdeck: {message}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

@@ -1,0 +1,512 @@
+//! Plain data shared by every backend, the fleet and the front ends.
+//!
+//! Backends translate their native objects into these types; nothing here knows about
+//! Slurm, Kubernetes or the terminal. Everything is `Serialize` so the CLI's JSON output
+//! and (later) the hub's wire format come from one definition.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The name of a configured cluster, unique within one fleet (`hpc`, `k8s-prod`).
+pub type ClusterId = String;
+
+/// A job's identity across the fleet: the cluster it lives on plus the backend's own id.
+///
+/// Printed `cluster/id`; Slurm array tasks keep Slurm's `12_3` form in `id`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct JobRef {
+    pub cluster: ClusterId,
+    pub id: String,
+}
+
+impl JobRef {
+    pub fn new(cluster: impl Into<String>, id: impl Into<String>) -> Self {
+        Self { cluster: cluster.into(), id: id.into() }
+    }
+}
+
+impl fmt::Display for JobRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.cluster, self.id)
+    }
+}
+
+/// Error for a `cluster/id` (or `cluster/node`) reference that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a reference of the form CLUSTER/ID")]
+pub struct BadRef(pub String);
+
+impl FromStr for JobRef {
+    type Err = BadRef;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (cluster, id) = split_ref(s)?;
+        Ok(Self::new(cluster, id))
+    }
+}
+
+/// A node's identity across the fleet, printed `cluster/node`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct NodeRef {
+    pub cluster: ClusterId,
+    pub name: String,
+}
+
+impl fmt::Display for NodeRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.cluster, self.name)
+    }
+}
+
+impl FromStr for NodeRef {
+    type Err = BadRef;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (cluster, name) = split_ref(s)?;
+        Ok(Self { cluster: cluster.to_string(), name: name.to_string() })
+    }
+}
+
+fn split_ref(s: &str) -> Result<(&str, &str), BadRef> {
+    match s.split_once('/') {
+        Some((c, rest)) if !c.is_empty() && !rest.is_empty() && !rest.contains('/') => Ok((c, rest)),
+        _ => Err(BadRef(s.to_string())),
+    }
+}
+
+/// The unified job state. Each backend maps its native states onto these; the native
+/// string is kept beside it on [`Job::native_state`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Pending,
+    Held,
+    Running,
+    Suspended,
+    Completing,
+    Completed,
+    Failed,
+    Cancelled,
+    Timeout,
+    Preempted,
+    NodeFail,
+    OutOfMemory,
+    Unknown,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 13] = [
+        JobState::Pending,
+        JobState::Held,
+        JobState::Running,
+        JobState::Suspended,
+        JobState::Completing,
+        JobState::Completed,
+        JobState::Failed,
+        JobState::Cancelled,
+        JobState::Timeout,
+        JobState::Preempted,
+        JobState::NodeFail,
+        JobState::OutOfMemory,
+        JobState::Unknown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Held => "held",
+            JobState::Running => "running",
+            JobState::Suspended => "suspended",
+            JobState::Completing => "completing",
+            JobState::Completed => "completed",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+            JobState::Timeout => "timeout",
+            JobState::Preempted => "preempted",
+            JobState::NodeFail => "node_fail",
+            JobState::OutOfMemory => "out_of_memory",
+            JobState::Unknown => "unknown",
+        }
+    }
+
+    /// Waiting to start (pending or held).
+    pub fn is_waiting(self) -> bool {
+        matches!(self, JobState::Pending | JobState::Held)
+    }
+
+    /// Holds resources now.
+    pub fn is_active(self) -> bool {
+        matches!(self, JobState::Running | JobState::Suspended | JobState::Completing)
+    }
+
+    /// Ended, one way or another; nothing more will happen to it.
+    pub fn is_finished(self) -> bool {
+        !self.is_waiting() && !self.is_active() && self != JobState::Unknown
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for JobState {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_lowercase().replace('-', "_");
+        JobState::ALL
+            .into_iter()
+            .find(|st| st.as_str() == wanted || (wanted == "canceled" && *st == JobState::Cancelled))
+            .ok_or_else(|| {
+                let names: Vec<_> = JobState::ALL.iter().map(|s| s.as_str()).collect();
+                format!("unknown job state `{s}` (one of: {})", names.join(", "))
+            })
+    }
+}
+
+/// How a finished job ended: the exit code, or the signal that killed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitStatus {
+    pub code: i32,
+    pub signal: Option<i32>,
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.signal {
+            Some(sig) => write!(f, "{}:{sig}", self.code),
+            None => write!(f, "{}", self.code),
+        }
+    }
+}
+
+/// GPUs a job holds on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuAllocation {
+    pub node: String,
+    /// GPU model (`a100`, `1g.10gb`); `None` when the site does not type its GPUs.
+    pub model: Option<String>,
+    pub count: u32,
+    /// Device indices on the node, when the backend reports them.
+    pub indices: Vec<u32>,
+}
+
+/// Array-job bookkeeping (Slurm job arrays; other backends leave it empty).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArrayInfo {
+    /// The array's own id (the parent job id).
+    pub array_id: String,
+    /// This task's index; `None` for the pending parent that still holds unstarted tasks.
+    pub task_id: Option<u32>,
+    /// Unstarted tasks on the parent, like `2-5%2`.
+    pub pending_tasks: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    #[serde(rename = "ref")]
+    pub job_ref: JobRef,
+    pub name: String,
+    pub user: String,
+    pub account: Option<String>,
+    /// Slurm partition, Kubernetes queue or namespace, cloud pool.
+    pub partition: String,
+    pub state: JobState,
+    /// The backend's own state, flags included (`PENDING,REQUEUED`).
+    pub native_state: String,
+    /// Why the job waits (or why it ended), when the backend says.
+    pub reason: Option<String>,
+    pub gpus_requested: u32,
+    pub gpus_allocated: u32,
+    /// GPU model requested or held; several models are joined with `,`.
+    pub gpu_model: Option<String>,
+    pub gpu_allocations: Vec<GpuAllocation>,
+    /// Expanded node names the job runs on (empty while pending).
+    pub nodes: Vec<String>,
+    pub node_count: u32,
+    pub cpus: u32,
+    pub memory_mb: Option<u64>,
+    pub submit_time: Option<DateTime<Utc>>,
+    /// Start time, or the scheduler's estimate while pending.
+    pub start_time: Option<DateTime<Utc>>,
+    pub end_time: Option<DateTime<Utc>>,
+    /// Time limit in seconds; `None` means unlimited or unknown.
+    pub time_limit_secs: Option<u64>,
+    pub priority: Option<u64>,
+    pub exit: Option<ExitStatus>,
+    pub stdout_path: Option<String>,
+    pub stderr_path: Option<String>,
+    pub workdir: Option<String>,
+    pub array: Option<ArrayInfo>,
+}
+
+impl Job {
+    /// A job with every optional field empty; backends fill in what they know.
+    pub fn new(job_ref: JobRef, state: JobState) -> Self {
+        Self {
+            job_ref,
+            name: String::new(),
+            user: String::new(),
+            account: None,
+            partition: String::new(),
+            state,
+            native_state: String::new(),
+            reason: None,
+            gpus_requested: 0,
+            gpus_allocated: 0,
+            gpu_model: None,
+            gpu_allocations: Vec::new(),
+            nodes: Vec::new(),
+            node_count: 0,
+            cpus: 0,
+            memory_mb: None,
+            submit_time: None,
+            start_time: None,
+            end_time: None,
+            time_limit_secs: None,
+            priority: None,
+            exit: None,
+            stdout_path: None,
+            stderr_path: None,
+            workdir: None,
+            array: None,
+        }
+    }
+
+    /// GPUs that matter for display: held ones while active, requested ones otherwise.
+    pub fn gpus(&self) -> u32 {
+        if self.state.is_active() && self.gpus_allocated > 0 { self.gpus_allocated } else { self.gpus_requested }
+    }
+}
+
+/// The unified base state of a node. Flags (drain, not responding …) live beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeState {
+    Idle,
+    Mixed,
+    Allocated,
+    /// Drain requested while jobs still run.
+    Draining,
+    /// Drained and empty: out of service.
+    Drained,
+    Down,
+    Completing,
+    Reserved,
+    Maintenance,
+    Future,
+    /// Powered down or otherwise off on purpose.
+    PoweredDown,
+    Unknown,
+}
+
+impl NodeState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeState::Idle => "idle",
+            NodeState::Mixed => "mixed",
+            NodeState::Allocated => "allocated",
+            NodeState::Draining => "draining",
+            NodeState::Drained => "drained",
+            NodeState::Down => "down",
+            NodeState::Completing => "completing",
+            NodeState::Reserved => "reserved",
+            NodeState::Maintenance => "maintenance",
+            NodeState::Future => "future",
+            NodeState::PoweredDown => "powered_down",
+            NodeState::Unknown => "unknown",
+        }
+    }
+
+    /// GPUs on such a node cannot take new work.
+    pub fn is_unavailable(self) -> bool {
+        matches!(
+            self,
+            NodeState::Draining
+                | NodeState::Drained
+                | NodeState::Down
+                | NodeState::Maintenance
+                | NodeState::Future
+                | NodeState::PoweredDown
+                | NodeState::Unknown
+        )
+    }
+}
+
+impl fmt::Display for NodeState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The GPUs of one model on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSlot {
+    /// Model name as the backend spells it (`a100`, `h100`, `1g.10gb`); `gpu` when untyped.
+    pub model: String,
+    pub total: u32,
+    pub allocated: u32,
+    pub unhealthy: u32,
+    /// Mean utilisation 0–100, where the backend measures it.
+    pub utilisation: Option<f32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    pub cluster: ClusterId,
+    pub name: String,
+    pub state: NodeState,
+    /// Upper-case flags as the backend reports them: `DRAIN`, `NOT_RESPONDING`, `INVALID_REG`, `CORDONED` …
+    pub flags: Vec<String>,
+    pub native_state: String,
+    pub reason: Option<String>,
+    pub reason_user: Option<String>,
+    pub reason_time: Option<DateTime<Utc>>,
+    pub gpus: Vec<GpuSlot>,
+    pub cpus_total: u32,
+    pub cpus_allocated: u32,
+    pub memory_total_mb: u64,
+    pub memory_allocated_mb: u64,
+    pub partitions: Vec<String>,
+    pub features: Vec<String>,
+}
+
+impl Node {
+    pub fn new(cluster: impl Into<String>, name: impl Into<String>, state: NodeState) -> Self {
+        Self {
+            cluster: cluster.into(),
+            name: name.into(),
+            state,
+            flags: Vec::new(),
+            native_state: String::new(),
+            reason: None,
+            reason_user: None,
+            reason_time: None,
+            gpus: Vec::new(),
+            cpus_total: 0,
+            cpus_allocated: 0,
+            memory_total_mb: 0,
+            memory_allocated_mb: 0,
+            partitions: Vec::new(),
+            features: Vec::new(),
+        }
+    }
+
+    pub fn gpus_total(&self) -> u32 {
+        self.gpus.iter().map(|g| g.total).sum()
+    }
+
+    pub fn gpus_allocated(&self) -> u32 {
+        self.gpus.iter().map(|g| g.allocated).sum()
+    }
+
+    pub fn gpus_unhealthy(&self) -> u32 {
+        self.gpus.iter().map(|g| g.unhealthy).sum()
+    }
+
+    /// The node's GPU models joined with `,`, or `None` without GPUs.
+    pub fn gpu_model(&self) -> Option<String> {
+        (!self.gpus.is_empty()).then(|| self.gpus.iter().map(|g| g.model.as_str()).collect::<Vec<_>>().join(","))
+    }
+
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.flags.iter().any(|f| f.eq_ignore_ascii_case(flag))
+    }
+
+    /// Cannot take new work: a bad base state, or a flag that takes it out of service.
+    pub fn is_unavailable(&self) -> bool {
+        self.state.is_unavailable()
+            || ["DRAIN", "NOT_RESPONDING", "INVALID_REG", "INVALID", "FAIL", "CORDONED", "MAINTENANCE"]
+                .iter()
+                .any(|f| self.has_flag(f))
+    }
+}
+
+/// A partition (Slurm), queue (Kueue) or pool: derived from nodes and jobs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Queue {
+    pub cluster: ClusterId,
+    pub name: String,
+    pub nodes: u32,
+    pub gpus_total: u32,
+    pub gpus_allocated: u32,
+    pub gpus_unavailable: u32,
+    pub jobs_by_state: BTreeMap<JobState, u32>,
+    /// Waiting jobs counted by their reason (`Resources`, `Priority` …).
+    pub pending_by_reason: BTreeMap<String, u32>,
+}
+
+/// One cluster's state as of one refresh.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub cluster: ClusterId,
+    pub taken_at: Option<DateTime<Utc>>,
+    /// The backend's release (`22.05.8`), when it says.
+    pub release: Option<String>,
+    pub jobs: Vec<Job>,
+    pub nodes: Vec<Node>,
+    pub queues: Vec<Queue>,
+}
+
+impl Snapshot {
+    /// Fill `queues` from the nodes' partition lists and the jobs' partitions.
+    ///
+    /// Backends with a richer notion of queue (Kueue) may set `queues` themselves instead.
+    pub fn derive_queues(&mut self) {
+        let mut by_name: BTreeMap<String, Queue> = BTreeMap::new();
+        for node in &self.nodes {
+            for part in &node.partitions {
+                let q = by_name.entry(part.clone()).or_insert_with(|| Queue {
+                    cluster: self.cluster.clone(),
+                    name: part.clone(),
+                    ..Queue::default()
+                });
+                q.nodes += 1;
+                q.gpus_total += node.gpus_total();
+                q.gpus_allocated += node.gpus_allocated();
+                if node.is_unavailable() {
+                    q.gpus_unavailable += node.gpus_total().saturating_sub(node.gpus_allocated());
+                } else {
+                    q.gpus_unavailable += node.gpus_unhealthy();
+                }
+            }
+        }
+        for job in &self.jobs {
+            // A job may name several partitions while pending (`gpu,debug`).
+            for part in job.partition.split(',').filter(|p| !p.is_empty()) {
+                let q = by_name.entry(part.to_string()).or_insert_with(|| Queue {
+                    cluster: self.cluster.clone(),
+                    name: part.to_string(),
+                    ..Queue::default()
+                });
+                *q.jobs_by_state.entry(job.state).or_default() += 1;
+                if job.state.is_waiting() {
+                    let reason = job.reason.clone().unwrap_or_else(|| "None".to_string());
+                    *q.pending_by_reason.entry(reason).or_default() += 1;
+                }
+            }
+        }
+        self.queues = by_name.into_values().collect();
+    }
+}
+
+/// Whether a cluster's data is current.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Health {
+    /// No refresh has finished yet.
+    Connecting,
+    /// The last refresh succeeded at `at`.
+    Fresh { at: DateTime<Utc> },
+    /// Refreshes have failed since `since`; the last good snapshot (if any) is still shown.
+    Stale { since: DateTime<Utc>, error: String, last_ok: Option<DateTime<Utc>> },
+}
+
+impl Health {
+    pub fn is_fresh(&self) -> bool {
+        matches!(self, Health::Fresh { .. })
+    }
+}

@@ -1,0 +1,276 @@
+//! How the scriptable CLI prints jobs, nodes and the fleet summary: aligned tables for
+//! people, stable JSON objects for scripts.
+
+use serde::Serialize;
+
+use crate::fleet::FleetState;
+use crate::model::{Health, Job, Node};
+
+/// A job as `flightdeck jobs --output json` prints it. Field names are a public contract.
+#[derive(Debug, Serialize)]
+pub struct JobRow<'a> {
+    #[serde(rename = "ref")]
+    pub job_ref: String,
+    pub cluster: &'a str,
+    pub id: &'a str,
+    pub name: &'a str,
+    pub user: &'a str,
+    pub account: Option<&'a str>,
+    pub partition: &'a str,
+    pub state: &'static str,
+    pub native_state: &'a str,
+    pub reason: Option<&'a str>,
+    pub gpus: u32,
+    pub gpus_requested: u32,
+    pub gpus_allocated: u32,
+    pub gpu_type: Option<&'a str>,
+    pub nodes: &'a [String],
+    pub cpus: u32,
+    pub memory_mb: Option<u64>,
+    pub submit_time: Option<String>,
+    pub start_time: Option<String>,
+    pub end_time: Option<String>,
+    pub time_limit_secs: Option<u64>,
+    pub exit_code: Option<i32>,
+    pub exit_signal: Option<i32>,
+    pub array_id: Option<&'a str>,
+    pub array_task_id: Option<u32>,
+    pub stdout: Option<&'a str>,
+    pub stderr: Option<&'a str>,
+}
+
+impl<'a> From<&'a Job> for JobRow<'a> {
+    fn from(j: &'a Job) -> Self {
+        JobRow {
+            job_ref: j.job_ref.to_string(),
+            cluster: &j.job_ref.cluster,
+            id: &j.job_ref.id,
+            name: &j.name,
+            user: &j.user,
+            account: j.account.as_deref(),
+            partition: &j.partition,
+            state: j.state.as_str(),
+            native_state: &j.native_state,
+            reason: j.reason.as_deref(),
+            gpus: j.gpus(),
+            gpus_requested: j.gpus_requested,
+            gpus_allocated: j.gpus_allocated,
+            gpu_type: j.gpu_model.as_deref(),
+            nodes: &j.nodes,
+            cpus: j.cpus,
+            memory_mb: j.memory_mb,
+            submit_time: j.submit_time.map(|t| t.to_rfc3339()),
+            start_time: j.start_time.map(|t| t.to_rfc3339()),
+            end_time: j.end_time.map(|t| t.to_rfc3339()),
+            time_limit_secs: j.time_limit_secs,
+            exit_code: j.exit.map(|e| e.code),
+            exit_signal: j.exit.and_then(|e| e.signal),
+            array_id: j.array.as_ref().map(|a| a.array_id.as_str()),
+            array_task_id: j.array.as_ref().and_then(|a| a.task_id),
+            stdout: j.stdout_path.as_deref(),
+            stderr: j.stderr_path.as_deref(),
+        }
+    }
+}
+
+/// A node as `flightdeck nodes --output json` prints it.
+#[derive(Debug, Serialize)]
+pub struct NodeRow<'a> {
+    pub cluster: &'a str,
+    pub name: &'a str,
+    pub state: &'static str,
+    pub flags: &'a [String],
+    pub native_state: &'a str,
+    pub gpus_total: u32,
+    pub gpus_allocated: u32,
+    pub gpus_unhealthy: u32,
+    pub gpu_type: Option<String>,
+    pub reason: Option<&'a str>,
+    pub reason_user: Option<&'a str>,
+    pub cpus_total: u32,
+    pub cpus_allocated: u32,
+    pub memory_total_mb: u64,
+    pub memory_allocated_mb: u64,
+    pub partitions: &'a [String],
+}
+
+impl<'a> From<&'a Node> for NodeRow<'a> {
+    fn from(n: &'a Node) -> Self {
+        NodeRow {
+            cluster: &n.cluster,
+            name: &n.name,
+            state: n.state.as_str(),
+            flags: &n.flags,
+            native_state: &n.native_state,
+            gpus_total: n.gpus_total(),
+            gpus_allocated: n.gpus_allocated(),
+            gpus_unhealthy: n.gpus_unhealthy(),
+            gpu_type: n.gpu_model(),
+            reason: n.reason.as_deref(),
+            reason_user: n.reason_user.as_deref(),
+            cpus_total: n.cpus_total,
+            cpus_allocated: n.cpus_allocated,
+            memory_total_mb: n.memory_total_mb,
+            memory_allocated_mb: n.memory_allocated_mb,
+            partitions: &n.partitions,
+        }
+    }
+}
+
+/// Left-aligned columns separated by two spaces, like `kubectl get`. Cells are made
+/// printable first: a job name with a newline or an escape sequence must not redraw
+/// someone's terminal.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|c| printable(c)).collect()).collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (i, cell) in row.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut l = String::new();
+        for (i, cell) in cells.enumerate() {
+            if i > 0 {
+                l.push_str("  ");
+            }
+            l.push_str(cell);
+            let pad = widths.get(i).copied().unwrap_or(0).saturating_sub(cell.chars().count());
+            l.extend(std::iter::repeat_n(' ', pad));
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(&mut header.iter().copied());
+    for row in &rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    out
+}
+
+/// Replace control characters so text from a backend cannot move the cursor or inject
+/// escape sequences.
+pub fn printable(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+}
+
+fn opt(s: Option<&str>) -> String {
+    s.filter(|s| !s.is_empty()).unwrap_or("-").to_string()
+}
+
+pub fn jobs_table(jobs: &[&Job]) -> String {
+    let rows: Vec<Vec<String>> = jobs
+        .iter()
+        .map(|j| {
+            let gpus = match (j.gpus(), &j.gpu_model) {
+                (0, _) => "-".to_string(),
+                (n, Some(m)) => format!("{m}:{n}"),
+                (n, None) => n.to_string(),
+            };
+            vec![
+                j.job_ref.to_string(),
+                j.name.clone(),
+                j.user.clone(),
+                j.partition.clone(),
+                j.state.to_string(),
+                opt(j.reason.as_deref()),
+                gpus,
+                if j.nodes.is_empty() { "-".into() } else { j.nodes.join(",") },
+            ]
+        })
+        .collect();
+    table(&["REF", "NAME", "USER", "PARTITION", "STATE", "REASON", "GPUS", "NODES"], &rows)
+}
+
+pub fn nodes_table(nodes: &[&Node]) -> String {
+    let rows: Vec<Vec<String>> = nodes
+        .iter()
+        .map(|n| {
+            let state = if n.flags.is_empty() {
+                n.state.to_string()
+            } else {
+                format!("{}+{}", n.state, n.flags.join("+").to_ascii_lowercase())
+            };
+            vec![
+                format!("{}/{}", n.cluster, n.name),
+                state,
+                format!("{}/{}", n.gpus_allocated(), n.gpus_total()),
+                n.gpu_model().unwrap_or_else(|| "-".into()),
+                format!("{}/{}", n.cpus_allocated, n.cpus_total),
+                opt(n.partitions.join(",").as_str().into()),
+                opt(n.reason.as_deref()),
+            ]
+        })
+        .collect();
+    table(&["NODE", "STATE", "GPUS", "GPU_TYPE", "CPUS", "PARTITIONS", "REASON"], &rows)
+}
+
+/// The fleet at a glance: health, then GPUs by model, then the queue by state.
+pub fn summary(state: &FleetState) -> String {
+    let mut out = String::new();
+    if state.clusters.is_empty() {
+        out.push_str("No clusters configured and no local Slurm found.\n");
+        out.push_str("Write a config file (see README.md) or pass --config FILE.\n");
+        return out;
+    }
+    for c in &state.clusters {
+        let health = match &c.health {
+            Health::Connecting => "connecting".to_string(),
+            Health::Fresh { .. } => "fresh".to_string(),
+            Health::Stale { since, error, .. } => format!("STALE since {} — {}", since.format("%H:%M:%S"), printable(error)),
+        };
+        let release = c.snapshot.as_ref().and_then(|s| s.release.clone()).unwrap_or_default();
+        out.push_str(&format!("{} ({} {release}): {health}\n", c.name, c.kind));
+        let Some(snap) = &c.snapshot else { continue };
+        let mut by_model: std::collections::BTreeMap<&str, [u32; 3]> = Default::default();
+        for n in &snap.nodes {
+            for g in &n.gpus {
+                let e = by_model.entry(g.model.as_str()).or_default();
+                e[0] += g.total;
+                e[1] += g.allocated;
+                if n.is_unavailable() {
+                    e[2] += g.total.saturating_sub(g.allocated);
+                } else {
+                    e[2] += g.unhealthy;
+                }
+            }
+        }
+        let rows: Vec<Vec<String>> = by_model
+            .iter()
+            .map(|(m, [t, a, u])| {
+                vec![format!("  {m}"), t.to_string(), a.to_string(), (t - a - u).to_string(), u.to_string()]
+            })
+            .collect();
+        out.push_str(&table(&["  GPU", "TOTAL", "ALLOCATED", "IDLE", "UNAVAILABLE"], &rows));
+        let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+        for j in &snap.jobs {
+            *counts.entry(j.state.as_str()).or_default() += 1;
+        }
+        let jobs: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        let problem = snap.nodes.iter().filter(|n| n.is_unavailable()).count();
+        out.push_str(&format!(
+            "  jobs: {}; nodes: {} ({} unavailable)\n",
+            if jobs.is_empty() { "none".into() } else { jobs.join(", ") },
+            snap.nodes.len(),
+            problem
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_and_sanitises() {
+        let t = table(&["A", "BB"], &[vec!["long value".into(), "x\x1b[2Jy".into()], vec!["s".into(), "t".into()]]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "A           BB");
+        assert_eq!(lines[1], "long value  x?[2Jy");
+        assert_eq!(lines[2], "s           t");
+    }
+}

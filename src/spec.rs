@@ -1,0 +1,703 @@
+//! `JobSpec`, the portable job: one description that every backend can submit.
+//!
+//! ```toml
+//! name = "train-llm"
+//! command = "python train.py --epochs 3"   # or: script = """#!/bin/bash …"""
+//! gpus = 4
+//! gpu_type = "a100"
+//! cpus = 16
+//! memory = "64G"          # "500M", "1T", or a plain number of MiB
+//! time_limit = "2h"       # "90m", "30s", "1h30m", "1-00:00:00", "HH:MM:SS", "MM:SS", minutes
+//! partition = "gpu"
+//! account = "ml"
+//! workdir = "/scratch/alice/run1"
+//! image = "nvcr.io#nvidia/pytorch:24.01-py3"
+//! nodes = 1
+//!
+//! [env]
+//! WANDB_MODE = "offline"
+//! ```
+//!
+//! Reading a file validates it; every problem names the file, the 1-based line and the key,
+//! like the config file does.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::config::tomlpos;
+
+/// A job as the user describes it, independent of where it runs.
+///
+/// Read from TOML (`flightdeck submit job.toml`); `command` and `script` are exclusive.
+/// [`JobSpec::validate`] says whether a value is usable; [`JobSpec::from_toml_str`] and
+/// [`JobSpec::load`] validate before returning.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Non-empty, one line, no control characters.
+    pub name: String,
+    /// One command line, run by the job's shell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// A whole script (with or without a `#!` line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    /// GPUs per node; 0 for none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gpus: u32,
+    /// GPU model (`a100`, `h100`, MIG `1g.10gb`); needs `gpus` > 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_type: Option<String>,
+    /// CPUs for the job's task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
+    /// Memory per node, written `"32G"`, `"500M"`, `"1T"` or a plain number of MiB;
+    /// see [`JobSpec::memory_mb`].
+    #[serde(default, deserialize_with = "text_or_integer", skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    /// Wall-clock limit, written `"2h"`, `"90m"`, `"1-00:00:00"` or a plain number of minutes;
+    /// see [`JobSpec::time_limit_secs`].
+    #[serde(default, deserialize_with = "text_or_integer", skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
+    /// Container image; only some backends (Kubernetes, Slurm with pyxis) can run one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Nodes for the job; unset means the backend's default (one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u32>,
+    /// Environment of the job. Keys are identifiers (`[A-Za-z_][A-Za-z0-9_]*`); values may be
+    /// written as strings, numbers or booleans in the file and are kept as text.
+    #[serde(default, deserialize_with = "env_table", skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
+/// Why a job spec was refused. `Display` is the text the user reads.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A problem in a file, at `line` (1-based).
+    #[error("{}:{line}: {message}", path.display())]
+    File {
+        path: PathBuf,
+        line: usize,
+        /// The key at fault (`memory`, `env.MY VAR`), where there is one.
+        key: Option<String>,
+        message: String,
+    },
+    /// A value that [`JobSpec::validate`] refuses; `field` is the key as written in the file.
+    #[error("`{field}`: {message}")]
+    Invalid { field: String, message: String },
+    #[error("cannot write the job spec as TOML: {0}")]
+    Serialize(String),
+}
+
+impl SpecError {
+    fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        SpecError::Invalid { field: field.into(), message: message.into() }
+    }
+}
+
+impl JobSpec {
+    /// Read and validate a spec file.
+    pub fn load(path: &Path) -> Result<JobSpec, SpecError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Io { path: path.to_path_buf(), source })?;
+        Self::from_toml_str(&text, path)
+    }
+
+    /// Parse and validate a spec; `origin` names the file in messages.
+    pub fn from_toml_str(text: &str, origin: &Path) -> Result<JobSpec, SpecError> {
+        let spec: JobSpec = toml::from_str(text).map_err(|err| {
+            let problem = tomlpos::describe(text, &err, &describe_section);
+            SpecError::File { path: origin.to_path_buf(), line: problem.line, key: problem.key, message: problem.message }
+        })?;
+        spec.validate().map_err(|err| match err {
+            SpecError::Invalid { field, message } => {
+                let doc = tomlpos::Doc::parse(text);
+                let path: Vec<tomlpos::Seg> = match field.split_once('.') {
+                    Some((table, key)) => vec![tomlpos::Seg::Key(table.into()), tomlpos::Seg::Key(key.into())],
+                    None => vec![tomlpos::Seg::Key(field.clone())],
+                };
+                // A key that is missing (neither command nor script) is reported on line 1.
+                let line = doc.key_offset(&path).map(|offset| tomlpos::line_of(text, offset)).unwrap_or(1);
+                SpecError::File { path: origin.to_path_buf(), line, message: format!("`{field}`: {message}"), key: Some(field) }
+            }
+            other => other,
+        })?;
+        Ok(spec)
+    }
+
+    /// The spec as a TOML document that [`JobSpec::from_toml_str`] reads back unchanged.
+    pub fn to_toml(&self) -> Result<String, SpecError> {
+        toml::to_string(self).map_err(|err| SpecError::Serialize(err.to_string()))
+    }
+
+    /// Check every field; the error names the first field at fault as written in the file
+    /// (`memory`, `env.MY-VAR`).
+    pub fn validate(&self) -> Result<(), SpecError> {
+        check_line("name", &self.name)?;
+        if self.name.trim().is_empty() {
+            return Err(SpecError::invalid("name", "the job needs a name"));
+        }
+        match (&self.command, &self.script) {
+            (None, None) => return Err(SpecError::invalid("command", "set `command` or `script`")),
+            (Some(_), Some(_)) => {
+                return Err(SpecError::invalid("script", "set either `command` or `script`, not both"));
+            }
+            (Some(command), None) => check_body("command", command)?,
+            (None, Some(script)) => check_body("script", script)?,
+        }
+        if let Some(gpu_type) = &self.gpu_type {
+            if self.gpus == 0 {
+                return Err(SpecError::invalid("gpu_type", "a GPU type needs `gpus` of 1 or more"));
+            }
+            if gpu_type.is_empty()
+                || !gpu_type.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+            {
+                return Err(SpecError::invalid(
+                    "gpu_type",
+                    format!("{gpu_type:?} is not a GPU type: use letters, digits, '_', '.' and '-' (a100, 1g.10gb)"),
+                ));
+            }
+        }
+        if self.cpus == Some(0) {
+            return Err(SpecError::invalid("cpus", "must be 1 or more"));
+        }
+        if self.nodes == Some(0) {
+            return Err(SpecError::invalid("nodes", "must be 1 or more"));
+        }
+        if let Some(memory) = &self.memory {
+            parse_memory_mb(memory).map_err(|why| SpecError::invalid("memory", why))?;
+        }
+        if let Some(limit) = &self.time_limit {
+            parse_time_limit_secs(limit).map_err(|why| SpecError::invalid("time_limit", why))?;
+        }
+        for (field, value) in
+            [("partition", &self.partition), ("account", &self.account), ("workdir", &self.workdir), ("image", &self.image)]
+        {
+            if let Some(value) = value {
+                check_line(field, value)?;
+                if value.trim().is_empty() {
+                    return Err(SpecError::invalid(field, "is empty (leave it out instead)"));
+                }
+            }
+        }
+        for (key, value) in &self.env {
+            let field = format!("env.{key}");
+            if !is_identifier(key) {
+                return Err(SpecError::invalid(
+                    field,
+                    format!("{key:?} is not a variable name: use letters, digits and '_', not starting with a digit"),
+                ));
+            }
+            if value.contains('\0') {
+                return Err(SpecError::invalid(field, "contains a NUL character"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Memory in MiB: `None` when unset **or unreadable** — [`JobSpec::validate`] reports the
+    /// latter, so on a validated spec `None` means unset.
+    pub fn memory_mb(&self) -> Option<u64> {
+        self.memory.as_deref().and_then(|m| parse_memory_mb(m).ok())
+    }
+
+    /// Time limit in seconds: `None` when unset **or unreadable** — [`JobSpec::validate`]
+    /// reports the latter, so on a validated spec `None` means unset.
+    pub fn time_limit_secs(&self) -> Option<u64> {
+        self.time_limit.as_deref().and_then(|t| parse_time_limit_secs(t).ok())
+    }
+}
+
+/// Memory as written in a spec, in MiB (rounded up).
+///
+/// A whole number with an optional binary unit: `K`, `M`, `G`, `T` (also `KB`/`KiB`/`Ki` …,
+/// any case); no unit means MiB, as in Slurm. Zero is refused.
+pub fn parse_memory_mb(text: &str) -> Result<u64, String> {
+    let bad = || format!("cannot read {text:?} as memory: write a whole number with an optional unit K, M, G or T (\"32G\", \"500M\")");
+    let trimmed = text.trim();
+    let digits_end = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(digits_end);
+    if number.is_empty() {
+        return Err(bad());
+    }
+    let number: u64 = number.parse().map_err(|_| bad())?;
+    let unit = unit.trim().to_ascii_uppercase();
+    let unit = unit.strip_suffix("IB").or_else(|| unit.strip_suffix('I')).or_else(|| unit.strip_suffix('B')).unwrap_or(&unit);
+    let mib = match unit {
+        "K" => number.div_ceil(1024),
+        "" | "M" => number,
+        "G" => number.checked_mul(1024).ok_or_else(bad)?,
+        "T" => number.checked_mul(1024 * 1024).ok_or_else(bad)?,
+        _ => return Err(bad()),
+    };
+    if mib == 0 {
+        return Err(format!("memory {text:?} is zero"));
+    }
+    Ok(mib)
+}
+
+/// A time limit as written in a spec, in seconds.
+///
+/// Unit form: one or more `<number><unit>` with units `d`, `h`, `m`, `s` (`2h`, `90m`, `30s`,
+/// `1h30m`). Slurm form: `MIN`, `MIN:SS`, `H:MM:SS`, `D-H`, `D-H:MM`, `D-H:MM:SS`, where only
+/// the leading field may exceed its usual range. Zero and `UNLIMITED` are refused.
+pub fn parse_time_limit_secs(text: &str) -> Result<u64, String> {
+    let bad = || {
+        format!("cannot read {text:?} as a time limit: write \"2h\", \"90m\", \"30s\", \"1-00:00:00\", \"HH:MM:SS\", \"MM:SS\" or minutes")
+    };
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(bad());
+    }
+    let secs = if t.chars().last().is_some_and(|c| c.is_ascii_alphabetic()) {
+        parse_unit_time(t).ok_or_else(bad)?
+    } else {
+        parse_slurm_time(t).ok_or_else(bad)?
+    };
+    if secs == 0 {
+        return Err(format!("time limit {text:?} is zero"));
+    }
+    Ok(secs)
+}
+
+fn parse_unit_time(t: &str) -> Option<u64> {
+    let mut total: u64 = 0;
+    let mut rest = t;
+    let mut last_rank = usize::MAX;
+    while !rest.is_empty() {
+        let digits_end = rest.find(|c: char| !c.is_ascii_digit())?;
+        if digits_end == 0 {
+            return None;
+        }
+        let number: u64 = rest[..digits_end].parse().ok()?;
+        let unit = rest[digits_end..].chars().next()?;
+        let (rank, scale) = match unit.to_ascii_lowercase() {
+            'd' => (3, 86_400),
+            'h' => (2, 3_600),
+            'm' => (1, 60),
+            's' => (0, 1),
+            _ => return None,
+        };
+        // Units in falling order, each at most once (`1h30m`, not `30m1h` or `1h1h`).
+        if rank >= last_rank {
+            return None;
+        }
+        last_rank = rank;
+        total = total.checked_add(number.checked_mul(scale)?)?;
+        rest = &rest[digits_end + unit.len_utf8()..];
+    }
+    Some(total)
+}
+
+fn parse_slurm_time(t: &str) -> Option<u64> {
+    fn num(s: &str) -> Option<u64> {
+        (!s.is_empty() && s.chars().all(|c| c.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+    }
+    fn below_60(s: &str) -> Option<u64> {
+        num(s).filter(|v| *v < 60)
+    }
+    if let Some((days, rest)) = t.split_once('-') {
+        let days = num(days)?;
+        let parts: Vec<&str> = rest.split(':').collect();
+        let hours = num(parts[0]).filter(|h| *h < 24)?;
+        let (minutes, seconds) = match parts.as_slice() {
+            [_] => (0, 0),
+            [_, m] => (below_60(m)?, 0),
+            [_, m, s] => (below_60(m)?, below_60(s)?),
+            _ => return None,
+        };
+        return days.checked_mul(86_400)?.checked_add(hours * 3_600 + minutes * 60 + seconds);
+    }
+    let parts: Vec<&str> = t.split(':').collect();
+    match parts.as_slice() {
+        [minutes] => num(minutes)?.checked_mul(60),
+        [minutes, seconds] => num(minutes)?.checked_mul(60)?.checked_add(below_60(seconds)?),
+        [hours, minutes, seconds] => {
+            num(hours)?.checked_mul(3_600)?.checked_add(below_60(minutes)? * 60 + below_60(seconds)?)
+        }
+        _ => None,
+    }
+}
+
+/// `[A-Za-z_][A-Za-z0-9_]*`
+pub fn is_identifier(key: &str) -> bool {
+    let mut chars = key.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// One-line values: no control characters at all (a newline would end an `#SBATCH` line;
+/// escape sequences would reach the terminal when the value is shown).
+fn check_line(field: &str, value: &str) -> Result<(), SpecError> {
+    match value.chars().find(|c| c.is_control()) {
+        Some('\n') | Some('\r') => Err(SpecError::invalid(field, "contains a line break; it must be one line")),
+        Some('\0') => Err(SpecError::invalid(field, "contains a NUL character")),
+        Some(c) => Err(SpecError::invalid(field, format!("contains the control character {c:?}"))),
+        None => Ok(()),
+    }
+}
+
+/// Command and script text: any lines, but not blank and without NUL.
+fn check_body(field: &str, value: &str) -> Result<(), SpecError> {
+    if value.trim().is_empty() {
+        return Err(SpecError::invalid(field, "is empty"));
+    }
+    if value.contains('\0') {
+        return Err(SpecError::invalid(field, "contains a NUL character"));
+    }
+    Ok(())
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn describe_section(_doc: &tomlpos::Doc<'_>, path: &[tomlpos::Seg]) -> Option<String> {
+    match path {
+        [tomlpos::Seg::Key(table), ..] => Some(format!("[{table}]")),
+        _ => None,
+    }
+}
+
+/// A string, or an integer kept as its decimal text (`memory = 4096`, `time_limit = 90`).
+fn text_or_integer<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    struct Visitor;
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string or a whole number")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(v.to_string()))
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(v.to_string()))
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Some(v.to_string()))
+        }
+    }
+    deserializer.deserialize_any(Visitor)
+}
+
+/// A table of strings, numbers or booleans, all kept as text.
+fn env_table<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<String, String>, D::Error> {
+    struct EnvValue(String);
+    impl<'de> Deserialize<'de> for EnvValue {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Visitor;
+            impl serde::de::Visitor<'_> for Visitor {
+                type Value = EnvValue;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a string, number or boolean")
+                }
+                fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<EnvValue, E> {
+                    Ok(EnvValue(v.to_string()))
+                }
+                fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<EnvValue, E> {
+                    Ok(EnvValue(v.to_string()))
+                }
+                fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<EnvValue, E> {
+                    Ok(EnvValue(v.to_string()))
+                }
+                fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<EnvValue, E> {
+                    Ok(EnvValue(v.to_string()))
+                }
+                fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<EnvValue, E> {
+                    Ok(EnvValue(v.to_string()))
+                }
+            }
+            deserializer.deserialize_any(Visitor)
+        }
+    }
+    let raw: BTreeMap<String, EnvValue> = BTreeMap::deserialize(deserializer)?;
+    Ok(raw.into_iter().map(|(k, v)| (k, v.0)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "/work/jobs/train.toml";
+
+    fn parse(text: &str) -> Result<JobSpec, SpecError> {
+        JobSpec::from_toml_str(text, Path::new(FILE))
+    }
+
+    /// The error's text, after checking it names the file, the line and the key.
+    fn refused(text: &str, line: usize, key: &str) -> String {
+        let err = parse(text).expect_err("spec should be refused");
+        let shown = err.to_string();
+        match &err {
+            SpecError::File { line: got_line, key: got_key, .. } => {
+                assert_eq!(*got_line, line, "line in {shown}");
+                assert_eq!(got_key.as_deref(), Some(key), "key in {shown}");
+            }
+            other => panic!("unexpected error kind {other:?}"),
+        }
+        assert!(shown.starts_with(&format!("{FILE}:{line}: ")), "{shown}");
+        assert!(shown.contains(&format!("`{key}`")), "{shown}");
+        shown
+    }
+
+    fn minimal() -> JobSpec {
+        JobSpec { name: "j".into(), command: Some("true".into()), ..JobSpec::default() }
+    }
+
+    const FULL: &str = r#"name = "train"
+command = "python train.py"
+gpus = 4
+gpu_type = "a100"
+cpus = 16
+memory = "64G"
+time_limit = "2h"
+partition = "gpu"
+account = "ml"
+workdir = "/scratch/run"
+image = "nvcr.io#nvidia/pytorch:24.01-py3"
+nodes = 2
+
+[env]
+WANDB_MODE = "offline"
+SEED = 7
+"#;
+
+    #[test]
+    fn full_spec_is_read() {
+        let spec = parse(FULL).unwrap();
+        assert_eq!(spec.name, "train");
+        assert_eq!(spec.command.as_deref(), Some("python train.py"));
+        assert_eq!(spec.gpus, 4);
+        assert_eq!(spec.gpu_type.as_deref(), Some("a100"));
+        assert_eq!(spec.cpus, Some(16));
+        assert_eq!(spec.memory_mb(), Some(65536));
+        assert_eq!(spec.time_limit_secs(), Some(7200));
+        assert_eq!(spec.nodes, Some(2));
+        assert_eq!(spec.env.get("SEED").map(String::as_str), Some("7"));
+        assert_eq!(spec.env.get("WANDB_MODE").map(String::as_str), Some("offline"));
+    }
+
+    #[test]
+    fn toml_round_trip() {
+        let mut spec = parse(FULL).unwrap();
+        assert_eq!(parse(&spec.to_toml().unwrap()).unwrap(), spec);
+        spec.command = None;
+        spec.script = Some("#!/bin/bash\necho \"it's\" '\\n' \"\"\"\nexit 0\n".into());
+        spec.name = "x'; touch /tmp/pwned; echo '$(id)".into();
+        let text = spec.to_toml().unwrap();
+        assert_eq!(parse(&text).unwrap(), spec, "{text}");
+        let text = minimal().to_toml().unwrap();
+        assert_eq!(text, "name = \"j\"\ncommand = \"true\"\n");
+    }
+
+    #[test]
+    fn integers_for_memory_and_time() {
+        let spec = parse("name = \"a\"\ncommand = \"b\"\nmemory = 4096\ntime_limit = 90\n").unwrap();
+        assert_eq!(spec.memory.as_deref(), Some("4096"));
+        assert_eq!(spec.memory_mb(), Some(4096));
+        assert_eq!(spec.time_limit_secs(), Some(90 * 60));
+    }
+
+    #[test]
+    fn memory_forms() {
+        for (text, mib) in [
+            ("32G", 32 * 1024),
+            ("32g", 32 * 1024),
+            ("32GB", 32 * 1024),
+            ("32GiB", 32 * 1024),
+            ("32Gi", 32 * 1024),
+            ("500M", 500),
+            ("500", 500),
+            ("1T", 1024 * 1024),
+            ("1536K", 2),
+            ("1K", 1),
+            (" 8 G ", 8192),
+        ] {
+            assert_eq!(parse_memory_mb(text), Ok(mib), "{text}");
+        }
+        for text in ["", "G", "1.5G", "-1G", "32X", "0", "0G", "32 GBs", "99999999999999999999T", "18014398509481984T"] {
+            assert!(parse_memory_mb(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn time_forms() {
+        for (text, secs) in [
+            ("2h", 7200),
+            ("90m", 5400),
+            ("30s", 30),
+            ("1d", 86_400),
+            ("1h30m", 5400),
+            ("1d2h3m4s", 93_784),
+            ("2H", 7200),
+            ("1-00:00:00", 86_400),
+            ("2-12", 2 * 86_400 + 12 * 3600),
+            ("1-2:30", 86_400 + 2 * 3600 + 30 * 60),
+            ("01:30:00", 5400),
+            ("100:00:00", 360_000),
+            ("90:30", 90 * 60 + 30),
+            ("05:00", 300),
+            ("60", 3600),
+            ("1", 60),
+        ] {
+            assert_eq!(parse_time_limit_secs(text), Ok(secs), "{text}");
+        }
+        for text in [
+            "", "0", "0s", "00:00:00", "2x", "h", "1h1h", "30m1h", "1:60", "1:2:3:4", "1-24:00:00", "1-1:60", "-1", "1.5h",
+            "UNLIMITED", "infinite", "1 h", "a-1",
+        ] {
+            assert!(parse_time_limit_secs(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn validate_command_or_script() {
+        let mut spec = minimal();
+        spec.validate().unwrap();
+        spec.script = Some("echo".into());
+        assert_eq!(spec.validate().unwrap_err().to_string(), "`script`: set either `command` or `script`, not both");
+        spec.command = None;
+        spec.validate().unwrap();
+        spec.script = None;
+        assert_eq!(spec.validate().unwrap_err().to_string(), "`command`: set `command` or `script`");
+        spec.command = Some("   ".into());
+        assert_eq!(spec.validate().unwrap_err().to_string(), "`command`: is empty");
+        spec.command = Some("a\0b".into());
+        assert!(spec.validate().unwrap_err().to_string().contains("NUL"));
+        spec.command = Some("line one\nline two".into());
+        spec.validate().unwrap();
+    }
+
+    #[test]
+    fn validate_name() {
+        for (name, why) in [("", "needs a name"), ("  ", "needs a name"), ("a\nb", "line break"), ("a\rb", "line break"), ("a\0b", "NUL"), ("a\u{1b}[2Jb", "control")] {
+            let spec = JobSpec { name: name.into(), ..minimal() };
+            let shown = spec.validate().unwrap_err().to_string();
+            assert!(shown.starts_with("`name`: "), "{shown}");
+            assert!(shown.contains(why), "{name:?}: {shown}");
+        }
+        let hostile = JobSpec { name: "x'; touch /tmp/pwned; echo '$(id)".into(), ..minimal() };
+        hostile.validate().unwrap();
+    }
+
+    #[test]
+    fn validate_gpus() {
+        let spec = JobSpec { gpus: 2, ..minimal() };
+        spec.validate().unwrap();
+        let spec = JobSpec { gpu_type: Some("a100".into()), ..minimal() };
+        assert!(spec.validate().unwrap_err().to_string().starts_with("`gpu_type`: a GPU type needs `gpus`"));
+        for bad in ["a 100", "a100:2", "", "a,b"] {
+            let spec = JobSpec { gpus: 1, gpu_type: Some(bad.into()), ..minimal() };
+            assert!(spec.validate().unwrap_err().to_string().starts_with("`gpu_type`: "), "{bad}");
+        }
+        let spec = JobSpec { gpus: 1, gpu_type: Some("1g.10gb".into()), ..minimal() };
+        spec.validate().unwrap();
+    }
+
+    #[test]
+    fn validate_counts_and_text_fields() {
+        assert!(JobSpec { cpus: Some(0), ..minimal() }.validate().unwrap_err().to_string().starts_with("`cpus`"));
+        assert!(JobSpec { nodes: Some(0), ..minimal() }.validate().unwrap_err().to_string().starts_with("`nodes`"));
+        assert!(JobSpec { memory: Some("lots".into()), ..minimal() }.validate().unwrap_err().to_string().starts_with("`memory`"));
+        assert!(JobSpec { time_limit: Some("soon".into()), ..minimal() }.validate().unwrap_err().to_string().starts_with("`time_limit`"));
+        for field in ["partition", "account", "workdir", "image"] {
+            for bad in ["", "a\nb"] {
+                let mut spec = minimal();
+                let slot = match field {
+                    "partition" => &mut spec.partition,
+                    "account" => &mut spec.account,
+                    "workdir" => &mut spec.workdir,
+                    _ => &mut spec.image,
+                };
+                *slot = Some(bad.into());
+                let shown = spec.validate().unwrap_err().to_string();
+                assert!(shown.starts_with(&format!("`{field}`: ")), "{shown}");
+            }
+        }
+        let spec = JobSpec { workdir: Some("/scratch/my dir".into()), ..minimal() };
+        spec.validate().unwrap();
+    }
+
+    #[test]
+    fn validate_env() {
+        let mut spec = minimal();
+        spec.env.insert("_OK_1".into(), "multi\nline 'quoted' $(x)".into());
+        spec.validate().unwrap();
+        for bad in ["1X", "MY-VAR", "A B", "", "É"] {
+            let mut spec = minimal();
+            spec.env.insert(bad.into(), "v".into());
+            let shown = spec.validate().unwrap_err().to_string();
+            assert!(shown.starts_with(&format!("`env.{bad}`: ")), "{shown}");
+        }
+        let mut spec = minimal();
+        spec.env.insert("A".into(), "a\0".into());
+        assert!(spec.validate().unwrap_err().to_string().contains("NUL"));
+    }
+
+    #[test]
+    fn file_errors_name_line_and_key() {
+        let shown = refused("name = \"a\"\ncommand = \"b\"\nmemroy = \"4G\"\n", 3, "memroy");
+        assert!(shown.contains("unknown key `memroy` (expected one of: name, command, script, gpus"), "{shown}");
+        let shown = refused("name = \"a\"\ncommand = \"b\"\n\nmemory = \"4X\"\n", 4, "memory");
+        assert!(shown.contains("cannot read \"4X\" as memory"), "{shown}");
+        let shown = refused("name = \"a\"\ncommand = \"b\"\ngpus = \"two\"\n", 3, "gpus");
+        assert!(shown.contains("bad value for `gpus`: expected a whole number"), "{shown}");
+        let shown = refused("name = \"a\"\ncommand = \"b\"\ngpus = -1\n", 3, "gpus");
+        assert!(shown.contains("-1"), "{shown}");
+        let shown = refused("name = \"a\"\ncommand = \"b\"\nmemory = true\n", 3, "memory");
+        assert!(shown.contains("a string or a whole number"), "{shown}");
+        refused("name = \"a\"\ncommand = \"b\"\ntime_limit = \"1-25\"\n", 3, "time_limit");
+        refused("command = \"b\"\n", 1, "name");
+        refused("name = \"a\"\n", 1, "command");
+        refused("name = \"a\"\ncommand = \"b\"\nscript = \"c\"\n", 3, "script");
+        refused("name = \"a\"\ncommand = \"b\"\ngpu_type = \"h100\"\n", 3, "gpu_type");
+        refused("name = \"a\\nb\"\ncommand = \"b\"\n", 1, "name");
+        refused("name = \"a\"\ncommand = \"b\"\nname = \"c\"\n", 3, "name");
+    }
+
+    #[test]
+    fn env_errors_name_the_variable() {
+        let shown = refused("name = \"a\"\ncommand = \"b\"\n[env]\nOK = \"1\"\n\"MY-VAR\" = \"x\"\n", 5, "env.MY-VAR");
+        assert!(shown.contains("not a variable name"), "{shown}");
+        let shown = refused("name = \"a\"\ncommand = \"b\"\n[env]\nA = [1]\n", 4, "A");
+        assert!(shown.contains("in [env]"), "{shown}");
+        let shown = refused("name = \"a\"\ncommand = \"b\"\nenv = { X = { y = 1 } }\n", 3, "X");
+        assert!(shown.contains("in [env]"), "{shown}");
+    }
+
+    #[test]
+    fn load_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.toml");
+        let err = JobSpec::load(&path).unwrap_err();
+        assert!(matches!(err, SpecError::Io { .. }));
+        assert!(err.to_string().contains("job.toml"));
+        std::fs::write(&path, "name = \"a\"\ncommand = \"b\"\ncpus = 0\n").unwrap();
+        let shown = JobSpec::load(&path).unwrap_err().to_string();
+        assert_eq!(shown, format!("{}:3: `cpus`: must be 1 or more", path.display()));
+    }
+
+    #[test]
+    fn identifiers() {
+        assert!(is_identifier("A"));
+        assert!(is_identifier("_a9"));
+        assert!(!is_identifier("9a"));
+        assert!(!is_identifier(""));
+        assert!(!is_identifier("a-b"));
+    }
+}

@@ -1,0 +1,156 @@
+//! The real `flightdeck` binary against the Slurm test bed: what a script or a person at a
+//! shell sees (stdout, stderr, exit status), plus the config errors that stop it early.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use common::*;
+
+fn flightdeck(args: &[&str]) -> Output {
+    let state = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(args)
+        .env("XDG_STATE_HOME", state.path())
+        .env_remove("FLIGHTDECK_CONFIG")
+        .output()
+        .expect("run flightdeck")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn config() -> String {
+    let _ = testbed_config();
+    testbed_config_path().display().to_string()
+}
+
+#[test]
+fn nodes_json_has_the_documented_fields() {
+    let cfg = config();
+    let out = flightdeck(&["--config", &cfg, "nodes", "--output", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json");
+    for cluster in ["fd22", "fd24"] {
+        let nodes: Vec<&Value> = rows.iter().filter(|r| r["cluster"] == cluster).collect();
+        assert!(nodes.len() >= 3, "{cluster}: {nodes:?}");
+        let total: u64 = nodes.iter().map(|n| n["gpus_total"].as_u64().unwrap()).sum();
+        assert!(total >= 10, "{cluster} GPUs {total}");
+    }
+    for key in ["cluster", "name", "state", "flags", "gpus_total", "gpus_allocated", "gpu_type", "reason"] {
+        assert!(rows[0].get(key).is_some(), "missing {key}");
+    }
+}
+
+#[test]
+fn submit_list_and_cancel_through_the_binary() {
+    let cfg = config();
+    let _lock = cluster_lock("fd24");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("job.toml");
+    std::fs::write(&spec, "name = \"fd-cli-job\"\ncommand = \"sleep 300\"\nworkdir = \"/tmp\"\ngpus = 1\ngpu_type = \"l40s\"\n")
+        .unwrap();
+    let out = flightdeck(&["--config", &cfg, "submit", spec.to_str().unwrap(), "--cluster", "fd24"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let job_ref = stdout(&out).trim().to_string();
+    assert!(job_ref.starts_with("fd24/"), "{job_ref}");
+
+    let out = flightdeck(&["--config", &cfg, "jobs", "--cluster", "fd24", "--output", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let row = rows.iter().find(|r| r["ref"] == job_ref.as_str()).expect("submitted job listed");
+    assert_eq!(row["name"], "fd-cli-job");
+    assert_eq!(row["cluster"], "fd24");
+    assert_eq!(row["gpu_type"], "l40s");
+    assert_eq!(row["gpus"], 1);
+    for key in ["id", "user", "partition", "state", "native_state", "reason", "nodes"] {
+        assert!(row.get(key).is_some(), "missing {key}");
+    }
+
+    let out = flightdeck(&["--config", &cfg, "cancel", &job_ref]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), format!("cancelled {job_ref}"));
+
+    // A job that does not exist: Slurm's words, one line, non-zero.
+    let out = flightdeck(&["--config", &cfg, "cancel", "fd24/999999"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.to_lowercase().contains("invalid job id"), "{err}");
+}
+
+#[test]
+fn table_output_and_summary() {
+    let cfg = config();
+    let out = flightdeck(&["--config", &cfg, "nodes", "--cluster", "fd22"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("NODE"), "{text}");
+    assert!(text.contains("fd22/dead-01"), "{text}");
+    let out = flightdeck(&["--config", &cfg]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("fd22 (slurm 22.05"), "{text}");
+    assert!(text.contains("fd24 (slurm 24.11"), "{text}");
+    assert!(text.contains("a100") && text.contains("l40s") && text.contains("h100"), "{text}");
+}
+
+#[test]
+fn read_only_refuses_and_unknown_cluster_is_named() {
+    let cfg = config();
+    let out = flightdeck(&["--config", &cfg, "--read-only", "drain", "fd22/h100-01", "--reason", "x"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("read-only"), "{}", stderr(&out));
+    let out = flightdeck(&["--config", &cfg, "jobs", "--cluster", "nope"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("no cluster named `nope`"), "{}", stderr(&out));
+}
+
+#[test]
+fn doctor_reports_release_json_and_rpc_cost() {
+    let cfg = config();
+    let out = flightdeck(&["--config", &cfg, "doctor"]);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("release:        22.05"), "{text}");
+    assert!(text.contains("release:        24.11"), "{text}");
+    assert!(text.contains("JSON output:    yes"), "{text}");
+    assert!(text.contains("controller RPCs per refresh:"), "{text}");
+}
+
+#[test]
+fn a_broken_config_names_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, "[[cluster]]\nname = \"a\"\nkind = \"slurm\"\nhostt = \"x\"\n").unwrap();
+    let out = flightdeck(&["--config", path.to_str().unwrap(), "jobs"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{}:4", path.display())), "{err}");
+    assert!(err.contains("hostt"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_dead_login_node_is_reported_not_hung() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    // Nothing listens on port 1; the refresh fails fast with the ssh error, exit status 1.
+    std::fs::write(
+        &path,
+        "[[cluster]]\nname = \"gone\"\nkind = \"slurm\"\nhost = \"127.0.0.1\"\nport = 1\nknown_hosts = \"off\"\ntimeout_seconds = 5\n",
+    )
+    .unwrap();
+    let out = flightdeck(&["--config", path.to_str().unwrap(), "jobs"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.starts_with("flightdeck: gone: "), "{err}");
+    assert!(err.contains("cannot reach"), "{err}");
+}

@@ -1,0 +1,96 @@
+//! Shared helpers for the tests that run against the real Slurm test bed
+//! (`tests/testbed/up.sh`). A missing test bed is a failure, never a skip.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use flightdeck::backend::Backend;
+use flightdeck::backend::slurm::SlurmBackend;
+use flightdeck::config::{ClusterConfig, Config};
+use flightdeck::model::Snapshot;
+
+pub const TESTBED_CONFIG: &str = "/var/lib/flightdeck-testbed/flightdeck.toml";
+
+pub fn testbed_config_path() -> PathBuf {
+    std::env::var_os("FD_TESTBED_CONFIG").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(TESTBED_CONFIG))
+}
+
+pub fn testbed_config() -> Config {
+    let path = testbed_config_path();
+    assert!(
+        path.exists(),
+        "the Slurm test bed is not up: {} is missing. Run `sudo tests/testbed/up.sh` (or ./tests/run.sh) first.",
+        path.display()
+    );
+    Config::load(Some(&path)).unwrap_or_else(|e| panic!("test bed config unreadable: {e}"))
+}
+
+pub fn cluster_config(name: &str) -> ClusterConfig {
+    testbed_config()
+        .clusters
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("cluster {name} missing from the test bed config"))
+}
+
+pub fn backend(name: &str) -> Arc<SlurmBackend> {
+    Arc::new(SlurmBackend::new(&cluster_config(name)))
+}
+
+/// Tests that change a cluster (submit, drain, kill its SSH link) take its lock, so they
+/// do not see each other's jobs or drained nodes. The two clusters run in parallel.
+pub fn cluster_lock(name: &str) -> std::sync::MutexGuard<'static, ()> {
+    static LOCKS: OnceLock<Mutex<HashMap<String, &'static Mutex<()>>>> = OnceLock::new();
+    let lock = {
+        let mut map = LOCKS.get_or_init(Default::default).lock().unwrap();
+        *map.entry(name.to_string()).or_insert_with(|| Box::leak(Box::new(Mutex::new(()))))
+    };
+    lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Poll `snapshot` until `done` holds; panic with `what` and the last snapshot's summary.
+pub async fn wait_snapshot(
+    backend: &SlurmBackend,
+    timeout: Duration,
+    what: &str,
+    done: impl Fn(&Snapshot) -> bool,
+) -> Snapshot {
+    let started = Instant::now();
+    let mut last_err = String::new();
+    loop {
+        match backend.snapshot().await {
+            Ok(s) if done(&s) => return s,
+            Ok(s) => {
+                last_err = format!(
+                    "last snapshot: jobs {:?}",
+                    s.jobs.iter().map(|j| (j.job_ref.id.clone(), j.state, j.reason.clone())).collect::<Vec<_>>()
+                )
+            }
+            Err(e) => last_err = format!("last error: {e}"),
+        }
+        if started.elapsed() > timeout {
+            panic!("timed out after {timeout:?} waiting for {what}; {last_err}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Run a command on the cluster's login node through the backend's own transport.
+pub async fn remote(backend: &SlurmBackend, argv: &[&str]) -> String {
+    let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    let out = backend.transport().output(&argv, None, Duration::from_secs(30)).await.expect("remote command");
+    assert!(out.success(), "{argv:?} failed: {}", out.stderr);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The root of the cluster's filesystem as seen from the host (the 24.11 cluster lives in
+/// a chroot).
+pub fn cluster_root(name: &str) -> PathBuf {
+    match name {
+        "fd24" => PathBuf::from(std::env::var("FD_TESTBED_CHROOT").unwrap_or_else(|_| "/var/lib/flightdeck-testbed/trixie".into())),
+        _ => PathBuf::from("/"),
+    }
+}

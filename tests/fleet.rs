@@ -1,0 +1,137 @@
+//! The fleet's own logic (staleness, back-off, read-only, audit) over a scripted in-memory
+//! backend. The real backends are exercised by the Slurm integration tests; this file checks
+//! what the fleet adds on top, which a real cluster cannot be made to do on cue.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, NodeAction};
+use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
+use flightdeck::model::{Health, Job, JobRef, JobState, Snapshot};
+use flightdeck::spec::JobSpec;
+
+#[derive(Default)]
+struct Scripted {
+    failing: AtomicBool,
+    calls: AtomicU32,
+    cancels: AtomicU32,
+}
+
+#[async_trait]
+impl Backend for Scripted {
+    fn name(&self) -> &str {
+        "sim"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { cancel: true, ..Capabilities::default() }
+    }
+    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(BackendError::Connect { target: "sim".into(), message: "link down".into() });
+        }
+        let mut job = Job::new(JobRef::new("sim", n.to_string()), JobState::Running);
+        job.partition = "gpu".into();
+        let mut s = Snapshot { cluster: "sim".into(), jobs: vec![job], ..Snapshot::default() };
+        s.derive_queues();
+        Ok(s)
+    }
+    async fn submit(&self, _spec: &JobSpec) -> Result<JobRef, BackendError> {
+        Ok(JobRef::new("sim", "99"))
+    }
+    async fn job_action(&self, job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
+        if job.id == "404" {
+            return Err(BackendError::Command { command: "scancel 404".into(), status: Some(1), stderr: "Invalid job id specified".into() });
+        }
+        self.cancels.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<(), BackendError> {
+        Ok(())
+    }
+    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
+        Ok(Diagnosis::default())
+    }
+}
+
+fn fleet(backend: Arc<Scripted>, read_only: bool, audit: Option<AuditLog>) -> Fleet {
+    Fleet::start(
+        vec![Member { backend, kind: "sim".into(), refresh: Duration::from_millis(50), timeout: Duration::from_secs(2) }],
+        FleetOptions { read_only, poll: true, audit, actor: "tester@host".into() },
+    )
+}
+
+#[tokio::test]
+async fn stale_keeps_the_last_snapshot_and_recovers() {
+    let b = Arc::new(Scripted::default());
+    let f = fleet(b.clone(), false, None);
+    let s = f.wait_for(Duration::from_secs(5), |s| s.clusters[0].health.is_fresh()).await;
+    assert!(s.clusters[0].health.is_fresh());
+    let first = s.clusters[0].snapshot.clone().expect("snapshot");
+    assert_eq!(first.queues[0].name, "gpu");
+
+    b.failing.store(true, Ordering::SeqCst);
+    let s = f.wait_for(Duration::from_secs(5), |s| matches!(s.clusters[0].health, Health::Stale { .. })).await;
+    match &s.clusters[0].health {
+        Health::Stale { error, last_ok, .. } => {
+            assert!(error.contains("link down"), "{error}");
+            assert!(last_ok.is_some());
+        }
+        h => panic!("expected stale, got {h:?}"),
+    }
+    assert!(s.clusters[0].snapshot.is_some(), "the last good snapshot stays while stale");
+
+    b.failing.store(false, Ordering::SeqCst);
+    f.refresh_now(None);
+    let s = f.wait_for(Duration::from_secs(10), |s| s.clusters[0].health.is_fresh()).await;
+    assert!(s.clusters[0].health.is_fresh(), "recovered: {:?}", s.clusters[0].health);
+}
+
+#[tokio::test]
+async fn failures_back_off() {
+    let b = Arc::new(Scripted::default());
+    b.failing.store(true, Ordering::SeqCst);
+    let _f = fleet(b.clone(), false, None);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Without back-off 1 s at 50 ms would be ~20 attempts; doubling gives 50+100+200+400 ms.
+    let calls = b.calls.load(Ordering::SeqCst);
+    assert!((3..=7).contains(&calls), "{calls} attempts in one second");
+}
+
+#[tokio::test]
+async fn actions_are_audited_and_errors_keep_the_backends_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::new(dir.path().join("audit.jsonl"));
+    let b = Arc::new(Scripted::default());
+    let f = fleet(b.clone(), false, Some(log.clone()));
+    let mut outcomes = f.outcomes();
+    let ok = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel }).await;
+    assert!(ok.is_ok());
+    assert_eq!(outcomes.recv().await.unwrap().target, "sim/7");
+    let bad = f.perform(Action::Job { job: JobRef::new("sim", "404"), action: JobAction::Cancel }).await;
+    assert!(bad.result.as_ref().unwrap_err().contains("Invalid job id specified"));
+    let unknown = f.perform(Action::Job { job: JobRef::new("nope", "1"), action: JobAction::Hold }).await;
+    assert!(unknown.result.unwrap_err().contains("no cluster named `nope`"));
+
+    let recs = log.read_all().unwrap();
+    assert_eq!(recs.len(), 3);
+    assert_eq!((recs[0].action.as_str(), recs[0].target.as_str(), recs[0].outcome.as_str()), ("cancel", "sim/7", "ok"));
+    assert_eq!(recs[1].outcome, "error");
+    assert!(recs[1].message.contains("Invalid job id"));
+    assert_eq!(recs[0].who, "tester@host");
+    assert_eq!(b.cancels.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn read_only_is_refused_in_the_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::new(dir.path().join("audit.jsonl"));
+    let b = Arc::new(Scripted::default());
+    let f = fleet(b.clone(), true, Some(log.clone()));
+    let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel }).await;
+    assert!(out.result.unwrap_err().contains("read-only"));
+    assert_eq!(b.cancels.load(Ordering::SeqCst), 0, "the backend was never called");
+    assert_eq!(log.read_all().unwrap()[0].outcome, "refused");
+}

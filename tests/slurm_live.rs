@@ -1,0 +1,323 @@
+//! The Slurm adapter against two real Slurm releases (22.05 on the host, 24.11 in a Debian 13
+//! chroot), each reached through its own sshd on loopback. Needs `tests/testbed/up.sh`.
+//!
+//! Every scenario runs on both clusters; tests that change a cluster hold its lock.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use flightdeck::backend::{Backend, JobAction, NodeAction};
+use flightdeck::backend::slurm::SlurmBackend;
+use flightdeck::fleet::{Fleet, FleetOptions, Member};
+use flightdeck::model::{Health, JobRef, JobState, NodeState, Snapshot};
+use flightdeck::spec::JobSpec;
+
+use common::*;
+
+const WAIT: Duration = Duration::from_secs(90);
+
+fn spec(name: &str, command: &str) -> JobSpec {
+    JobSpec {
+        name: name.to_string(),
+        command: Some(command.to_string()),
+        workdir: Some("/tmp".to_string()),
+        time_limit: Some("10m".to_string()),
+        ..JobSpec::default()
+    }
+}
+
+fn job<'a>(s: &'a Snapshot, r: &JobRef) -> Option<&'a flightdeck::model::Job> {
+    s.jobs.iter().find(|j| &j.job_ref == r)
+}
+
+async fn cancel_quietly(b: &SlurmBackend, r: &JobRef) {
+    let _ = b.job_action(r, JobAction::Cancel).await;
+}
+
+macro_rules! on_both_clusters {
+    ($($name:ident),* $(,)?) => {
+        mod fd22 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd22").await } )* }
+        mod fd24 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd24").await } )* }
+    };
+}
+
+on_both_clusters!(
+    nodes_and_gpus_match_sinfo,
+    release_is_detected,
+    submit_runs_then_cancel_removes,
+    hold_and_release_a_pending_job,
+    requeue_a_running_job,
+    drain_with_reason_then_resume,
+    array_tasks_appear_and_cancel_one_by_one,
+    failing_job_reports_its_exit_code,
+    hostile_job_name_is_kept_verbatim_and_runs_nothing,
+    dropped_ssh_link_goes_stale_then_recovers,
+    one_refresh_costs_at_most_three_controller_rpcs,
+    slurm_errors_reach_the_user,
+);
+
+async fn release_is_detected(cluster: &str) {
+    let b = backend(cluster);
+    let s = b.snapshot().await.expect("snapshot");
+    let release = s.release.expect("release");
+    let want = if cluster == "fd22" { "22.05" } else { "24.11" };
+    assert!(release.starts_with(want), "{cluster} reports release {release}");
+}
+
+/// Every node `sinfo` prints is there with the same GPU total and base state.
+async fn nodes_and_gpus_match_sinfo(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let snap = b.snapshot().await.expect("snapshot");
+    let text = remote(&b, &["sinfo", "-N", "-h", "-o", "%N|%G|%T"]).await;
+    let mut expected: BTreeMap<String, (u32, String)> = BTreeMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('|').collect();
+        let gpus = f[1]
+            .split(',')
+            .filter(|g| g.starts_with("gpu"))
+            .map(|g| g.split('(').next().unwrap().rsplit(':').next().unwrap().parse::<u32>().unwrap())
+            .sum();
+        expected.insert(f[0].to_string(), (gpus, f[2].to_string()));
+    }
+    assert!(expected.len() >= 3, "sinfo printed {text}");
+    let got: BTreeMap<String, (u32, NodeState)> =
+        snap.nodes.iter().map(|n| (n.name.clone(), (n.gpus_total(), n.state))).collect();
+    assert_eq!(got.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>());
+    for (name, (gpus, state)) in &expected {
+        let (got_gpus, got_state) = got[name];
+        assert_eq!(got_gpus, *gpus, "{cluster}/{name} GPUs");
+        let base = state.trim_end_matches(['*', '~', '#', '!', '%', '$', '@', '^', '-']);
+        let want = match base {
+            "idle" => vec![NodeState::Idle],
+            "mixed" => vec![NodeState::Mixed],
+            "allocated" => vec![NodeState::Allocated],
+            "down" => vec![NodeState::Down],
+            "drained" => vec![NodeState::Drained],
+            "draining" => vec![NodeState::Draining],
+            _ => vec![got_state],
+        };
+        assert!(want.contains(&got_state), "{cluster}/{name}: sinfo says {state}, we say {got_state}");
+    }
+    // The test bed's shape: two models, and a configured node without slurmd that is down.
+    let models: std::collections::BTreeSet<String> =
+        snap.nodes.iter().flat_map(|n| n.gpus.iter().map(|g| g.model.clone())).collect();
+    assert!(models.len() >= 2, "{cluster} GPU models {models:?}");
+    if cluster == "fd22" {
+        let dead = snap.nodes.iter().find(|n| n.name == "dead-01").expect("dead-01");
+        assert!(dead.is_unavailable(), "dead-01 is {:?} {:?}", dead.state, dead.flags);
+        assert_eq!(dead.gpus_total(), 4);
+    }
+    assert!(!snap.queues.is_empty() && snap.queues.iter().any(|q| q.name == "gpu" && q.gpus_total > 0));
+}
+
+async fn submit_runs_then_cancel_removes(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let mut s = spec("fd-submit-cancel", "sleep 300");
+    s.gpus = 1;
+    let r = b.submit(&s).await.expect("submit");
+    assert_eq!(r.cluster, cluster);
+    let snap = wait_snapshot(&b, WAIT, "the job to run", |s| job(s, &r).is_some_and(|j| j.state == JobState::Running)).await;
+    let j = job(&snap, &r).unwrap();
+    assert_eq!(j.name, "fd-submit-cancel");
+    assert_eq!(j.gpus_allocated, 1, "{j:?}");
+    assert_eq!(j.nodes.len(), 1);
+    assert!(j.gpu_model.is_some(), "a typed GPU model is reported: {j:?}");
+    b.job_action(&r, JobAction::Cancel).await.expect("cancel");
+    let snap = wait_snapshot(&b, WAIT, "the job to be cancelled", |s| {
+        job(s, &r).is_none_or(|j| j.state == JobState::Cancelled)
+    })
+    .await;
+    // And Slurm agrees: squeue no longer lists it as active.
+    let active = remote(&b, &["squeue", "-h", "-o", "%i", "--states=PD,R,CG,S"]).await;
+    assert!(!active.lines().any(|l| l.trim() == r.id), "squeue still lists {r}");
+    drop(snap);
+}
+
+async fn hold_and_release_a_pending_job(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    // A blocker takes every CPU of the one-node debug partition, so the next job waits.
+    let mut blocker = spec("fd-blocker", "sleep 300");
+    blocker.partition = Some("debug".into());
+    blocker.cpus = Some(node_cpus(&b, "debug").await);
+    let blocker = b.submit(&blocker).await.expect("submit blocker");
+    let mut waiting = spec("fd-waits", "true");
+    waiting.partition = Some("debug".into());
+    let r = b.submit(&waiting).await.expect("submit");
+    wait_snapshot(&b, WAIT, "the job to pend", |s| job(s, &r).is_some_and(|j| j.state == JobState::Pending)).await;
+    b.job_action(&r, JobAction::Hold).await.expect("hold");
+    let snap = wait_snapshot(&b, WAIT, "the job to be held", |s| job(s, &r).is_some_and(|j| j.state == JobState::Held)).await;
+    let reason = job(&snap, &r).unwrap().reason.clone().unwrap_or_default();
+    assert!(reason.starts_with("JobHeld"), "held reason {reason}");
+    b.job_action(&r, JobAction::Release).await.expect("release");
+    wait_snapshot(&b, WAIT, "the job to pend again", |s| {
+        job(s, &r).is_some_and(|j| j.state != JobState::Held)
+    })
+    .await;
+    cancel_quietly(&b, &r).await;
+    cancel_quietly(&b, &blocker).await;
+}
+
+async fn node_cpus(b: &SlurmBackend, partition: &str) -> u32 {
+    let snap = b.snapshot().await.expect("snapshot");
+    snap.nodes.iter().filter(|n| n.partitions.iter().any(|p| p == partition)).map(|n| n.cpus_total).min().expect("node")
+}
+
+async fn requeue_a_running_job(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let r = b.submit(&spec("fd-requeue", "sleep 300")).await.expect("submit");
+    wait_snapshot(&b, WAIT, "the job to run", |s| job(s, &r).is_some_and(|j| j.state == JobState::Running)).await;
+    b.job_action(&r, JobAction::Requeue).await.expect("requeue");
+    let snap = wait_snapshot(&b, WAIT, "the job to go back to the queue", |s| {
+        job(s, &r).is_some_and(|j| j.state != JobState::Running || j.native_state.contains("REQUEUE"))
+    })
+    .await;
+    let j = job(&snap, &r).unwrap();
+    assert!(
+        matches!(j.state, JobState::Pending | JobState::Held | JobState::Completing | JobState::Running),
+        "after requeue: {:?} {}",
+        j.state,
+        j.native_state
+    );
+    cancel_quietly(&b, &r).await;
+}
+
+async fn drain_with_reason_then_resume(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let node = "h100-01";
+    let reason = format!("fd test: bad GPU 'x' $(id) {}", std::process::id());
+    b.node_action(node, &NodeAction::Drain { reason: reason.clone() }).await.expect("drain");
+    let snap = wait_snapshot(&b, WAIT, "the node to drain", |s| {
+        s.nodes.iter().any(|n| n.name == node && matches!(n.state, NodeState::Drained | NodeState::Draining))
+    })
+    .await;
+    let n = snap.nodes.iter().find(|n| n.name == node).unwrap();
+    assert_eq!(n.reason.as_deref(), Some(reason.as_str()));
+    assert!(n.has_flag("DRAIN"), "{:?}", n.flags);
+    assert!(n.is_unavailable());
+    // A drain without a reason is refused before anything reaches Slurm.
+    assert!(b.node_action(node, &NodeAction::Drain { reason: " ".into() }).await.is_err());
+    b.node_action(node, &NodeAction::Resume).await.expect("resume");
+    wait_snapshot(&b, WAIT, "the node to return", |s| {
+        s.nodes.iter().any(|n| n.name == node && !n.has_flag("DRAIN") && !matches!(n.state, NodeState::Drained | NodeState::Draining))
+    })
+    .await;
+}
+
+async fn array_tasks_appear_and_cancel_one_by_one(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let mut s = spec("fd-array", "");
+    s.command = None;
+    s.script = Some("#!/bin/bash\n#SBATCH --array=0-3%1\nsleep 300\n".into());
+    let r = b.submit(&s).await.expect("submit");
+    let base = r.id.clone();
+    let task0 = JobRef::new(cluster, format!("{base}_0"));
+    let snap = wait_snapshot(&b, WAIT, "task 0 to run", |s| job(s, &task0).is_some_and(|j| j.state == JobState::Running)).await;
+    let parent = snap
+        .jobs
+        .iter()
+        .find(|j| j.array.as_ref().is_some_and(|a| a.array_id == base && a.task_id.is_none()))
+        .expect("the pending parent holding tasks 1-3");
+    assert!(parent.job_ref.id.starts_with(&format!("{base}_[")), "{}", parent.job_ref);
+    assert_eq!(parent.state, JobState::Pending);
+    let t0 = job(&snap, &task0).unwrap();
+    assert_eq!(t0.array.as_ref().unwrap().task_id, Some(0));
+    b.job_action(&task0, JobAction::Cancel).await.expect("cancel task 0");
+    let task1 = JobRef::new(cluster, format!("{base}_1"));
+    wait_snapshot(&b, WAIT, "task 0 cancelled and task 1 started", |s| {
+        job(s, &task0).is_none_or(|j| j.state == JobState::Cancelled) && job(s, &task1).is_some()
+    })
+    .await;
+    b.job_action(&JobRef::new(cluster, base.clone()), JobAction::Cancel).await.expect("cancel the array");
+    wait_snapshot(&b, WAIT, "the whole array to end", |s| {
+        s.jobs.iter().filter(|j| j.array.as_ref().is_some_and(|a| a.array_id == base)).all(|j| j.state.is_finished())
+    })
+    .await;
+}
+
+async fn failing_job_reports_its_exit_code(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let r = b.submit(&spec("fd-fails", "exit 3")).await.expect("submit");
+    let snap = wait_snapshot(&b, WAIT, "the job to fail", |s| job(s, &r).is_some_and(|j| j.state == JobState::Failed)).await;
+    let j = job(&snap, &r).unwrap();
+    assert_eq!(j.exit.map(|e| e.code), Some(3), "{j:?}");
+}
+
+async fn hostile_job_name_is_kept_verbatim_and_runs_nothing(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let pwned = cluster_root(cluster).join("tmp/pwned");
+    let _ = std::fs::remove_file(&pwned);
+    let name = "x'; touch /tmp/pwned; echo '$(id)";
+    let r = b.submit(&spec(name, "sleep 1")).await.expect("submit");
+    let snap = wait_snapshot(&b, WAIT, "the job to appear", |s| job(s, &r).is_some()).await;
+    assert_eq!(job(&snap, &r).unwrap().name, name);
+    // Let it run to the end: the name must not have been executed anywhere on the way.
+    wait_snapshot(&b, WAIT, "the job to finish", |s| job(s, &r).is_none_or(|j| j.state.is_finished())).await;
+    assert!(!pwned.exists(), "{} was created: the job name reached a shell", pwned.display());
+}
+
+async fn dropped_ssh_link_goes_stale_then_recovers(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let cfg = cluster_config(cluster);
+    let fleet = Fleet::start(
+        vec![Member {
+            backend: flightdeck::backend::for_cluster(&cfg),
+            kind: "slurm".into(),
+            refresh: Duration::from_secs(1),
+            timeout: Duration::from_secs(20),
+        }],
+        FleetOptions { read_only: true, poll: true, audit: None, actor: "test".into() },
+    );
+    let s = fleet.wait_for(WAIT, |s| s.clusters[0].health.is_fresh()).await;
+    assert!(s.clusters[0].health.is_fresh(), "{:?}", s.clusters[0].health);
+    let kill = std::process::Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/testbed/kill-ssh.sh"))
+        .arg(cluster)
+        .status()
+        .expect("kill-ssh.sh");
+    assert!(kill.success());
+    let s = fleet.wait_for(WAIT, |s| matches!(s.clusters[0].health, Health::Stale { .. })).await;
+    match &s.clusters[0].health {
+        Health::Stale { last_ok, .. } => assert!(last_ok.is_some()),
+        h => panic!("expected stale after the link dropped, got {h:?}"),
+    }
+    assert!(s.clusters[0].snapshot.is_some(), "the last good snapshot is kept");
+    let s = fleet.wait_for(WAIT, |s| s.clusters[0].health.is_fresh()).await;
+    assert!(s.clusters[0].health.is_fresh(), "reconnected: {:?}", s.clusters[0].health);
+}
+
+async fn one_refresh_costs_at_most_three_controller_rpcs(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    b.snapshot().await.expect("warm up (release detection)");
+    let before = b.rpc_counts().await.expect("sdiag");
+    const REFRESHES: u64 = 4;
+    for _ in 0..REFRESHES {
+        b.snapshot().await.expect("snapshot");
+    }
+    let after = b.rpc_counts().await.expect("sdiag");
+    let used = after.queries_since(&before);
+    assert!(used >= REFRESHES, "sdiag saw only {used} query RPCs: is it counting?");
+    assert!(used <= 3 * REFRESHES, "{used} query RPCs for {REFRESHES} refreshes on {cluster}");
+}
+
+async fn slurm_errors_reach_the_user(cluster: &str) {
+    let b = backend(cluster);
+    let err = b.job_action(&JobRef::new(cluster, "999999"), JobAction::Cancel).await.unwrap_err().to_string();
+    assert!(err.to_lowercase().contains("invalid job id"), "{err}");
+    let err = b.node_action("no-such-node", &NodeAction::Resume).await.unwrap_err().to_string();
+    assert!(err.to_lowercase().contains("invalid node name") || err.contains("no-such-node"), "{err}");
+    let mut s = spec("fd-bad-partition", "true");
+    s.partition = Some("nosuchpart".into());
+    let err = b.submit(&s).await.unwrap_err().to_string();
+    assert!(err.to_lowercase().contains("partition"), "{err}");
+}

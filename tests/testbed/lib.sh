@@ -1,0 +1,133 @@
+# shellcheck shell=bash
+# Shared paths and helpers for the flightdeck Slurm test bed (sourced by up.sh, down.sh, ...).
+
+FD_ROOT=/var/lib/flightdeck-testbed
+FD_CHROOT=$FD_ROOT/trixie
+FD_PIDS=$FD_ROOT/pids
+FD_LOGS=$FD_ROOT/log
+FD_SSH=$FD_ROOT/ssh
+FD_BIN=$FD_ROOT/bin
+FD_KEY=$FD_SSH/id_ed25519
+FD_KNOWN_HOSTS=$FD_SSH/known_hosts
+FD_WORKDIR=/tmp                       # job workdir; exists in the host and in the chroot
+
+# Cluster A: Slurm 22.05 on the host
+FD22_DIR=$FD_ROOT/fd22
+FD22_CONF=$FD22_DIR/etc/slurm.conf
+FD22_CTLD_PORT=6817
+FD22_SSH_PORT=2222
+FD22_LIVE_NODES=(a100-01 a100-02 h100-01)   # slurmd started for these
+FD22_DEAD_NODE=dead-01                       # configured, never started
+
+# Cluster B: Slurm 24.11 in a Debian 13 chroot (paths as seen inside the chroot)
+FD24_DIR_IN=/var/lib/flightdeck-testbed/fd24
+FD24_DIR=$FD_CHROOT$FD24_DIR_IN
+FD24_CONF_IN=/etc/slurm/slurm.conf
+FD24_CTLD_PORT=6917
+FD24_SSH_PORT=2224
+FD24_LIVE_NODES=(l40s-01 l40s-02 h100-01)
+
+FD_STD_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+log() { printf '[testbed %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# Run a command on cluster fd22 / fd24 (slurm CLI etc.).
+fd22() { env SLURM_CONF="$FD22_CONF" "$@"; }
+fd24() {
+    env -i PATH="$FD_STD_PATH" HOME=/root USER=root LOGNAME=root LANG=C.UTF-8 \
+        chroot "$FD_CHROOT" /bin/sh -c 'cd /tmp 2>/dev/null || cd /; exec "$@"' fd24 "$@"
+}
+
+# ---- pid bookkeeping -------------------------------------------------------------------
+# $FD_PIDS/NAME.pid holds the host pid; $FD_PIDS/NAME.tag a string its cmdline must contain.
+cmdline_of() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null; }
+
+running_pid() { # NAME -> prints pid if our daemon NAME is alive
+    local name=$1 pid tag
+    [[ -s $FD_PIDS/$name.pid ]] || return 1
+    pid=$(<"$FD_PIDS/$name.pid")
+    [[ $pid =~ ^[0-9]+$ && -d /proc/$pid ]] || return 1
+    tag=$(cat "$FD_PIDS/$name.tag" 2>/dev/null || true)
+    [[ -z $tag || "$(cmdline_of "$pid")" == *"$tag"* ]] || return 1
+    echo "$pid"
+}
+
+# start_daemon NAME TAG CMD...: start CMD (which must stay in the foreground) in its own session,
+# detached from this script, output appended to $FD_LOGS/NAME.out.
+start_daemon() {
+    local name=$1 tag=$2; shift 2
+    mkdir -p "$FD_PIDS" "$FD_LOGS"
+    echo "$tag" >"$FD_PIDS/$name.tag"
+    rm -f "$FD_PIDS/$name.pid"
+    setsid bash -c 'echo $$ >"$0"; exec "$@"' "$FD_PIDS/$name.pid" "$@" \
+        </dev/null >>"$FD_LOGS/$name.out" 2>&1 &
+    local i
+    for i in $(seq 50); do [[ -s $FD_PIDS/$name.pid ]] && return 0; sleep 0.1; done
+    die "could not start $name"
+}
+
+# record_pid NAME TAG PIDFILE: adopt a self-daemonizing process (munged, sshd) via its pidfile.
+record_pid() {
+    mkdir -p "$FD_PIDS"
+    echo "$2" >"$FD_PIDS/$1.tag"
+    cp "$3" "$FD_PIDS/$1.pid"
+}
+
+stop_pids() { # PID...: TERM, wait up to 10 s, then KILL
+    local pid i alive
+    kill -TERM "$@" 2>/dev/null || true
+    for i in $(seq 100); do
+        alive=()
+        for pid; do [[ -d /proc/$pid ]] && alive+=("$pid"); done
+        ((${#alive[@]})) || return 0
+        sleep 0.1
+    done
+    log "pids ${alive[*]} did not stop on TERM, killing"
+    kill -KILL "${alive[@]}" 2>/dev/null || true
+    for i in $(seq 30); do
+        alive=()
+        for pid; do [[ -d /proc/$pid ]] && alive+=("$pid"); done
+        ((${#alive[@]})) || return 0
+        sleep 0.1
+    done
+}
+stop_pid() { stop_pids "$1"; }
+
+stop_daemon() { # NAME...: stop these daemons of ours (in parallel)
+    local name pid pids=()
+    for name; do
+        if pid=$(running_pid "$name"); then
+            log "stopping $name (pid $pid)"
+            pids+=("$pid")
+        fi
+    done
+    ((${#pids[@]} == 0)) || stop_pids "${pids[@]}"
+    for name; do rm -f "$FD_PIDS/$name.pid" "$FD_PIDS/$name.tag"; done
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+chroot_mounts() { # list of mounts below the chroot, deepest first
+    findmnt -rn -o TARGET 2>/dev/null | awk -v p="$FD_CHROOT/" 'index($0, p) == 1' | sort -r
+}
+
+# Run a command inside the chroot with a clean environment (no host SLURM_CONF etc.).
+FD_CHROOT_EXEC=(env -i PATH="$FD_STD_PATH" HOME=/root USER=root LOGNAME=root LANG=C.UTF-8
+    chroot "$FD_CHROOT")
+in_chroot() { "${FD_CHROOT_EXEC[@]}" "$@"; }
+
+unmount_chroot() {
+    local m
+    for m in $(chroot_mounts); do
+        umount "$m" 2>/dev/null || umount -l "$m" || log "could not unmount $m"
+    done
+}
+
+descendants() { # PID -> all descendant pids
+    local c
+    for c in $(pgrep -P "$1" || true); do
+        echo "$c"
+        descendants "$c"
+    done
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Put both test-bed clusters back to a clean state between test runs: no jobs in the queue,
+# every live node returned to service. Leaves the daemons running.
+set -euo pipefail
+BIN=/var/lib/flightdeck-testbed/bin
+for c in fd22 fd24; do
+    [[ -x $BIN/$c ]] || { echo "reset.sh: test bed cluster $c is not up (run up.sh)" >&2; exit 1; }
+    "$BIN/$c" scancel --user=root --full 2>/dev/null || true
+done
+"$BIN/fd22" scontrol update NodeName=a100-[01-02],h100-01 State=RESUME 2>/dev/null || true
+"$BIN/fd24" scontrol update NodeName=l40s-[01-02],h100-01 State=RESUME 2>/dev/null || true
+# Wait (bounded) until nothing is active any more, so the scenarios start on idle nodes.
+for _ in $(seq 1 60); do
+    busy=$( { "$BIN/fd22" squeue -h -t PD,R,CG,S; "$BIN/fd24" squeue -h -t PD,R,CG,S; } | wc -l)
+    [[ $busy -eq 0 ]] && exit 0
+    sleep 1
+done
+echo "reset.sh: jobs still active after 60 s" >&2
+exit 1
