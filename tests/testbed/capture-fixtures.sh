@@ -21,8 +21,8 @@ state_of() { $RUN squeue -h -t all -j "$1" -o %T 2>/dev/null | head -n1 || true;
 reason_of() { $RUN squeue -h -t all -j "$1" -o %r 2>/dev/null | head -n1 || true; }
 
 wait_state() { # JOBID REGEX [TIMEOUT_S]
-    local i s
-    for i in $(seq $((${3:-30} * 2))); do
+    local s
+    for _ in $(seq $((${3:-30} * 2))); do
         s=$(state_of "$1")
         [[ $s =~ $2 ]] && return 0
         sleep 0.5
@@ -42,8 +42,7 @@ clean_cluster() {
     if [[ -n $(active_jobs) ]]; then
         log "$CLUSTER: cancelling all jobs"
         $RUN scancel --user=root || true
-        local i
-        for i in $(seq 120); do
+        for _ in $(seq 120); do
             [[ -z $(active_jobs) ]] && break
             sleep 0.5
         done
@@ -111,8 +110,7 @@ capture() { # CLUSTER RUNNER GPU(a100|l40s) DRAIN_NODE
     $RUN scontrol update nodename="$drain" state=drain reason="fixture: GPU 1 fell off the bus"
 
     # let the main and backfill schedulers set pending reasons and start-time estimates
-    local i
-    for i in $(seq 60); do
+    for _ in $(seq 60); do
         [[ $(reason_of "$res") == Resources && $(reason_of "$prio") =~ Priority|Resources ]] && break
         sleep 0.5
     done

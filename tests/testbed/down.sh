@@ -25,10 +25,9 @@ done
 for p in $(pgrep -x slurmstepd || true); do
     r=$(readlink "/proc/$p/root" 2>/dev/null || true)
     [[ $r == / || $r == "$FD_CHROOT" ]] || continue
-    pids="$p $(descendants "$p" | xargs)"
-    log "killing job step $(cmdline_of "$p")(pids $pids)"
-    # shellcheck disable=SC2086
-    kill -KILL $pids 2>/dev/null || true
+    mapfile -t step_pids < <(echo "$p"; descendants "$p")
+    log "killing job step $(cmdline_of "$p")(pids ${step_pids[*]})"
+    kill -KILL "${step_pids[@]}" 2>/dev/null || true
 done
 stop_daemon fd22-slurmctld fd24-slurmctld
 

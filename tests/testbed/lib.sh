@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034
 # Shared paths and helpers for the flightdeck Slurm test bed (sourced by up.sh, down.sh, ...).
 
 FD_ROOT=/var/lib/flightdeck-testbed
@@ -60,6 +60,7 @@ start_daemon() {
     mkdir -p "$FD_PIDS" "$FD_LOGS"
     echo "$tag" >"$FD_PIDS/$name.tag"
     rm -f "$FD_PIDS/$name.pid"
+    # shellcheck disable=SC2016
     setsid bash -c 'echo $$ >"$0"; exec "$@"' "$FD_PIDS/$name.pid" "$@" \
         </dev/null >>"$FD_LOGS/$name.out" 2>&1 &
     local i
@@ -75,9 +76,9 @@ record_pid() {
 }
 
 stop_pids() { # PID...: TERM, wait up to 10 s, then KILL
-    local pid i alive
+    local pid alive
     kill -TERM "$@" 2>/dev/null || true
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         alive=()
         for pid; do [[ -d /proc/$pid ]] && alive+=("$pid"); done
         ((${#alive[@]})) || return 0
@@ -85,7 +86,7 @@ stop_pids() { # PID...: TERM, wait up to 10 s, then KILL
     done
     log "pids ${alive[*]} did not stop on TERM, killing"
     kill -KILL "${alive[@]}" 2>/dev/null || true
-    for i in $(seq 30); do
+    for _ in $(seq 30); do
         alive=()
         for pid; do [[ -d /proc/$pid ]] && alive+=("$pid"); done
         ((${#alive[@]})) || return 0

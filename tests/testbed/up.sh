@@ -85,7 +85,7 @@ debian_mirror() {
     local u
     u=$({
         sed -n 's/^[[:space:]]*URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
-            tr ' \t' '\n\n'
+            tr '[:blank:]' '\n'
         sed -nE 's/^[[:space:]]*deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+).*/\2/p' \
             /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
     } | grep -E '^https?://' | grep -Ev 'security|updates|backports' | grep -E '/debian/?$' |
@@ -593,6 +593,7 @@ smoke() { # CLUSTER RUNNER GPUTYPE HOST_DIR_OF_/tmp
     local c=$1 run=$2 gpu=$3 dir=$4 j1 j2 i s1 s2
     j1=$($run sbatch --parsable -D /tmp -J fd-smoke -o '/tmp/fd-smoke-%j.out' \
         --wrap 'sleep 1; echo ok')
+    # shellcheck disable=SC2016
     j2=$($run sbatch --parsable -D /tmp -J fd-smoke-gpu --gres="gpu:$gpu:1" \
         -o '/tmp/fd-smoke-%j.out' --wrap 'echo "gpus=$CUDA_VISIBLE_DEVICES"')
     for i in $(seq 120); do

@@ -41,8 +41,10 @@ pub fn sbatch(extra: &[String]) -> Vec<String> {
     v
 }
 
+/// `--verbose` because a plain `scancel` of an unknown job id prints nothing and exits 0;
+/// verbose, it says `error: … Invalid job id specified`, which the user should see.
 pub fn scancel(job_id: &str) -> Result<Vec<String>, BackendError> {
-    Ok(vec!["scancel".into(), checked_job_id(job_id)?])
+    Ok(vec!["scancel".into(), "--verbose".into(), checked_job_id(job_id)?])
 }
 
 /// `scontrol hold|release|requeue ID`.

@@ -47,7 +47,9 @@ impl CmdOutput {
 }
 
 pub(crate) fn command_error(argv: &[String], status: Option<i32>, stderr: &str, stdout: &[u8]) -> BackendError {
-    let mut text = stderr.trim().to_string();
+    // Verbose tools (scancel -v) mix progress with errors: keep only the error lines.
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.to_ascii_lowercase().contains("error")).collect();
+    let mut text = if errors.is_empty() { stderr.trim().to_string() } else { errors.join("; ") };
     if text.is_empty() {
         text = String::from_utf8_lossy(stdout).trim().chars().take(500).collect();
     }

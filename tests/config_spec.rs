@@ -1,0 +1,290 @@
+//! The config file, job specs and their sbatch rendering, through the public API.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use flightdeck::backend::BackendError;
+use flightdeck::backend::slurm::script::{SbatchOptions, parse_sbatch_output, render_sbatch, sbatch_argv};
+use flightdeck::config::{ClusterKind, Config, ConfigError, ConfigSource, KnownHosts, find_program};
+use flightdeck::spec::{JobSpec, SpecError};
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join("specs")
+}
+
+fn example(name: &str) -> JobSpec {
+    JobSpec::load(&examples_dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn config_file_round_trip_through_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(
+        &path,
+        r#"read_only = true
+
+[[cluster]]
+name = "hpc"
+kind = "slurm"
+host = "login.example.org"
+port = 2222
+known_hosts = "accept-new"
+refresh_seconds = 20
+
+[[cluster]]
+name = "lab"
+kind = "slurm"
+"#,
+    )
+    .unwrap();
+    let config = Config::load(Some(&path)).unwrap();
+    assert!(config.read_only);
+    assert_eq!(config.source, ConfigSource::File(path.clone()));
+    let hpc = config.cluster("hpc").unwrap();
+    assert_eq!(hpc.kind, ClusterKind::Slurm);
+    assert_eq!(hpc.host.as_deref(), Some("login.example.org"));
+    assert_eq!(hpc.port, Some(2222));
+    assert_eq!(hpc.known_hosts, KnownHosts::AcceptNew);
+    assert_eq!(hpc.refresh, Duration::from_secs(20));
+    assert_eq!(hpc.timeout, Duration::from_secs(30));
+    let lab = config.cluster("lab").unwrap();
+    assert!(lab.is_local());
+    assert_eq!(lab.known_hosts, KnownHosts::Strict);
+}
+
+#[test]
+fn config_errors_name_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    let cases: &[(&str, usize, &str, &str)] = &[
+        ("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nhostt = \"x\"\n", 4, "hostt", "unknown key `hostt` in [[cluster]] \"hpc\""),
+        ("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\n\nport = 0\n", 5, "port", "0 is not a port"),
+        ("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nrefresh_seconds = 0\n", 4, "refresh_seconds", "at least 1"),
+        ("[[cluster]]\nname = \"a/b\"\nkind = \"slurm\"\n", 2, "name", "'/'"),
+        ("[[cluster]]\nname = \"hpc\"\nkind = \"pbs\"\n", 3, "kind", "accepted kinds: slurm"),
+        ("[[cluster]]\nname = \"x\"\nkind = \"slurm\"\n[[cluster]]\nname = \"x\"\nkind = \"slurm\"\n", 5, "name", "duplicate"),
+        ("read_only = 1\n", 1, "read_only", "expected true or false"),
+        ("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nuser = \n", 4, "user", "TOML syntax error"),
+    ];
+    for (text, line, key, words) in cases {
+        std::fs::write(&path, text).unwrap();
+        let err = Config::load(Some(&path)).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.starts_with(&format!("{}:{line}: ", path.display())), "{shown}");
+        assert!(shown.contains(&format!("`{key}`")), "{shown}");
+        assert!(shown.contains(words), "{shown}");
+        match err {
+            ConfigError::Invalid { line: l, key: k, .. } => {
+                assert_eq!(l, *line);
+                assert_eq!(k.as_deref(), Some(*key));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn missing_explicit_config_is_an_error() {
+    let err = Config::load(Some(Path::new("/nonexistent/flightdeck.toml"))).unwrap_err();
+    assert!(matches!(err, ConfigError::NotFound { .. }));
+    assert_eq!(err.to_string(), "/nonexistent/flightdeck.toml: no such config file");
+}
+
+#[test]
+fn every_example_spec_loads_and_renders() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(examples_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        seen += 1;
+        let spec = JobSpec::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let script = render_sbatch(&spec, &SbatchOptions { pyxis: true }).unwrap_or_else(|e| panic!("{e}"));
+        assert!(script.starts_with("#!"), "{}", path.display());
+        // The TOML written back reads as the same spec.
+        let again = JobSpec::from_toml_str(&spec.to_toml().unwrap(), &path).unwrap();
+        assert_eq!(again, spec, "{}", path.display());
+    }
+    assert!(seen >= 4, "examples/specs holds {seen} specs");
+}
+
+#[test]
+fn train_example_renders_exactly() {
+    let script = render_sbatch(&example("train.toml"), &SbatchOptions::default()).unwrap();
+    assert_eq!(
+        script,
+        r#"#!/bin/bash
+#SBATCH --job-name=train-llm
+#SBATCH --partition=gpu
+#SBATCH --account=ml-team
+#SBATCH --cpus-per-task=32
+#SBATCH --gres=gpu:a100:4
+#SBATCH --mem=131072M
+#SBATCH --time=1-12:00:00
+#SBATCH --chdir=/scratch/alice/llm
+export HF_HOME='/scratch/alice/hf cache'
+export OMP_NUM_THREADS='8'
+export WANDB_MODE='offline'
+python train.py --config configs/base.yaml --epochs 3
+"#
+    );
+    assert_eq!(sbatch_argv(&example("train.toml")), vec!["--job-name=train-llm".to_string()]);
+}
+
+#[test]
+fn script_example_keeps_its_own_directives_readable() {
+    let script = render_sbatch(&example("script.toml"), &SbatchOptions::default()).unwrap();
+    assert_eq!(
+        script,
+        r#"#!/bin/bash
+#SBATCH --job-name=preprocess
+#SBATCH --cpus-per-task=8
+#SBATCH --mem=16384M
+#SBATCH --time=02:00:00
+#SBATCH --mail-type=END
+export PYTHONUNBUFFERED='1'
+set -euo pipefail
+for shard in data/raw/*.jsonl; do
+  python preprocess.py "$shard" --out data/clean/
+done
+"#
+    );
+}
+
+#[test]
+fn container_example_needs_pyxis() {
+    let spec = example("container.toml");
+    match render_sbatch(&spec, &SbatchOptions { pyxis: false }) {
+        Err(BackendError::Unsupported(message)) => assert!(message.contains("pyxis"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    let script = render_sbatch(&spec, &SbatchOptions { pyxis: true }).unwrap();
+    assert!(script.contains("\n#SBATCH --container-image=\"nvcr.io\\#nvidia/pytorch:24.01-py3\"\n"), "{script}");
+}
+
+#[test]
+fn spec_errors_name_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.toml");
+    std::fs::write(&path, "name = \"a\"\ncommand = \"b\"\n\ntime_limit = \"forever\"\n").unwrap();
+    let err = JobSpec::load(&path).unwrap_err();
+    let shown = err.to_string();
+    assert!(shown.starts_with(&format!("{}:4: `time_limit`: ", path.display())), "{shown}");
+    assert!(matches!(err, SpecError::File { line: 4, .. }));
+}
+
+#[test]
+fn sbatch_output_forms() {
+    assert_eq!(parse_sbatch_output("Submitted batch job 4242\n").as_deref(), Some("4242"));
+    assert_eq!(parse_sbatch_output("4242;hpc\n").as_deref(), Some("4242"));
+    assert_eq!(parse_sbatch_output("4242\n").as_deref(), Some("4242"));
+    assert_eq!(parse_sbatch_output("sbatch: error: Batch job submission failed\n"), None);
+}
+
+/// What `sbatch -vv` says it parsed (`job-name`, `chdir` …), stopping it before it submits.
+///
+/// sbatch prints its options after reading the script's `#SBATCH` lines and before it
+/// contacts the controller; the private slurm.conf names a controller port where nothing
+/// listens and `--test-only` is set besides, so nothing is ever submitted.
+fn sbatch_parsed_options(sbatch: &Path, conf: &Path, script: &str, extra: &[String]) -> BTreeMap<String, String> {
+    let mut child = Command::new(sbatch)
+        .args(["-vv", "--test-only"])
+        .args(extra)
+        .env("SLURM_CONF", conf)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start sbatch");
+    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    let mut options = BTreeMap::new();
+    let mut transcript = String::new();
+    let mut in_options = false;
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        transcript.push_str(&line);
+        transcript.push('\n');
+        let Some(rest) = line.strip_prefix("sbatch: ") else { continue };
+        if rest.starts_with("defined options") {
+            in_options = true;
+        } else if rest.starts_with("end of defined options") {
+            break;
+        } else if in_options && !rest.starts_with("---") {
+            if let Some((label, value)) = rest.split_once(": ") {
+                options.insert(label.trim().to_string(), value.to_string());
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!options.is_empty(), "sbatch printed no options:\n{transcript}");
+    options
+}
+
+/// The real sbatch reads our `#SBATCH` lines back as exactly the values in the spec.
+/// Runs where `sbatch` is installed (or `FLIGHTDECK_SBATCH` names one); needs no controller.
+#[test]
+fn sbatch_reads_rendered_directives() {
+    let sbatch = match std::env::var_os("FLIGHTDECK_SBATCH") {
+        Some(path) => PathBuf::from(path),
+        None => match find_program("sbatch") {
+            Some(path) => path,
+            None => {
+                eprintln!("skipped: no sbatch on PATH");
+                return;
+            }
+        },
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("slurm.conf");
+    std::fs::write(
+        &conf,
+        "ClusterName=fdcheck\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort=1\nAuthType=auth/none\n\
+         CredType=cred/none\nNodeName=n1 CPUs=1 State=UNKNOWN\nPartitionName=p Nodes=n1 Default=YES\n",
+    )
+    .unwrap();
+
+    let hostile = "x'; touch /tmp/pwned; echo '$(id)";
+    let cases = [
+        hostile,
+        "plain-name_1.2",
+        "a b  c",
+        "back\\slash \"double\" 'single' #hash",
+        "my-hetjob and packjob",
+        " padded ",
+        "-starts-with-dash",
+        ":colon;semi&amp|pipe`tick`$HOME",
+    ];
+    for name in cases {
+        let spec = JobSpec {
+            name: name.to_string(),
+            command: Some("true".into()),
+            workdir: Some(format!("/tmp/dir of {name}")),
+            account: Some(format!("acct {name}")),
+            partition: Some("p".into()),
+            cpus: Some(3),
+            nodes: Some(1),
+            memory: Some("2G".into()),
+            time_limit: Some("1h30m".into()),
+            ..JobSpec::default()
+        };
+        let script = render_sbatch(&spec, &SbatchOptions::default()).unwrap();
+        let parsed = sbatch_parsed_options(&sbatch, &conf, &script, &[]);
+        assert_eq!(parsed.get("job-name").map(String::as_str), Some(name), "{parsed:?}\n{script}");
+        assert_eq!(parsed.get("chdir"), spec.workdir.as_ref(), "{parsed:?}\n{script}");
+        assert_eq!(parsed.get("account"), spec.account.as_ref(), "{parsed:?}\n{script}");
+        assert_eq!(parsed.get("partition").map(String::as_str), Some("p"), "{parsed:?}");
+        assert_eq!(parsed.get("cpus-per-task").map(String::as_str), Some("3"), "{parsed:?}");
+        // The command-line name (sbatch_argv) is read as exactly the name too.
+        let mut other = spec.clone();
+        other.name = "from-script".into();
+        let script = render_sbatch(&other, &SbatchOptions::default()).unwrap();
+        let parsed = sbatch_parsed_options(&sbatch, &conf, &script, &sbatch_argv(&spec));
+        assert_eq!(parsed.get("job-name").map(String::as_str), Some(name), "{parsed:?}");
+    }
+}
