@@ -294,10 +294,9 @@ impl Config {
             let mut cluster = ClusterConfig::new(name.clone(), kind);
 
             // host, user: handed to ssh as arguments; refuse what ssh would read as an option.
-            for (key, value, slot) in [
-                ("host", &raw_cluster.host, &mut cluster.host),
-                ("user", &raw_cluster.user, &mut cluster.user),
-            ] {
+            for (key, value, slot) in
+                [("host", &raw_cluster.host, &mut cluster.host), ("user", &raw_cluster.user, &mut cluster.user)]
+            {
                 if let Some(value) = value {
                     if let Err(why) = check_ssh_word(value.get_ref()) {
                         return Err(invalid(
@@ -518,7 +517,11 @@ fn cluster_label(name: Option<&str>, index: usize) -> String {
 fn describe_section(doc: &tomlpos::Doc<'_>, path: &[tomlpos::Seg]) -> Option<String> {
     match path {
         [tomlpos::Seg::Key(top), tomlpos::Seg::Index(index), ..] if top == "cluster" => {
-            let name = doc.string_at(&[tomlpos::Seg::Key("cluster".into()), tomlpos::Seg::Index(*index), tomlpos::Seg::Key("name".into())]);
+            let name = doc.string_at(&[
+                tomlpos::Seg::Key("cluster".into()),
+                tomlpos::Seg::Index(*index),
+                tomlpos::Seg::Key("name".into()),
+            ]);
             Some(format!("[[cluster]] {}", cluster_label(name.as_deref(), *index)))
         }
         [tomlpos::Seg::Key(top), ..] if top == "cluster" => Some("[[cluster]]".into()),
@@ -646,7 +649,9 @@ pub(crate) mod tomlpos {
             let mut entries = Vec::new();
             collect(&self.root, &mut Vec::new(), &mut entries);
             let deepest = |hit: &dyn Fn(&Entry) -> bool| entries.iter().filter(|e| hit(e)).max_by_key(|e| e.path.len());
-            if let Some(e) = deepest(&|e| e.key_span.contains(&offset) || (!e.is_header && e.value_span.contains(&offset))) {
+            if let Some(e) =
+                deepest(&|e| e.key_span.contains(&offset) || (!e.is_header && e.value_span.contains(&offset)))
+            {
                 return Some((e.path.clone(), Hit::Key));
             }
             if let Some(e) = deepest(&|e| e.is_header && e.value_span.contains(&offset)) {
@@ -734,7 +739,11 @@ pub(crate) mod tomlpos {
 
     /// Describe a `toml` error as a [`Problem`]. `section` names the table a path lies in
     /// (`[[cluster]] "hpc"`, `[env]`), `None` for the top level.
-    pub fn describe(text: &str, err: &toml::de::Error, section: &dyn Fn(&Doc<'_>, &[Seg]) -> Option<String>) -> Problem {
+    pub fn describe(
+        text: &str,
+        err: &toml::de::Error,
+        section: &dyn Fn(&Doc<'_>, &[Seg]) -> Option<String>,
+    ) -> Problem {
         let raw = err.message().trim().to_string();
         let Some(span) = err.span() else {
             return Problem { line: 1, key: None, message: raw };
@@ -782,7 +791,11 @@ pub(crate) mod tomlpos {
             return Problem { line, message: format!("missing key `{key}`{in_table}"), key: Some(key) };
         }
         if raw.starts_with("duplicate key") {
-            let key = if spanned_text.is_empty() { located_key.clone() } else { Some(spanned_text.trim_matches('"').to_string()) };
+            let key = if spanned_text.is_empty() {
+                located_key.clone()
+            } else {
+                Some(spanned_text.trim_matches('"').to_string())
+            };
             let key_text = key.as_deref().map(|k| format!(" `{k}`")).unwrap_or_default();
             // The duplicate was dropped by the recoverable parse: its table is the located one.
             let table = match &located {
@@ -801,7 +814,9 @@ pub(crate) mod tomlpos {
                 let message = if expected.is_empty() {
                     format!("bad value for `{key}`{in_section}: found {found}")
                 } else if expected == "a sequence" && found == "map" {
-                    format!("bad value for `{key}`{in_section}: expected an array of tables (write each as [[{key}]]), found a table")
+                    format!(
+                        "bad value for `{key}`{in_section}: expected an array of tables (write each as [[{key}]]), found a table"
+                    )
                 } else {
                     format!("bad value for `{key}`{in_section}: expected {}, found {found}", friendly_type(expected))
                 };
@@ -810,7 +825,10 @@ pub(crate) mod tomlpos {
             if let Some(rest) = raw.strip_prefix("invalid value: ") {
                 let message = match rest.split_once(", expected ") {
                     Some((found, expected)) => {
-                        format!("bad value for `{key}`{in_section}: expected {}, found {found}", friendly_type(expected))
+                        format!(
+                            "bad value for `{key}`{in_section}: expected {}, found {found}",
+                            friendly_type(expected)
+                        )
                     }
                     None => format!("bad value for `{key}`{in_section}: {rest}"),
                 };
@@ -960,7 +978,8 @@ kind = "slurm"
 
     #[test]
     fn unknown_key_in_second_cluster_names_that_cluster() {
-        let text = "[[cluster]]\nname = \"a\"\nkind = \"slurm\"\n[[cluster]]\nname = \"b\"\nkind = \"slurm\"\nprot = 22\n";
+        let text =
+            "[[cluster]]\nname = \"a\"\nkind = \"slurm\"\n[[cluster]]\nname = \"b\"\nkind = \"slurm\"\nprot = 22\n";
         let shown = refused(text, 7, "prot");
         assert!(shown.contains("in [[cluster]] \"b\""), "{shown}");
     }
@@ -1023,9 +1042,12 @@ kind = "slurm"
     fn duplicate_cluster_names() {
         let text = "[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\n\n[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\n";
         let shown = refused(text, 6, "name");
-        assert_eq!(shown, format!(
+        assert_eq!(
+            shown,
+            format!(
                 "{FILE}:6: bad value for `name` in [[cluster]] #2: duplicate cluster name \"hpc\" (first used on line 2)"
-            ));
+            )
+        );
     }
 
     #[test]
@@ -1069,7 +1091,9 @@ kind = "slurm"
     #[test]
     fn known_hosts_values() {
         let base = "[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\n";
-        for (text, want) in [("strict", KnownHosts::Strict), ("accept-new", KnownHosts::AcceptNew), ("off", KnownHosts::Off)] {
+        for (text, want) in
+            [("strict", KnownHosts::Strict), ("accept-new", KnownHosts::AcceptNew), ("off", KnownHosts::Off)]
+        {
             let config = parse(&format!("{base}known_hosts = {text:?}\n")).unwrap();
             assert_eq!(config.clusters[0].known_hosts, want);
             assert_eq!(want.as_str(), text);
@@ -1116,7 +1140,9 @@ kind = "slurm"
         let shown = refused("[cluster]\nname = \"hpc\"\n", 1, "cluster");
         assert_eq!(
             shown,
-            format!("{FILE}:1: bad value for `cluster`: expected an array of tables (write each as [[cluster]]), found a table")
+            format!(
+                "{FILE}:1: bad value for `cluster`: expected an array of tables (write each as [[cluster]]), found a table"
+            )
         );
     }
 
@@ -1139,10 +1165,7 @@ kind = "slurm"
     #[test]
     fn xdg_paths() {
         let home = Path::new("/home/a");
-        assert_eq!(
-            config_path_from(None, Some(home)),
-            Some(PathBuf::from("/home/a/.config/flightdeck/config.toml"))
-        );
+        assert_eq!(config_path_from(None, Some(home)), Some(PathBuf::from("/home/a/.config/flightdeck/config.toml")));
         assert_eq!(
             config_path_from(Some(OsStr::new("/xdg/conf")), Some(home)),
             Some(PathBuf::from("/xdg/conf/flightdeck/config.toml"))
@@ -1177,7 +1200,11 @@ kind = "slurm"
         assert_eq!(find_program_in("squeue", &path_var), Some(exe));
         #[cfg(unix)]
         assert_eq!(find_program_in("sinfo", &path_var), None);
-        assert_eq!(find_program_in("bin", &std::env::join_paths([dir.path()]).unwrap()), None, "directories are not programs");
+        assert_eq!(
+            find_program_in("bin", &std::env::join_paths([dir.path()]).unwrap()),
+            None,
+            "directories are not programs"
+        );
         assert_eq!(find_program_in("a/b", &path_var), None);
         assert_eq!(find_program_in("", &path_var), None);
     }

@@ -114,7 +114,8 @@ impl SpecError {
 impl JobSpec {
     /// Read and validate a spec file.
     pub fn load(path: &Path) -> Result<JobSpec, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Io { path: path.to_path_buf(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| SpecError::Io { path: path.to_path_buf(), source })?;
         Self::from_toml_str(&text, path)
     }
 
@@ -122,7 +123,12 @@ impl JobSpec {
     pub fn from_toml_str(text: &str, origin: &Path) -> Result<JobSpec, SpecError> {
         let spec: JobSpec = toml::from_str(text).map_err(|err| {
             let problem = tomlpos::describe(text, &err, &describe_section);
-            SpecError::File { path: origin.to_path_buf(), line: problem.line, key: problem.key, message: problem.message }
+            SpecError::File {
+                path: origin.to_path_buf(),
+                line: problem.line,
+                key: problem.key,
+                message: problem.message,
+            }
         })?;
         spec.validate().map_err(|err| match err {
             SpecError::Invalid { field, message } => {
@@ -133,7 +139,12 @@ impl JobSpec {
                 };
                 // A key that is missing (neither command nor script) is reported on line 1.
                 let line = doc.key_offset(&path).map(|offset| tomlpos::line_of(text, offset)).unwrap_or(1);
-                SpecError::File { path: origin.to_path_buf(), line, message: format!("`{field}`: {message}"), key: Some(field) }
+                SpecError::File {
+                    path: origin.to_path_buf(),
+                    line,
+                    message: format!("`{field}`: {message}"),
+                    key: Some(field),
+                }
             }
             other => other,
         })?;
@@ -185,9 +196,12 @@ impl JobSpec {
         if let Some(limit) = &self.time_limit {
             parse_time_limit_secs(limit).map_err(|why| SpecError::invalid("time_limit", why))?;
         }
-        for (field, value) in
-            [("partition", &self.partition), ("account", &self.account), ("workdir", &self.workdir), ("image", &self.image)]
-        {
+        for (field, value) in [
+            ("partition", &self.partition),
+            ("account", &self.account),
+            ("workdir", &self.workdir),
+            ("image", &self.image),
+        ] {
             if let Some(value) = value {
                 check_line(field, value)?;
                 if value.trim().is_empty() {
@@ -228,7 +242,11 @@ impl JobSpec {
 /// A whole number with an optional binary unit: `K`, `M`, `G`, `T` (also `KB`/`KiB`/`Ki` …,
 /// any case); no unit means MiB, as in Slurm. Zero is refused.
 pub fn parse_memory_mb(text: &str) -> Result<u64, String> {
-    let bad = || format!("cannot read {text:?} as memory: write a whole number with an optional unit K, M, G or T (\"32G\", \"500M\")");
+    let bad = || {
+        format!(
+            "cannot read {text:?} as memory: write a whole number with an optional unit K, M, G or T (\"32G\", \"500M\")"
+        )
+    };
     let trimmed = text.trim();
     let digits_end = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
     let (number, unit) = trimmed.split_at(digits_end);
@@ -237,7 +255,8 @@ pub fn parse_memory_mb(text: &str) -> Result<u64, String> {
     }
     let number: u64 = number.parse().map_err(|_| bad())?;
     let unit = unit.trim().to_ascii_uppercase();
-    let unit = unit.strip_suffix("IB").or_else(|| unit.strip_suffix('I')).or_else(|| unit.strip_suffix('B')).unwrap_or(&unit);
+    let unit =
+        unit.strip_suffix("IB").or_else(|| unit.strip_suffix('I')).or_else(|| unit.strip_suffix('B')).unwrap_or(&unit);
     let mib = match unit {
         "K" => number.div_ceil(1024),
         "" | "M" => number,
@@ -258,7 +277,9 @@ pub fn parse_memory_mb(text: &str) -> Result<u64, String> {
 /// the leading field may exceed its usual range. Zero and `UNLIMITED` are refused.
 pub fn parse_time_limit_secs(text: &str) -> Result<u64, String> {
     let bad = || {
-        format!("cannot read {text:?} as a time limit: write \"2h\", \"90m\", \"30s\", \"1-00:00:00\", \"HH:MM:SS\", \"MM:SS\" or minutes")
+        format!(
+            "cannot read {text:?} as a time limit: write \"2h\", \"90m\", \"30s\", \"1-00:00:00\", \"HH:MM:SS\", \"MM:SS\" or minutes"
+        )
     };
     let t = text.trim();
     if t.is_empty() {
@@ -530,7 +551,8 @@ SEED = 7
         ] {
             assert_eq!(parse_memory_mb(text), Ok(mib), "{text}");
         }
-        for text in ["", "G", "1.5G", "-1G", "32X", "0", "0G", "32 GBs", "99999999999999999999T", "18014398509481984T"] {
+        for text in ["", "G", "1.5G", "-1G", "32X", "0", "0G", "32 GBs", "99999999999999999999T", "18014398509481984T"]
+        {
             assert!(parse_memory_mb(text).is_err(), "{text}");
         }
     }
@@ -558,8 +580,24 @@ SEED = 7
             assert_eq!(parse_time_limit_secs(text), Ok(secs), "{text}");
         }
         for text in [
-            "", "0", "0s", "00:00:00", "2x", "h", "1h1h", "30m1h", "1:60", "1:2:3:4", "1-24:00:00", "1-1:60", "-1", "1.5h",
-            "UNLIMITED", "infinite", "1 h", "a-1",
+            "",
+            "0",
+            "0s",
+            "00:00:00",
+            "2x",
+            "h",
+            "1h1h",
+            "30m1h",
+            "1:60",
+            "1:2:3:4",
+            "1-24:00:00",
+            "1-1:60",
+            "-1",
+            "1.5h",
+            "UNLIMITED",
+            "infinite",
+            "1 h",
+            "a-1",
         ] {
             assert!(parse_time_limit_secs(text).is_err(), "{text}");
         }
@@ -585,7 +623,14 @@ SEED = 7
 
     #[test]
     fn validate_name() {
-        for (name, why) in [("", "needs a name"), ("  ", "needs a name"), ("a\nb", "line break"), ("a\rb", "line break"), ("a\0b", "NUL"), ("a\u{1b}[2Jb", "control")] {
+        for (name, why) in [
+            ("", "needs a name"),
+            ("  ", "needs a name"),
+            ("a\nb", "line break"),
+            ("a\rb", "line break"),
+            ("a\0b", "NUL"),
+            ("a\u{1b}[2Jb", "control"),
+        ] {
             let spec = JobSpec { name: name.into(), ..minimal() };
             let shown = spec.validate().unwrap_err().to_string();
             assert!(shown.starts_with("`name`: "), "{shown}");
@@ -613,8 +658,20 @@ SEED = 7
     fn validate_counts_and_text_fields() {
         assert!(JobSpec { cpus: Some(0), ..minimal() }.validate().unwrap_err().to_string().starts_with("`cpus`"));
         assert!(JobSpec { nodes: Some(0), ..minimal() }.validate().unwrap_err().to_string().starts_with("`nodes`"));
-        assert!(JobSpec { memory: Some("lots".into()), ..minimal() }.validate().unwrap_err().to_string().starts_with("`memory`"));
-        assert!(JobSpec { time_limit: Some("soon".into()), ..minimal() }.validate().unwrap_err().to_string().starts_with("`time_limit`"));
+        assert!(
+            JobSpec { memory: Some("lots".into()), ..minimal() }
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("`memory`")
+        );
+        assert!(
+            JobSpec { time_limit: Some("soon".into()), ..minimal() }
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("`time_limit`")
+        );
         for field in ["partition", "account", "workdir", "image"] {
             for bad in ["", "a\nb"] {
                 let mut spec = minimal();

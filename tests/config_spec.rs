@@ -61,12 +61,22 @@ fn config_errors_name_file_line_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("config.toml");
     let cases: &[(&str, usize, &str, &str)] = &[
-        ("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nhostt = \"x\"\n", 4, "hostt", "unknown key `hostt` in [[cluster]] \"hpc\""),
+        (
+            "[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nhostt = \"x\"\n",
+            4,
+            "hostt",
+            "unknown key `hostt` in [[cluster]] \"hpc\"",
+        ),
         ("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\n\nport = 0\n", 5, "port", "0 is not a port"),
         ("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nrefresh_seconds = 0\n", 4, "refresh_seconds", "at least 1"),
         ("[[cluster]]\nname = \"a/b\"\nkind = \"slurm\"\n", 2, "name", "'/'"),
         ("[[cluster]]\nname = \"hpc\"\nkind = \"pbs\"\n", 3, "kind", "accepted kinds: slurm"),
-        ("[[cluster]]\nname = \"x\"\nkind = \"slurm\"\n[[cluster]]\nname = \"x\"\nkind = \"slurm\"\n", 5, "name", "duplicate"),
+        (
+            "[[cluster]]\nname = \"x\"\nkind = \"slurm\"\n[[cluster]]\nname = \"x\"\nkind = \"slurm\"\n",
+            5,
+            "name",
+            "duplicate",
+        ),
         ("read_only = 1\n", 1, "read_only", "expected true or false"),
         ("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nuser = \n", 4, "user", "TOML syntax error"),
     ];

@@ -9,7 +9,6 @@ use tokio::sync::{Notify, watch};
 
 use crate::backend::{Backend, BackendError};
 use crate::fleet::state::FleetState;
-use crate::model::Health;
 
 /// Back-off after failures: the interval doubles per failure, up to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(120);
@@ -44,33 +43,19 @@ impl Poller {
                 Err(_) => Err(BackendError::Timeout { what: "refresh".into(), secs: self.timeout.as_secs() }),
             };
             let took = started.elapsed().as_millis() as u64;
-            match result {
+            let result = match result {
                 Ok(snapshot) => {
                     failures = 0;
-                    let snapshot = Arc::new(snapshot);
-                    self.publish(|c| {
-                        c.health = Health::Fresh { at: Utc::now() };
-                        c.snapshot = Some(snapshot);
-                        c.last_refresh_ms = Some(took);
-                    });
+                    Ok(Arc::new(snapshot))
                 }
                 Err(e) => {
                     failures = failures.saturating_add(1);
                     tracing::warn!(cluster = %self.backend.name(), error = %e, failures, "refresh failed");
-                    let error = e.to_string();
-                    self.publish(|c| {
-                        let now = Utc::now();
-                        c.health = match &c.health {
-                            Health::Stale { since, last_ok, .. } => {
-                                Health::Stale { since: *since, error, last_ok: *last_ok }
-                            }
-                            Health::Fresh { at } => Health::Stale { since: now, error, last_ok: Some(*at) },
-                            Health::Connecting => Health::Stale { since: now, error, last_ok: None },
-                        };
-                        c.last_refresh_ms = Some(took);
-                    });
+                    Err(e.to_string())
                 }
-            }
+            };
+            let index = self.index;
+            self.state.send_modify(|s| Arc::make_mut(s).record_refresh(index, result, took, Utc::now()));
             let delay = next_delay(self.interval, failures);
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
@@ -78,17 +63,6 @@ impl Poller {
                 _ = self.state.closed() => return,
             }
         }
-    }
-
-    fn publish(&self, change: impl FnOnce(&mut crate::fleet::state::ClusterState)) {
-        self.state.send_modify(|state| {
-            let s = Arc::make_mut(state);
-            if let Some(c) = s.clusters.get_mut(self.index) {
-                change(c);
-                c.attempts += 1;
-            }
-            s.version += 1;
-        });
     }
 }
 

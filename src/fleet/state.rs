@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::model::{Health, Snapshot};
@@ -45,6 +46,29 @@ pub struct FleetState {
 impl FleetState {
     pub fn cluster(&self, name: &str) -> Option<&ClusterState> {
         self.clusters.iter().find(|c| c.name == name)
+    }
+
+    /// Fold one refresh attempt of cluster `index` into the picture: a success replaces the
+    /// snapshot and makes the cluster fresh; a failure keeps the last good snapshot and marks
+    /// it stale, remembering since when and the latest error.
+    pub fn record_refresh(&mut self, index: usize, result: Result<Arc<Snapshot>, String>, took_ms: u64, now: DateTime<Utc>) {
+        let Some(c) = self.clusters.get_mut(index) else { return };
+        match result {
+            Ok(snapshot) => {
+                c.health = Health::Fresh { at: now };
+                c.snapshot = Some(snapshot);
+            }
+            Err(error) => {
+                c.health = match &c.health {
+                    Health::Stale { since, last_ok, .. } => Health::Stale { since: *since, error, last_ok: *last_ok },
+                    Health::Fresh { at } => Health::Stale { since: now, error, last_ok: Some(*at) },
+                    Health::Connecting => Health::Stale { since: now, error, last_ok: None },
+                };
+            }
+        }
+        c.last_refresh_ms = Some(took_ms);
+        c.attempts += 1;
+        self.version += 1;
     }
 
     /// Every cluster has answered at least once (well or badly).

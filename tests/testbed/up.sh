@@ -3,6 +3,7 @@
 #   fd22  Slurm 22.05 on the host          slurmctld :6817  login sshd 127.0.0.1:2222
 #   fd24  Slurm 24.11 in a Debian 13 chroot slurmctld :6917  login sshd 127.0.0.1:2224
 # Idempotent: a second run reuses what is installed and running and exits quickly.
+# A (re)started slurmctld starts with a clean queue (-c: no jobs, node states from slurm.conf).
 # Env knobs: FD_TESTBED_MIRROR (Debian mirror URL, default: read from apt sources),
 #            FD_TESTBED_SMOKE=0|1 (skip / force the job smoke test; default: only when a
 #            slurm daemon was (re)started by this run).
@@ -351,7 +352,7 @@ start_fd22() {
     if ! running_pid fd22-slurmctld >/dev/null; then
         log "starting fd22 slurmctld"
         start_daemon fd22-slurmctld "slurmctld -D -f $FD22_CONF" \
-            env SLURM_CONF="$FD22_CONF" /usr/sbin/slurmctld -D -f "$FD22_CONF"
+            env SLURM_CONF="$FD22_CONF" /usr/sbin/slurmctld -D -f "$FD22_CONF" -c
         STARTED=1
     fi
     wait_ctld fd22 fd22 "$FD22_DIR/log/slurmctld.log"
@@ -381,7 +382,7 @@ start_fd24() {
     if ! running_pid fd24-slurmctld >/dev/null; then
         log "starting fd24 slurmctld"
         start_daemon fd24-slurmctld "slurmctld -D -f $FD24_CONF_IN" \
-            "${FD_CHROOT_EXEC[@]}" /usr/sbin/slurmctld -D -f "$FD24_CONF_IN"
+            "${FD_CHROOT_EXEC[@]}" /usr/sbin/slurmctld -D -f "$FD24_CONF_IN" -c
         STARTED=1
     fi
     wait_ctld fd24 fd24 "$FD24_DIR/log/slurmctld.log"

@@ -531,7 +531,9 @@ python train.py --epochs 3 > log.txt
 
     #[test]
     fn memory_in_mib() {
-        for (written, mem) in [("32G", "32768M"), ("500M", "500M"), ("1T", "1048576M"), ("4096", "4096M"), ("1536K", "2M")] {
+        for (written, mem) in
+            [("32G", "32768M"), ("500M", "500M"), ("1T", "1048576M"), ("4096", "4096M"), ("1536K", "2M")]
+        {
             let spec = JobSpec { memory: Some(written.into()), ..spec("m", "true") };
             assert!(render(&spec).contains(&format!("\n#SBATCH --mem={mem}\n")), "{written}");
         }
@@ -557,7 +559,14 @@ python train.py --epochs 3 > log.txt
 
     #[test]
     fn shells() {
-        for yes in ["#!/bin/bash", "#!/bin/sh", "#!/usr/bin/env bash", "#!/bin/bash -l", "#!/usr/bin/env -S bash -e", "#! /bin/zsh"] {
+        for yes in [
+            "#!/bin/bash",
+            "#!/bin/sh",
+            "#!/usr/bin/env bash",
+            "#!/bin/bash -l",
+            "#!/usr/bin/env -S bash -e",
+            "#! /bin/zsh",
+        ] {
             assert!(is_shell(yes), "{yes}");
         }
         for no in ["#!/usr/bin/python3", "#!/usr/bin/env python3", "#!", "#!/usr/bin/env"] {
@@ -572,7 +581,8 @@ python train.py --epochs 3 > log.txt
         assert_eq!(parse_sbatch_output("123\n").as_deref(), Some("123"));
         assert_eq!(parse_sbatch_output("  4567;hpc  \n").as_deref(), Some("4567"));
         assert_eq!(parse_sbatch_output("\n\n99\n").as_deref(), Some("99"));
-        for bad in ["", "\n", "Submitted batch job\n", "Submitted batch job abc\n", "12a\n", "1;\n", ";x", "1 2", "-5"] {
+        for bad in ["", "\n", "Submitted batch job\n", "Submitted batch job abc\n", "12a\n", "1;\n", ";x", "1 2", "-5"]
+        {
             assert_eq!(parse_sbatch_output(bad), None, "{bad:?}");
         }
     }
