@@ -785,8 +785,8 @@ pub(crate) mod tomlpos {
             let key = first_backticked(rest).unwrap_or_default();
             // A missing key is reported on the table; the table is the located path itself.
             let in_table = match &located {
-                Some((path, _)) => section(&doc, path).map(|s| format!(" in {s}")).unwrap_or_default(),
-                None => String::new(),
+                Some((path, Hit::Header)) => section(&doc, path).map(|s| format!(" in {s}")).unwrap_or_default(),
+                _ => in_section.clone(),
             };
             return Problem { line, message: format!("missing key `{key}`{in_table}"), key: Some(key) };
         }
@@ -863,10 +863,12 @@ pub(crate) mod tomlpos {
 
     fn friendly_type(expected: &str) -> String {
         match expected {
-            "u16" => "an integer from 0 to 65535".into(),
-            "u32" => "a whole number (0 or more)".into(),
-            "u64" => "a whole number (0 or more)".into(),
+            // The only u16 is a port, where 0 is refused as well.
+            "u16" => "an integer from 1 to 65535".into(),
+            "u32" | "u64" => "a whole number (0 or more)".into(),
             "a boolean" => "true or false".into(),
+            "a map" => "a table".into(),
+            other if other.starts_with("struct ") => "a table".into(),
             other => other.to_string(),
         }
     }
@@ -1011,7 +1013,7 @@ kind = "slurm"
         assert_eq!(
             shown,
             format!(
-                "{FILE}:4: bad value for `port` in [[cluster]] \"hpc\": expected an integer from 0 to 65535, found string \"22\""
+                "{FILE}:4: bad value for `port` in [[cluster]] \"hpc\": expected an integer from 1 to 65535, found string \"22\""
             )
         );
         let shown = refused("read_only = \"yes\"\n", 1, "read_only");

@@ -10,3 +10,4 @@ pub mod logging;
 pub mod model;
 pub mod output;
 pub mod spec;
+pub mod tui;

@@ -390,7 +390,7 @@ fn is_zero(n: &u32) -> bool {
 
 fn describe_section(_doc: &tomlpos::Doc<'_>, path: &[tomlpos::Seg]) -> Option<String> {
     match path {
-        [tomlpos::Seg::Key(table), ..] => Some(format!("[{table}]")),
+        [tomlpos::Seg::Key(table), ..] if table == "env" => Some("[env]".into()),
         _ => None,
     }
 }
@@ -719,7 +719,8 @@ SEED = 7
         let shown = refused("name = \"a\"\ncommand = \"b\"\nmemory = true\n", 3, "memory");
         assert!(shown.contains("a string or a whole number"), "{shown}");
         refused("name = \"a\"\ncommand = \"b\"\ntime_limit = \"1-25\"\n", 3, "time_limit");
-        refused("command = \"b\"\n", 1, "name");
+        let shown = refused("command = \"b\"\n", 1, "name");
+        assert_eq!(shown, format!("{FILE}:1: missing key `name`"));
         refused("name = \"a\"\n", 1, "command");
         refused("name = \"a\"\ncommand = \"b\"\nscript = \"c\"\n", 3, "script");
         refused("name = \"a\"\ncommand = \"b\"\ngpu_type = \"h100\"\n", 3, "gpu_type");

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, NodeAction};
+use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
 use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
 use flightdeck::model::{Health, Job, JobRef, JobState, Snapshot};
 use flightdeck::spec::JobSpec;
@@ -53,6 +53,9 @@ impl Backend for Scripted {
     }
     async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
         Ok(Diagnosis::default())
+    }
+    async fn read_log(&self, _path: &str, _from: Option<u64>, _max: u64) -> Result<LogChunk, BackendError> {
+        Ok(LogChunk::default())
     }
 }
 

@@ -56,6 +56,7 @@ on_both_clusters!(
     dropped_ssh_link_goes_stale_then_recovers,
     one_refresh_costs_at_most_three_controller_rpcs,
     slurm_errors_reach_the_user,
+    job_output_is_tailed_and_followed,
 );
 
 async fn release_is_detected(cluster: &str) {
@@ -320,4 +321,32 @@ async fn slurm_errors_reach_the_user(cluster: &str) {
     s.partition = Some("nosuchpart".into());
     let err = b.submit(&s).await.unwrap_err().to_string();
     assert!(err.to_lowercase().contains("partition"), "{err}");
+}
+
+async fn job_output_is_tailed_and_followed(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let r = b.submit(&spec("fd-log", "seq 1 2000; echo 'it said: $(id)'; sleep 300")).await.expect("submit");
+    let snap = wait_snapshot(&b, WAIT, "the job to run", |s| job(s, &r).is_some_and(|j| j.state == JobState::Running)).await;
+    let path = job(&snap, &r).unwrap().stdout_path.clone().expect("stdout path");
+    assert!(path.starts_with('/') && !path.contains('%'), "expanded stdout path: {path}");
+    // The job writes a little after it starts; poll until the last line is there.
+    let started = std::time::Instant::now();
+    let tail = loop {
+        let chunk = b.read_log(&path, None, 64).await.expect("read log");
+        if chunk.data.contains("it said") || started.elapsed() > WAIT {
+            break chunk;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert!(tail.data.ends_with("it said: $(id)\n"), "{:?}", tail.data);
+    assert!(tail.data.len() <= 64);
+    assert!(tail.offset > 8000, "offset {}", tail.offset);
+    // Nothing new since: an empty follow read at the same offset.
+    let next = b.read_log(&path, Some(tail.offset), 64).await.expect("follow");
+    assert_eq!((next.data.as_str(), next.offset, next.dropped), ("", tail.offset, 0));
+    // From the start with a small bound: the newest bytes win and the rest is counted.
+    let bounded = b.read_log(&path, Some(0), 100).await.expect("bounded");
+    assert_eq!(bounded.dropped + 100, tail.offset);
+    cancel_quietly(&b, &r).await;
 }

@@ -86,6 +86,18 @@ pub struct Diagnosis {
     pub notes: Vec<String>,
 }
 
+/// A piece of a job's output file, read from byte `offset - data.len()` up to `offset`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LogChunk {
+    /// The bytes read, decoded lossily as UTF-8.
+    pub data: String,
+    /// Where the next read should start (the end of what was read).
+    pub offset: u64,
+    /// Bytes skipped between the requested start and `data`, because more arrived than the
+    /// caller's bound allows (or the file was truncated and read again from its start).
+    pub dropped: u64,
+}
+
 /// Typed failures of a backend. The `Display` text is what the user reads, so it carries
 /// the backend's own words (Slurm's stderr, the API's message) rather than a generic label.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -122,11 +134,46 @@ pub trait Backend: Send + Sync {
     async fn node_action(&self, node: &str, action: &NodeAction) -> Result<(), BackendError>;
     /// Connection, release and cost facts for `flightdeck doctor`.
     async fn diagnose(&self) -> Result<Diagnosis, BackendError>;
+    /// Read a job's output file: the last `max_bytes` when `from` is `None`, else what
+    /// was appended since `from` (at most `max_bytes`, newest kept).
+    async fn read_log(&self, path: &str, from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError>;
+}
+
+/// Which bytes of a file of `size` bytes to read, for [`Backend::read_log`]: returns
+/// `(start, len, dropped)`. Shared by every backend that reads files by offset.
+pub fn log_window(size: u64, from: Option<u64>, max_bytes: u64) -> (u64, u64, u64) {
+    let wanted_from = match from {
+        // A file shorter than where we stopped was truncated or replaced: start over.
+        Some(off) if off <= size => off,
+        Some(_) => 0,
+        None => size.saturating_sub(max_bytes),
+    };
+    let start = wanted_from.max(size.saturating_sub(max_bytes));
+    (start, size - start, start - wanted_from)
 }
 
 /// The adapter for one configured cluster.
 pub fn for_cluster(cfg: &ClusterConfig) -> Arc<dyn Backend> {
     match cfg.kind {
         ClusterKind::Slurm => Arc::new(slurm::SlurmBackend::new(cfg)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_window_tails_follows_and_bounds() {
+        // First read: the last 100 bytes of 1000, the first 900 never asked for.
+        assert_eq!(log_window(1000, None, 100), (900, 100, 0));
+        assert_eq!(log_window(50, None, 100), (0, 50, 0));
+        // Follow: what was appended since offset 900.
+        assert_eq!(log_window(1000, Some(900), 100), (900, 100, 0));
+        assert_eq!(log_window(1000, Some(1000), 100), (1000, 0, 0));
+        // More appended than the bound: keep the newest, count what was dropped.
+        assert_eq!(log_window(2000, Some(1000), 100), (1900, 100, 900));
+        // Truncated file: start again from the beginning.
+        assert_eq!(log_window(10, Some(500), 100), (0, 10, 0));
     }
 }

@@ -17,7 +17,7 @@ use chrono::Utc;
 use tokio::sync::{Notify, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::backend::{Backend, BackendError, Diagnosis};
+use crate::backend::{Backend, BackendError, Diagnosis, LogChunk};
 
 pub use self::actions::{Action, ActionOutcome};
 pub use self::audit::{AuditLog, AuditRecord};
@@ -137,6 +137,21 @@ impl Fleet {
     pub async fn diagnose(&self, cluster: &str) -> Result<Diagnosis, BackendError> {
         match self.backends.get(cluster) {
             Some(b) => b.diagnose().await,
+            None => Err(BackendError::NotFound(format!("no cluster named `{cluster}` is configured"))),
+        }
+    }
+
+    /// Read a job's output file on its cluster (see [`Backend::read_log`]). A read, not an
+    /// action: not audited, allowed read-only.
+    pub async fn read_log(
+        &self,
+        cluster: &str,
+        path: &str,
+        from: Option<u64>,
+        max_bytes: u64,
+    ) -> Result<LogChunk, BackendError> {
+        match self.backends.get(cluster) {
+            Some(b) => b.read_log(path, from, max_bytes).await,
             None => Err(BackendError::NotFound(format!("no cluster named `{cluster}` is configured"))),
         }
     }

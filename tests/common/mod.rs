@@ -59,7 +59,7 @@ pub async fn wait_snapshot(
     done: impl Fn(&Snapshot) -> bool,
 ) -> Snapshot {
     let started = Instant::now();
-    let mut last_err = String::new();
+    let mut last_err;
     loop {
         match backend.snapshot().await {
             Ok(s) if done(&s) => return s,

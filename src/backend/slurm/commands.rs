@@ -73,6 +73,33 @@ pub fn resume(node: &str) -> Result<Vec<String>, BackendError> {
     Ok(vec!["scontrol".into(), "update".into(), format!("NodeName={}", checked_node(node)?), "State=RESUME".into()])
 }
 
+/// Size of a job's output file, following links.
+pub fn file_size(path: &str) -> Result<Vec<String>, BackendError> {
+    Ok(vec!["stat".into(), "-L".into(), "-c".into(), "%s".into(), "--".into(), checked_path(path)?.into()])
+}
+
+/// `len` bytes of a file from byte `start`, with no shell and no unbounded read.
+pub fn read_bytes(path: &str, start: u64, len: u64) -> Result<Vec<String>, BackendError> {
+    Ok(vec![
+        "dd".into(),
+        format!("if={}", checked_path(path)?),
+        "iflag=skip_bytes,count_bytes".into(),
+        format!("skip={start}"),
+        format!("count={len}"),
+        "bs=65536".into(),
+        "status=none".into(),
+    ])
+}
+
+/// Output paths come from Slurm and are absolute; anything else is refused.
+pub fn checked_path(path: &str) -> Result<&str, BackendError> {
+    if path.starts_with('/') && !path.contains(['\0', '\n']) {
+        Ok(path)
+    } else {
+        Err(BackendError::NotFound(format!("`{path}` is not an absolute file path")))
+    }
+}
+
 pub fn srun_help() -> Vec<String> {
     argv(&["srun", "--help"])
 }

@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use tokio::sync::Mutex;
 
-use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, NodeAction};
+use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{JobRef, Snapshot};
 use crate::spec::JobSpec;
@@ -246,6 +246,26 @@ impl Backend for SlurmBackend {
             NodeAction::Resume => commands::resume(node)?,
         };
         self.act(argv, None).await.map(drop)
+    }
+
+    async fn read_log(&self, path: &str, from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError> {
+        let argv = commands::file_size(path)?;
+        let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
+        let size: u64 = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .map_err(|_| BackendError::Parse { what: display_argv(&argv), message: "not a file size".into() })?;
+        let (start, len, dropped) = crate::backend::log_window(size, from, max_bytes);
+        if len == 0 {
+            return Ok(LogChunk { data: String::new(), offset: start, dropped });
+        }
+        let argv = commands::read_bytes(path, start, len)?;
+        let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
+        Ok(LogChunk {
+            data: String::from_utf8_lossy(&out.stdout).into_owned(),
+            offset: start + out.stdout.len() as u64,
+            dropped,
+        })
     }
 
     async fn diagnose(&self) -> Result<Diagnosis, BackendError> {

@@ -8,8 +8,8 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::flex::{Flex, LStr, Lenient, LenientVec, MaybeObject, drain_map, drain_seq};
 use super::jobs_json::JobRecord;

@@ -264,7 +264,10 @@ mod tests {
     fn every_family_shape() {
         assert_eq!(exit("768"), Some(ExitStatus { code: 3, signal: None }));
         assert_eq!(exit("15"), Some(ExitStatus { code: 0, signal: Some(15) }));
-        assert_eq!(exit(r#"{"set": true, "infinite": false, "number": 256}"#), Some(ExitStatus { code: 1, signal: None }));
+        assert_eq!(
+            exit(r#"{"set": true, "infinite": false, "number": 256}"#),
+            Some(ExitStatus { code: 1, signal: None })
+        );
         assert_eq!(exit(r#"{"set": false, "infinite": false, "number": 0}"#), None);
         assert_eq!(
             exit(

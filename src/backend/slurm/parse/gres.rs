@@ -231,14 +231,14 @@ mod tests {
 
     #[test]
     fn requests_prefer_the_untyped_total() {
-        assert_eq!(gpu_request("cpu=2,mem=1G,node=1,billing=2,gres/gpu=4,gres/gpu:a100=4"), GpuRequest {
-            count: 4,
-            models: vec!["a100".into()]
-        });
-        assert_eq!(gpu_request("gres/gpu:h100:1,gres/gpu:h200:1"), GpuRequest {
-            count: 2,
-            models: vec!["h100".into(), "h200".into()]
-        });
+        assert_eq!(
+            gpu_request("cpu=2,mem=1G,node=1,billing=2,gres/gpu=4,gres/gpu:a100=4"),
+            GpuRequest { count: 4, models: vec!["a100".into()] }
+        );
+        assert_eq!(
+            gpu_request("gres/gpu:h100:1,gres/gpu:h200:1"),
+            GpuRequest { count: 2, models: vec!["h100".into(), "h200".into()] }
+        );
         assert_eq!(gpu_request("gres:gpu:2"), GpuRequest { count: 2, models: vec![] });
         assert_eq!(gpu_request("cpu=4,gres/gpu"), GpuRequest { count: 1, models: vec![] });
         assert_eq!(gpu_request("N/A"), GpuRequest::default());

@@ -191,7 +191,11 @@ impl<'a> JobRecord<'a> {
         let (id, array) = match (array_job_id, array_task, task_string) {
             (Some(a), Some(t), pending) => (
                 format!("{a}_{t}"),
-                Some(ArrayInfo { array_id: a.to_string(), task_id: Some(t), pending_tasks: pending.map(str::to_string) }),
+                Some(ArrayInfo {
+                    array_id: a.to_string(),
+                    task_id: Some(t),
+                    pending_tasks: pending.map(str::to_string),
+                }),
             ),
             (Some(a), None, Some(pending)) => (
                 format!("{a}_[{pending}]"),
@@ -221,11 +225,8 @@ impl<'a> JobRecord<'a> {
 
         // Nodes.
         job.nodes = expand_hostlist(self.nodes.as_str());
-        job.node_count = self
-            .node_count
-            .as_u32()
-            .or_else(|| self.allocation_nodes.as_u32())
-            .unwrap_or(job.nodes.len() as u32);
+        job.node_count =
+            self.node_count.as_u32().or_else(|| self.allocation_nodes.as_u32()).unwrap_or(job.nodes.len() as u32);
 
         // Resources.
         let sacct_tres = &self.tres.0;
@@ -329,7 +330,8 @@ impl<'a> JobRecord<'a> {
         job.user = self.user_name.non_empty().or(self.user.non_empty()).unwrap_or("").to_string();
         job.account = self.account.into_non_empty();
         job.partition = self.partition.into_string();
-        job.workdir = self.current_working_directory.into_non_empty().or_else(|| self.working_directory.into_non_empty());
+        job.workdir =
+            self.current_working_directory.into_non_empty().or_else(|| self.working_directory.into_non_empty());
 
         // Output files: 25.05+ expanded paths first, else the (possibly raw) pattern.
         let fields = PatternFields {

@@ -35,7 +35,7 @@ use std::io::{BufReader, Read};
 use crate::model::{Job, Node};
 
 pub use exit::decode_wait_status;
-pub use gres::{GresItem, GpuRequest, gpu_request, parse_gres};
+pub use gres::{GpuRequest, GresItem, gpu_request, parse_gres};
 pub use hostlist::expand_hostlist;
 pub use states::{job_state_from_slurm, job_state_with_reason, node_state_from_slurm};
 pub use stdout_pattern::{PatternFields, expand_stdout_pattern};

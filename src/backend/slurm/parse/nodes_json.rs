@@ -234,8 +234,7 @@ impl<'c> NodeMerger<'c> {
         let (state, flags) = node_state_from_slurm(&tokens);
         let native = tokens.join(",");
         let cpus = &rec.cpus.0;
-        let cpus_total =
-            cpus.maximum.as_u32().or_else(|| cpus.total.as_u64().map(|t| (t / count) as u32)).unwrap_or(0);
+        let cpus_total = cpus.maximum.as_u32().or_else(|| cpus.total.as_u64().map(|t| (t / count) as u32)).unwrap_or(0);
         let cpus_alloc = cpus.allocated.as_u64().map_or(0, |a| (a / count) as u32);
         let mem = &rec.memory.0;
         let single = count == 1 || rec.nodes.0.total.as_u64() == Some(1);
@@ -274,14 +273,14 @@ mod tests {
 
     #[test]
     fn gpu_slots_match_by_model() {
-        assert_eq!(gpu_slots("gpu:h100:2,gpu:h200:4", "gpu:h100:2(IDX:0-1),gpu:h200:4(IDX:2-5)"), vec![
-            slot("h100", 2, 2),
-            slot("h200", 4, 4)
-        ]);
-        assert_eq!(gpu_slots("gpu:h100:2,gpu:h200:4", "gpu:h100:0(IDX:N/A),gpu:h200:1(IDX:3)"), vec![
-            slot("h100", 2, 0),
-            slot("h200", 4, 1)
-        ]);
+        assert_eq!(
+            gpu_slots("gpu:h100:2,gpu:h200:4", "gpu:h100:2(IDX:0-1),gpu:h200:4(IDX:2-5)"),
+            vec![slot("h100", 2, 2), slot("h200", 4, 4)]
+        );
+        assert_eq!(
+            gpu_slots("gpu:h100:2,gpu:h200:4", "gpu:h100:0(IDX:N/A),gpu:h200:1(IDX:3)"),
+            vec![slot("h100", 2, 0), slot("h200", 4, 1)]
+        );
         assert_eq!(gpu_slots("gpu:4", "gpu:0"), vec![slot("gpu", 4, 0)]);
         assert_eq!(gpu_slots("gpu:4(S:0-1)", "gpu:2(IDX:0-1)"), vec![slot("gpu", 4, 2)]);
         assert_eq!(gpu_slots("gpu:a100:4", "gpu:3"), vec![slot("a100", 4, 3)]);

@@ -2,7 +2,7 @@
 //!
 //! Both formats work on every release. Times are printed in the cluster's local time
 //! without a zone; they are read as UTC, so run the commands with `TZ=UTC` for exact times.
-//! A job name (squeue) or node reason (sinfo) may itself contain `|`: the fields around it
+//! A pending job with priority 0 is held (Slurm keeps 0 for held jobs). A job name (squeue) or node reason (sinfo) may itself contain `|`: the fields around it
 //! are counted from both ends. A line with too few fields is skipped; input with lines but
 //! not one readable line (an error message instead of a table) is an error.
 
@@ -75,14 +75,32 @@ fn squeue_line(cluster: &str, line: &str) -> Option<Job> {
     if id.is_empty() || !id.starts_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
-    let [user, account, partition, state, reason, nodelist, node_count, cpus, memory, gres, submit, start, end, limit, _used, priority] =
-        tail
+    let [
+        user,
+        account,
+        partition,
+        state,
+        reason,
+        nodelist,
+        node_count,
+        cpus,
+        memory,
+        gres,
+        submit,
+        start,
+        end,
+        limit,
+        _used,
+        priority,
+    ] = tail
     else {
         return None;
     };
     let reason = text_value(reason).filter(|r| !r.eq_ignore_ascii_case("None"));
     let state_tok = state.trim();
-    let job_state = job_state_with_reason(&[state_tok], reason, false);
+    let priority: Option<u64> = priority.trim().parse().ok();
+    // Slurm keeps priority 0 for held jobs (what `hold` says in the JSON).
+    let job_state = job_state_with_reason(&[state_tok], reason, priority == Some(0));
     let mut job = Job::new(JobRef::new(cluster, id), job_state);
     job.native_state = state_tok.to_string();
     job.reason = reason.map(str::to_string);
@@ -104,7 +122,7 @@ fn squeue_line(cluster: &str, line: &str) -> Option<Job> {
         job.end_time = None;
     }
     job.time_limit_secs = parse_duration_secs(limit);
-    job.priority = priority.trim().parse().ok();
+    job.priority = priority;
     job.array = array_info(id, fields[1], fields[2]);
     Some(job)
 }
@@ -244,7 +262,7 @@ pub(crate) fn parse_memory_mb(s: &str) -> Option<u64> {
     };
     let v: f64 = num.trim().parse().ok()?;
     let mb = v * mult;
-    (mb.is_finite() && mb >= 1.0 && mb < 1.0e15).then(|| mb.round() as u64)
+    (1.0..1.0e15).contains(&mb).then(|| mb.round() as u64)
 }
 
 #[cfg(test)]
