@@ -80,9 +80,9 @@ fn records(rel: &str) -> Vec<String> {
 
 const MARKER: u64 = 987_654_321_987;
 
-/// A pretty-printed `squeue --json` document of `JOBS` real records with distinct ids:
+/// A pretty-printed `squeue --json` document of `jobs` real records with distinct ids:
 /// the 24.11 and 22.05 test-bed captures (the 24.11 slurmrestd sample if they are missing).
-fn build_document() -> Vec<u8> {
+fn build_document(jobs: usize) -> Vec<u8> {
     let mut recs: Vec<String> =
         ["slurm/24.11/squeue-all.json", "slurm/22.05/squeue.json"].iter().flat_map(|r| records(r)).collect();
     if recs.is_empty() {
@@ -92,7 +92,7 @@ fn build_document() -> Vec<u8> {
     let marker = MARKER.to_string();
     let mut out = String::with_capacity(400 << 20);
     out.push_str("{\n  \"jobs\": [\n");
-    for i in 0..JOBS {
+    for i in 0..jobs {
         if i > 0 {
             out.push_str(",\n");
         }
@@ -135,7 +135,19 @@ fn time(mut f: impl FnMut()) -> Duration {
 }
 
 fn main() {
-    let data = build_document();
+    // `cargo test --all-targets` runs this binary too (without `--bench`, and with libtest
+    // flags criterion does not know): check the benchmark's inputs on a small document.
+    if !std::env::args().any(|a| a == "--bench") {
+        let data = build_document(500);
+        let doc = parse_jobs_json("bench", &data).expect("parse");
+        assert_eq!(doc.jobs.len(), 500);
+        assert_eq!(doc, parse_jobs_json_reader("bench", &data[..]).expect("parse"));
+        skip_slice(&data);
+        skip_reader(&data[..]);
+        println!("slurm_parse bench: inputs check out (run `cargo bench --bench slurm_parse` to measure)");
+        return;
+    }
+    let data = build_document(JOBS);
     let len = data.len();
 
     let base = CURRENT.load(Ordering::Relaxed);

@@ -224,10 +224,11 @@ fn sbatch_parsed_options(sbatch: &Path, conf: &Path, script: &str, extra: &[Stri
             in_options = true;
         } else if rest.starts_with("end of defined options") {
             break;
-        } else if in_options && !rest.starts_with("---") {
-            if let Some((label, value)) = rest.split_once(": ") {
-                options.insert(label.trim().to_string(), value.to_string());
-            }
+        } else if in_options
+            && !rest.starts_with("---")
+            && let Some((label, value)) = rest.split_once(": ")
+        {
+            options.insert(label.trim().to_string(), value.to_string());
         }
     }
     let _ = child.kill();

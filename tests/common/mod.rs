@@ -2,9 +2,8 @@
 //! (`tests/testbed/up.sh`). A missing test bed is a failure, never a skip.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use flightdeck::backend::Backend;
@@ -41,14 +40,13 @@ pub fn backend(name: &str) -> Arc<SlurmBackend> {
 }
 
 /// Tests that change a cluster (submit, drain, kill its SSH link) take its lock, so they
-/// do not see each other's jobs or drained nodes. The two clusters run in parallel.
-pub fn cluster_lock(name: &str) -> std::sync::MutexGuard<'static, ()> {
-    static LOCKS: OnceLock<Mutex<HashMap<String, &'static Mutex<()>>>> = OnceLock::new();
-    let lock = {
-        let mut map = LOCKS.get_or_init(Default::default).lock().unwrap();
-        *map.entry(name.to_string()).or_insert_with(|| Box::leak(Box::new(Mutex::new(()))))
-    };
-    lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// do not see each other's jobs or drained nodes. The two clusters run in parallel. A file
+/// lock, so it also holds between test binaries and concurrent test runs.
+pub fn cluster_lock(name: &str) -> std::fs::File {
+    let path = std::env::temp_dir().join(format!("flightdeck-testbed-{name}.lock"));
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).expect("lock file");
+    file.lock().expect("lock the test bed cluster");
+    file
 }
 
 /// Poll `snapshot` until `done` holds; panic with `what` and the last snapshot's summary.
