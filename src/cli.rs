@@ -120,7 +120,9 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Drain { node, reason }) => {
             act(&config, read_only, vec![Action::Node { node, action: NodeAction::Drain { reason } }]).await
         }
-        Some(Command::Resume { node }) => act(&config, read_only, vec![Action::Node { node, action: NodeAction::Resume }]).await,
+        Some(Command::Resume { node }) => {
+            act(&config, read_only, vec![Action::Node { node, action: NodeAction::Resume }]).await
+        }
         Some(Command::Doctor) => doctor(&config).await,
     }
 }
@@ -177,7 +179,8 @@ fn exit(failed: bool) -> ExitCode {
 
 async fn summary(config: &Config, read_only: bool) -> Result<ExitCode, Failure> {
     let fleet = start_fleet(config, read_only, &[], true)?;
-    let (state, failed) = if config.clusters.is_empty() { (fleet.state(), false) } else { first_refresh(config, &fleet).await };
+    let (state, failed) =
+        if config.clusters.is_empty() { (fleet.state(), false) } else { first_refresh(config, &fleet).await };
     print!("{}", output::summary(&state));
     Ok(exit(failed))
 }
@@ -210,10 +213,16 @@ async fn jobs(
     Ok(exit(failed))
 }
 
-async fn nodes(config: &Config, read_only: bool, clusters: &[String], format: OutputFormat) -> Result<ExitCode, Failure> {
+async fn nodes(
+    config: &Config,
+    read_only: bool,
+    clusters: &[String],
+    format: OutputFormat,
+) -> Result<ExitCode, Failure> {
     let fleet = start_fleet(config, read_only, clusters, true)?;
     let (state, failed) = first_refresh(config, &fleet).await;
-    let nodes: Vec<_> = state.clusters.iter().filter_map(|c| c.snapshot.as_ref()).flat_map(|s| s.nodes.iter()).collect();
+    let nodes: Vec<_> =
+        state.clusters.iter().filter_map(|c| c.snapshot.as_ref()).flat_map(|s| s.nodes.iter()).collect();
     match format {
         OutputFormat::Table => print!("{}", output::nodes_table(&nodes)),
         OutputFormat::Json => {
@@ -224,7 +233,12 @@ async fn nodes(config: &Config, read_only: bool, clusters: &[String], format: Ou
     Ok(exit(failed))
 }
 
-async fn job_actions(config: &Config, read_only: bool, jobs: Vec<JobRef>, action: JobAction) -> Result<ExitCode, Failure> {
+async fn job_actions(
+    config: &Config,
+    read_only: bool,
+    jobs: Vec<JobRef>,
+    action: JobAction,
+) -> Result<ExitCode, Failure> {
     act(config, read_only, jobs.into_iter().map(|job| Action::Job { job, action }).collect()).await
 }
 
@@ -312,7 +326,8 @@ mod tests {
 
     #[test]
     fn refs_and_states_parse() {
-        let cli = Cli::try_parse_from(["flightdeck", "jobs", "--state", "pending", "--state", "running", "-o", "json"]).unwrap();
+        let cli = Cli::try_parse_from(["flightdeck", "jobs", "--state", "pending", "--state", "running", "-o", "json"])
+            .unwrap();
         assert!(matches!(cli.command, Some(Command::Jobs { ref state, .. }) if state.len() == 2));
         let cli = Cli::try_parse_from(["flightdeck", "cancel", "hpc/12_3", "hpc/14"]).unwrap();
         assert!(matches!(cli.command, Some(Command::Cancel { ref jobs }) if jobs[0].id == "12_3"));

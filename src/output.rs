@@ -220,7 +220,9 @@ pub fn summary(state: &FleetState) -> String {
         let health = match &c.health {
             Health::Connecting => "connecting".to_string(),
             Health::Fresh { .. } => "fresh".to_string(),
-            Health::Stale { since, error, .. } => format!("STALE since {} — {}", since.format("%H:%M:%S"), printable(error)),
+            Health::Stale { since, error, .. } => {
+                format!("STALE since {} — {}", since.format("%H:%M:%S"), printable(error))
+            }
         };
         let release = c.snapshot.as_ref().and_then(|s| s.release.clone()).unwrap_or_default();
         out.push_str(&format!("{} ({} {release}): {health}\n", c.name, c.kind));

@@ -55,8 +55,11 @@ fn submit_list_and_cancel_through_the_binary() {
     let _lock = cluster_lock("fd24");
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("job.toml");
-    std::fs::write(&spec, "name = \"fd-cli-job\"\ncommand = \"sleep 300\"\nworkdir = \"/tmp\"\ngpus = 1\ngpu_type = \"l40s\"\n")
-        .unwrap();
+    std::fs::write(
+        &spec,
+        "name = \"fd-cli-job\"\ncommand = \"sleep 300\"\nworkdir = \"/tmp\"\ngpus = 1\ngpu_type = \"l40s\"\n",
+    )
+    .unwrap();
     let out = flightdeck(&["--config", &cfg, "submit", spec.to_str().unwrap(), "--cluster", "fd24"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let job_ref = stdout(&out).trim().to_string();

@@ -43,7 +43,11 @@ impl Backend for Scripted {
     }
     async fn job_action(&self, job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
         if job.id == "404" {
-            return Err(BackendError::Command { command: "scancel 404".into(), status: Some(1), stderr: "Invalid job id specified".into() });
+            return Err(BackendError::Command {
+                command: "scancel 404".into(),
+                status: Some(1),
+                stderr: "Invalid job id specified".into(),
+            });
         }
         self.cancels.fetch_add(1, Ordering::SeqCst);
         Ok(())
@@ -61,7 +65,12 @@ impl Backend for Scripted {
 
 fn fleet(backend: Arc<Scripted>, read_only: bool, audit: Option<AuditLog>) -> Fleet {
     Fleet::start(
-        vec![Member { backend, kind: "sim".into(), refresh: Duration::from_millis(50), timeout: Duration::from_secs(2) }],
+        vec![Member {
+            backend,
+            kind: "sim".into(),
+            refresh: Duration::from_millis(50),
+            timeout: Duration::from_secs(2),
+        }],
         FleetOptions { read_only, poll: true, audit, actor: "tester@host".into() },
     )
 }

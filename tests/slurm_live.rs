@@ -8,8 +8,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use flightdeck::backend::{Backend, JobAction, NodeAction};
 use flightdeck::backend::slurm::SlurmBackend;
+use flightdeck::backend::{Backend, JobAction, NodeAction};
 use flightdeck::fleet::{Fleet, FleetOptions, Member};
 use flightdeck::model::{Health, JobRef, JobState, NodeState, Snapshot};
 use flightdeck::spec::JobSpec;
@@ -121,7 +121,8 @@ async fn submit_runs_then_cancel_removes(cluster: &str) {
     s.gpus = 1;
     let r = b.submit(&s).await.expect("submit");
     assert_eq!(r.cluster, cluster);
-    let snap = wait_snapshot(&b, WAIT, "the job to run", |s| job(s, &r).is_some_and(|j| j.state == JobState::Running)).await;
+    let snap =
+        wait_snapshot(&b, WAIT, "the job to run", |s| job(s, &r).is_some_and(|j| j.state == JobState::Running)).await;
     let j = job(&snap, &r).unwrap();
     assert_eq!(j.name, "fd-submit-cancel");
     assert_eq!(j.gpus_allocated, 1, "{j:?}");
@@ -151,14 +152,12 @@ async fn hold_and_release_a_pending_job(cluster: &str) {
     let r = b.submit(&waiting).await.expect("submit");
     wait_snapshot(&b, WAIT, "the job to pend", |s| job(s, &r).is_some_and(|j| j.state == JobState::Pending)).await;
     b.job_action(&r, JobAction::Hold).await.expect("hold");
-    let snap = wait_snapshot(&b, WAIT, "the job to be held", |s| job(s, &r).is_some_and(|j| j.state == JobState::Held)).await;
+    let snap =
+        wait_snapshot(&b, WAIT, "the job to be held", |s| job(s, &r).is_some_and(|j| j.state == JobState::Held)).await;
     let reason = job(&snap, &r).unwrap().reason.clone().unwrap_or_default();
     assert!(reason.starts_with("JobHeld"), "held reason {reason}");
     b.job_action(&r, JobAction::Release).await.expect("release");
-    wait_snapshot(&b, WAIT, "the job to pend again", |s| {
-        job(s, &r).is_some_and(|j| j.state != JobState::Held)
-    })
-    .await;
+    wait_snapshot(&b, WAIT, "the job to pend again", |s| job(s, &r).is_some_and(|j| j.state != JobState::Held)).await;
     cancel_quietly(&b, &r).await;
     cancel_quietly(&b, &blocker).await;
 }
@@ -206,7 +205,9 @@ async fn drain_with_reason_then_resume(cluster: &str) {
     assert!(b.node_action(node, &NodeAction::Drain { reason: " ".into() }).await.is_err());
     b.node_action(node, &NodeAction::Resume).await.expect("resume");
     wait_snapshot(&b, WAIT, "the node to return", |s| {
-        s.nodes.iter().any(|n| n.name == node && !n.has_flag("DRAIN") && !matches!(n.state, NodeState::Drained | NodeState::Draining))
+        s.nodes.iter().any(|n| {
+            n.name == node && !n.has_flag("DRAIN") && !matches!(n.state, NodeState::Drained | NodeState::Draining)
+        })
     })
     .await;
 }
@@ -220,7 +221,9 @@ async fn array_tasks_appear_and_cancel_one_by_one(cluster: &str) {
     let r = b.submit(&s).await.expect("submit");
     let base = r.id.clone();
     let task0 = JobRef::new(cluster, format!("{base}_0"));
-    let snap = wait_snapshot(&b, WAIT, "task 0 to run", |s| job(s, &task0).is_some_and(|j| j.state == JobState::Running)).await;
+    let snap =
+        wait_snapshot(&b, WAIT, "task 0 to run", |s| job(s, &task0).is_some_and(|j| j.state == JobState::Running))
+            .await;
     let parent = snap
         .jobs
         .iter()
@@ -247,7 +250,8 @@ async fn failing_job_reports_its_exit_code(cluster: &str) {
     let _lock = cluster_lock(cluster);
     let b = backend(cluster);
     let r = b.submit(&spec("fd-fails", "exit 3")).await.expect("submit");
-    let snap = wait_snapshot(&b, WAIT, "the job to fail", |s| job(s, &r).is_some_and(|j| j.state == JobState::Failed)).await;
+    let snap =
+        wait_snapshot(&b, WAIT, "the job to fail", |s| job(s, &r).is_some_and(|j| j.state == JobState::Failed)).await;
     let j = job(&snap, &r).unwrap();
     assert_eq!(j.exit.map(|e| e.code), Some(3), "{j:?}");
 }
@@ -327,7 +331,8 @@ async fn job_output_is_tailed_and_followed(cluster: &str) {
     let _lock = cluster_lock(cluster);
     let b = backend(cluster);
     let r = b.submit(&spec("fd-log", "seq 1 2000; echo 'it said: $(id)'; sleep 300")).await.expect("submit");
-    let snap = wait_snapshot(&b, WAIT, "the job to run", |s| job(s, &r).is_some_and(|j| j.state == JobState::Running)).await;
+    let snap =
+        wait_snapshot(&b, WAIT, "the job to run", |s| job(s, &r).is_some_and(|j| j.state == JobState::Running)).await;
     let path = job(&snap, &r).unwrap().stdout_path.clone().expect("stdout path");
     assert!(path.starts_with('/') && !path.contains('%'), "expanded stdout path: {path}");
     // The job writes a little after it starts; poll until the last line is there.

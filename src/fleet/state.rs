@@ -51,7 +51,13 @@ impl FleetState {
     /// Fold one refresh attempt of cluster `index` into the picture: a success replaces the
     /// snapshot and makes the cluster fresh; a failure keeps the last good snapshot and marks
     /// it stale, remembering since when and the latest error.
-    pub fn record_refresh(&mut self, index: usize, result: Result<Arc<Snapshot>, String>, took_ms: u64, now: DateTime<Utc>) {
+    pub fn record_refresh(
+        &mut self,
+        index: usize,
+        result: Result<Arc<Snapshot>, String>,
+        took_ms: u64,
+        now: DateTime<Utc>,
+    ) {
         let Some(c) = self.clusters.get_mut(index) else { return };
         match result {
             Ok(snapshot) => {

@@ -88,7 +88,9 @@ pub async fn remote(backend: &SlurmBackend, argv: &[&str]) -> String {
 /// a chroot).
 pub fn cluster_root(name: &str) -> PathBuf {
     match name {
-        "fd24" => PathBuf::from(std::env::var("FD_TESTBED_CHROOT").unwrap_or_else(|_| "/var/lib/flightdeck-testbed/trixie".into())),
+        "fd24" => PathBuf::from(
+            std::env::var("FD_TESTBED_CHROOT").unwrap_or_else(|_| "/var/lib/flightdeck-testbed/trixie".into()),
+        ),
         _ => PathBuf::from("/"),
     }
 }

@@ -71,7 +71,8 @@ impl SlurmBackend {
         let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
         let text = String::from_utf8_lossy(&out.stdout);
         let release = text.split_whitespace().nth(1).map(str::to_string);
-        let per_node_sinfo = release.as_deref().is_some_and(|r| matches!(parse::slurm_release_family(r), parse::Family::A));
+        let per_node_sinfo =
+            release.as_deref().is_some_and(|r| matches!(parse::slurm_release_family(r), parse::Family::A));
         let p = Probe {
             generation: self.transport.generation(),
             release,
@@ -97,7 +98,9 @@ impl SlurmBackend {
             let cluster = self.name.clone();
             let res = self
                 .transport
-                .stream(&argv, self.timeout, move |r| parse::parse_jobs_json_reader(&cluster, std::io::BufReader::with_capacity(1 << 16, r)))
+                .stream(&argv, self.timeout, move |r| {
+                    parse::parse_jobs_json_reader(&cluster, std::io::BufReader::with_capacity(1 << 16, r))
+                })
                 .await;
             match res {
                 Ok(Ok(doc)) => return Ok(doc),
@@ -124,11 +127,15 @@ impl SlurmBackend {
             let cluster = self.name.clone();
             let res = self
                 .transport
-                .stream(&argv, self.timeout, move |r| parse::parse_nodes_json_reader(&cluster, std::io::BufReader::with_capacity(1 << 16, r)))
+                .stream(&argv, self.timeout, move |r| {
+                    parse::parse_nodes_json_reader(&cluster, std::io::BufReader::with_capacity(1 << 16, r))
+                })
                 .await;
             match res {
                 Ok(Ok(doc)) => return Ok(doc),
-                Ok(Err(e)) => tracing::warn!(cluster = %self.name, error = %e, "node JSON unreadable; using text output"),
+                Ok(Err(e)) => {
+                    tracing::warn!(cluster = %self.name, error = %e, "node JSON unreadable; using text output")
+                }
                 Err(e) if json_unsupported(&e) => {
                     tracing::warn!(cluster = %self.name, error = %e, "node JSON unsupported; using text output")
                 }
@@ -179,7 +186,10 @@ fn json_unsupported(e: &BackendError) -> bool {
     match e {
         BackendError::Command { stderr, .. } => {
             let s = stderr.to_ascii_lowercase();
-            s.contains("json") || s.contains("data_parser") || s.contains("serializer") || s.contains("unrecognized option")
+            s.contains("json")
+                || s.contains("data_parser")
+                || s.contains("serializer")
+                || s.contains("unrecognized option")
         }
         BackendError::Parse { .. } => true,
         _ => false,
@@ -225,8 +235,10 @@ impl Backend for SlurmBackend {
         let script = script::render_sbatch(spec, &script::SbatchOptions { pyxis })?;
         let argv = commands::sbatch(&script::sbatch_argv(spec));
         let out = self.act(argv, Some(script.as_bytes())).await?;
-        let id = script::parse_sbatch_output(&out)
-            .ok_or_else(|| BackendError::Parse { what: "sbatch".into(), message: format!("no job id in `{}`", out.trim()) })?;
+        let id = script::parse_sbatch_output(&out).ok_or_else(|| BackendError::Parse {
+            what: "sbatch".into(),
+            message: format!("no job id in `{}`", out.trim()),
+        })?;
         Ok(JobRef::new(self.name.clone(), id))
     }
 
@@ -281,7 +293,11 @@ impl Backend for SlurmBackend {
         d.json_supported = Some(probe.jobs_json && probe.nodes_json);
         d.refresh_commands = vec![
             display_argv(&if probe.jobs_json { commands::jobs_json() } else { commands::jobs_text() }),
-            display_argv(&if probe.nodes_json { commands::nodes_json(probe.per_node_sinfo) } else { commands::nodes_text() }),
+            display_argv(&if probe.nodes_json {
+                commands::nodes_json(probe.per_node_sinfo)
+            } else {
+                commands::nodes_text()
+            }),
         ];
         match (&before, &after) {
             (Ok(b), Ok(a)) => d.rpcs_per_refresh = Some(a.queries_since(b) as u32),

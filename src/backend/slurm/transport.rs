@@ -38,11 +38,7 @@ impl CmdOutput {
 
     /// Turn a non-zero exit into the error the user reads: the command and its own stderr.
     pub fn into_result(self, argv: &[String]) -> Result<CmdOutput, BackendError> {
-        if self.success() {
-            Ok(self)
-        } else {
-            Err(command_error(argv, self.status, &self.stderr, &self.stdout))
-        }
+        if self.success() { Ok(self) } else { Err(command_error(argv, self.status, &self.stderr, &self.stdout)) }
     }
 }
 
@@ -427,7 +423,8 @@ mod tests {
     #[tokio::test]
     async fn local_output_and_exit_status() {
         let t = Transport::Local;
-        let out = t.output(&v(&["sh", "-c", "echo hi; echo oops >&2; exit 3"]), None, Duration::from_secs(5)).await.unwrap();
+        let out =
+            t.output(&v(&["sh", "-c", "echo hi; echo oops >&2; exit 3"]), None, Duration::from_secs(5)).await.unwrap();
         assert_eq!(out.status, Some(3));
         assert_eq!(out.stdout, b"hi\n");
         assert_eq!(out.stderr.trim(), "oops");
