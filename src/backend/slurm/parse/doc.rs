@@ -11,8 +11,9 @@ use std::marker::PhantomData;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::flex::{Flex, LStr, Lenient, LenientVec, MaybeObject, drain_map, drain_seq};
+use super::flex::{LStr, LenientVec, MaybeObject, drain_seq, ignore_shapes};
 use super::jobs_json::JobRecord;
+use super::meta::Meta;
 use super::nodes_json::{NodeMerger, NodeRecord, SinfoRecord};
 use super::{JobsDoc, NodesDoc, ParseError};
 use crate::model::Job;
@@ -168,259 +169,10 @@ impl<'de, F: FnMut(R), R: Deserialize<'de>> Visitor<'de> for RecordsSeed<F, R> {
         }
         Ok(true)
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
-        drain_map(map)?;
-        Ok(false)
-    }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
         d.deserialize_any(self)
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_none<E: de::Error>(self) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
-        Ok(false)
-    }
-}
-
-/// What `meta.slurm` says about the release.
-#[derive(Default)]
-struct MetaSlurm {
-    release: Option<String>,
-    release_obj: ReleaseOrVersion,
-    version: ReleaseOrVersion,
-}
-
-/// `{major, minor, micro}`, as ints (older releases) or strings (23.11+).
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct ReleaseOrVersion {
-    major: Flex,
-    minor: Flex,
-    micro: Flex,
-}
-
-impl ReleaseOrVersion {
-    fn to_release(&self) -> Option<String> {
-        let major = self.major.as_u64()?;
-        let minor = self.minor.as_u64().unwrap_or(0);
-        match self.micro.as_u64() {
-            Some(micro) => Some(format!("{major}.{minor:02}.{micro}")),
-            None => Some(format!("{major}.{minor:02}")),
-        }
-    }
-}
-
-impl MetaSlurm {
-    fn release(self) -> Option<String> {
-        self.release.or_else(|| self.release_obj.to_release()).or_else(|| self.version.to_release())
-    }
-}
-
-/// `meta` read by hand so that `release` may be a string or an object.
-fn read_meta<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<String>, A::Error> {
-    map.next_value_seed(MetaSeed)
-}
-
-struct MetaSeed;
-
-impl<'de> DeserializeSeed<'de> for MetaSeed {
-    type Value = Option<String>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for MetaSeed {
-    type Value = Option<String>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("the meta object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
-        let mut new = None;
-        let mut old = None;
-        while let Some(key) = map.next_key::<LStr>()? {
-            match key.as_str() {
-                "slurm" => new = map.next_value_seed(SlurmSeed)?,
-                "Slurm" => old = map.next_value_seed(SlurmSeed)?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(new.or(old))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<String>, A::Error> {
-        drain_seq(seq)?;
-        Ok(None)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
-        d.deserialize_any(self)
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_none<E: de::Error>(self) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-}
-
-/// `meta.slurm`: `{version: {major, minor, micro}, release: "22.05.8" | {...}}`.
-struct SlurmSeed;
-
-impl<'de> DeserializeSeed<'de> for SlurmSeed {
-    type Value = Option<String>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for SlurmSeed {
-    type Value = Option<String>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("the meta.slurm object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
-        let mut release = MetaSlurm::default();
-        while let Some(key) = map.next_key::<LStr>()? {
-            match key.as_str() {
-                "release" => match map.next_value::<StringOrObject<'de>>()? {
-                    StringOrObject::Str(s) => release.release = s.non_empty().map(|s| s.trim().to_string()),
-                    StringOrObject::Obj(v) => release.release_obj = v,
-                },
-                "version" => release.version = map.next_value::<Lenient<ReleaseOrVersion>>()?.0,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(release.release())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<String>, A::Error> {
-        drain_seq(seq)?;
-        Ok(None)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
-        d.deserialize_any(self)
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_none<E: de::Error>(self) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-}
-
-/// A string, or an object read as a version.
-enum StringOrObject<'a> {
-    Str(LStr<'a>),
-    Obj(ReleaseOrVersion),
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for StringOrObject<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = StringOrObject<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a release")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<StringOrObject<'a>, A::Error> {
-                ReleaseOrVersion::deserialize(de::value::MapAccessDeserializer::new(map)).map(StringOrObject::Obj)
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<StringOrObject<'a>, E> {
-                Ok(StringOrObject::Str(LStr(Some(v.into()))))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<StringOrObject<'a>, E> {
-                Ok(StringOrObject::Str(LStr(Some(v.to_owned().into()))))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<StringOrObject<'a>, A::Error> {
-                drain_seq(seq)?;
-                Ok(StringOrObject::Str(LStr(None)))
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<StringOrObject<'a>, D::Error> {
-                StringOrObject::deserialize(d)
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<StringOrObject<'a>, E> {
-                Ok(StringOrObject::Str(LStr(None)))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<StringOrObject<'a>, E> {
-                Ok(StringOrObject::Str(LStr(Some(v.to_string().into()))))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<StringOrObject<'a>, E> {
-                Ok(StringOrObject::Str(LStr(Some(v.to_string().into()))))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<StringOrObject<'a>, E> {
-                Ok(StringOrObject::Str(LStr(Some(v.to_string().into()))))
-            }
-            fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<StringOrObject<'a>, E> {
-                Ok(StringOrObject::Str(LStr(None)))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<StringOrObject<'a>, E> {
-                Ok(StringOrObject::Str(LStr(None)))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<StringOrObject<'a>, E> {
-                Ok(StringOrObject::Str(LStr(None)))
-            }
-        }
-        d.deserialize_any(V(PhantomData))
-    }
+    ignore_shapes!('de, bool = false; scalars, map);
 }
 
 /// One entry of `errors`: `{description, error, error_number, source}`.
@@ -462,7 +214,7 @@ impl<'de, S: Sink<'de>> Visitor<'de> for DocVisitor<'de, S> {
                 _ => TopKey::Other,
             };
             match kind {
-                TopKey::Meta => release = read_meta(&mut map)?.or(release),
+                TopKey::Meta => release = map.next_value::<Meta>()?.release().or(release),
                 TopKey::Errors => {
                     let entries: LenientVec<ErrorEntry<'_>> = map.next_value()?;
                     for e in entries.0 {

@@ -7,9 +7,9 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use super::flex::{Flex, LBool, LStr, NO_VAL, StrList, drain_seq};
+use super::flex::{Flex, LBool, LStr, NO_VAL, StrList, ignore_shapes};
 use crate::model::ExitStatus;
 
 /// Decode a POSIX wait status as Slurm stores it: `768` → code 3; `15` → signal 15 (code
@@ -109,29 +109,11 @@ impl<'de> Deserialize<'de> for SignalField {
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<SignalField, E> {
                 Ok(SignalField(i64::try_from(v).ok()))
             }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<SignalField, E> {
-                Ok(SignalField(None))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<SignalField, E> {
-                Ok(SignalField(None))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<SignalField, E> {
-                Ok(SignalField(None))
-            }
-            fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<SignalField, E> {
-                Ok(SignalField(None))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<SignalField, E> {
-                Ok(SignalField(None))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<SignalField, E> {
-                Ok(SignalField(None))
-            }
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<SignalField, D::Error> {
                 SignalField::deserialize(d)
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<SignalField, A::Error> {
-                drain_seq(seq)?;
+            ignore_shapes!('de, SignalField = SignalField(None); bools, strings, nulls, seq);
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<SignalField, E> {
                 Ok(SignalField(None))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SignalField, A::Error> {
@@ -170,25 +152,13 @@ impl<'de> Visitor<'de> for ExitVisitor {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<ExitField, E> {
         Ok(v.trim().parse::<i64>().map_or(ExitField::Absent, ExitField::Wait))
     }
-    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<ExitField, E> {
-        Ok(ExitField::Absent)
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<ExitField, E> {
-        Ok(ExitField::Absent)
-    }
-    fn visit_none<E: de::Error>(self) -> Result<ExitField, E> {
-        Ok(ExitField::Absent)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<ExitField, E> {
-        Ok(ExitField::Absent)
-    }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<ExitField, D::Error> {
         ExitField::deserialize(d)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ExitField, A::Error> {
-        drain_seq(seq)?;
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<ExitField, E> {
         Ok(ExitField::Absent)
     }
+    ignore_shapes!('de, ExitField = ExitField::Absent; bools, nulls, seq);
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExitField, A::Error> {
         let (mut set, mut infinite, mut number, mut flex_seen) = (None, false, Flex::Unset, false);
         let (mut return_code, mut signal, mut signaled, mut parts_seen) = (None, None, false, false);

@@ -93,6 +93,47 @@ fn flex_from_str(s: &str) -> Flex {
     }
 }
 
+/// Visitor methods for the JSON shapes a lenient visitor has no use for. Each named group
+/// yields `$default`: `bools`, `numbers`, `strings` (and bytes), `nulls`, `scalars` (all four),
+/// `seq` and `map` (skipped first, element by element, without building anything).
+macro_rules! ignore_shapes {
+    ($de:lifetime, $value:ty = $default:expr; $($group:ident),+ $(,)?) => {
+        $( $crate::backend::slurm::parse::flex::ignore_shapes!(@group $group, $de, $value, $default); )+
+    };
+    (@group scalars, $de:lifetime, $value:ty, $default:expr) => {
+        $crate::backend::slurm::parse::flex::ignore_shapes!($de, $value = $default; bools, numbers, strings, nulls);
+    };
+    (@group bools, $de:lifetime, $value:ty, $default:expr) => {
+        fn visit_bool<E: ::serde::de::Error>(self, _: bool) -> Result<$value, E> { Ok($default) }
+    };
+    (@group numbers, $de:lifetime, $value:ty, $default:expr) => {
+        fn visit_i64<E: ::serde::de::Error>(self, _: i64) -> Result<$value, E> { Ok($default) }
+        fn visit_u64<E: ::serde::de::Error>(self, _: u64) -> Result<$value, E> { Ok($default) }
+        fn visit_f64<E: ::serde::de::Error>(self, _: f64) -> Result<$value, E> { Ok($default) }
+    };
+    (@group strings, $de:lifetime, $value:ty, $default:expr) => {
+        fn visit_str<E: ::serde::de::Error>(self, _: &str) -> Result<$value, E> { Ok($default) }
+        fn visit_bytes<E: ::serde::de::Error>(self, _: &[u8]) -> Result<$value, E> { Ok($default) }
+    };
+    (@group nulls, $de:lifetime, $value:ty, $default:expr) => {
+        fn visit_none<E: ::serde::de::Error>(self) -> Result<$value, E> { Ok($default) }
+        fn visit_unit<E: ::serde::de::Error>(self) -> Result<$value, E> { Ok($default) }
+    };
+    (@group seq, $de:lifetime, $value:ty, $default:expr) => {
+        fn visit_seq<A: ::serde::de::SeqAccess<$de>>(self, seq: A) -> Result<$value, A::Error> {
+            $crate::backend::slurm::parse::flex::drain_seq(seq)?;
+            Ok($default)
+        }
+    };
+    (@group map, $de:lifetime, $value:ty, $default:expr) => {
+        fn visit_map<A: ::serde::de::MapAccess<$de>>(self, map: A) -> Result<$value, A::Error> {
+            $crate::backend::slurm::parse::flex::drain_map(map)?;
+            Ok($default)
+        }
+    };
+}
+pub(crate) use ignore_shapes;
+
 /// Skip the rest of a map.
 pub(crate) fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
     while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
@@ -159,19 +200,10 @@ impl<'de> Visitor<'de> for FlexVisitor {
     fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<Flex, E> {
         Ok(Flex::Unset)
     }
-    fn visit_none<E: de::Error>(self) -> Result<Flex, E> {
-        Ok(Flex::Unset)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Flex, E> {
-        Ok(Flex::Unset)
-    }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Flex, D::Error> {
         Flex::deserialize(d)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Flex, A::Error> {
-        drain_seq(seq)?;
-        Ok(Flex::Unset)
-    }
+    ignore_shapes!('de, Flex = Flex::Unset; nulls, seq);
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Flex, A::Error> {
         let mut set = None;
         let mut infinite = false;
@@ -233,23 +265,10 @@ impl<'de> Deserialize<'de> for LBool {
             fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<LBool, E> {
                 Ok(LBool(false))
             }
-            fn visit_none<E: de::Error>(self) -> Result<LBool, E> {
-                Ok(LBool(false))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<LBool, E> {
-                Ok(LBool(false))
-            }
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LBool, D::Error> {
                 LBool::deserialize(d)
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<LBool, A::Error> {
-                drain_seq(seq)?;
-                Ok(LBool(false))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LBool, A::Error> {
-                drain_map(map)?;
-                Ok(LBool(false))
-            }
+            ignore_shapes!('de, LBool = LBool(false); nulls, seq, map);
         }
         d.deserialize_any(V)
     }
@@ -311,26 +330,10 @@ impl<'de: 'a, 'a> Visitor<'de> for LStrVisitor<'a> {
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<LStr<'a>, E> {
         Ok(LStr(Some(Cow::Owned(v.to_string()))))
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<LStr<'a>, E> {
-        Ok(LStr(None))
-    }
-    fn visit_none<E: de::Error>(self) -> Result<LStr<'a>, E> {
-        Ok(LStr(None))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<LStr<'a>, E> {
-        Ok(LStr(None))
-    }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LStr<'a>, D::Error> {
         LStr::deserialize(d)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<LStr<'a>, A::Error> {
-        drain_seq(seq)?;
-        Ok(LStr(None))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LStr<'a>, A::Error> {
-        drain_map(map)?;
-        Ok(LStr(None))
-    }
+    ignore_shapes!('de, LStr<'a> = LStr(None); bools, nulls, seq, map);
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
@@ -398,24 +401,6 @@ impl<'de: 'a, 'a> Visitor<'de> for StrListVisitor<'a> {
     fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<StrList<'a>, E> {
         Ok(StrList::default())
     }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<StrList<'a>, E> {
-        Ok(StrList::default())
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<StrList<'a>, E> {
-        Ok(StrList::default())
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<StrList<'a>, E> {
-        Ok(StrList::default())
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<StrList<'a>, E> {
-        Ok(StrList::default())
-    }
-    fn visit_none<E: de::Error>(self) -> Result<StrList<'a>, E> {
-        Ok(StrList::default())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<StrList<'a>, E> {
-        Ok(StrList::default())
-    }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<StrList<'a>, D::Error> {
         StrList::deserialize(d)
     }
@@ -428,10 +413,7 @@ impl<'de: 'a, 'a> Visitor<'de> for StrListVisitor<'a> {
         }
         Ok(StrList(out))
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<StrList<'a>, A::Error> {
-        drain_map(map)?;
-        Ok(StrList::default())
-    }
+    ignore_shapes!('de, StrList<'a> = StrList::default(); numbers, bools, nulls, map);
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for StrList<'a> {
@@ -466,37 +448,10 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for MaybeObjectVisitor<T> {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<MaybeObject<T>, A::Error> {
         T::deserialize(MapAccessDeserializer::new(map)).map(|v| MaybeObject(Some(v)))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<MaybeObject<T>, A::Error> {
-        drain_seq(seq)?;
-        Ok(MaybeObject(None))
-    }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<MaybeObject<T>, D::Error> {
         d.deserialize_any(self)
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<MaybeObject<T>, E> {
-        Ok(MaybeObject(None))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<MaybeObject<T>, E> {
-        Ok(MaybeObject(None))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<MaybeObject<T>, E> {
-        Ok(MaybeObject(None))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<MaybeObject<T>, E> {
-        Ok(MaybeObject(None))
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<MaybeObject<T>, E> {
-        Ok(MaybeObject(None))
-    }
-    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<MaybeObject<T>, E> {
-        Ok(MaybeObject(None))
-    }
-    fn visit_none<E: de::Error>(self) -> Result<MaybeObject<T>, E> {
-        Ok(MaybeObject(None))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<MaybeObject<T>, E> {
-        Ok(MaybeObject(None))
-    }
+    ignore_shapes!('de, MaybeObject<T> = MaybeObject(None); scalars, seq);
 }
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for MaybeObject<T> {
@@ -525,37 +480,10 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for LenientVec<T> {
                 }
                 Ok(LenientVec(out))
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LenientVec<T>, A::Error> {
-                drain_map(map)?;
-                Ok(LenientVec(Vec::new()))
-            }
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LenientVec<T>, D::Error> {
                 d.deserialize_any(self)
             }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<LenientVec<T>, E> {
-                Ok(LenientVec(Vec::new()))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<LenientVec<T>, E> {
-                Ok(LenientVec(Vec::new()))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<LenientVec<T>, E> {
-                Ok(LenientVec(Vec::new()))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<LenientVec<T>, E> {
-                Ok(LenientVec(Vec::new()))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<LenientVec<T>, E> {
-                Ok(LenientVec(Vec::new()))
-            }
-            fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<LenientVec<T>, E> {
-                Ok(LenientVec(Vec::new()))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<LenientVec<T>, E> {
-                Ok(LenientVec(Vec::new()))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<LenientVec<T>, E> {
-                Ok(LenientVec(Vec::new()))
-            }
+            ignore_shapes!('de, LenientVec<T> = LenientVec(Vec::new()); scalars, map);
         }
         d.deserialize_any(V(PhantomData))
     }

@@ -15,7 +15,7 @@
 //! value of the wrong type degrades to "unset" instead of failing the document. Only broken
 //! JSON (or a document without the expected array) is an error.
 //!
-//! One file per job: `flex` (lenient value types), `doc` (the streaming top level),
+//! One file per job: `flex` (lenient value types), `doc` (the streaming top level), `meta`,
 //! `jobs_json`, `nodes_json`, `text`, `gres`, `states`, `exit`, `stdout_pattern`, `hostlist`.
 
 mod doc;
@@ -24,6 +24,7 @@ pub mod flex;
 pub mod gres;
 pub mod hostlist;
 mod jobs_json;
+mod meta;
 mod nodes_json;
 pub mod states;
 pub mod stdout_pattern;
@@ -158,7 +159,8 @@ const NODES_WHAT: &str = "Slurm node JSON";
 /// `squeue --json` of any family (also `sacct --json`), read from a byte slice.
 ///
 /// Strings are borrowed from `input` while a record is read; only what ends up in a [`Job`]
-/// is copied.
+/// is copied. A record without a job id, or that is not an object, is skipped; anything
+/// after the top-level object is ignored.
 pub fn parse_jobs_json(cluster: &str, input: &[u8]) -> Result<JobsDoc, ParseError> {
     let mut de = serde_json::Deserializer::from_slice(input);
     doc::read_jobs(cluster, &mut de).map_err(|e| ParseError::from_json(JOBS_WHAT, &e))?.into_jobs_doc()

@@ -1,0 +1,1225 @@
+//! The cockpit's state and its one transition function.
+//!
+//! [`App::update`] takes a [`Msg`] (a key, a new fleet state, an action's outcome, a log
+//! read, a resize, a clock tick) and returns the [`Command`]s the event loop carries out.
+//! Nothing here does I/O, reads the clock or touches the terminal, so every behaviour is a
+//! plain unit test (`tests/tui_app.rs`).
+
+pub mod command_line;
+pub mod data;
+pub mod dialog;
+pub mod form;
+pub mod help;
+pub mod input;
+pub mod lists;
+pub mod log;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use nucleo::Matcher;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use self::command_line::Parsed;
+use self::data::{Cell as GpuCell, Data};
+use self::dialog::Dialog;
+use self::form::{Field, SubmitForm};
+use self::input::{Edit, TextInput, plain_char};
+use self::lists::{ClusterKeep, Cursor, GpuList, GpuSort, JobColumn, JobList, NodeColumn, NodeList, STATE_CYCLE};
+use self::log::{LOG_FETCH_BYTES, LogBuffer, LogChunk, LogStream};
+use super::TuiOptions;
+use super::action::{Mode, UiAction};
+use super::keymap::{Keymap, Resolution};
+use super::theme::Theme;
+use crate::backend::{BackendError, JobAction, NodeAction};
+use crate::fleet::{Action, ActionOutcome, FleetState};
+use crate::model::{Health, Job, JobRef, NodeRef};
+use crate::spec::JobSpec;
+
+/// Something that happened.
+#[derive(Debug)]
+pub enum Msg {
+    Key(KeyEvent),
+    /// Text pasted into the terminal (bracketed paste).
+    Paste(String),
+    /// The fleet published a new state.
+    Fleet(Arc<FleetState>),
+    /// An action finished.
+    Outcome(ActionOutcome),
+    /// The answer to [`Command::FetchLog`] number `seq`.
+    Log { seq: u64, result: Result<LogChunk, String> },
+    /// The answer to [`Command::LoadSpec`].
+    SpecLoaded { path: String, result: Result<JobSpec, String> },
+    Resize(u16, u16),
+    /// The clock, passed in (toasts expire, followed logs are re-read).
+    Tick(DateTime<Utc>),
+}
+
+/// Something for the event loop to do.
+#[derive(Debug)]
+pub enum Command {
+    /// Hand an action to the fleet; its outcome comes back as [`Msg::Outcome`].
+    Fleet(Action),
+    /// Refresh one cluster (or every one) now.
+    Refresh(Option<String>),
+    /// Read a log file of `job` (on a task); answer with [`Msg::Log`] carrying `seq`.
+    /// `from: None` reads the last `max_bytes`; `Some(offset)` reads on from there.
+    FetchLog { job: JobRef, stream: LogStream, path: String, from: Option<u64>, max_bytes: u64, seq: u64 },
+    /// Read and validate a spec file (off the UI); answer with [`Msg::SpecLoaded`].
+    LoadSpec(PathBuf),
+    Quit,
+    /// Give the terminal back and stop (Ctrl-Z); the loop restores the screen on `fg`.
+    Suspend,
+}
+
+/// The screens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    Overview,
+    Jobs,
+    Nodes,
+    Gpus,
+    Detail,
+    Submit,
+}
+
+impl Screen {
+    /// The screens Tab cycles through, in order.
+    pub const MAIN: [Screen; 4] = [Screen::Overview, Screen::Jobs, Screen::Nodes, Screen::Gpus];
+
+    pub fn mode(self) -> Mode {
+        match self {
+            Screen::Overview => Mode::Overview,
+            Screen::Jobs => Mode::Jobs,
+            Screen::Nodes => Mode::Nodes,
+            Screen::Gpus => Mode::Gpus,
+            Screen::Detail => Mode::Detail,
+            Screen::Submit => Mode::Submit,
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Screen::Overview => "Overview",
+            Screen::Jobs => "Jobs",
+            Screen::Nodes => "Nodes",
+            Screen::Gpus => "GPUs",
+            Screen::Detail => "Detail",
+            Screen::Submit => "Submit",
+        }
+    }
+}
+
+/// A message in the corner that goes away by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toast {
+    pub text: String,
+    pub error: bool,
+    pub until: DateTime<Utc>,
+}
+
+/// How long toasts stay.
+const TOAST_OK: Duration = Duration::seconds(4);
+const TOAST_ERROR: Duration = Duration::seconds(10);
+/// Toasts kept at once (the oldest go first).
+const TOAST_MAX: usize = 5;
+
+/// A one-line prompt at the bottom.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// The fuzzy filter of the jobs or nodes table, applied as it is typed.
+    Filter { screen: Screen, text: TextInput },
+    /// The `:` command line, with the candidates of the last Tab.
+    Command { text: TextInput, candidates: Vec<String> },
+}
+
+/// The job detail screen.
+#[derive(Debug)]
+pub struct Detail {
+    pub job: JobRef,
+    /// The job as last seen (kept when it leaves the queue).
+    pub last: Job,
+    /// Snapshot time of `last`, for the elapsed time.
+    pub taken_at: Option<DateTime<Utc>>,
+    /// No longer in the cluster's queue.
+    pub gone: bool,
+    pub stream: LogStream,
+    pub log: LogBuffer,
+    /// The read in flight answers a tail read (`from: None`).
+    pub first_read: bool,
+    pub follow: bool,
+    /// Lines scrolled up from the end (0: the end is shown).
+    pub scroll: usize,
+}
+
+impl Detail {
+    /// The file of the current stream, or why there is none to read.
+    pub fn path(&self) -> Result<&str, &'static str> {
+        match self.stream {
+            LogStream::Stdout => self.last.stdout_path.as_deref().ok_or("the cluster reports no stdout file for this job"),
+            LogStream::Stderr => match (&self.last.stderr_path, &self.last.stdout_path) {
+                (Some(e), Some(o)) if e == o => Err("stderr goes to the stdout file"),
+                (Some(e), _) => Ok(e),
+                (None, _) => Err("stderr goes to the stdout file"),
+            },
+        }
+    }
+}
+
+pub struct App {
+    pub(crate) keymap: Keymap,
+    pub(crate) theme: Theme,
+    pub(crate) read_only: bool,
+    pub(crate) user: String,
+    pub(crate) config_label: String,
+    pub(crate) now: DateTime<Utc>,
+    pub(crate) size: (u16, u16),
+    pub(crate) data: Data,
+    pub(crate) screen: Screen,
+    /// Where Back goes from the detail or the submit form.
+    pub(crate) back_to: Screen,
+    /// Show one cluster only (jobs, nodes, GPU map, overview).
+    pub(crate) cluster: Option<String>,
+    pub(crate) jobs: JobList,
+    pub(crate) nodes: NodeList,
+    pub(crate) gpus: GpuList,
+    pub(crate) overview_scroll: usize,
+    pub(crate) detail: Option<Detail>,
+    pub(crate) form: SubmitForm,
+    /// The help overlay, with its scroll position.
+    pub(crate) help: Option<usize>,
+    pub(crate) dialog: Option<Dialog>,
+    pub(crate) input: Option<Input>,
+    pub(crate) toasts: Vec<Toast>,
+    pub(crate) pending: Vec<KeyEvent>,
+    matcher: Matcher,
+    generation: u64,
+    log_seq: u64,
+}
+
+impl App {
+    pub fn new(opts: TuiOptions) -> App {
+        let mut form = SubmitForm::default();
+        form.recheck(&[]);
+        App {
+            keymap: opts.keymap,
+            theme: opts.theme,
+            read_only: opts.read_only,
+            user: opts.user,
+            config_label: opts.config_label,
+            now: DateTime::<Utc>::UNIX_EPOCH,
+            size: (80, 24),
+            data: Data::empty(),
+            screen: Screen::Overview,
+            back_to: Screen::Jobs,
+            cluster: None,
+            jobs: JobList::default(),
+            nodes: NodeList::default(),
+            gpus: GpuList::default(),
+            overview_scroll: 0,
+            detail: None,
+            form,
+            help: None,
+            dialog: None,
+            input: None,
+            toasts: Vec::new(),
+            pending: Vec::new(),
+            matcher: Matcher::new(nucleo::Config::DEFAULT),
+            generation: 1,
+            log_seq: 0,
+        }
+    }
+
+    // ----- read access (views and tests) -----
+
+    /// Bumped whenever what is on screen may have changed; the event loop draws only when it
+    /// differs from the generation it drew last.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn screen(&self) -> Screen {
+        self.screen
+    }
+
+    /// The keymap mode keys are resolved in now.
+    pub fn mode(&self) -> Mode {
+        if self.dialog.is_some() { Mode::Dialog } else { self.screen.mode() }
+    }
+
+    pub fn keymap(&self) -> &Keymap {
+        &self.keymap
+    }
+
+    pub fn theme(&self) -> &Theme {
+        &self.theme
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.now
+    }
+
+    pub fn fleet(&self) -> &FleetState {
+        &self.data.fleet
+    }
+
+    /// Read-only, by the options or by the fleet.
+    pub fn read_only(&self) -> bool {
+        self.read_only || self.data.fleet.read_only
+    }
+
+    pub fn cluster_filter(&self) -> Option<&str> {
+        self.cluster.as_deref()
+    }
+
+    pub fn user_filter(&self) -> Option<&str> {
+        self.jobs.user.as_deref()
+    }
+
+    pub fn state_filter(&self) -> Option<crate::model::JobState> {
+        self.jobs.state
+    }
+
+    pub fn job_filter_text(&self) -> &str {
+        &self.jobs.fuzzy
+    }
+
+    /// The jobs table's rows, in order (builds a list: for tests and small tables).
+    pub fn visible_jobs(&self) -> Vec<JobRef> {
+        self.jobs.cursor.visible.iter().map(|r| self.data.job(*r).job_ref.clone()).collect()
+    }
+
+    pub fn visible_job_count(&self) -> usize {
+        self.jobs.cursor.len()
+    }
+
+    pub fn cursor_job(&self) -> Option<&JobRef> {
+        self.jobs.cursor.current().map(|r| &self.data.job(r).job_ref)
+    }
+
+    pub fn marked_jobs(&self) -> Vec<JobRef> {
+        self.jobs.marked.iter().cloned().collect()
+    }
+
+    pub fn visible_nodes(&self) -> Vec<NodeRef> {
+        self.nodes.cursor.visible.iter().map(|r| lists::node_ref(&self.data, *r)).collect()
+    }
+
+    pub fn cursor_node(&self) -> Option<NodeRef> {
+        self.nodes.cursor.current().map(|r| lists::node_ref(&self.data, r))
+    }
+
+    /// The GPU map's selected node, cell index, and what the cell holds (with the job).
+    pub fn gpu_selection(&self) -> Option<(NodeRef, usize, GpuCell, Option<&Job>)> {
+        let g = &self.data.gpu_nodes[self.gpus.cursor.current()? as usize];
+        let cell = *g.cells.get(self.gpus.cell)?;
+        let job = match cell {
+            GpuCell::Allocated(Some(row)) => Some(self.data.job(row)),
+            _ => None,
+        };
+        Some((lists::node_ref(&self.data, g.node), self.gpus.cell, cell, job))
+    }
+
+    pub fn dialog(&self) -> Option<&Dialog> {
+        self.dialog.as_ref()
+    }
+
+    pub fn input(&self) -> Option<&Input> {
+        self.input.as_ref()
+    }
+
+    pub fn toasts(&self) -> &[Toast] {
+        &self.toasts
+    }
+
+    pub fn detail(&self) -> Option<&Detail> {
+        self.detail.as_ref()
+    }
+
+    pub fn form(&self) -> &SubmitForm {
+        &self.form
+    }
+
+    pub fn help_open(&self) -> bool {
+        self.help.is_some()
+    }
+
+    /// The help screen's content: the effective keymap, grouped by screen.
+    pub fn help_sections(&self) -> Vec<help::HelpSection> {
+        help::sections(&self.keymap)
+    }
+
+    pub fn job_sort(&self) -> (JobColumn, bool) {
+        (self.jobs.sort, self.jobs.reverse)
+    }
+
+    pub fn node_sort(&self) -> (NodeColumn, bool) {
+        (self.nodes.sort, self.nodes.reverse)
+    }
+
+    pub fn problem_nodes_only(&self) -> bool {
+        self.nodes.problems_only
+    }
+
+    // ----- the transition -----
+
+    pub fn update(&mut self, msg: Msg) -> Vec<Command> {
+        let mut out = Vec::new();
+        match msg {
+            Msg::Key(key) => {
+                if key.kind != KeyEventKind::Release {
+                    self.on_key(key, &mut out);
+                    self.touch();
+                }
+            }
+            Msg::Paste(text) => {
+                self.on_paste(&text);
+                self.touch();
+            }
+            Msg::Fleet(state) => self.on_fleet(state),
+            Msg::Outcome(outcome) => {
+                let text = match &outcome.result {
+                    Ok(m) if m.is_empty() => format!("{} {}: done", outcome.verb, outcome.target),
+                    Ok(m) => format!("{} {}: {m}", outcome.verb, outcome.target),
+                    Err(e) => format!("{} {} failed: {e}", outcome.verb, outcome.target),
+                };
+                self.toast(text, outcome.result.is_err());
+            }
+            Msg::Log { seq, result } => self.on_log(seq, result),
+            Msg::SpecLoaded { path, result } => match result {
+                Ok(spec) => {
+                    let clusters = self.data.cluster_names();
+                    self.form.load(spec, path.clone(), &clusters);
+                    self.toast(format!("loaded {path}"), false);
+                }
+                Err(e) => self.toast(e, true),
+            },
+            Msg::Resize(w, h) => {
+                self.size = (w, h);
+                self.touch();
+            }
+            Msg::Tick(now) => self.on_tick(now, &mut out),
+        }
+        out
+    }
+
+    fn touch(&mut self) {
+        self.generation += 1;
+    }
+
+    fn toast(&mut self, text: String, error: bool) {
+        let until = self.now + if error { TOAST_ERROR } else { TOAST_OK };
+        self.toasts.push(Toast { text, error, until });
+        if self.toasts.len() > TOAST_MAX {
+            self.toasts.remove(0);
+        }
+        self.touch();
+    }
+
+    fn cluster_keep(&self) -> ClusterKeep {
+        ClusterKeep::resolve(&self.data, self.cluster.as_deref())
+    }
+
+    fn on_fleet(&mut self, state: Arc<FleetState>) {
+        if Arc::ptr_eq(&self.data.fleet, &state) {
+            return;
+        }
+        self.data = Data::new(state);
+        let keep = self.cluster_keep();
+        self.jobs.resort(&self.data);
+        self.jobs.refilter(&self.data, keep, &mut self.matcher, false);
+        self.jobs.prune(&self.data);
+        self.nodes.resort(&self.data);
+        self.nodes.refilter(&self.data, keep, &mut self.matcher, false);
+        self.nodes.prune(&self.data);
+        self.gpus.refilter(&self.data, keep);
+        if let Some(d) = &mut self.detail {
+            match self.data.job_index.get(&d.job) {
+                Some(row) => {
+                    d.last = self.data.job(*row).clone();
+                    d.taken_at = self.data.taken_at(self.data.jobs[*row as usize].snap);
+                    d.gone = false;
+                }
+                None => d.gone = true,
+            }
+        }
+        let clusters = self.data.cluster_names();
+        self.form.recheck(&clusters);
+        self.touch();
+    }
+
+    fn on_tick(&mut self, now: DateTime<Utc>, out: &mut Vec<Command>) {
+        let before = self.now;
+        self.now = now;
+        let n = self.toasts.len();
+        self.toasts.retain(|t| t.until > now);
+        if self.toasts.len() != n {
+            self.touch();
+        }
+        // Ages on screen are whole minutes: redraw when the minute turns, and only then.
+        let ages_shown = self.data.fleet.clusters.iter().any(|c| !c.health.is_fresh());
+        if ages_shown && before.timestamp().div_euclid(60) != now.timestamp().div_euclid(60) {
+            self.touch();
+        }
+        if self.screen == Screen::Detail && self.detail.as_ref().is_some_and(|d| d.follow && d.log.waiting.is_none()) {
+            self.fetch_log(out, false);
+        }
+    }
+
+    fn on_log(&mut self, seq: u64, result: Result<LogChunk, String>) {
+        let Some(d) = &mut self.detail else { return };
+        if d.log.waiting != Some(seq) {
+            return; // an answer for a log no longer shown
+        }
+        d.log.waiting = None;
+        match result {
+            Ok(chunk) => {
+                let grew = !chunk.data.is_empty() || chunk.dropped > 0 || d.first_read;
+                d.log.push(chunk, d.first_read);
+                if grew {
+                    self.touch();
+                }
+            }
+            Err(e) => {
+                if d.log.error.as_deref() != Some(e.as_str()) {
+                    d.log.error = Some(e);
+                    self.touch();
+                }
+            }
+        }
+    }
+
+    fn on_paste(&mut self, text: &str) {
+        let clusters = self.data.cluster_names();
+        if let Some(Dialog::Drain { reason, error, .. }) = &mut self.dialog {
+            reason.insert_str(text);
+            *error = None;
+        } else if self.dialog.is_some() {
+        } else if let Some(input) = &mut self.input {
+            match input {
+                Input::Filter { text: t, .. } | Input::Command { text: t, .. } => t.insert_str(text),
+            }
+            if matches!(self.input, Some(Input::Filter { .. })) {
+                self.apply_filter_input(false);
+            }
+        } else if self.screen == Screen::Submit {
+            if let Some(prompt) = &mut self.form.path_prompt {
+                prompt.insert_str(text);
+            } else if !(self.form.focused() == Field::Command && self.form.script.is_some()) {
+                let f = self.form.focused();
+                self.form.input_mut(f).insert_str(text);
+                self.form.recheck(&clusters);
+            }
+        }
+    }
+
+    // ----- keys -----
+
+    fn on_key(&mut self, key: KeyEvent, out: &mut Vec<Command>) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        // The two keys a terminal program owes its user, whatever the keymap says.
+        if ctrl && key.code == KeyCode::Char('c') {
+            out.push(Command::Quit);
+            return;
+        }
+        if ctrl && key.code == KeyCode::Char('z') {
+            self.pending.clear();
+            out.push(Command::Suspend);
+            return;
+        }
+        if self.dialog.is_some() {
+            self.dialog_key(key, out);
+        } else if self.input.is_some() {
+            self.input_key(key, out);
+        } else if self.help.is_some() {
+            self.help_key(key, out);
+        } else if self.screen == Screen::Submit && self.form_text_key(&key, out) {
+        } else if let Some(action) = self.resolve(self.screen.mode(), key) {
+            self.act(action, out);
+        }
+    }
+
+    /// Feed a key to the keymap: an action, or `None` (unbound, or waiting for more keys).
+    fn resolve(&mut self, mode: Mode, key: KeyEvent) -> Option<UiAction> {
+        self.pending.push(key);
+        match self.keymap.resolve(mode, &self.pending) {
+            Resolution::Action(a) => {
+                self.pending.clear();
+                Some(a)
+            }
+            Resolution::Prefix => None,
+            Resolution::None => {
+                let retry = self.pending.len() > 1;
+                self.pending.clear();
+                // `g x`: the prefix led nowhere; `x` may still mean something alone.
+                if retry { self.resolve(mode, key) } else { None }
+            }
+        }
+    }
+
+    fn dialog_key(&mut self, key: KeyEvent, out: &mut Vec<Command>) {
+        if let Some(Dialog::Drain { reason, error, .. }) = &mut self.dialog
+            && (plain_char(&key).is_some() || reason.edit(&key) != Edit::Ignored)
+        {
+            if plain_char(&key).is_some() {
+                reason.edit(&key);
+            }
+            *error = None;
+            return;
+        }
+        match self.resolve(Mode::Dialog, key) {
+            Some(UiAction::Confirm) => self.confirm(out),
+            Some(UiAction::Dismiss | UiAction::Back) => self.dialog = None,
+            Some(UiAction::Quit) => out.push(Command::Quit),
+            _ if key.code == KeyCode::Esc => self.dialog = None,
+            _ => {}
+        }
+    }
+
+    fn confirm(&mut self, out: &mut Vec<Command>) {
+        let Some(dialog) = self.dialog.take() else { return };
+        match dialog.actions() {
+            Ok(actions) => {
+                if let Dialog::Jobs { targets, .. } = &dialog {
+                    for t in targets {
+                        self.jobs.marked.remove(t);
+                    }
+                }
+                if let Dialog::Drain { targets, .. } = &dialog {
+                    for t in targets {
+                        self.nodes.marked.remove(t);
+                    }
+                }
+                out.extend(actions.into_iter().map(Command::Fleet));
+            }
+            Err(why) => {
+                let mut dialog = dialog;
+                if let Dialog::Drain { error, .. } = &mut dialog {
+                    *error = Some(why);
+                }
+                self.dialog = Some(dialog);
+            }
+        }
+    }
+
+    fn input_key(&mut self, key: KeyEvent, out: &mut Vec<Command>) {
+        let Some(input) = &mut self.input else { return };
+        match (input, key.code) {
+            (Input::Filter { .. }, KeyCode::Enter) => self.input = None,
+            (Input::Filter { text, .. }, KeyCode::Esc) => {
+                text.clear();
+                self.apply_filter_input(false);
+                self.input = None;
+            }
+            (Input::Filter { text, .. }, _) => {
+                let old = text.text().to_string();
+                if text.edit(&key) == Edit::Changed {
+                    let narrow = lists::narrows(&old, text.text());
+                    self.apply_filter_input(narrow);
+                }
+            }
+            (Input::Command { .. }, KeyCode::Esc) => self.input = None,
+            (Input::Command { text, .. }, KeyCode::Enter) => {
+                let line = text.text().to_string();
+                self.input = None;
+                self.run_command(&line, out);
+            }
+            (Input::Command { text, candidates }, KeyCode::Tab) => {
+                let users = &self.data.users;
+                let (new, found) = command_line::complete(text.text(), &self.data.cluster_names(), users, Theme::names());
+                text.set(new);
+                *candidates = found;
+            }
+            (Input::Command { text, candidates }, _) => {
+                // Backspace on an empty command line closes it, as in vim.
+                if key.code == KeyCode::Backspace && text.text().is_empty() {
+                    self.input = None;
+                } else if text.edit(&key) == Edit::Changed {
+                    candidates.clear();
+                }
+            }
+        }
+    }
+
+    /// Copy the filter prompt's text to its table and re-filter.
+    fn apply_filter_input(&mut self, narrow: bool) {
+        let Some(Input::Filter { screen, text }) = &self.input else { return };
+        let keep = self.cluster_keep();
+        match screen {
+            Screen::Nodes => {
+                self.nodes.fuzzy = text.text().to_string();
+                self.nodes.refilter(&self.data, keep, &mut self.matcher, narrow);
+            }
+            _ => {
+                self.jobs.fuzzy = text.text().to_string();
+                self.jobs.refilter(&self.data, keep, &mut self.matcher, narrow);
+            }
+        }
+    }
+
+    fn help_key(&mut self, key: KeyEvent, out: &mut Vec<Command>) {
+        let scroll = self.help.unwrap_or(0);
+        let page = usize::from(self.size.1.saturating_sub(6)).max(1);
+        self.help = match self.resolve(self.screen.mode(), key) {
+            Some(UiAction::Up) => Some(scroll.saturating_sub(1)),
+            Some(UiAction::Down) => Some(scroll + 1),
+            Some(UiAction::PageUp) => Some(scroll.saturating_sub(page)),
+            Some(UiAction::PageDown) => Some(scroll + page),
+            Some(UiAction::Top) => Some(0),
+            Some(UiAction::Bottom) => Some(usize::MAX / 2),
+            Some(UiAction::Help | UiAction::Back | UiAction::Dismiss) => None,
+            Some(UiAction::Quit) => {
+                out.push(Command::Quit);
+                None
+            }
+            _ if key.code == KeyCode::Esc => None,
+            _ => Some(scroll),
+        };
+    }
+
+    /// Typing in the submit form: characters and editing keys go to the focused field (or the
+    /// path prompt). Returns false for keys the keymap should see.
+    fn form_text_key(&mut self, key: &KeyEvent, out: &mut Vec<Command>) -> bool {
+        let clusters = self.data.cluster_names();
+        if let Some(prompt) = &mut self.form.path_prompt {
+            match key.code {
+                KeyCode::Enter => {
+                    let path = prompt.text().trim().to_string();
+                    self.form.path_prompt = None;
+                    if !path.is_empty() {
+                        out.push(Command::LoadSpec(PathBuf::from(path)));
+                    }
+                }
+                KeyCode::Esc => self.form.path_prompt = None,
+                _ => {
+                    prompt.edit(key);
+                }
+            }
+            return true;
+        }
+        let field = self.form.focused();
+        if field == Field::Command && self.form.script.is_some() {
+            if key.code == KeyCode::Backspace {
+                self.form.script = None;
+                self.form.recheck(&clusters);
+                return true;
+            }
+            return plain_char(key).is_some();
+        }
+        if field == Field::Cluster && matches!(key.code, KeyCode::Left | KeyCode::Right) {
+            self.form.cycle_cluster(&clusters, if key.code == KeyCode::Left { -1 } else { 1 });
+            self.form.recheck(&clusters);
+            return true;
+        }
+        match self.form.input_mut(field).edit(key) {
+            Edit::Changed => {
+                self.form.recheck(&clusters);
+                true
+            }
+            Edit::Moved => true,
+            Edit::Ignored => false,
+        }
+    }
+
+    // ----- actions -----
+
+    fn act(&mut self, action: UiAction, out: &mut Vec<Command>) {
+        match action {
+            UiAction::Quit => out.push(Command::Quit),
+            UiAction::Help => self.help = Some(0),
+            UiAction::CommandMode => {
+                self.input = Some(Input::Command { text: TextInput::default(), candidates: Vec::new() })
+            }
+            UiAction::Filter if matches!(self.screen, Screen::Jobs | Screen::Nodes) => {
+                let current = if self.screen == Screen::Nodes { &self.nodes.fuzzy } else { &self.jobs.fuzzy };
+                self.input = Some(Input::Filter { screen: self.screen, text: TextInput::new(current.clone()) });
+            }
+            UiAction::Back => self.back(),
+            UiAction::Refresh => {
+                let cluster = match (&self.detail, self.screen) {
+                    (Some(d), Screen::Detail) => Some(d.job.cluster.clone()),
+                    _ => self.cluster.clone(),
+                };
+                out.push(Command::Refresh(cluster));
+                if self.screen == Screen::Detail && self.detail.as_ref().is_some_and(|d| d.log.waiting.is_none()) {
+                    self.fetch_log(out, true);
+                }
+            }
+            UiAction::ScreenOverview => self.switch(Screen::Overview),
+            UiAction::ScreenJobs => self.switch(Screen::Jobs),
+            UiAction::ScreenNodes => self.switch(Screen::Nodes),
+            UiAction::ScreenGpus => self.switch(Screen::Gpus),
+            UiAction::NextScreen | UiAction::PrevScreen => {
+                let from = if Screen::MAIN.contains(&self.screen) { self.screen } else { self.back_to };
+                let at = Screen::MAIN.iter().position(|s| *s == from).unwrap_or(0);
+                let step = if action == UiAction::NextScreen { 1 } else { Screen::MAIN.len() - 1 };
+                self.switch(Screen::MAIN[(at + step) % Screen::MAIN.len()]);
+            }
+            UiAction::CycleTheme => {
+                let names = Theme::names();
+                let at = names.iter().position(|n| *n == self.theme.name());
+                let next = names[at.map_or(0, |i| (i + 1) % names.len())];
+                self.set_theme(next);
+            }
+            UiAction::NewJob => self.open_form(),
+            _ => match self.screen {
+                Screen::Jobs => self.jobs_action(action, out),
+                Screen::Nodes => self.nodes_action(action, out),
+                Screen::Gpus => self.gpus_action(action, out),
+                Screen::Overview => self.overview_action(action),
+                Screen::Detail => self.detail_action(action, out),
+                Screen::Submit => self.form_action(action),
+            },
+        }
+    }
+
+    fn set_theme(&mut self, name: &str) -> bool {
+        match Theme::builtin(name, self.theme.depth()) {
+            Some(theme) => {
+                self.theme = theme;
+                self.toast(format!("theme {name}"), false);
+                true
+            }
+            None => {
+                self.toast(format!("no theme named `{name}` (themes: {})", Theme::names().join(", ")), true);
+                false
+            }
+        }
+    }
+
+    fn switch(&mut self, screen: Screen) {
+        if Screen::MAIN.contains(&screen) {
+            self.back_to = screen;
+        }
+        self.screen = screen;
+        self.pending.clear();
+    }
+
+    /// Esc: close what is open, clear what is set, or go back.
+    fn back(&mut self) {
+        match self.screen {
+            Screen::Detail | Screen::Submit => {
+                self.screen = self.back_to;
+                if self.screen == Screen::Detail || self.screen == Screen::Submit {
+                    self.screen = Screen::Jobs;
+                }
+            }
+            Screen::Jobs if !self.jobs.fuzzy.is_empty() => {
+                self.jobs.fuzzy.clear();
+                self.refilter_jobs();
+            }
+            Screen::Jobs if !self.jobs.marked.is_empty() => self.jobs.marked.clear(),
+            Screen::Nodes if !self.nodes.fuzzy.is_empty() => {
+                self.nodes.fuzzy.clear();
+                self.refilter_nodes();
+            }
+            Screen::Nodes if !self.nodes.marked.is_empty() => self.nodes.marked.clear(),
+            _ => {}
+        }
+    }
+
+    fn refilter_jobs(&mut self) {
+        let keep = self.cluster_keep();
+        self.jobs.refilter(&self.data, keep, &mut self.matcher, false);
+    }
+
+    fn refilter_nodes(&mut self) {
+        let keep = self.cluster_keep();
+        self.nodes.refilter(&self.data, keep, &mut self.matcher, false);
+    }
+
+    fn refilter_all(&mut self) {
+        self.refilter_jobs();
+        self.refilter_nodes();
+        let keep = self.cluster_keep();
+        self.gpus.refilter(&self.data, keep);
+    }
+
+    fn set_cluster(&mut self, cluster: Option<String>) {
+        self.cluster = cluster;
+        self.refilter_all();
+    }
+
+    /// The next cluster filter: all → first → … → last → all.
+    fn cycle_cluster(&mut self) {
+        let names = self.data.cluster_names();
+        let next = match self.cluster.as_ref().and_then(|c| names.iter().position(|n| n == c)) {
+            None => names.first().cloned(),
+            Some(i) => names.get(i + 1).cloned(),
+        };
+        self.set_cluster(next);
+    }
+
+    /// Move a cursor for a movement action; false when `action` is no movement.
+    fn move_cursor(cursor: &mut Cursor, action: UiAction) -> bool {
+        let page = cursor.page() as isize;
+        match action {
+            UiAction::Up => cursor.move_by(-1),
+            UiAction::Down => cursor.move_by(1),
+            UiAction::PageUp => cursor.move_by(-page),
+            UiAction::PageDown => cursor.move_by(page),
+            UiAction::Top => cursor.top(),
+            UiAction::Bottom => cursor.bottom(),
+            _ => return false,
+        }
+        true
+    }
+
+    fn jobs_action(&mut self, action: UiAction, out: &mut Vec<Command>) {
+        if Self::move_cursor(&mut self.jobs.cursor, action) {
+            self.jobs.sync_anchor(&self.data);
+            return;
+        }
+        match action {
+            UiAction::Open => {
+                if let Some(row) = self.jobs.cursor.current() {
+                    self.open_detail(row, out);
+                }
+            }
+            UiAction::ToggleSelect => {
+                if let Some(job) = self.cursor_job().cloned() {
+                    if !self.jobs.marked.remove(&job) {
+                        self.jobs.marked.insert(job);
+                    }
+                    self.jobs.cursor.move_by(1);
+                    self.jobs.sync_anchor(&self.data);
+                }
+            }
+            UiAction::SelectAll => {
+                let all: Vec<JobRef> = self.visible_jobs();
+                self.jobs.marked.extend(all);
+            }
+            UiAction::ClearSelection => self.jobs.marked.clear(),
+            UiAction::SortNext | UiAction::SortReverse => {
+                if action == UiAction::SortNext {
+                    let at = JobColumn::ALL.iter().position(|c| *c == self.jobs.sort).unwrap_or(0);
+                    self.jobs.sort = JobColumn::ALL[(at + 1) % JobColumn::ALL.len()];
+                } else {
+                    self.jobs.reverse = !self.jobs.reverse;
+                }
+                self.jobs.resort(&self.data);
+                self.refilter_jobs();
+            }
+            UiAction::FilterMine => {
+                self.jobs.user = if self.jobs.user.as_deref() == Some(self.user.as_str()) {
+                    None
+                } else {
+                    Some(self.user.clone())
+                };
+                self.refilter_jobs();
+            }
+            UiAction::FilterState => {
+                self.jobs.state = match self.jobs.state.and_then(|s| STATE_CYCLE.iter().position(|c| *c == s)) {
+                    None => Some(STATE_CYCLE[0]),
+                    Some(i) => STATE_CYCLE.get(i + 1).copied(),
+                };
+                self.refilter_jobs();
+            }
+            UiAction::FilterCluster => self.cycle_cluster(),
+            UiAction::Cancel | UiAction::Requeue => {
+                let targets = self.job_targets();
+                if targets.is_empty() {
+                    return;
+                }
+                let action = if action == UiAction::Cancel { JobAction::Cancel } else { JobAction::Requeue };
+                self.dialog = Some(Dialog::Jobs { action, targets });
+            }
+            UiAction::Hold | UiAction::Release => {
+                let action = if action == UiAction::Hold { JobAction::Hold } else { JobAction::Release };
+                for job in self.job_targets() {
+                    out.push(Command::Fleet(Action::Job { job, action }));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// What a job action applies to: the marked jobs if any, else the one under the cursor.
+    fn job_targets(&self) -> Vec<JobRef> {
+        if self.jobs.marked.is_empty() { self.cursor_job().cloned().into_iter().collect() } else { self.marked_jobs() }
+    }
+
+    fn nodes_action(&mut self, action: UiAction, out: &mut Vec<Command>) {
+        if Self::move_cursor(&mut self.nodes.cursor, action) {
+            self.nodes.sync_anchor(&self.data);
+            return;
+        }
+        match action {
+            UiAction::ToggleSelect => {
+                if let Some(node) = self.cursor_node() {
+                    if !self.nodes.marked.remove(&node) {
+                        self.nodes.marked.insert(node);
+                    }
+                    self.nodes.cursor.move_by(1);
+                    self.nodes.sync_anchor(&self.data);
+                }
+            }
+            UiAction::SelectAll => {
+                let all = self.visible_nodes();
+                self.nodes.marked.extend(all);
+            }
+            UiAction::ClearSelection => self.nodes.marked.clear(),
+            UiAction::SortNext | UiAction::SortReverse => {
+                if action == UiAction::SortNext {
+                    let at = NodeColumn::ALL.iter().position(|c| *c == self.nodes.sort).unwrap_or(0);
+                    self.nodes.sort = NodeColumn::ALL[(at + 1) % NodeColumn::ALL.len()];
+                } else {
+                    self.nodes.reverse = !self.nodes.reverse;
+                }
+                self.nodes.resort(&self.data);
+                self.refilter_nodes();
+            }
+            UiAction::FilterCluster => self.cycle_cluster(),
+            UiAction::ProblemNodes => {
+                self.nodes.problems_only = !self.nodes.problems_only;
+                self.refilter_nodes();
+            }
+            UiAction::Open => {
+                // The node's GPUs on the map.
+                if let Some(row) = self.nodes.cursor.current()
+                    && let Some(pos) = self.data.gpu_nodes.iter().position(|g| g.node == row)
+                {
+                    self.gpus.anchor = Some(lists::node_ref(&self.data, self.data.gpu_nodes[pos].node));
+                    self.gpus.problems_only = false;
+                    let keep = self.cluster_keep();
+                    self.gpus.refilter(&self.data, keep);
+                    self.switch(Screen::Gpus);
+                }
+            }
+            UiAction::Drain => {
+                let targets = self.node_targets();
+                if !targets.is_empty() {
+                    self.dialog = Some(Dialog::Drain { targets, reason: TextInput::default(), error: None });
+                }
+            }
+            UiAction::Resume => {
+                for node in self.node_targets() {
+                    out.push(Command::Fleet(Action::Node { node, action: NodeAction::Resume }));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn node_targets(&self) -> Vec<NodeRef> {
+        if self.nodes.marked.is_empty() {
+            self.cursor_node().into_iter().collect()
+        } else {
+            self.nodes.marked.iter().cloned().collect()
+        }
+    }
+
+    fn gpus_action(&mut self, action: UiAction, out: &mut Vec<Command>) {
+        if Self::move_cursor(&mut self.gpus.cursor, action) {
+            self.gpus.sync(&self.data);
+            return;
+        }
+        match action {
+            UiAction::Left => self.gpus.cell = self.gpus.cell.saturating_sub(1),
+            UiAction::Right => {
+                self.gpus.cell += 1;
+                self.gpus.sync(&self.data);
+            }
+            UiAction::Open => {
+                if let Some((_, _, GpuCell::Allocated(Some(_)), Some(job))) = self.gpu_selection() {
+                    let job = job.job_ref.clone();
+                    if let Some(row) = self.data.job_index.get(&job).copied() {
+                        self.open_detail(row, out);
+                    }
+                }
+            }
+            UiAction::SortNext | UiAction::SortReverse => {
+                if action == UiAction::SortNext {
+                    let at = GpuSort::ALL.iter().position(|c| *c == self.gpus.sort).unwrap_or(0);
+                    self.gpus.sort = GpuSort::ALL[(at + 1) % GpuSort::ALL.len()];
+                } else {
+                    self.gpus.reverse = !self.gpus.reverse;
+                }
+                let keep = self.cluster_keep();
+                self.gpus.refilter(&self.data, keep);
+            }
+            UiAction::FilterCluster => self.cycle_cluster(),
+            UiAction::ProblemNodes => {
+                self.gpus.problems_only = !self.gpus.problems_only;
+                let keep = self.cluster_keep();
+                self.gpus.refilter(&self.data, keep);
+            }
+            _ => {}
+        }
+    }
+
+    fn overview_action(&mut self, action: UiAction) {
+        match action {
+            UiAction::Up => self.overview_scroll = self.overview_scroll.saturating_sub(1),
+            UiAction::Down => self.overview_scroll += 1,
+            UiAction::PageUp => self.overview_scroll = self.overview_scroll.saturating_sub(10),
+            UiAction::PageDown => self.overview_scroll += 10,
+            UiAction::Top => self.overview_scroll = 0,
+            UiAction::FilterCluster => self.cycle_cluster(),
+            UiAction::Open => self.switch(Screen::Jobs),
+            _ => {}
+        }
+    }
+
+    fn open_detail(&mut self, row: u32, out: &mut Vec<Command>) {
+        let job = self.data.job(row).clone();
+        self.detail = Some(Detail {
+            job: job.job_ref.clone(),
+            taken_at: self.data.taken_at(self.data.jobs[row as usize].snap),
+            last: job,
+            gone: false,
+            stream: LogStream::Stdout,
+            log: LogBuffer::default(),
+            first_read: true,
+            follow: false,
+            scroll: 0,
+        });
+        self.screen = Screen::Detail;
+        self.fetch_log(out, true);
+    }
+
+    /// Ask for the detail's current log: from the tail (`first`) or on from the last offset.
+    fn fetch_log(&mut self, out: &mut Vec<Command>, first: bool) {
+        let Some(d) = &mut self.detail else { return };
+        let Ok(path) = d.path() else { return };
+        let path = path.to_string();
+        let from = if first { None } else { d.log.offset };
+        self.log_seq += 1;
+        d.log.waiting = Some(self.log_seq);
+        d.first_read = from.is_none();
+        out.push(Command::FetchLog {
+            job: d.job.clone(),
+            stream: d.stream,
+            path,
+            from,
+            max_bytes: LOG_FETCH_BYTES,
+            seq: self.log_seq,
+        });
+    }
+
+    fn detail_action(&mut self, action: UiAction, out: &mut Vec<Command>) {
+        let page = usize::from(self.size.1 / 2).max(1);
+        let Some(d) = &mut self.detail else { return };
+        let max = d.log.len();
+        match action {
+            UiAction::Up => d.scroll = (d.scroll + 1).min(max),
+            UiAction::Down => d.scroll = d.scroll.saturating_sub(1),
+            UiAction::PageUp => d.scroll = (d.scroll + page).min(max),
+            UiAction::PageDown => d.scroll = d.scroll.saturating_sub(page),
+            UiAction::Top => d.scroll = max,
+            UiAction::Bottom => d.scroll = 0,
+            UiAction::Follow => {
+                d.follow = !d.follow;
+                if d.follow {
+                    d.scroll = 0;
+                    if d.log.waiting.is_none() {
+                        let first = d.log.offset.is_none();
+                        self.fetch_log(out, first);
+                    }
+                }
+            }
+            UiAction::SwitchLog => {
+                d.stream = d.stream.other();
+                d.log = LogBuffer::default();
+                d.scroll = 0;
+                self.fetch_log(out, true);
+            }
+            UiAction::Cancel | UiAction::Requeue => {
+                let action = if action == UiAction::Cancel { JobAction::Cancel } else { JobAction::Requeue };
+                self.dialog = Some(Dialog::Jobs { action, targets: vec![d.job.clone()] });
+            }
+            UiAction::Hold | UiAction::Release => {
+                let action = if action == UiAction::Hold { JobAction::Hold } else { JobAction::Release };
+                out.push(Command::Fleet(Action::Job { job: d.job.clone(), action }));
+            }
+            _ => {}
+        }
+    }
+
+    fn open_form(&mut self) {
+        if Screen::MAIN.contains(&self.screen) {
+            self.back_to = self.screen;
+        }
+        let clusters = self.data.cluster_names();
+        if let Some(c) = &self.cluster
+            && self.form.value(Field::Cluster).is_empty()
+        {
+            self.form.input_mut(Field::Cluster).set(c.clone());
+        }
+        self.form.recheck(&clusters);
+        self.screen = Screen::Submit;
+    }
+
+    fn form_action(&mut self, action: UiAction) {
+        let n = Field::ALL.len();
+        match action {
+            UiAction::NextField | UiAction::Down => self.form.focus = (self.form.focus + 1) % n,
+            UiAction::PrevField | UiAction::Up => self.form.focus = (self.form.focus + n - 1) % n,
+            UiAction::LoadSpec => {
+                let last = self.form.loaded_from.clone().unwrap_or_default();
+                self.form.path_prompt = Some(TextInput::new(last));
+            }
+            UiAction::SubmitForm => {
+                let clusters = self.data.cluster_names();
+                self.form.recheck(&clusters);
+                let spec = self.form.spec();
+                let cluster = self.form.cluster(&clusters);
+                match (spec, cluster) {
+                    (Ok(spec), Ok(cluster)) => self.dialog = Some(Dialog::Submit { cluster, spec: Box::new(spec) }),
+                    (Err(problem), _) | (_, Err(problem)) => {
+                        if let Some(f) = problem.field {
+                            self.form.focus = f as usize;
+                        }
+                        self.toast(format!("cannot submit: {}", problem.message), true);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn run_command(&mut self, line: &str, out: &mut Vec<Command>) {
+        match command_line::parse(line) {
+            Ok(Parsed::Screen(name)) => self.switch(match name {
+                "jobs" => Screen::Jobs,
+                "nodes" => Screen::Nodes,
+                "gpus" => Screen::Gpus,
+                _ => Screen::Overview,
+            }),
+            Ok(Parsed::Cluster(None)) => self.set_cluster(None),
+            Ok(Parsed::Cluster(Some(name))) => {
+                if self.data.fleet.cluster(&name).is_some() {
+                    self.set_cluster(Some(name));
+                } else {
+                    let names = self.data.cluster_names().join(", ");
+                    self.toast(format!("no cluster named `{name}` (clusters: {names})"), true);
+                }
+            }
+            Ok(Parsed::User(user)) => {
+                self.jobs.user = user;
+                self.refilter_jobs();
+                if !matches!(self.screen, Screen::Jobs) {
+                    self.switch(Screen::Jobs);
+                }
+            }
+            Ok(Parsed::Theme(name)) => {
+                self.set_theme(&name);
+            }
+            Ok(Parsed::Submit) => self.open_form(),
+            Ok(Parsed::Help) => self.help = Some(0),
+            Ok(Parsed::Quit) => out.push(Command::Quit),
+            Err(e) => self.toast(e, true),
+        }
+    }
+}
+
+/// The read-only refusal, in the fleet's words.
+pub fn read_only_message() -> String {
+    BackendError::ReadOnly.to_string()
+}
+
+/// Whether any cluster is not fresh (for the header).
+pub fn stale_count(fleet: &FleetState) -> usize {
+    fleet.clusters.iter().filter(|c| matches!(c.health, Health::Stale { .. })).count()
+}

@@ -1,0 +1,381 @@
+//! The row cache: every job and node of every cluster flattened once per new `FleetState`,
+//! with a precomputed fuzzy-match haystack per row, the GPU map and the overview totals.
+//!
+//! Rows point into the shared snapshots (cluster index + index), so a refresh of 100,000 jobs
+//! costs one pass here and nothing per frame.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use nucleo::Utf32String;
+
+use crate::fleet::FleetState;
+use crate::model::{Health, Job, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
+
+/// One job of the flattened list.
+pub struct JobRow {
+    /// Index into [`Data::snaps`].
+    pub snap: u16,
+    /// Index into that snapshot's `jobs`.
+    pub index: u32,
+    /// `cluster/id name user partition state reason`, for the fuzzy filter.
+    pub hay: Utf32String,
+}
+
+/// One node of the flattened list.
+pub struct NodeRow {
+    pub snap: u16,
+    pub index: u32,
+    /// `cluster/name state flags reason gpu-models partitions`.
+    pub hay: Utf32String,
+}
+
+/// One GPU slot on the map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    /// Held by the job at this row of [`Data::jobs`], or by a job the map cannot name.
+    Allocated(Option<u32>),
+    Free,
+    /// Unhealthy, or on a node that cannot take work.
+    Unavailable,
+}
+
+/// The GPUs of one node, in device order.
+pub struct GpuNode {
+    /// Row in [`Data::nodes`].
+    pub node: u32,
+    /// Model of each cell, as an index into the node's `gpus`.
+    pub models: Vec<u16>,
+    pub cells: Vec<Cell>,
+}
+
+impl GpuNode {
+    pub fn count(&self, want: Cell) -> usize {
+        self.cells.iter().filter(|c| std::mem::discriminant(*c) == std::mem::discriminant(&want)).count()
+    }
+}
+
+/// GPU totals of one model on one cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelTotals {
+    pub model: String,
+    pub total: u64,
+    pub allocated: u64,
+    pub unavailable: u64,
+}
+
+impl ModelTotals {
+    pub fn idle(&self) -> u64 {
+        self.total.saturating_sub(self.allocated + self.unavailable)
+    }
+}
+
+/// What the overview shows for one cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterSummary {
+    pub name: String,
+    pub kind: String,
+    pub health: Health,
+    pub release: Option<String>,
+    pub taken_at: Option<DateTime<Utc>>,
+    pub has_snapshot: bool,
+    pub models: Vec<ModelTotals>,
+    pub jobs_by_state: BTreeMap<JobState, u32>,
+    /// Waiting jobs by reason, most common first.
+    pub pending_by_reason: Vec<(String, u32)>,
+    pub nodes_by_state: BTreeMap<NodeState, u32>,
+    pub nodes_total: u32,
+    pub problem_nodes: u32,
+    pub unhealthy_gpus: u64,
+}
+
+/// Everything derived from one `FleetState`.
+pub struct Data {
+    pub fleet: Arc<FleetState>,
+    /// Clusters that have a snapshot, with their index in `fleet.clusters`.
+    pub snaps: Vec<(usize, Arc<Snapshot>)>,
+    pub jobs: Vec<JobRow>,
+    pub nodes: Vec<NodeRow>,
+    pub job_index: HashMap<JobRef, u32>,
+    pub node_index: HashMap<NodeRef, u32>,
+    /// One entry per node that has GPUs, in node-row order.
+    pub gpu_nodes: Vec<GpuNode>,
+    pub summaries: Vec<ClusterSummary>,
+    /// Every user that owns a job, sorted (for `:user` completion).
+    pub users: Vec<String>,
+}
+
+/// A node that needs a human: down, drained, draining, not responding, invalid or failed.
+pub fn is_problem_node(node: &Node) -> bool {
+    matches!(node.state, NodeState::Down | NodeState::Drained | NodeState::Draining | NodeState::Unknown)
+        || ["DRAIN", "DOWN", "NOT_RESPONDING", "INVALID", "INVALID_REG", "FAIL", "FAILING"]
+            .iter()
+            .any(|f| node.has_flag(f))
+}
+
+impl Data {
+    pub fn empty() -> Data {
+        Data::new(Arc::new(FleetState::default()))
+    }
+
+    pub fn new(fleet: Arc<FleetState>) -> Data {
+        let snaps: Vec<(usize, Arc<Snapshot>)> =
+            fleet.clusters.iter().enumerate().filter_map(|(i, c)| c.snapshot.clone().map(|s| (i, s))).collect();
+        let job_total: usize = snaps.iter().map(|(_, s)| s.jobs.len()).sum();
+        let node_total: usize = snaps.iter().map(|(_, s)| s.nodes.len()).sum();
+        let mut jobs = Vec::with_capacity(job_total);
+        let mut nodes = Vec::with_capacity(node_total);
+        let mut job_index = HashMap::with_capacity(job_total);
+        let mut node_index = HashMap::with_capacity(node_total);
+        let mut users: Vec<String> = Vec::new();
+        let mut hay = String::new();
+        for (snap, (_, s)) in snaps.iter().enumerate() {
+            for (index, job) in s.jobs.iter().enumerate() {
+                hay.clear();
+                job_haystack(&mut hay, job);
+                job_index.insert(job.job_ref.clone(), jobs.len() as u32);
+                jobs.push(JobRow { snap: snap as u16, index: index as u32, hay: Utf32String::from(hay.as_str()) });
+                if users.last() != Some(&job.user) {
+                    users.push(job.user.clone());
+                }
+            }
+            for (index, node) in s.nodes.iter().enumerate() {
+                hay.clear();
+                node_haystack(&mut hay, node);
+                node_index.insert(NodeRef { cluster: node.cluster.clone(), name: node.name.clone() }, nodes.len() as u32);
+                nodes.push(NodeRow { snap: snap as u16, index: index as u32, hay: Utf32String::from(hay.as_str()) });
+            }
+        }
+        users.sort();
+        users.dedup();
+        users.retain(|u| !u.is_empty());
+        let mut data = Data {
+            fleet,
+            snaps,
+            jobs,
+            nodes,
+            job_index,
+            node_index,
+            gpu_nodes: Vec::new(),
+            summaries: Vec::new(),
+            users,
+        };
+        data.gpu_nodes = data.build_gpu_map();
+        data.summaries = data.build_summaries();
+        data
+    }
+
+    pub fn job(&self, row: u32) -> &Job {
+        let r = &self.jobs[row as usize];
+        &self.snaps[r.snap as usize].1.jobs[r.index as usize]
+    }
+
+    pub fn node(&self, row: u32) -> &Node {
+        let r = &self.nodes[row as usize];
+        &self.snaps[r.snap as usize].1.nodes[r.index as usize]
+    }
+
+    /// When the snapshot holding job row `row` was taken.
+    pub fn taken_at(&self, snap: u16) -> Option<DateTime<Utc>> {
+        self.snaps.get(snap as usize).and_then(|(_, s)| s.taken_at)
+    }
+
+    pub fn find_job(&self, job: &JobRef) -> Option<&Job> {
+        self.job_index.get(job).map(|row| self.job(*row))
+    }
+
+    pub fn cluster_names(&self) -> Vec<String> {
+        self.fleet.clusters.iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// Every GPU slot of every node, with the job holding it: by device index where the
+    /// backend reports indices, else by count in job order.
+    fn build_gpu_map(&self) -> Vec<GpuNode> {
+        // (snap, node name) → jobs holding GPUs there, with (model, count, indices).
+        let mut holders: HashMap<(u16, &str), Vec<(u32, Option<&str>, u32, &[u32])>> = HashMap::new();
+        for (row, r) in self.jobs.iter().enumerate() {
+            let job = self.job(row as u32);
+            if !job.state.is_active() {
+                continue;
+            }
+            if !job.gpu_allocations.is_empty() {
+                for a in &job.gpu_allocations {
+                    holders.entry((r.snap, a.node.as_str())).or_default().push((
+                        row as u32,
+                        a.model.as_deref(),
+                        a.count,
+                        &a.indices,
+                    ));
+                }
+            } else if job.gpus_allocated > 0 && !job.nodes.is_empty() {
+                let per_node = (job.gpus_allocated / job.nodes.len() as u32).max(1);
+                for n in &job.nodes {
+                    holders.entry((r.snap, n.as_str())).or_default().push((row as u32, None, per_node, &[]));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (row, r) in self.nodes.iter().enumerate() {
+            let node = self.node(row as u32);
+            if node.gpus_total() == 0 {
+                continue;
+            }
+            let mut models = Vec::new();
+            for (m, slot) in node.gpus.iter().enumerate() {
+                models.extend(std::iter::repeat_n(m as u16, slot.total as usize));
+            }
+            let mut cells = vec![Cell::Free; models.len()];
+            let model_of = |i: usize| node.gpus[models[i] as usize].model.as_str();
+            let fits = |i: usize, want: Option<&str>| want.is_none_or(|w| w == model_of(i));
+            if let Some(list) = holders.get(&(r.snap, node.name.as_str())) {
+                // Exact indices first, so that count-only holders fill what is left.
+                for (job, model, _, indices) in list {
+                    for &i in indices.iter() {
+                        let i = i as usize;
+                        if i < cells.len() && cells[i] == Cell::Free && fits(i, *model) {
+                            cells[i] = Cell::Allocated(Some(*job));
+                        }
+                    }
+                }
+                for (job, model, count, indices) in list {
+                    if !indices.is_empty() {
+                        continue;
+                    }
+                    let mut left = *count;
+                    for i in 0..cells.len() {
+                        if left == 0 {
+                            break;
+                        }
+                        if cells[i] == Cell::Free && fits(i, *model) {
+                            cells[i] = Cell::Allocated(Some(*job));
+                            left -= 1;
+                        }
+                    }
+                }
+            }
+            // The node's own counts are the authority on how many are held and broken.
+            for (m, slot) in node.gpus.iter().enumerate() {
+                let of_model: Vec<usize> = (0..cells.len()).filter(|&i| models[i] as usize == m).collect();
+                let held = of_model.iter().filter(|&&i| matches!(cells[i], Cell::Allocated(_))).count() as u32;
+                let mut extra = slot.allocated.saturating_sub(held);
+                for &i in &of_model {
+                    if extra == 0 {
+                        break;
+                    }
+                    if cells[i] == Cell::Free {
+                        cells[i] = Cell::Allocated(None);
+                        extra -= 1;
+                    }
+                }
+                let mut broken = if node.is_unavailable() { u32::MAX } else { slot.unhealthy };
+                for &i in of_model.iter().rev() {
+                    if broken == 0 {
+                        break;
+                    }
+                    if cells[i] == Cell::Free {
+                        cells[i] = Cell::Unavailable;
+                        broken -= 1;
+                    }
+                }
+            }
+            out.push(GpuNode { node: row as u32, models, cells });
+        }
+        out
+    }
+
+    fn build_summaries(&self) -> Vec<ClusterSummary> {
+        let mut out: Vec<ClusterSummary> = self
+            .fleet
+            .clusters
+            .iter()
+            .map(|c| ClusterSummary {
+                name: c.name.clone(),
+                kind: c.kind.clone(),
+                health: c.health.clone(),
+                release: c.snapshot.as_ref().and_then(|s| s.release.clone()),
+                taken_at: c.snapshot.as_ref().and_then(|s| s.taken_at),
+                has_snapshot: c.snapshot.is_some(),
+                models: Vec::new(),
+                jobs_by_state: BTreeMap::new(),
+                pending_by_reason: Vec::new(),
+                nodes_by_state: BTreeMap::new(),
+                nodes_total: 0,
+                problem_nodes: 0,
+                unhealthy_gpus: 0,
+            })
+            .collect();
+        for (cluster, snap) in &self.snaps {
+            let sum = &mut out[*cluster];
+            let mut models: BTreeMap<&str, ModelTotals> = BTreeMap::new();
+            for node in &snap.nodes {
+                sum.nodes_total += 1;
+                *sum.nodes_by_state.entry(node.state).or_default() += 1;
+                sum.problem_nodes += u32::from(is_problem_node(node));
+                let down = node.is_unavailable();
+                for g in &node.gpus {
+                    let t = models
+                        .entry(g.model.as_str())
+                        .or_insert_with(|| ModelTotals { model: g.model.clone(), ..ModelTotals::default() });
+                    t.total += u64::from(g.total);
+                    t.allocated += u64::from(g.allocated.min(g.total));
+                    let free = g.total.saturating_sub(g.allocated);
+                    t.unavailable += u64::from(if down { free } else { g.unhealthy.min(free) });
+                    sum.unhealthy_gpus += u64::from(g.unhealthy);
+                }
+            }
+            sum.models = models.into_values().collect();
+            let mut reasons: HashMap<&str, u32> = HashMap::new();
+            for job in &snap.jobs {
+                *sum.jobs_by_state.entry(job.state).or_default() += 1;
+                if job.state.is_waiting() {
+                    *reasons.entry(job.reason.as_deref().unwrap_or("None")).or_default() += 1;
+                }
+            }
+            let mut reasons: Vec<(String, u32)> = reasons.into_iter().map(|(r, n)| (r.to_string(), n)).collect();
+            reasons.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            sum.pending_by_reason = reasons;
+        }
+        out
+    }
+}
+
+fn job_haystack(out: &mut String, job: &Job) {
+    use std::fmt::Write;
+    let _ = write!(
+        out,
+        "{}/{} {} {} {} {} {}",
+        job.job_ref.cluster,
+        job.job_ref.id,
+        job.name,
+        job.user,
+        job.partition,
+        job.state.as_str(),
+        job.reason.as_deref().unwrap_or("")
+    );
+    if let Some(model) = &job.gpu_model {
+        out.push(' ');
+        out.push_str(model);
+    }
+}
+
+fn node_haystack(out: &mut String, node: &Node) {
+    use std::fmt::Write;
+    let _ = write!(out, "{}/{} {}", node.cluster, node.name, node.state.as_str());
+    for f in &node.flags {
+        out.push(' ');
+        out.push_str(f);
+    }
+    if let Some(reason) = &node.reason {
+        out.push(' ');
+        out.push_str(reason);
+    }
+    for g in &node.gpus {
+        out.push(' ');
+        out.push_str(&g.model);
+    }
+    for p in &node.partitions {
+        out.push(' ');
+        out.push_str(p);
+    }
+}

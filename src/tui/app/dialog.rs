@@ -1,0 +1,84 @@
+//! Confirmation dialogs. A dialog captures its exact targets when it opens; refreshes while
+//! it is open do not touch them, confirming sends exactly those, dismissing sends nothing.
+
+use super::input::TextInput;
+use crate::backend::{JobAction, NodeAction};
+use crate::fleet::Action;
+use crate::model::{JobRef, NodeRef};
+use crate::spec::JobSpec;
+
+#[derive(Debug, Clone)]
+pub enum Dialog {
+    /// Cancel or requeue these jobs.
+    Jobs { action: JobAction, targets: Vec<JobRef> },
+    /// Drain these nodes; the reason is typed in the dialog and may not be empty.
+    Drain { targets: Vec<NodeRef>, reason: TextInput, error: Option<String> },
+    /// Submit this job to this cluster.
+    Submit { cluster: String, spec: Box<JobSpec> },
+}
+
+impl Dialog {
+    pub fn title(&self) -> String {
+        match self {
+            Dialog::Jobs { action, targets } => {
+                let verb = action.verb();
+                let mut v = verb.to_string();
+                if let Some(first) = v.get_mut(0..1) {
+                    first.make_ascii_uppercase();
+                }
+                match targets.len() {
+                    1 => format!("{v} 1 job?"),
+                    n => format!("{v} {n} jobs?"),
+                }
+            }
+            Dialog::Drain { targets, .. } => match targets.len() {
+                1 => "Drain 1 node?".to_string(),
+                n => format!("Drain {n} nodes?"),
+            },
+            Dialog::Submit { cluster, .. } => format!("Submit to {cluster}?"),
+        }
+    }
+
+    /// What the dialog acts on, one line each, exactly as captured.
+    pub fn targets(&self) -> Vec<String> {
+        match self {
+            Dialog::Jobs { targets, .. } => targets.iter().map(ToString::to_string).collect(),
+            Dialog::Drain { targets, .. } => targets.iter().map(ToString::to_string).collect(),
+            Dialog::Submit { cluster, spec } => vec![format!("{} on {cluster}", spec.name)],
+        }
+    }
+
+    pub fn reason(&self) -> Option<&TextInput> {
+        match self {
+            Dialog::Drain { reason, .. } => Some(reason),
+            _ => None,
+        }
+    }
+
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Dialog::Drain { error, .. } => error.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The actions confirming sends, or why the dialog cannot be confirmed yet.
+    pub fn actions(&self) -> Result<Vec<Action>, String> {
+        match self {
+            Dialog::Jobs { action, targets } => {
+                Ok(targets.iter().map(|job| Action::Job { job: job.clone(), action: *action }).collect())
+            }
+            Dialog::Drain { targets, reason, .. } => {
+                let reason = reason.text().trim();
+                if reason.is_empty() {
+                    return Err("a drain needs a reason: type one, then confirm".to_string());
+                }
+                Ok(targets
+                    .iter()
+                    .map(|node| Action::Node { node: node.clone(), action: NodeAction::Drain { reason: reason.to_string() } })
+                    .collect())
+            }
+            Dialog::Submit { cluster, spec } => Ok(vec![Action::Submit { cluster: cluster.clone(), spec: spec.clone() }]),
+        }
+    }
+}

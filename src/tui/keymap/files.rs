@@ -1,0 +1,226 @@
+//! What keymap and theme files share: reading the TOML with positions, `inherit = "…"`
+//! (a builtin name, `"none"`, or a path relative to the file), cycle detection, and the
+//! "did you mean" hint.
+
+use std::path::{Path, PathBuf};
+
+use toml::Spanned;
+use toml::de::{DeString, DeTable, DeValue};
+
+use crate::config::tomlpos;
+
+/// A problem found in a file: 1-based line, the key at fault, the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Problem {
+    pub line: usize,
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(line: usize, key: impl Into<String>, message: impl Into<String>) -> Problem {
+        Problem { line, key: Some(key.into()), message: message.into() }
+    }
+}
+
+/// A parsed document whose entries keep their positions.
+pub(crate) struct Doc<'t> {
+    pub text: &'t str,
+    root: DeTable<'t>,
+}
+
+/// One `key = value` (or `[table]`) of a table, in file order.
+pub(crate) struct Item<'a, 't> {
+    pub key: &'a str,
+    pub line: usize,
+    pub value: &'a Spanned<DeValue<'t>>,
+}
+
+impl<'t> Doc<'t> {
+    /// Parse `text`; a syntax error is described with its line and the key written there.
+    pub fn parse(text: &'t str) -> Result<Doc<'t>, Problem> {
+        match DeTable::parse(text) {
+            Ok(root) => Ok(Doc { text, root: root.into_inner() }),
+            Err(err) => {
+                let found = tomlpos::describe(text, &err, &|_, _| None);
+                Err(Problem { line: found.line, key: found.key, message: found.message })
+            }
+        }
+    }
+
+    pub fn root(&self) -> &DeTable<'t> {
+        &self.root
+    }
+
+    /// The entries of `table` in the order they are written.
+    pub fn items<'a>(&self, table: &'a DeTable<'t>) -> Vec<Item<'a, 't>> {
+        let mut items: Vec<(usize, Item<'a, 't>)> = table
+            .iter()
+            .map(|(key, value): (&'a Spanned<DeString<'t>>, &'a Spanned<DeValue<'t>>)| {
+                let start = key.span().start;
+                (start, Item { key: key.get_ref().as_ref(), line: self.line_of(start), value })
+            })
+            .collect();
+        items.sort_by_key(|(start, _)| *start);
+        items.into_iter().map(|(_, item)| item).collect()
+    }
+
+    pub fn line_of(&self, offset: usize) -> usize {
+        tomlpos::line_of(self.text, offset)
+    }
+}
+
+/// `"string"`, `integer`, `table` … for "found …" in messages.
+pub(crate) fn describe_value(value: &DeValue<'_>) -> String {
+    match value {
+        DeValue::String(s) => format!("string {s:?}"),
+        DeValue::Integer(i) => format!("integer {}", i.as_str()),
+        DeValue::Float(f) => format!("float {}", f.as_str()),
+        DeValue::Boolean(b) => format!("boolean {b}"),
+        DeValue::Datetime(_) => "a date".into(),
+        DeValue::Array(_) => "an array".into(),
+        DeValue::Table(_) => "a table".into(),
+    }
+}
+
+/// What `inherit = "…"` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Parent {
+    /// `"none"`: start from nothing.
+    Nothing,
+    /// One of the shipped files.
+    Builtin(&'static str),
+    /// Another file; relative paths are taken from the directory of the file that names it.
+    File(PathBuf),
+}
+
+/// Read an `inherit` value. `None` when it names neither a builtin, `"none"`, nor a path.
+pub(crate) fn parse_parent(value: &str, origin: &Path, builtins: &'static [&'static str]) -> Option<Parent> {
+    if value == "none" {
+        return Some(Parent::Nothing);
+    }
+    if let Some(name) = builtins.iter().find(|name| **name == value) {
+        return Some(Parent::Builtin(name));
+    }
+    if value.contains('/') || value.ends_with(".toml") {
+        let path = match value.strip_prefix("~/") {
+            Some(rest) => match directories::BaseDirs::new() {
+                Some(dirs) => dirs.home_dir().join(rest),
+                None => PathBuf::from(value),
+            },
+            None => PathBuf::from(value),
+        };
+        let path = if path.is_absolute() { path } else { origin.parent().map(|dir| dir.join(&path)).unwrap_or(path) };
+        return Some(Parent::File(path));
+    }
+    None
+}
+
+/// `(expected one of: default, vim, none, or a path to a .toml file)`.
+pub(crate) fn expected_parents(builtins: &[&str]) -> String {
+    format!("expected one of: {}, none, or a path to a .toml file", builtins.join(", "))
+}
+
+/// How a file is known on the inheritance stack: builtins by name, files by their
+/// canonical path when it exists.
+pub(crate) fn identity_of_file(path: &Path) -> String {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    format!("file:{}", path.display())
+}
+
+pub(crate) fn identity_of_builtin(name: &str) -> String {
+    format!("builtin:{name}")
+}
+
+/// `a.toml → b.toml → a.toml` for a cycle message.
+pub(crate) fn cycle_text(stack: &[(String, String)], again: &str) -> String {
+    let start = stack.iter().position(|(id, _)| id == again).unwrap_or(0);
+    let mut names: Vec<&str> = stack[start..].iter().map(|(_, shown)| shown.as_str()).collect();
+    names.push(stack[start].1.as_str());
+    names.join(" → ")
+}
+
+/// The candidate closest to `word`, when it is close enough to be a likely typo.
+pub(crate) fn did_you_mean<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    let limit = (word.chars().count() / 3).clamp(1, 3);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Edit distance counting insertions, deletions, substitutions and swaps of neighbours
+/// (optimal string alignment), case-insensitive.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.to_lowercase().chars().collect();
+    let b: Vec<char> = b.to_lowercase().chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// ` (did you mean "cancel"?)` or nothing.
+pub(crate) fn suggestion<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> String {
+    did_you_mean(word, candidates).map(|c| format!(" (did you mean {c:?}?)")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distances() {
+        assert_eq!(edit_distance("cancel", "cancel"), 0);
+        assert_eq!(edit_distance("cancle", "cancel"), 1);
+        assert_eq!(edit_distance("job", "jobs"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn suggestions() {
+        let names = ["cancel", "confirm", "quit"];
+        assert_eq!(did_you_mean("cancle", names), Some("cancel"));
+        assert_eq!(did_you_mean("Quit", names), Some("quit"));
+        assert_eq!(did_you_mean("xyzzy", names), None);
+        assert_eq!(suggestion("qit", names), " (did you mean \"quit\"?)");
+    }
+
+    #[test]
+    fn parents() {
+        let origin = Path::new("/home/a/.config/flightdeck/my.toml");
+        let builtins: &'static [&'static str] = &["default", "vim"];
+        assert_eq!(parse_parent("none", origin, builtins), Some(Parent::Nothing));
+        assert_eq!(parse_parent("vim", origin, builtins), Some(Parent::Builtin("vim")));
+        assert_eq!(
+            parse_parent("base.toml", origin, builtins),
+            Some(Parent::File(PathBuf::from("/home/a/.config/flightdeck/base.toml")))
+        );
+        assert_eq!(parse_parent("/etc/x.toml", origin, builtins), Some(Parent::File(PathBuf::from("/etc/x.toml"))));
+        assert_eq!(parse_parent("emacs", origin, builtins), None);
+    }
+
+    #[test]
+    fn cycles_are_spelled_out() {
+        let stack =
+            vec![("x".to_string(), "x.toml".to_string()), ("a".into(), "a.toml".into()), ("b".into(), "b.toml".into())];
+        assert_eq!(cycle_text(&stack, "a"), "a.toml → b.toml → a.toml");
+    }
+}

@@ -1,0 +1,143 @@
+//! Text that fits: display widths, control characters made harmless, truncation with `…`.
+//!
+//! Everything a backend reports (job names, reasons, log lines) can hold escape sequences;
+//! drawn raw they would reach the terminal. [`clean`] replaces every control character before
+//! anything is measured or drawn.
+
+use std::borrow::Cow;
+
+use ratatui::text::Span;
+
+/// Display width of one character (0 for combining marks, 2 for wide CJK and emoji).
+pub fn char_width(c: char) -> usize {
+    if c.is_ascii() {
+        return usize::from(!c.is_ascii_control());
+    }
+    let mut buf = [0u8; 4];
+    // `Span::width` measures with unicode-width without allocating for a borrowed str.
+    Span::raw(&*c.encode_utf8(&mut buf)).width()
+}
+
+/// Display width of a string.
+pub fn width(s: &str) -> usize {
+    if s.is_ascii() { s.bytes().filter(|b| !b.is_ascii_control()).count() } else { s.chars().map(char_width).sum() }
+}
+
+/// `s` with tabs as one space and every other control character as `�`, so nothing a
+/// backend sends can move the cursor or change the terminal's state.
+pub fn clean(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(s.chars().map(|c| if c == '\t' { ' ' } else if c.is_control() { '\u{FFFD}' } else { c }).collect())
+}
+
+/// `s` cleaned and cut to at most `max` columns; a cut string ends with `…`.
+pub fn truncate(s: &str, max: usize) -> Cow<'_, str> {
+    let s = clean(s);
+    if width(&s) <= max {
+        return s;
+    }
+    if max == 0 {
+        return Cow::Borrowed("");
+    }
+    let mut out = String::with_capacity(max + 3);
+    let mut used = 0;
+    for c in s.chars() {
+        let w = char_width(c);
+        if used + w > max - 1 {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    Cow::Owned(out)
+}
+
+/// `s` truncated to `width` columns and padded with spaces to exactly `width`, left or
+/// right aligned.
+pub fn fit(s: &str, cols: usize, right: bool) -> String {
+    let t = truncate(s, cols);
+    let pad = cols.saturating_sub(width(&t));
+    if right { format!("{}{t}", " ".repeat(pad)) } else { format!("{t}{}", " ".repeat(pad)) }
+}
+
+/// A duration in the compact form the tables use: `42s`, `7m05s`, `5h07m`, `3d04h`.
+pub fn duration(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}d{h:02}h")
+    } else if h > 0 {
+        format!("{h}h{m:02}m")
+    } else if m > 0 {
+        format!("{m}m{s:02}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// An age for banners: coarse on purpose (whole minutes past one minute), so that a
+/// screen showing it only changes once a minute.
+pub fn age(secs: i64) -> String {
+    let secs = secs.max(0) as u64;
+    if secs < 60 {
+        "<1m".to_string()
+    } else if secs < 3_600 {
+        format!("{}m", secs / 60)
+    } else if secs < 86_400 {
+        format!("{}h{:02}m", secs / 3_600, secs / 60 % 60)
+    } else {
+        format!("{}d{:02}h", secs / 86_400, secs / 3_600 % 24)
+    }
+}
+
+/// Thousands separated with `,` (`100,000`).
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_width() {
+        assert_eq!(truncate("hello", 5), "hello");
+        assert_eq!(truncate("hello!", 5), "hell…");
+        assert_eq!(truncate("hello", 1), "…");
+        assert_eq!(truncate("hello", 0), "");
+        assert_eq!(truncate("日本語テキスト", 5), "日本…");
+        assert_eq!(width(&truncate("日本語テキスト", 6)), 5);
+        assert_eq!(fit("ab", 4, true), "  ab");
+        assert_eq!(fit("abcdef", 4, false), "abc…");
+    }
+
+    #[test]
+    fn control_characters_are_neutralised() {
+        assert_eq!(clean("a\u{1b}[2Jb\tc"), "a\u{FFFD}[2Jb c");
+        assert_eq!(truncate("x\ny", 10), "x\u{FFFD}y");
+        assert!(matches!(clean("plain"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn durations_and_numbers() {
+        assert_eq!(duration(42), "42s");
+        assert_eq!(duration(425), "7m05s");
+        assert_eq!(duration(5 * 3600 + 7 * 60), "5h07m");
+        assert_eq!(duration(3 * 86_400 + 4 * 3600), "3d04h");
+        assert_eq!(age(59), "<1m");
+        assert_eq!(age(61), "1m");
+        assert_eq!(thousands(100_000), "100,000");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+}
