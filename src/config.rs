@@ -2,6 +2,8 @@
 //!
 //! ```toml
 //! read_only = false            # optional: refuse every action that changes anything
+//! theme = "default"            # optional: default | light | high-contrast | mono | a theme file
+//! keymap = "default"           # optional: default | vim | a keymap file
 //!
 //! [[cluster]]
 //! name = "hpc"                 # unique; used in job refs like hpc/1234
@@ -43,6 +45,10 @@ pub struct Config {
     /// Refuse every action that changes anything (submit, cancel, drain …).
     pub read_only: bool,
     pub clusters: Vec<ClusterConfig>,
+    /// The cockpit's theme: a builtin name or a file path (`~` expanded).
+    pub theme: Option<String>,
+    /// The cockpit's keymap: a builtin name or a file path (`~` expanded).
+    pub keymap: Option<String>,
     /// Where this configuration came from (for messages and `flightdeck doctor`).
     pub source: ConfigSource,
 }
@@ -236,6 +242,7 @@ impl Config {
     /// Parse and validate a configuration; `origin` names the file in messages and in
     /// [`Config::source`].
     pub fn from_toml_str(text: &str, origin: &Path) -> Result<Config, ConfigError> {
+        let config_text = text;
         let invalid = |line: usize, key: Option<&str>, message: String| ConfigError::Invalid {
             path: origin.to_path_buf(),
             line,
@@ -371,9 +378,37 @@ impl Config {
             clusters.push(cluster);
         }
 
+        let mut choices = [
+            (None, &raw.theme, "theme", crate::tui::theme::Theme::names()),
+            (None, &raw.keymap, "keymap", crate::tui::keymap::Keymap::names()),
+        ];
+        for (resolved, value, key, builtins) in choices.iter_mut() {
+            let Some(value) = value else { continue };
+            let text = value.get_ref();
+            if builtins.contains(&text.as_str()) {
+                *resolved = Some(text.clone());
+                continue;
+            }
+            let path = expand_tilde(text);
+            if !path.is_file() {
+                return Err(invalid(
+                    tomlpos::line_of(config_text, value.span().start),
+                    Some(key),
+                    format!(
+                        "bad value for `{key}`: `{text}` is neither a builtin {key} ({}) nor an existing file",
+                        builtins.join(", ")
+                    ),
+                ));
+            }
+            *resolved = Some(path.display().to_string());
+        }
+        let [(theme, ..), (keymap, ..)] = choices;
+
         Ok(Config {
             read_only: raw.read_only.unwrap_or(false),
             clusters,
+            theme,
+            keymap,
             source: ConfigSource::File(origin.to_path_buf()),
         })
     }
@@ -385,7 +420,7 @@ impl Config {
             Some(_) => vec![ClusterConfig::new(LOCAL_CLUSTER_NAME, ClusterKind::Slurm)],
             None => Vec::new(),
         };
-        Config { read_only: false, clusters, source: ConfigSource::EmbeddedDefault }
+        Config { read_only: false, clusters, theme: None, keymap: None, source: ConfigSource::EmbeddedDefault }
     }
 
     /// The cluster with this name.
@@ -542,6 +577,10 @@ fn improve_cluster_problem(mut problem: tomlpos::Problem) -> tomlpos::Problem {
 struct RawConfig {
     #[serde(default)]
     read_only: Option<bool>,
+    #[serde(default)]
+    theme: Option<Spanned<String>>,
+    #[serde(default)]
+    keymap: Option<Spanned<String>>,
     #[serde(default)]
     cluster: Vec<Spanned<RawCluster>>,
 }
@@ -996,7 +1035,7 @@ kind = "slurm"
     #[test]
     fn unknown_top_level_key() {
         let shown = refused("read_only = false\nthem = \"dark\"\n", 2, "them");
-        assert_eq!(shown, format!("{FILE}:2: unknown key `them` (expected one of: read_only, cluster)"));
+        assert_eq!(shown, format!("{FILE}:2: unknown key `them` (expected one of: read_only, theme, keymap, cluster)"));
     }
 
     #[test]
@@ -1251,5 +1290,24 @@ kind = "slurm"
         assert_eq!(line_of("a\nb\nc", 2), 2);
         assert_eq!(line_of("a\nb\nc", 4), 3);
         assert_eq!(line_of("a\nb\nc", 99), 3);
+    }
+
+    #[test]
+    fn theme_and_keymap_accept_builtins_and_files() {
+        let config = parse("theme = \"light\"\nkeymap = \"vim\"\n").unwrap();
+        assert_eq!((config.theme.as_deref(), config.keymap.as_deref()), (Some("light"), Some("vim")));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mine.toml");
+        std::fs::write(&file, "").unwrap();
+        let config = parse(&format!("theme = \"{}\"\n", file.display())).unwrap();
+        assert_eq!(config.theme, Some(file.display().to_string()));
+    }
+
+    #[test]
+    fn unknown_theme_names_line_and_key() {
+        let shown = refused("read_only = false\ntheme = \"neon\"\n", 2, "theme");
+        assert!(shown.contains("`neon` is neither a builtin theme (default, light, high-contrast, mono)"), "{shown}");
+        let shown = refused("keymap = \"emacs\"\n", 1, "keymap");
+        assert!(shown.contains("builtin keymap (default, vim)"), "{shown}");
     }
 }

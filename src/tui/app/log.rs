@@ -30,16 +30,7 @@ impl LogStream {
     }
 }
 
-/// One read of a log file (what `Fleet::read_log` answers).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogChunk {
-    pub data: String,
-    /// Where the next read starts.
-    pub offset: u64,
-    /// Bytes between the requested start and `data` that were not sent (the file grew by
-    /// more than one read, or, for a first read, everything before the tail).
-    pub dropped: u64,
-}
+pub use crate::backend::LogChunk;
 
 /// A marker line in the buffer (drawn dimmed).
 pub const SKIP_MARK: char = '\u{0}';
@@ -52,7 +43,7 @@ pub struct LogBuffer {
     pub partial: String,
     /// Lines pushed out of the buffer so far.
     pub dropped_lines: u64,
-    /// Bytes before the first read's tail that were never loaded.
+    /// Bytes before the first read's tail, never loaded.
     pub skipped_before: u64,
     /// Where the next read starts; `None` before the first answer.
     pub offset: Option<u64>,
@@ -65,18 +56,20 @@ impl LogBuffer {
     /// Fold one answer in; `first`: it answers a read from the tail (`from: None`).
     pub fn push(&mut self, chunk: LogChunk, first: bool) {
         self.error = None;
+        // Where the data starts in the file: a first read (the tail) that does not start at
+        // the beginning begins mid-line, so its first fragment is left out.
+        let start = chunk.offset.saturating_sub(chunk.data.len() as u64);
         if first {
             self.lines.clear();
             self.partial.clear();
             self.dropped_lines = 0;
-            self.skipped_before = chunk.dropped;
+            self.skipped_before = start;
         } else if chunk.dropped > 0 {
             self.flush_partial();
             self.push_line(format!("{SKIP_MARK}… {} bytes skipped …", chunk.dropped));
         }
         let mut text = std::mem::take(&mut self.partial);
-        // A tail that starts mid-line begins with a fragment: leave it out.
-        let data = if first && chunk.dropped > 0 {
+        let data = if first && start > 0 {
             chunk.data.split_once('\n').map_or("", |(_, rest)| rest)
         } else {
             chunk.data.as_str()
@@ -150,8 +143,12 @@ mod tests {
     #[test]
     fn a_tail_drops_its_first_fragment() {
         let mut b = LogBuffer::default();
-        b.push(chunk("ment\nfull line\n", 1000, 500), true);
+        b.push(chunk("ment\nfull line\n", 1000, 0), true);
         assert_eq!(b.lines, ["full line"]);
-        assert_eq!(b.skipped_before, 500);
+        assert_eq!(b.skipped_before, 985);
+        let mut whole = LogBuffer::default();
+        whole.push(chunk("first\n", 6, 0), true);
+        assert_eq!(whole.lines, ["first"]);
+        assert_eq!(whole.skipped_before, 0);
     }
 }

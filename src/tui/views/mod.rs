@@ -1,5 +1,102 @@
-//! Drawing: `render(app, frame)` lays out the header, the current screen, the status and
-//! footer lines and the overlays (help, dialog, toasts). Views only read the `App`.
+//! Drawing. [`render`] lays out the header, the current screen, the footer (or the prompt
+//! being typed) and the overlays (help, dialog, toasts). Views only read the `App`; tables
+//! format only the rows that are on screen.
+
+pub mod detail;
+pub mod dialog;
+pub mod footer;
+pub mod gpus;
+pub mod header;
+pub mod help;
+pub mod jobs;
+pub mod nodes;
+pub mod overview;
+pub mod submit;
+pub mod toasts;
+
 use ratatui::Frame;
-use super::App;
-pub fn render(_app: &App, _frame: &mut Frame) {}
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+
+use super::app::{App, Screen};
+use super::theme::Slot;
+use super::widgets::text;
+
+/// Smallest terminal the cockpit draws in; below it, one line says so.
+pub const MIN_WIDTH: u16 = 40;
+pub const MIN_HEIGHT: u16 = 8;
+
+/// Draw the whole screen.
+pub fn render(app: &App, frame: &mut Frame) {
+    let area = frame.area();
+    let theme = app.theme();
+    frame.buffer_mut().set_style(area, theme.style(Slot::Base));
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let msg = format!("terminal too small: {}×{} (need {MIN_WIDTH}×{MIN_HEIGHT})", area.width, area.height);
+        put(frame.buffer_mut(), area.x, area.y, area.width, &msg, theme.style(Slot::Warning));
+        return;
+    }
+    let [top, body, bottom] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
+    header::render(app, frame, top);
+    match app.screen() {
+        Screen::Overview => overview::render(app, frame, body),
+        Screen::Jobs => jobs::render(app, frame, body),
+        Screen::Nodes => nodes::render(app, frame, body),
+        Screen::Gpus => gpus::render(app, frame, body),
+        Screen::Detail => detail::render(app, frame, body),
+        Screen::Submit => submit::render(app, frame, body),
+    }
+    footer::render(app, frame, bottom);
+    if app.help_open() {
+        help::render(app, frame, body);
+    }
+    if app.dialog().is_some() {
+        dialog::render(app, frame, body);
+    }
+    toasts::render(app, frame, body);
+}
+
+/// Write `s` (cleaned, cut with `…` to `width`) at `x, y`.
+pub fn put(buf: &mut Buffer, x: u16, y: u16, width: u16, s: &str, style: Style) -> u16 {
+    let t = text::truncate(s, width as usize);
+    let (end, _) = buf.set_stringn(x, y, &t, width as usize, style);
+    end - x
+}
+
+/// Spans laid out on one line, cut with `…` when they do not fit.
+pub fn put_spans(buf: &mut Buffer, area: Rect, spans: &[Span<'_>]) {
+    let mut x = area.x;
+    let end = area.x + area.width;
+    for span in spans {
+        if x >= end {
+            break;
+        }
+        let w = put(buf, x, area.y, end - x, &span.content, span.style);
+        x += w;
+    }
+}
+
+/// A bordered block with a title, in the theme's colours.
+pub fn block<'a>(app: &App, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
+    let theme = app.theme();
+    Block::bordered()
+        .border_style(theme.style(if focused { Slot::BorderFocused } else { Slot::Border }))
+        .title_style(theme.style(Slot::Title))
+        .title(title)
+}
+
+/// A centered rectangle of at most `w`×`h` inside `area`.
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
+}
+
+/// A paragraph of plain lines, cut to the area (no wrapping).
+pub fn lines_paragraph<'a>(lines: Vec<Line<'a>>) -> Paragraph<'a> {
+    Paragraph::new(lines)
+}

@@ -15,6 +15,7 @@ use super::flex::{LStr, LenientVec, MaybeObject, drain_seq, ignore_shapes};
 use super::jobs_json::JobRecord;
 use super::meta::Meta;
 use super::nodes_json::{NodeMerger, NodeRecord, SinfoRecord};
+use super::record::lenient_record;
 use super::{JobsDoc, NodesDoc, ParseError};
 use crate::model::Job;
 
@@ -175,14 +176,12 @@ impl<'de, F: FnMut(R), R: Deserialize<'de>> Visitor<'de> for RecordsSeed<F, R> {
     ignore_shapes!('de, bool = false; scalars, map);
 }
 
-/// One entry of `errors`: `{description, error, error_number, source}`.
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct ErrorEntry<'a> {
-    #[serde(borrow)]
-    description: LStr<'a>,
-    #[serde(borrow)]
-    error: LStr<'a>,
+lenient_record! {
+    /// One entry of `errors`: `{description, error, error_number, source}`.
+    struct ErrorEntry<'a> {
+        description: LStr<'a> = b"description",
+        error: LStr<'a> = b"error",
+    }
 }
 
 enum TopKey {

@@ -7,9 +7,11 @@
 
 use std::fmt;
 
+use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use super::flex::{Flex, LBool, LStr, NO_VAL, StrList, ignore_shapes};
+use super::flex::{Flex, LBool, NO_VAL, StrList, ignore_shapes};
+use super::record::lenient_record;
 use crate::model::ExitStatus;
 
 /// Decode a POSIX wait status as Slurm stores it: `768` → code 3; `15` → signal 15 (code
@@ -75,19 +77,29 @@ impl<'de> Deserialize<'de> for ExitKey {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a key")
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<ExitKey, E> {
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                self.visit_bytes(v.as_bytes())
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<ExitKey, E> {
                 Ok(match v {
-                    "set" => ExitKey::Set,
-                    "infinite" => ExitKey::Infinite,
-                    "number" => ExitKey::Number,
-                    "status" => ExitKey::Status,
-                    "return_code" => ExitKey::ReturnCode,
-                    "signal" => ExitKey::Signal,
+                    b"set" => ExitKey::Set,
+                    b"infinite" => ExitKey::Infinite,
+                    b"number" => ExitKey::Number,
+                    b"status" => ExitKey::Status,
+                    b"return_code" => ExitKey::ReturnCode,
+                    b"signal" => ExitKey::Signal,
                     _ => ExitKey::Other,
                 })
             }
         }
-        d.deserialize_identifier(V)
+        d.deserialize_bytes(V)
+    }
+}
+
+lenient_record! {
+    /// `signal` as an object: `{id, name}`, the id a flex number.
+    struct SignalObject {
+        id: Flex = b"id",
     }
 }
 
@@ -116,16 +128,9 @@ impl<'de> Deserialize<'de> for SignalField {
             fn visit_f64<E: de::Error>(self, _: f64) -> Result<SignalField, E> {
                 Ok(SignalField(None))
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SignalField, A::Error> {
-                let mut id = None;
-                while let Some(key) = map.next_key::<LStr>()? {
-                    if key.as_str() == "id" {
-                        id = map.next_value::<Flex>()?.as_i64();
-                    } else {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-                Ok(SignalField(id))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<SignalField, A::Error> {
+                let signal = SignalObject::deserialize(MapAccessDeserializer::new(map))?;
+                Ok(SignalField(signal.id.as_i64()))
             }
         }
         d.deserialize_any(V)

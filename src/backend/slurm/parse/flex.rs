@@ -161,16 +161,19 @@ impl<'de> Deserialize<'de> for FlexKey {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a key")
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<FlexKey, E> {
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                self.visit_bytes(v.as_bytes())
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<FlexKey, E> {
                 Ok(match v {
-                    "set" => FlexKey::Set,
-                    "infinite" => FlexKey::Infinite,
-                    "number" => FlexKey::Number,
+                    b"set" => FlexKey::Set,
+                    b"infinite" => FlexKey::Infinite,
+                    b"number" => FlexKey::Number,
                     _ => FlexKey::Other,
                 })
             }
         }
-        d.deserialize_identifier(V)
+        d.deserialize_bytes(V)
     }
 }
 

@@ -25,6 +25,9 @@ const MAX_INDICES: usize = 4096;
 /// Other GRES (`shard`, `mps`, …) are ignored.
 pub fn parse_gres(s: &str) -> Vec<GresItem> {
     let mut out = Vec::new();
+    if !s.contains("gpu") {
+        return out;
+    }
     for entry in split_top_level(s) {
         let (body, suffix) = split_suffix(entry);
         let Some((model, count)) = gpu_spec(body) else { continue };
@@ -47,6 +50,9 @@ pub struct GpuRequest {
 /// The GPUs in a TRES request string such as `cpu=2,gres/gpu:a100=2` or
 /// `gres:gpu:h100:1,gres:gpu:h200:1`.
 pub fn gpu_request(s: &str) -> GpuRequest {
+    if !s.contains("gpu") {
+        return GpuRequest::default();
+    }
     let mut tally = GpuTally::default();
     for entry in split_top_level(s) {
         let (body, _) = split_suffix(entry);
@@ -87,24 +93,28 @@ pub(crate) fn clamp_u32(v: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
 }
 
-/// Split at commas outside parentheses.
+/// Split at commas outside parentheses; pieces trimmed, blanks dropped.
 pub(crate) fn split_top_level(s: &str) -> impl Iterator<Item = &str> {
-    let mut depth = 0usize;
-    let mut start = 0usize;
-    let mut pieces = Vec::new();
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                pieces.push(&s[start..i]);
-                start = i + 1;
+    let mut rest = Some(s);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        let mut depth = 0usize;
+        for (i, c) in text.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                ',' if depth == 0 => {
+                    rest = Some(&text[i + 1..]);
+                    return Some(&text[..i]);
+                }
+                _ => {}
             }
-            _ => {}
         }
-    }
-    pieces.push(&s[start..]);
-    pieces.into_iter().map(str::trim).filter(|p| !p.is_empty())
+        rest = None;
+        Some(text)
+    })
+    .map(str::trim)
+    .filter(|p| !p.is_empty())
 }
 
 /// `gpu:a100:2(IDX:0-1)` → (`gpu:a100:2`, Some(`IDX:0-1`)).

@@ -4,148 +4,112 @@
 //! large `job_resources`) without building anything. Every field is a lenient type, so a
 //! field of the wrong type reads as unset instead of failing the document.
 
-use serde::Deserialize;
-
 use super::exit::ExitField;
 use super::flex::{Flex, LBool, LStr, Lenient, LenientVec, StrList};
 use super::gres::{GpuTally, clamp_u32, gpu_request, gpu_spec, parse_gres};
 use super::hostlist::expand_hostlist;
+use super::record::lenient_record;
 use super::states::job_state_with_reason;
 use super::stdout_pattern::{PatternFields, expand_stdout_pattern};
 use crate::model::{ArrayInfo, GpuAllocation, Job, JobRef};
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct JobRecord<'a> {
-    #[serde(borrow)]
-    account: LStr<'a>,
-    array_job_id: Flex,
-    array_task_id: Flex,
-    #[serde(borrow)]
-    array_task_string: LStr<'a>,
-    cpus: Flex,
-    #[serde(borrow)]
-    current_working_directory: LStr<'a>,
-    end_time: Flex,
-    exit_code: ExitField,
-    #[serde(borrow)]
-    gres_detail: StrList<'a>,
-    hold: LBool,
-    job_id: Flex,
-    #[serde(borrow)]
-    job_state: StrList<'a>,
-    memory_per_cpu: Flex,
-    memory_per_node: Flex,
-    #[serde(borrow)]
-    name: LStr<'a>,
-    node_count: Flex,
-    #[serde(borrow)]
-    nodes: LStr<'a>,
-    #[serde(borrow)]
-    partition: LStr<'a>,
-    priority: Flex,
-    #[serde(borrow)]
-    standard_error: LStr<'a>,
-    #[serde(borrow)]
-    standard_output: LStr<'a>,
-    start_time: Flex,
-    #[serde(borrow)]
-    state_reason: LStr<'a>,
-    #[serde(borrow)]
-    stderr_expanded: LStr<'a>,
-    #[serde(borrow)]
-    stdout_expanded: LStr<'a>,
-    submit_time: Flex,
-    tasks: Flex,
-    time_limit: Flex,
-    #[serde(borrow)]
-    tres_alloc_str: LStr<'a>,
-    #[serde(borrow)]
-    tres_per_job: LStr<'a>,
-    #[serde(borrow)]
-    tres_per_node: LStr<'a>,
-    #[serde(borrow)]
-    tres_per_socket: LStr<'a>,
-    #[serde(borrow)]
-    tres_per_task: LStr<'a>,
-    #[serde(borrow)]
-    tres_req_str: LStr<'a>,
-    #[serde(borrow)]
-    user_name: LStr<'a>,
+lenient_record! {
+    pub(crate) struct JobRecord<'a> {
+        account: LStr<'a> = b"account",
+        array_job_id: Flex = b"array_job_id",
+        array_task_id: Flex = b"array_task_id",
+        array_task_string: LStr<'a> = b"array_task_string",
+        cpus: Flex = b"cpus",
+        current_working_directory: LStr<'a> = b"current_working_directory",
+        end_time: Flex = b"end_time",
+        exit_code: ExitField = b"exit_code",
+        gres_detail: StrList<'a> = b"gres_detail",
+        hold: LBool = b"hold",
+        job_id: Flex = b"job_id",
+        job_state: StrList<'a> = b"job_state",
+        memory_per_cpu: Flex = b"memory_per_cpu",
+        memory_per_node: Flex = b"memory_per_node",
+        name: LStr<'a> = b"name",
+        node_count: Flex = b"node_count",
+        nodes: LStr<'a> = b"nodes",
+        partition: LStr<'a> = b"partition",
+        priority: Flex = b"priority",
+        standard_error: LStr<'a> = b"standard_error",
+        standard_output: LStr<'a> = b"standard_output",
+        start_time: Flex = b"start_time",
+        state_reason: LStr<'a> = b"state_reason",
+        stderr_expanded: LStr<'a> = b"stderr_expanded",
+        stdout_expanded: LStr<'a> = b"stdout_expanded",
+        submit_time: Flex = b"submit_time",
+        tasks: Flex = b"tasks",
+        time_limit: Flex = b"time_limit",
+        tres_alloc_str: LStr<'a> = b"tres_alloc_str",
+        tres_per_job: LStr<'a> = b"tres_per_job",
+        tres_per_node: LStr<'a> = b"tres_per_node",
+        tres_per_socket: LStr<'a> = b"tres_per_socket",
+        tres_per_task: LStr<'a> = b"tres_per_task",
+        tres_req_str: LStr<'a> = b"tres_req_str",
+        user_name: LStr<'a> = b"user_name",
 
-    // The `sacct --json` shape (slurmdbd records).
-    #[serde(borrow)]
-    array: Lenient<SacctArray<'a>>,
-    #[serde(borrow)]
-    state: Lenient<SacctState<'a>>,
-    time: Lenient<SacctTime>,
-    required: Lenient<SacctRequired>,
-    #[serde(borrow)]
-    tres: Lenient<SacctTres<'a>>,
-    #[serde(borrow)]
-    user: LStr<'a>,
-    #[serde(borrow)]
-    working_directory: LStr<'a>,
-    #[serde(borrow)]
-    stdout: LStr<'a>,
-    #[serde(borrow)]
-    stderr: LStr<'a>,
-    allocation_nodes: Flex,
+        // The `sacct --json` shape (slurmdbd records).
+        array: Lenient<SacctArray<'a>> = b"array",
+        state: Lenient<SacctState<'a>> = b"state",
+        time: Lenient<SacctTime> = b"time",
+        required: Lenient<SacctRequired> = b"required",
+        tres: Lenient<SacctTres<'a>> = b"tres",
+        user: LStr<'a> = b"user",
+        working_directory: LStr<'a> = b"working_directory",
+        stdout: LStr<'a> = b"stdout",
+        stderr: LStr<'a> = b"stderr",
+        allocation_nodes: Flex = b"allocation_nodes",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SacctArray<'a> {
-    job_id: Flex,
-    task_id: Flex,
-    #[serde(borrow)]
-    task: LStr<'a>,
+lenient_record! {
+    struct SacctArray<'a> {
+        job_id: Flex = b"job_id",
+        task_id: Flex = b"task_id",
+        task: LStr<'a> = b"task",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SacctState<'a> {
-    #[serde(borrow)]
-    current: StrList<'a>,
-    #[serde(borrow)]
-    reason: LStr<'a>,
+lenient_record! {
+    struct SacctState<'a> {
+        current: StrList<'a> = b"current",
+        reason: LStr<'a> = b"reason",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SacctTime {
-    submission: Flex,
-    start: Flex,
-    end: Flex,
-    limit: Flex,
+lenient_record! {
+    struct SacctTime {
+        submission: Flex = b"submission",
+        start: Flex = b"start",
+        end: Flex = b"end",
+        limit: Flex = b"limit",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SacctRequired {
-    #[serde(rename = "CPUs")]
-    cpus: Flex,
-    memory_per_cpu: Flex,
-    memory_per_node: Flex,
+lenient_record! {
+    struct SacctRequired {
+        cpus: Flex = b"CPUs",
+        memory_per_cpu: Flex = b"memory_per_cpu",
+        memory_per_node: Flex = b"memory_per_node",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SacctTres<'a> {
-    #[serde(borrow)]
-    allocated: LenientVec<TresEntry<'a>>,
-    #[serde(borrow)]
-    requested: LenientVec<TresEntry<'a>>,
+lenient_record! {
+    struct SacctTres<'a> {
+        allocated: LenientVec<TresEntry<'a>> = b"allocated",
+        requested: LenientVec<TresEntry<'a>> = b"requested",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct TresEntry<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: LStr<'a>,
-    #[serde(borrow)]
-    name: LStr<'a>,
-    count: Flex,
+lenient_record! {
+    struct TresEntry<'a> {
+        kind: LStr<'a> = b"type",
+        name: LStr<'a> = b"name",
+        count: Flex = b"count",
+    }
 }
 
 impl SacctTres<'_> {
@@ -207,8 +171,15 @@ impl<'a> JobRecord<'a> {
         // State.
         let sacct_state = &self.state.0;
         let states_list = if self.job_state.is_empty() { &sacct_state.current } else { &self.job_state };
-        let states: Vec<&str> = states_list.iter().collect();
-        let native_state = states.join(",");
+        // A base state and a few flags: kept on the stack.
+        let mut buf = [""; 8];
+        let mut n = 0;
+        for st in states_list.iter().take(buf.len()) {
+            buf[n] = st;
+            n += 1;
+        }
+        let states = &buf[..n];
+        let native_state = states_list.joined();
         let reason = self
             .state_reason
             .non_empty()
@@ -216,7 +187,7 @@ impl<'a> JobRecord<'a> {
             .map(str::trim)
             .filter(|r| !r.eq_ignore_ascii_case("None"))
             .map(str::to_string);
-        let state = job_state_with_reason(&states, reason.as_deref(), self.hold.0);
+        let state = job_state_with_reason(states, reason.as_deref(), self.hold.0);
 
         let mut job = Job::new(JobRef::new(cluster, id), state);
         job.native_state = native_state;

@@ -12,14 +12,13 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 
 use super::flex::{Flex, Lenient, ignore_shapes};
+use super::record::lenient_record;
 
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
-pub(crate) struct Meta<'a> {
-    #[serde(borrow)]
-    slurm: Lenient<MetaSlurm<'a>>,
-    #[serde(borrow, rename = "Slurm")]
-    slurm_old: Lenient<MetaSlurm<'a>>,
+lenient_record! {
+    pub(crate) struct Meta<'a> {
+        slurm: Lenient<MetaSlurm<'a>> = b"slurm",
+        slurm_old: Lenient<MetaSlurm<'a>> = b"Slurm",
+    }
 }
 
 impl Meta<'_> {
@@ -29,12 +28,11 @@ impl Meta<'_> {
     }
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
-struct MetaSlurm<'a> {
-    #[serde(borrow)]
-    release: Release<'a>,
-    version: Lenient<Version>,
+lenient_record! {
+    struct MetaSlurm<'a> {
+        release: Release<'a> = b"release",
+        version: Lenient<Version> = b"version",
+    }
 }
 
 impl MetaSlurm<'_> {
@@ -48,13 +46,13 @@ impl MetaSlurm<'_> {
     }
 }
 
-/// `{major, minor, micro}`, integers or numeric strings.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
-struct Version {
-    major: Flex,
-    minor: Flex,
-    micro: Flex,
+lenient_record! {
+    /// `{major, minor, micro}`, integers or numeric strings.
+    struct Version {
+        major: Flex = b"major",
+        minor: Flex = b"minor",
+        micro: Flex = b"micro",
+    }
 }
 
 impl Version {

@@ -15,7 +15,8 @@
 //! value of the wrong type degrades to "unset" instead of failing the document. Only broken
 //! JSON (or a document without the expected array) is an error.
 //!
-//! One file per job: `flex` (lenient value types), `doc` (the streaming top level), `meta`,
+//! One file per job: `flex` (lenient value types), `record` (records naming only the fields
+//! they use), `doc` (the streaming top level), `meta`,
 //! `jobs_json`, `nodes_json`, `text`, `gres`, `states`, `exit`, `stdout_pattern`, `hostlist`.
 
 mod doc;
@@ -26,6 +27,7 @@ pub mod hostlist;
 mod jobs_json;
 mod meta;
 mod nodes_json;
+mod record;
 pub mod states;
 pub mod stdout_pattern;
 pub mod text;

@@ -3,127 +3,102 @@
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
-
 use super::flex::{Flex, LStr, Lenient, StrList};
 use super::gres::parse_gres;
 use super::hostlist::expand_hostlist;
+use super::record::lenient_record;
 use super::states::node_state_from_slurm;
 use crate::model::{GpuSlot, Node};
 
-/// One node of `scontrol show node --json` or 22.05's `sinfo --json`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct NodeRecord<'a> {
-    #[serde(borrow)]
-    name: LStr<'a>,
-    #[serde(borrow)]
-    hostname: LStr<'a>,
-    #[serde(borrow)]
-    state: StrList<'a>,
-    #[serde(borrow)]
-    state_flags: StrList<'a>,
-    #[serde(borrow)]
-    reason: LStr<'a>,
-    #[serde(borrow)]
-    reason_set_by_user: LStr<'a>,
-    reason_changed_at: Flex,
-    #[serde(borrow)]
-    gres: LStr<'a>,
-    #[serde(borrow)]
-    gres_used: LStr<'a>,
-    cpus: Flex,
-    alloc_cpus: Flex,
-    real_memory: Flex,
-    alloc_memory: Flex,
-    #[serde(borrow)]
-    partitions: StrList<'a>,
-    #[serde(borrow)]
-    features: StrList<'a>,
+lenient_record! {
+    /// One node of `scontrol show node --json` or 22.05's `sinfo --json`.
+    pub(crate) struct NodeRecord<'a> {
+        name: LStr<'a> = b"name",
+        hostname: LStr<'a> = b"hostname",
+        state: StrList<'a> = b"state",
+        state_flags: StrList<'a> = b"state_flags",
+        reason: LStr<'a> = b"reason",
+        reason_set_by_user: LStr<'a> = b"reason_set_by_user",
+        reason_changed_at: Flex = b"reason_changed_at",
+        gres: LStr<'a> = b"gres",
+        gres_used: LStr<'a> = b"gres_used",
+        cpus: Flex = b"cpus",
+        alloc_cpus: Flex = b"alloc_cpus",
+        real_memory: Flex = b"real_memory",
+        alloc_memory: Flex = b"alloc_memory",
+        partitions: StrList<'a> = b"partitions",
+        features: StrList<'a> = b"features",
+    }
 }
 
-/// One aggregated record of `sinfo --json` (23.02+): a group of nodes sharing a state and
-/// partition. Per-node values are estimated from the group (see [`NodeMerger::add_sinfo`]).
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct SinfoRecord<'a> {
-    #[serde(borrow)]
-    node: Lenient<SinfoNode<'a>>,
-    #[serde(borrow)]
-    nodes: Lenient<SinfoNodes<'a>>,
-    cpus: Lenient<SinfoCpus>,
-    memory: Lenient<SinfoMemory>,
-    #[serde(borrow)]
-    gres: Lenient<SinfoGres<'a>>,
-    #[serde(borrow)]
-    features: Lenient<SinfoFeatures<'a>>,
-    #[serde(borrow)]
-    partition: Lenient<SinfoPartition<'a>>,
-    #[serde(borrow)]
-    reason: Lenient<SinfoReason<'a>>,
+lenient_record! {
+    /// One aggregated record of `sinfo --json` (23.02+): a group of nodes sharing a state and
+    /// partition. Per-node values are estimated from the group (see [`NodeMerger::add_sinfo`]).
+    pub(crate) struct SinfoRecord<'a> {
+        node: Lenient<SinfoNode<'a>> = b"node",
+        nodes: Lenient<SinfoNodes<'a>> = b"nodes",
+        cpus: Lenient<SinfoCpus> = b"cpus",
+        memory: Lenient<SinfoMemory> = b"memory",
+        gres: Lenient<SinfoGres<'a>> = b"gres",
+        features: Lenient<SinfoFeatures<'a>> = b"features",
+        partition: Lenient<SinfoPartition<'a>> = b"partition",
+        reason: Lenient<SinfoReason<'a>> = b"reason",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SinfoNode<'a> {
-    #[serde(borrow)]
-    state: StrList<'a>,
+lenient_record! {
+    struct SinfoNode<'a> {
+        state: StrList<'a> = b"state",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SinfoNodes<'a> {
-    #[serde(borrow)]
-    nodes: StrList<'a>,
-    total: Flex,
+lenient_record! {
+    struct SinfoNodes<'a> {
+        nodes: StrList<'a> = b"nodes",
+        total: Flex = b"total",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SinfoCpus {
-    allocated: Flex,
-    total: Flex,
-    maximum: Flex,
+lenient_record! {
+    struct SinfoCpus {
+        allocated: Flex = b"allocated",
+        total: Flex = b"total",
+        maximum: Flex = b"maximum",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SinfoMemory {
-    maximum: Flex,
-    allocated: Flex,
+lenient_record! {
+    struct SinfoMemory {
+        maximum: Flex = b"maximum",
+        allocated: Flex = b"allocated",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SinfoGres<'a> {
-    #[serde(borrow)]
-    total: LStr<'a>,
-    #[serde(borrow)]
-    used: LStr<'a>,
+lenient_record! {
+    struct SinfoGres<'a> {
+        total: LStr<'a> = b"total",
+        used: LStr<'a> = b"used",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SinfoFeatures<'a> {
-    #[serde(borrow)]
-    total: StrList<'a>,
+lenient_record! {
+    struct SinfoFeatures<'a> {
+        total: StrList<'a> = b"total",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SinfoPartition<'a> {
-    #[serde(borrow)]
-    name: LStr<'a>,
+lenient_record! {
+    struct SinfoPartition<'a> {
+        name: LStr<'a> = b"name",
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SinfoReason<'a> {
-    #[serde(borrow)]
-    description: LStr<'a>,
-    time: Flex,
-    #[serde(borrow)]
-    user: LStr<'a>,
+lenient_record! {
+    struct SinfoReason<'a> {
+        description: LStr<'a> = b"description",
+        time: Flex = b"time",
+        user: LStr<'a> = b"user",
+    }
 }
 
 /// GPU slots from a node's `gres` (totals per type) and `gres_used` (allocations per type).

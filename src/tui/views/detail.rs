@@ -1,0 +1,176 @@
+//! One job: every field, then the tail of its stdout or stderr (followed while `follow` is
+//! on).
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{block, put};
+use crate::model::Job;
+use crate::tui::app::lists::elapsed_secs;
+use crate::tui::app::log::SKIP_MARK;
+use crate::tui::app::{App, Detail};
+use crate::tui::theme::Slot;
+use crate::tui::widgets::text;
+
+fn when(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
+    t.map_or_else(|| "-".into(), |t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+}
+
+fn opt(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "-".into())
+}
+
+/// Every field of the job, as label/value pairs.
+pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec<(&'static str, String)> {
+    let allocs: Vec<String> = job
+        .gpu_allocations
+        .iter()
+        .map(|a| {
+            let mut s = format!("{}:{}×{}", a.node, a.model.as_deref().unwrap_or("gpu"), a.count);
+            if !a.indices.is_empty() {
+                let idx: Vec<String> = a.indices.iter().map(u32::to_string).collect();
+                s.push_str(&format!("[{}]", idx.join(",")));
+            }
+            s
+        })
+        .collect();
+    vec![
+        ("job", job.job_ref.to_string()),
+        ("name", job.name.clone()),
+        ("user", job.user.clone()),
+        ("account", opt(&job.account)),
+        ("partition", job.partition.clone()),
+        ("state", format!("{} ({})", job.state, job.native_state)),
+        ("reason", opt(&job.reason)),
+        ("priority", job.priority.map_or_else(|| "-".into(), |p| p.to_string())),
+        ("GPUs", format!("{} requested, {} allocated", job.gpus_requested, job.gpus_allocated)),
+        ("GPU model", opt(&job.gpu_model)),
+        ("GPU slots", if allocs.is_empty() { "-".into() } else { allocs.join(" ") }),
+        ("nodes", if job.nodes.is_empty() { format!("({})", job.node_count) } else { job.nodes.join(",") }),
+        ("CPUs", job.cpus.to_string()),
+        ("memory", job.memory_mb.map_or_else(|| "-".into(), |m| format!("{m} MiB"))),
+        ("submitted", when(job.submit_time)),
+        ("started", when(job.start_time)),
+        ("ended", when(job.end_time)),
+        ("elapsed", elapsed_secs(job, taken_at).map_or_else(|| "-".into(), text::duration)),
+        ("time limit", job.time_limit_secs.map_or_else(|| "unlimited".into(), text::duration)),
+        ("exit", job.exit.map_or_else(|| "-".into(), |e| e.to_string())),
+        ("workdir", opt(&job.workdir)),
+        ("stdout", opt(&job.stdout_path)),
+        ("stderr", opt(&job.stderr_path)),
+        (
+            "array",
+            job.array.as_ref().map_or_else(
+                || "-".into(),
+                |a| {
+                    let mut s = a.array_id.clone();
+                    if let Some(t) = a.task_id {
+                        s.push_str(&format!(" task {t}"));
+                    }
+                    if let Some(p) = &a.pending_tasks {
+                        s.push_str(&format!(" pending {p}"));
+                    }
+                    s
+                },
+            ),
+        ),
+    ]
+}
+
+pub fn render(app: &App, frame: &mut Frame, area: Rect) {
+    let Some(d) = app.detail() else { return };
+    let theme = app.theme();
+    let fields = fields(&d.last, d.taken_at);
+    let cols = ((area.width.saturating_sub(2)) / 50).clamp(1, 3) as usize;
+    let rows = fields.len().div_ceil(cols);
+    let fields_h = (rows as u16 + 2).min(area.height / 2).max(3);
+    let [top, bottom] = Layout::vertical([Constraint::Length(fields_h), Constraint::Min(3)]).areas(area);
+
+    let mut title = format!(" {} · {} ", d.job, text::truncate(&d.last.name, 40));
+    if d.gone {
+        title.push_str("· no longer in the queue ");
+    }
+    let b = block(app, title, false);
+    let inner = b.inner(top);
+    frame.render_widget(b, top);
+    let col_w = inner.width / cols as u16;
+    let label_w = 10u16;
+    let buf = frame.buffer_mut();
+    for (i, (label, value)) in fields.iter().enumerate() {
+        let (c, r) = (i / rows, i % rows);
+        if r as u16 >= inner.height {
+            continue;
+        }
+        let x = inner.x + c as u16 * col_w;
+        let y = inner.y + r as u16;
+        put(buf, x, y, label_w.min(col_w), label, theme.style(Slot::Dim));
+        let vw = col_w.saturating_sub(label_w + 1);
+        let style = if *label == "state" { theme.job_state(d.last.state) } else { theme.style(Slot::Base) };
+        put(buf, x + label_w + 1, y, vw, value, style);
+    }
+    render_log(app, d, frame, bottom);
+}
+
+fn render_log(app: &App, d: &Detail, frame: &mut Frame, area: Rect) {
+    let theme = app.theme();
+    let path = d.path();
+    let mut title = format!(" {}", d.stream.as_str());
+    if let Ok(p) = path {
+        title.push_str(&format!(": {p}"));
+    }
+    if d.follow {
+        title.push_str(" · following");
+    }
+    if d.log.waiting.is_some() {
+        title.push_str(" · reading…");
+    }
+    title.push(' ');
+    let b = block(app, text::clean(&title).into_owned(), true);
+    let inner = b.inner(area);
+    frame.render_widget(b, area);
+    if inner.height == 0 {
+        return;
+    }
+    let mut lines: Vec<Line> = Vec::new();
+    let mut height = inner.height as usize;
+    if let Err(why) = path {
+        lines.push(Line::styled(why, theme.style(Slot::Dim)));
+    } else if let Some(e) = &d.log.error {
+        lines.push(Line::styled(format!("cannot read the log: {}", text::clean(e)), theme.style(Slot::Error)));
+        height = height.saturating_sub(1);
+    }
+    if path.is_ok() {
+        let dropped = d.log.dropped_lines;
+        let skipped = d.log.skipped_before;
+        let marker = if dropped > 0 {
+            Some(format!("… {} lines dropped", text::thousands(dropped as usize)))
+        } else if skipped > 0 {
+            Some(format!("… {} earlier bytes not loaded", text::thousands(skipped as usize)))
+        } else {
+            None
+        };
+        // The marker stays on the first line of the pane, whatever the scroll.
+        if let Some(m) = marker {
+            lines.push(Line::styled(m, theme.style(Slot::Dim)));
+            height = height.saturating_sub(1);
+        }
+        let n = d.log.len();
+        let end = n - d.scroll.min(n);
+        let start = end.saturating_sub(height);
+        if n == 0 && d.log.waiting.is_none() && d.log.error.is_none() && d.log.offset.is_some() {
+            lines.push(Line::styled("(empty)", theme.style(Slot::Dim)));
+        }
+        for i in start..end {
+            let Some(line) = d.log.line(i) else { continue };
+            if let Some(mark) = line.strip_prefix(SKIP_MARK) {
+                lines.push(Line::styled(mark.to_string(), theme.style(Slot::Dim)));
+            } else {
+                lines.push(Line::from(Span::raw(text::truncate(line, inner.width as usize).into_owned())));
+            }
+        }
+    }
+    let lines: Vec<Line> = lines.into_iter().take(inner.height as usize).collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}

@@ -1,0 +1,169 @@
+//! The nodes table: state and flags, GPUs per model, broken GPUs, CPU and memory in use,
+//! and the reason a node is out of service with who set it.
+
+use std::borrow::Cow;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
+use super::block;
+use crate::model::Node;
+use crate::tui::app::App;
+use crate::tui::app::lists::NodeColumn;
+use crate::tui::theme::Slot;
+use crate::tui::widgets::table::{self, Column, GUTTER, RowCells};
+use crate::tui::widgets::text;
+
+/// Shapes, in [`NodeColumn::ALL`] order.
+pub const COLUMNS: [Column; 8] = [
+    Column::new("CLUSTER", 5, 12, 2),
+    Column::new("NODE", 8, 24, 0),
+    Column::new("STATE", 10, 30, 0),
+    Column::new("GPUS", 8, 30, 0),
+    Column::new("BAD", 3, 4, 1).right(),
+    Column::new("CPU", 7, 9, 4).right(),
+    Column::new("MEM", 9, 13, 5).right(),
+    Column::new("REASON", 12, 70, 1),
+];
+
+/// `drained+drain+not_responding`: the base state, then the flags that add to it.
+pub fn state_cell(node: &Node) -> String {
+    let mut s = node.state.as_str().to_string();
+    for f in &node.flags {
+        let f = f.to_ascii_lowercase();
+        // `drained` already says `drain`.
+        if !s.split('+').any(|part| part == f || part.starts_with(&f)) {
+            s.push('+');
+            s.push_str(&f);
+        }
+    }
+    s
+}
+
+/// `a100 3/4, h100 0/8`: allocated of total, per model.
+pub fn gpus_cell(node: &Node) -> String {
+    if node.gpus.is_empty() {
+        return "-".into();
+    }
+    node.gpus.iter().map(|g| format!("{} {}/{}", g.model, g.allocated, g.total)).collect::<Vec<_>>().join(", ")
+}
+
+fn gib(mb: u64) -> String {
+    if mb >= 1024 * 10 { format!("{}G", mb / 1024) } else { format!("{:.1}G", mb as f64 / 1024.0) }
+}
+
+/// `why · by root 05-01 12:00`
+pub fn reason_cell(node: &Node) -> String {
+    let Some(reason) = &node.reason else { return String::new() };
+    let mut s = reason.clone();
+    if node.reason_user.is_some() || node.reason_time.is_some() {
+        s.push_str(" ·");
+        if let Some(u) = &node.reason_user {
+            s.push_str(" by ");
+            s.push_str(u);
+        }
+        if let Some(t) = node.reason_time {
+            s.push_str(&t.format(" %m-%d %H:%M").to_string());
+        }
+    }
+    s
+}
+
+pub fn title(app: &App) -> String {
+    let mut t = format!(
+        " Nodes {} of {} ",
+        text::thousands(app.nodes.cursor.len()),
+        text::thousands(app.data.nodes.len())
+    );
+    let (col, rev) = app.node_sort();
+    t.push_str(&format!("· sort {}{} ", col.title().to_lowercase(), if rev { "↓" } else { "↑" }));
+    if app.problem_nodes_only() {
+        t.push_str("· problems only ");
+    }
+    if let Some(c) = app.cluster_filter() {
+        t.push_str(&format!("· cluster {c} "));
+    }
+    if !app.nodes.fuzzy.is_empty() {
+        t.push_str(&format!("· /{} ", app.nodes.fuzzy));
+    }
+    if !app.nodes.marked.is_empty() {
+        t.push_str(&format!("· {} marked ", app.nodes.marked.len()));
+    }
+    text::clean(&t).into_owned()
+}
+
+pub fn render(app: &App, frame: &mut Frame, area: Rect) {
+    let theme = app.theme();
+    let b = block(app, title(app), true);
+    let inner = b.inner(area);
+    frame.render_widget(b, area);
+    if inner.height < 2 {
+        return;
+    }
+    let list = &app.nodes;
+    let height = (inner.height - 1) as usize;
+    list.cursor.height.set(height);
+    let offset = table::scroll(list.cursor.offset.get(), list.cursor.pos, height, list.cursor.len());
+    list.cursor.offset.set(offset);
+    let rows: Vec<RowCells> = list.cursor.visible[offset..(offset + height).min(list.cursor.len())]
+        .iter()
+        .enumerate()
+        .map(|(i, &row)| {
+            let node = app.data.node(row);
+            let bad = node.gpus_unhealthy();
+            let cells: Vec<Cow<str>> = NodeColumn::ALL
+                .iter()
+                .map(|c| -> Cow<str> {
+                    match c {
+                        NodeColumn::Cluster => Cow::Borrowed(node.cluster.as_str()),
+                        NodeColumn::Name => Cow::Borrowed(node.name.as_str()),
+                        NodeColumn::State => Cow::Owned(state_cell(node)),
+                        NodeColumn::Gpus => Cow::Owned(gpus_cell(node)),
+                        NodeColumn::Unhealthy => Cow::Owned(if bad == 0 { "-".into() } else { bad.to_string() }),
+                        NodeColumn::Cpu => Cow::Owned(format!("{}/{}", node.cpus_allocated, node.cpus_total)),
+                        NodeColumn::Memory => {
+                            Cow::Owned(format!("{}/{}", gib(node.memory_allocated_mb), gib(node.memory_total_mb)))
+                        }
+                        NodeColumn::Reason => Cow::Owned(reason_cell(node)),
+                    }
+                })
+                .collect();
+            let is_cursor = offset + i == list.cursor.pos;
+            let marked = list.marked.iter().any(|r| r.cluster == node.cluster && r.name == node.name);
+            let style = if is_cursor {
+                theme.style(Slot::Selection)
+            } else if marked {
+                theme.style(Slot::Marked)
+            } else {
+                theme.style(Slot::Base)
+            };
+            let mut cell_styles = vec![None; cells.len()];
+            if !is_cursor {
+                cell_styles[NodeColumn::State as usize] = Some(theme.node_state(node.state));
+                if bad > 0 {
+                    cell_styles[NodeColumn::Unhealthy as usize] = Some(theme.style(Slot::Error));
+                }
+                let pct = |used: u64, total: u64| if total == 0 { 0 } else { used * 100 / total };
+                let bar = |p: u64| theme.style(if p >= 90 { Slot::BarHigh } else if p >= 60 { Slot::BarMid } else { Slot::BarLow });
+                cell_styles[NodeColumn::Cpu as usize] =
+                    Some(bar(pct(u64::from(node.cpus_allocated), u64::from(node.cpus_total))));
+                cell_styles[NodeColumn::Memory as usize] = Some(bar(pct(node.memory_allocated_mb, node.memory_total_mb)));
+            }
+            RowCells {
+                cells,
+                style,
+                cell_styles,
+                gutter: [if is_cursor { '>' } else { ' ' }, if marked { '*' } else { ' ' }],
+            }
+        })
+        .collect();
+    let natural: Vec<usize> = (0..COLUMNS.len())
+        .map(|c| rows.iter().map(|r| text::width(&r.cells[c])).max().unwrap_or(0))
+        .collect();
+    let fitted = table::fit(&COLUMNS, &natural, inner.width.saturating_sub(GUTTER));
+    table::render(frame.buffer_mut(), inner, &COLUMNS, &fitted, theme.style(Slot::Header), &rows);
+    if list.cursor.is_empty() {
+        let msg = if app.data.nodes.is_empty() { "no nodes" } else { "no node matches the filters" };
+        super::put(frame.buffer_mut(), inner.x + GUTTER, inner.y + 1, inner.width - GUTTER, msg, theme.style(Slot::Dim));
+    }
+}

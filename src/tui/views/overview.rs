@@ -1,0 +1,212 @@
+//! The home screen: per cluster and GPU model, total / allocated / idle / unavailable as
+//! bars; the queue (running, pending by reason); node health; and a banner for every stale
+//! cluster with its age and error.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::block;
+use crate::model::{Health, JobState};
+use crate::tui::app::App;
+use crate::tui::app::data::ClusterSummary;
+use crate::tui::theme::{Slot, Theme};
+use crate::tui::widgets::bar::{self, Segment};
+use crate::tui::widgets::text;
+
+const ALLOC: char = '█';
+const UNAVAILABLE: char = '▒';
+const IDLE: char = '░';
+
+fn time(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%H:%M:%S").to_string()
+}
+
+/// The banner of a cluster that is not fresh, or `None`.
+pub fn stale_banner(c: &ClusterSummary, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
+    match &c.health {
+        Health::Stale { since, error, last_ok } => {
+            let data = match last_ok {
+                Some(t) => format!("showing data from {}", time(*t)),
+                None => "no data yet".to_string(),
+            };
+            Some(format!(
+                "STALE {}: failing since {} ({} ago): {} · {data}",
+                c.name,
+                time(*since),
+                text::age((now - *since).num_seconds()),
+                error.lines().next().unwrap_or("")
+            ))
+        }
+        _ => None,
+    }
+}
+
+fn cluster_lines<'a>(c: &ClusterSummary, theme: &Theme, width: u16, now: chrono::DateTime<chrono::Utc>) -> Vec<Line<'a>> {
+    let mut lines = Vec::new();
+    let status = match &c.health {
+        Health::Connecting => Span::styled("connecting…", theme.style(Slot::Dim)),
+        Health::Fresh { at } => Span::styled(format!("fresh {}", time(*at)), theme.style(Slot::Dim)),
+        Health::Stale { since, .. } => {
+            Span::styled(format!("STALE {} ago", text::age((now - *since).num_seconds())), theme.style(Slot::Error))
+        }
+    };
+    let mut head = vec![
+        Span::styled(format!("▌{} ", c.name), theme.style(Slot::Title)),
+        Span::styled(format!("{} ", c.kind), theme.style(Slot::Dim)),
+    ];
+    if let Some(r) = &c.release {
+        head.push(Span::styled(format!("{r} "), theme.style(Slot::Dim)));
+    }
+    head.push(Span::raw("· "));
+    head.push(status);
+    lines.push(Line::from(head));
+    if !c.has_snapshot {
+        return lines;
+    }
+
+    // GPU bars, one per model.
+    let label_w = c.models.iter().map(|m| text::width(&m.model)).max().unwrap_or(3).clamp(3, 14);
+    let counts_w = 40usize;
+    let bar_w = (width as usize).saturating_sub(label_w + counts_w + 6).clamp(8, 60);
+    if c.models.is_empty() {
+        lines.push(Line::styled("  no GPUs", theme.style(Slot::Dim)));
+    }
+    for m in &c.models {
+        let mut spans = vec![Span::raw(format!("  {} [", text::fit(&m.model, label_w, false)))];
+        spans.extend(bar::bar(
+            &[
+                Segment { value: m.allocated, symbol: ALLOC, style: theme.style(Slot::GpuAllocated) },
+                Segment { value: m.unavailable, symbol: UNAVAILABLE, style: theme.style(Slot::GpuUnavailable) },
+                Segment { value: m.idle(), symbol: IDLE, style: theme.style(Slot::GpuFree) },
+            ],
+            bar_w,
+        ));
+        spans.push(Span::raw(format!(
+            "] {}/{} alloc · {} idle · {} unavail",
+            m.allocated,
+            m.total,
+            m.idle(),
+            m.unavailable
+        )));
+        lines.push(Line::from(spans));
+    }
+
+    // The queue.
+    let count = |s: JobState| c.jobs_by_state.get(&s).copied().unwrap_or(0);
+    let mut q = vec![
+        Span::raw("  jobs: "),
+        Span::styled(format!("{} running", count(JobState::Running)), theme.job_state(JobState::Running)),
+        Span::raw(" · "),
+        Span::styled(format!("{} pending", count(JobState::Pending)), theme.job_state(JobState::Pending)),
+    ];
+    if count(JobState::Held) > 0 {
+        q.push(Span::raw(" · "));
+        q.push(Span::styled(format!("{} held", count(JobState::Held)), theme.job_state(JobState::Held)));
+    }
+    let others: u32 = c
+        .jobs_by_state
+        .iter()
+        .filter(|(s, _)| !matches!(s, JobState::Running | JobState::Pending | JobState::Held))
+        .map(|(_, n)| n)
+        .sum();
+    if others > 0 {
+        q.push(Span::raw(format!(" · {others} other")));
+    }
+    lines.push(Line::from(q));
+    if !c.pending_by_reason.is_empty() {
+        let reasons: Vec<String> = c.pending_by_reason.iter().map(|(r, n)| format!("{r} {n}")).collect();
+        lines.push(Line::from(vec![
+            Span::raw("  waiting: "),
+            Span::styled(text::clean(&reasons.join(", ")).into_owned(), theme.style(Slot::Dim)),
+        ]));
+    }
+
+    // Node health.
+    let mut n = vec![Span::raw(format!("  nodes {}: ", c.nodes_total))];
+    let parts: Vec<(String, Style)> =
+        c.nodes_by_state.iter().map(|(s, k)| (format!("{k} {s}"), theme.node_state(*s))).collect();
+    for (i, (t, st)) in parts.into_iter().enumerate() {
+        if i > 0 {
+            n.push(Span::raw(" · "));
+        }
+        n.push(Span::styled(t, st));
+    }
+    if c.problem_nodes > 0 {
+        n.push(Span::styled(format!(" — {} need attention", c.problem_nodes), theme.style(Slot::Warning)));
+    }
+    if c.unhealthy_gpus > 0 {
+        n.push(Span::styled(format!(" · {} unhealthy GPUs", c.unhealthy_gpus), theme.style(Slot::Error)));
+    }
+    lines.push(Line::from(n));
+    lines
+}
+
+pub fn render(app: &App, frame: &mut Frame, area: Rect) {
+    let theme = app.theme();
+    let title = match app.cluster_filter() {
+        Some(c) => format!(" Overview · cluster {c} "),
+        None => " Overview ".to_string(),
+    };
+    let b = block(app, title, true);
+    let inner = b.inner(area);
+    frame.render_widget(b, area);
+    let now = app.now();
+    let shown: Vec<&ClusterSummary> =
+        app.data.summaries.iter().filter(|c| app.cluster_filter().is_none_or(|f| f == c.name)).collect();
+    let mut lines: Vec<Line> = Vec::new();
+    for c in &shown {
+        if let Some(banner) = stale_banner(c, now) {
+            lines.push(Line::styled(text::clean(&banner).into_owned(), theme.style(Slot::StaleBanner)));
+        }
+    }
+    if !lines.is_empty() {
+        lines.push(Line::raw(""));
+    }
+    if shown.is_empty() {
+        lines.push(Line::styled("no clusters configured", theme.style(Slot::Dim)));
+    }
+    for (i, c) in shown.iter().enumerate() {
+        if i > 0 {
+            lines.push(Line::raw(""));
+        }
+        lines.extend(cluster_lines(c, theme, inner.width, now));
+    }
+    let max_scroll = lines.len().saturating_sub(inner.height as usize);
+    let scroll = app.overview_scroll.min(max_scroll);
+    // Lines are cut, never wrapped: each is cut with `…` to the width.
+    let cut: Vec<Line> = lines
+        .into_iter()
+        .skip(scroll)
+        .take(inner.height as usize)
+        .map(|l| cut_line(l, inner.width as usize))
+        .collect();
+    frame.render_widget(Paragraph::new(cut), inner);
+}
+
+/// A line cut to `width` columns, ending in `…` when cut.
+pub fn cut_line(line: Line<'_>, width: usize) -> Line<'_> {
+    let total: usize = line.spans.iter().map(|s| text::width(&s.content)).sum();
+    if total <= width {
+        return line;
+    }
+    let mut left = width;
+    let mut spans = Vec::new();
+    for s in line.spans {
+        if left == 0 {
+            break;
+        }
+        let w = text::width(&s.content);
+        if w < left {
+            left -= w;
+            spans.push(s);
+        } else {
+            let t = text::truncate(&s.content, left).into_owned();
+            spans.push(Span::styled(t, s.style));
+            left = 0;
+        }
+    }
+    Line::from(spans).style(line.style)
+}
