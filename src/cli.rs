@@ -3,6 +3,7 @@
 //! Every subcommand drives the same [`Fleet`] the cockpit uses. Like `scancel` and `kubectl`,
 //! nothing here prompts; failures print one line naming the problem and exit non-zero.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -26,6 +27,12 @@ pub struct Cli {
     /// Refuse every change (submit, cancel, drain …), whatever the config says.
     #[arg(long, global = true)]
     pub read_only: bool,
+    /// Cockpit theme: default, light, high-contrast, mono, or a theme file.
+    #[arg(long, global = true)]
+    pub theme: Option<String>,
+    /// Cockpit keymap: default, vim, or a keymap file.
+    #[arg(long, global = true)]
+    pub keymap: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -39,6 +46,8 @@ pub enum OutputFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Print the fleet at a glance (what the cockpit's overview shows) and exit.
+    Status,
     /// List jobs across clusters.
     Jobs {
         #[arg(long, short)]
@@ -104,7 +113,11 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let config = Config::load(cli.config.as_deref()).map_err(|e| Failure(e.to_string()))?;
     let read_only = cli.read_only || config.read_only;
     match cli.command {
-        None => summary(&config, read_only).await,
+        None if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() => {
+            cockpit(&config, read_only, cli.theme.as_deref(), cli.keymap.as_deref()).await
+        }
+        // Not a terminal (a pipe, a cron job): the overview as text instead of the cockpit.
+        None | Some(Command::Status) => summary(&config, read_only).await,
         Some(Command::Jobs { cluster, user, state, output }) => {
             jobs(&config, read_only, &cluster, user.as_deref(), &state, output).await
         }
@@ -175,6 +188,38 @@ async fn first_refresh(config: &Config, fleet: &Fleet) -> (Arc<FleetState>, bool
 
 fn exit(failed: bool) -> ExitCode {
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// The interactive cockpit over every configured cluster.
+async fn cockpit(
+    config: &Config,
+    read_only: bool,
+    theme: Option<&str>,
+    keymap: Option<&str>,
+) -> Result<ExitCode, Failure> {
+    use crate::tui::keymap::Keymap;
+    use crate::tui::theme::{ColorDepth, Theme};
+    let depth = ColorDepth::from_env();
+    let theme_choice = theme.or(config.theme.as_deref()).unwrap_or("default");
+    let theme = match Theme::builtin(theme_choice, depth) {
+        Some(t) => t,
+        None => Theme::load(std::path::Path::new(theme_choice), depth).map_err(|e| Failure(e.to_string()))?,
+    };
+    let keymap_choice = keymap.or(config.keymap.as_deref()).unwrap_or("default");
+    let keymap = match Keymap::builtin(keymap_choice) {
+        Some(k) => k,
+        None => Keymap::load(std::path::Path::new(keymap_choice)).map_err(|e| Failure(e.to_string()))?,
+    };
+    let fleet = start_fleet(config, read_only, &[], true)?;
+    let opts = crate::tui::TuiOptions {
+        keymap,
+        theme,
+        read_only,
+        user: crate::fleet::audit::current_user(),
+        config_label: config.source.to_string(),
+    };
+    crate::tui::run(fleet, opts).await.map_err(|e| Failure(format!("{e:#}")))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn summary(config: &Config, read_only: bool) -> Result<ExitCode, Failure> {

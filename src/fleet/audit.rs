@@ -63,9 +63,14 @@ impl AuditLog {
     }
 }
 
+/// The login name of whoever runs flightdeck.
+pub fn current_user() -> String {
+    std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".to_string())
+}
+
 /// `user@host` for audit records.
 pub fn current_actor() -> String {
-    let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".to_string());
+    let user = current_user();
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "localhost".to_string());

@@ -1,5 +1,229 @@
+//! The event loop: it only awaits channels — terminal events, the fleet's state watch, the
+//! action outcomes, answers of its own background reads, signals and a clock tick — feeds
+//! each to `App::update` and carries out the commands that come back. Log reads and spec
+//! loads run on tasks, so a hung backend never holds up a key press.
+//!
+//! Frames are drawn only when the App's generation moved since the last frame: an idle
+//! cockpit writes nothing to the terminal.
+
+use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use crate::fleet::Fleet;
+use std::time::Duration;
+
+use chrono::Utc;
+use color_eyre::eyre::eyre;
+use futures_util::{Stream, StreamExt};
+use ratatui::crossterm::event::Event;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+use tokio::time::MissedTickBehavior;
+
 use super::App;
-use super::terminal::TerminalGuard;
-pub async fn run(_fleet: Arc<Fleet>, _app: App, _term: &mut TerminalGuard) -> color_eyre::Result<()> { Ok(()) }
+use super::app::{Command, Msg};
+use crate::fleet::{ActionOutcome, Fleet};
+use crate::spec::JobSpec;
+
+/// How often the clock ticks (toasts expire, followed logs are re-read, the terminal is
+/// checked).
+pub const TICK: Duration = Duration::from_secs(1);
+/// A log read that takes longer is given up (the detail shows the error and may retry).
+pub const LOG_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where frames go, and what the terminal can do. The real one is
+/// [`super::terminal::TerminalGuard`]; tests use a `TestBackend`.
+pub trait Surface {
+    fn draw(&mut self, app: &App) -> io::Result<()>;
+    /// Give the terminal back and stop until continued (Ctrl-Z).
+    fn suspend(&mut self) -> io::Result<()>;
+    /// Take the terminal again after being continued, and redraw everything next frame.
+    fn resume(&mut self) -> io::Result<()>;
+    fn size(&self) -> io::Result<(u16, u16)>;
+    /// False once the terminal is gone (hang-up).
+    fn alive(&mut self) -> bool;
+}
+
+/// Process signals the loop reacts to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// `SIGCONT`: continued after a stop we did not ask for; take the terminal back.
+    Continue,
+    /// `SIGHUP`: the terminal is gone; end without drawing.
+    HangUp,
+    /// `SIGTERM` / `SIGINT`: end cleanly.
+    Terminate,
+}
+
+/// Listen for the signals of [`Signal`] (Unix); the receiver yields them as they come.
+pub fn signals() -> io::Result<mpsc::UnboundedReceiver<Signal>> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut kinds = vec![
+            (SignalKind::hangup(), Signal::HangUp),
+            (SignalKind::terminate(), Signal::Terminate),
+            (SignalKind::interrupt(), Signal::Terminate),
+        ];
+        if let Some(cont) = super::terminal::signals::SIGCONT {
+            kinds.push((SignalKind::from_raw(cont), Signal::Continue));
+        }
+        for (kind, what) in kinds {
+            let mut stream = signal(kind)?;
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    if tx.send(what).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    }
+    Ok(rx)
+}
+
+/// The terminal events the App cares about.
+fn to_msg(event: Event) -> Option<Msg> {
+    match event {
+        Event::Key(key) => Some(Msg::Key(key)),
+        Event::Paste(text) => Some(Msg::Paste(text)),
+        Event::Resize(w, h) => Some(Msg::Resize(w, h)),
+        _ => None,
+    }
+}
+
+fn expand_home(path: &Path) -> PathBuf {
+    match (path.strip_prefix("~"), directories::BaseDirs::new()) {
+        (Ok(rest), Some(dirs)) => dirs.home_dir().join(rest),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Run until the App says quit, the terminal goes away, or a terminating signal arrives.
+pub async fn run<S, E>(
+    fleet: Arc<Fleet>,
+    mut app: App,
+    surface: &mut S,
+    mut events: E,
+    mut signals: mpsc::UnboundedReceiver<Signal>,
+    tick: Duration,
+) -> color_eyre::Result<()>
+where
+    S: Surface,
+    E: Stream<Item = io::Result<Event>> + Unpin,
+{
+    let mut states = fleet.subscribe();
+    let mut outcomes = fleet.outcomes();
+    let (results_tx, mut results) = mpsc::unbounded_channel::<Msg>();
+    let mut ticker = tokio::time::interval(tick);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+
+    let (w, h) = surface.size()?;
+    app.update(Msg::Resize(w, h));
+    app.update(Msg::Tick(Utc::now()));
+    let first = states.borrow_and_update().clone();
+    app.update(Msg::Fleet(first));
+
+    let mut drawn = 0u64;
+    let (mut fleet_open, mut outcomes_open, mut signals_open) = (true, true, true);
+    loop {
+        if app.generation() != drawn {
+            surface.draw(&app).map_err(|e| eyre!("cannot draw on the terminal: {e}"))?;
+            drawn = app.generation();
+        }
+        let msg = tokio::select! {
+            event = events.next() => match event {
+                Some(Ok(event)) => match to_msg(event) {
+                    Some(msg) => msg,
+                    None => continue,
+                },
+                Some(Err(e)) => return Err(eyre!("lost the terminal: {e}")),
+                None => return Err(eyre!("lost the terminal: no more input")),
+            },
+            changed = states.changed(), if fleet_open => match changed {
+                Ok(()) => Msg::Fleet(states.borrow_and_update().clone()),
+                Err(_) => {
+                    fleet_open = false;
+                    continue;
+                }
+            },
+            outcome = outcomes.recv(), if outcomes_open => match outcome {
+                Ok(outcome) => Msg::Outcome(outcome),
+                Err(RecvError::Lagged(n)) => Msg::Outcome(ActionOutcome {
+                    verb: "actions",
+                    target: format!("{n} results"),
+                    result: Err("not shown: too many finished at once (see the audit log)".into()),
+                }),
+                Err(RecvError::Closed) => {
+                    outcomes_open = false;
+                    continue;
+                }
+            },
+            Some(msg) = results.recv() => msg,
+            signal = signals.recv(), if signals_open => match signal {
+                Some(Signal::Continue) => {
+                    surface.resume()?;
+                    drawn = 0;
+                    continue;
+                }
+                Some(Signal::HangUp) => return Ok(()),
+                Some(Signal::Terminate) => return Ok(()),
+                None => {
+                    signals_open = false;
+                    continue;
+                }
+            },
+            _ = ticker.tick() => {
+                if !surface.alive() {
+                    return Err(eyre!("lost the terminal"));
+                }
+                Msg::Tick(Utc::now())
+            }
+        };
+        for command in app.update(msg) {
+            match command {
+                Command::Quit => return Ok(()),
+                Command::Suspend => {
+                    if let Err(e) = surface.suspend() {
+                        tracing::warn!(error = %e, "cannot suspend");
+                    }
+                    drawn = 0;
+                    if let Ok((w, h)) = surface.size() {
+                        app.update(Msg::Resize(w, h));
+                    }
+                }
+                Command::Fleet(action) => {
+                    let (verb, target) = (action.verb(), action.target());
+                    if !fleet.request(action) {
+                        let _ = results_tx.send(Msg::Outcome(ActionOutcome {
+                            verb,
+                            target,
+                            result: Err("the fleet is busy (its action queue is full); try again".into()),
+                        }));
+                    }
+                }
+                Command::Refresh(cluster) => fleet.refresh_now(cluster.as_deref()),
+                Command::FetchLog { job, stream: _, path, from, max_bytes, seq } => {
+                    let fleet = fleet.clone();
+                    let tx = results_tx.clone();
+                    tokio::spawn(async move {
+                        let read = fleet.read_log(&job.cluster, &path, from, max_bytes);
+                        let result = match tokio::time::timeout(LOG_TIMEOUT, read).await {
+                            Ok(r) => r.map_err(|e| e.to_string()),
+                            Err(_) => Err(format!("no answer in {} s", LOG_TIMEOUT.as_secs())),
+                        };
+                        let _ = tx.send(Msg::Log { seq, result });
+                    });
+                }
+                Command::LoadSpec(path) => {
+                    let tx = results_tx.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let result = JobSpec::load(&expand_home(&path)).map_err(|e| e.to_string());
+                        let _ = tx.send(Msg::SpecLoaded { path: path.display().to_string(), result });
+                    });
+                }
+            }
+        }
+    }
+}

@@ -14,6 +14,8 @@ pub mod theme;
 pub mod views;
 pub mod widgets;
 
+use std::sync::Arc;
+
 use crate::fleet::Fleet;
 
 pub use self::app::{App, Command, Msg, Screen};
@@ -36,11 +38,21 @@ pub struct TuiOptions {
 
 /// Run the cockpit over `fleet` until the user quits or the terminal goes away.
 ///
-/// Needs a tokio runtime. The terminal is restored however this returns (and on panic).
+/// Needs a tokio runtime and a terminal on standard output. The terminal is restored however
+/// this returns, and on panic.
 pub async fn run(fleet: Fleet, opts: TuiOptions) -> color_eyre::Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return Err(color_eyre::eyre::eyre!(
+            "the cockpit needs a terminal; for scripts use the subcommands (`flightdeck jobs --output json`)"
+        ));
+    }
     let app = App::new(opts);
+    let signals = event_loop::signals()?;
     let mut term = terminal::TerminalGuard::enter()?;
-    let result = event_loop::run(std::sync::Arc::new(fleet), app, &mut term).await;
-    term.restore()?;
-    result
+    let events = ratatui::crossterm::event::EventStream::new();
+    let result = event_loop::run(Arc::new(fleet), app, &mut term, events, signals, event_loop::TICK).await;
+    let restored = term.restore();
+    result?;
+    Ok(restored?)
 }

@@ -1,2 +1,186 @@
-pub struct TerminalGuard;
-impl TerminalGuard { pub fn enter() -> std::io::Result<Self> { Ok(Self) } pub fn restore(&mut self) -> std::io::Result<()> { Ok(()) } }
+//! The terminal: raw mode and the alternate screen while the cockpit runs, put back however
+//! it ends — on drop, on error, and on panic (the hook restores first, then runs the
+//! previous hook, color-eyre's, so its report lands on a normal screen).
+//!
+//! Ctrl-Z: [`TerminalGuard::suspend`] restores the terminal, stops the process group the way
+//! the terminal driver would (`SIGTSTP`), and when the shell continues it (`fg`, `SIGCONT`)
+//! takes the terminal back and redraws everything.
+
+use std::io::{self, Stdout, Write};
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use ratatui::crossterm::terminal::{
+    BeginSynchronizedUpdate, EndSynchronizedUpdate, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode,
+    enable_raw_mode,
+};
+use ratatui::crossterm::{cursor, execute, queue};
+
+use super::App;
+use super::event_loop::Surface;
+use super::views;
+
+/// Whether the terminal is in the cockpit's state (raw, alternate screen) right now.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static PANIC_HOOK: Once = Once::new();
+
+/// Put the terminal back as the shell had it: leave the alternate screen, show the cursor,
+/// raw mode off. Does nothing when the cockpit does not hold the terminal; safe to call from
+/// any thread, any number of times.
+pub fn restore_terminal() -> io::Result<()> {
+    if !ACTIVE.swap(false, Ordering::SeqCst) {
+        return Ok(());
+    }
+    let mut out = io::stdout();
+    let screen = execute!(out, EndSynchronizedUpdate, DisableBracketedPaste, LeaveAlternateScreen, cursor::Show);
+    let raw = disable_raw_mode();
+    screen.and(raw)
+}
+
+/// Take the terminal: raw mode, alternate screen, bracketed paste, cursor hidden.
+fn take_terminal() -> io::Result<()> {
+    enable_raw_mode()?;
+    ACTIVE.store(true, Ordering::SeqCst);
+    let mut out = io::stdout();
+    if let Err(e) = execute!(out, EnterAlternateScreen, EnableBracketedPaste, cursor::Hide) {
+        let _ = restore_terminal();
+        return Err(e);
+    }
+    Ok(())
+}
+
+fn install_panic_hook() {
+    PANIC_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let _ = restore_terminal();
+            previous(info);
+        }));
+    });
+}
+
+/// Owns the terminal while the cockpit runs; restores it when dropped.
+pub struct TerminalGuard {
+    terminal: Terminal<CrosstermBackend<Stdout>>,
+}
+
+impl TerminalGuard {
+    /// Install the panic hook (once per process) and take the terminal.
+    pub fn enter() -> io::Result<TerminalGuard> {
+        install_panic_hook();
+        take_terminal()?;
+        match Terminal::new(CrosstermBackend::new(io::stdout())) {
+            Ok(terminal) => Ok(TerminalGuard { terminal }),
+            Err(e) => {
+                let _ = restore_terminal();
+                Err(e)
+            }
+        }
+    }
+
+    /// Give the terminal back now (also done on drop).
+    pub fn restore(&mut self) -> io::Result<()> {
+        restore_terminal()
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        let _ = restore_terminal();
+    }
+}
+
+impl Surface for TerminalGuard {
+    /// One frame, inside a synchronized update so the terminal shows it whole. ratatui writes
+    /// only the cells that changed since the last frame.
+    fn draw(&mut self, app: &App) -> io::Result<()> {
+        queue!(self.terminal.backend_mut(), BeginSynchronizedUpdate)?;
+        let drawn = self.terminal.draw(|frame| views::render(app, frame)).map(|_| ());
+        let end = execute!(self.terminal.backend_mut(), EndSynchronizedUpdate);
+        drawn.and(end)
+    }
+
+    fn suspend(&mut self) -> io::Result<()> {
+        restore_terminal()?;
+        io::stdout().flush()?;
+        // Returns once the shell continues us.
+        let stopped = stop_process_group();
+        self.resume()?;
+        stopped
+    }
+
+    fn resume(&mut self) -> io::Result<()> {
+        // The shell may have reset the terminal modes while we were stopped: take them again
+        // even if we think we hold them, and redraw every cell.
+        ACTIVE.store(false, Ordering::SeqCst);
+        take_terminal()?;
+        self.terminal.clear()
+    }
+
+    fn size(&self) -> io::Result<(u16, u16)> {
+        ratatui::crossterm::terminal::size()
+    }
+
+    /// The terminal is still there. A hung-up terminal makes `TIOCGWINSZ` fail; asked every
+    /// tick, this ends the cockpit instead of leaving it (and crossterm's reader, which
+    /// retries a dead descriptor forever) running with no one watching.
+    fn alive(&mut self) -> bool {
+        ratatui::crossterm::terminal::window_size().is_ok()
+    }
+}
+
+/// Signal numbers the cockpit needs that tokio has no name for.
+pub mod signals {
+    /// `(SIGTSTP, SIGCONT)` where the numbers are known.
+    const NUMBERS: Option<(i32, i32)> = if cfg!(any(
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "netbsd",
+        target_os = "dragonfly"
+    )) {
+        Some((18, 19))
+    } else if cfg!(all(target_os = "linux", not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64")))) {
+        Some((20, 18))
+    } else {
+        None
+    };
+
+    pub const SIGTSTP: Option<i32> = match NUMBERS {
+        Some((tstp, _)) => Some(tstp),
+        None => None,
+    };
+
+    pub const SIGCONT: Option<i32> = match NUMBERS {
+        Some((_, cont)) => Some(cont),
+        None => None,
+    };
+}
+
+/// Stop our process group with `SIGTSTP`, as the terminal driver does for Ctrl-Z in a
+/// normal (cooked) terminal; returns when continued.
+#[cfg(unix)]
+fn stop_process_group() -> io::Result<()> {
+    unsafe extern "C" {
+        // POSIX `kill(2)`; `pid_t` is a 32-bit int on every Unix Rust supports.
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    let Some(sig) = signals::SIGTSTP else {
+        return Err(io::Error::new(io::ErrorKind::Unsupported, "suspending is not supported on this platform"));
+    };
+    // SAFETY: kill(2) with pid 0 (our process group) and a valid signal number has no memory
+    // effects; SIGTSTP's default action stops the process until SIGCONT.
+    if unsafe { kill(0, sig) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn stop_process_group() -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "suspending is not supported on this platform"))
+}
