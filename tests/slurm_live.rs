@@ -57,6 +57,7 @@ on_both_clusters!(
     one_refresh_costs_at_most_three_controller_rpcs,
     slurm_errors_reach_the_user,
     job_output_is_tailed_and_followed,
+    text_fallback_agrees_with_json,
 );
 
 async fn release_is_detected(cluster: &str) {
@@ -354,4 +355,28 @@ async fn job_output_is_tailed_and_followed(cluster: &str) {
     let bounded = b.read_log(&path, Some(0), 100).await.expect("bounded");
     assert_eq!(bounded.dropped + 100, tail.offset);
     cancel_quietly(&b, &r).await;
+}
+
+/// The pipe-separated fallback sees the same queue and nodes as `--json`.
+async fn text_fallback_agrees_with_json(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let json = backend(cluster);
+    let text = SlurmBackend::text_only(&cluster_config(cluster));
+    let mut s = spec("fd-text-vs-json", "sleep 300");
+    s.gpus = 1;
+    let r = json.submit(&s).await.expect("submit");
+    wait_snapshot(&json, WAIT, "the job to run", |s| job(s, &r).is_some_and(|j| j.state == JobState::Running)).await;
+    let (a, b) = (json.snapshot().await.expect("json"), text.snapshot().await.expect("text"));
+    let ja = job(&a, &r).unwrap();
+    let jb = job(&b, &r).expect("the text snapshot lists the job");
+    assert_eq!((&jb.name, jb.state, &jb.nodes, &jb.partition), (&ja.name, ja.state, &ja.nodes, &ja.partition));
+    assert_eq!(jb.start_time, ja.start_time, "text times are read in UTC");
+    let ids = |s: &Snapshot| {
+        s.jobs.iter().filter(|j| !j.state.is_finished()).map(|j| j.job_ref.id.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&b), ids(&a));
+    let nodes =
+        |s: &Snapshot| s.nodes.iter().map(|n| (n.name.clone(), (n.state, n.gpus_total()))).collect::<BTreeMap<_, _>>();
+    assert_eq!(nodes(&b), nodes(&a));
+    cancel_quietly(&json, &r).await;
 }

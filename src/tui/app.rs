@@ -193,7 +193,8 @@ pub struct App {
     pub(crate) input: Option<Input>,
     pub(crate) toasts: Vec<Toast>,
     pub(crate) pending: Vec<KeyEvent>,
-    matcher: Matcher,
+    /// Fuzzy matchers, one per filtering thread.
+    matchers: Vec<Matcher>,
     generation: u64,
     log_seq: u64,
 }
@@ -225,7 +226,7 @@ impl App {
             input: None,
             toasts: Vec::new(),
             pending: Vec::new(),
-            matcher: Matcher::new(nucleo::Config::DEFAULT),
+            matchers: vec![Matcher::new(nucleo::Config::DEFAULT)],
             generation: 1,
             log_seq: 0,
         }
@@ -428,10 +429,10 @@ impl App {
         self.data = Data::new(state);
         let keep = self.cluster_keep();
         self.jobs.resort(&self.data);
-        self.jobs.refilter(&self.data, keep, &mut self.matcher, false);
+        self.jobs.refilter(&self.data, keep, &mut self.matchers, false);
         self.jobs.prune(&self.data);
         self.nodes.resort(&self.data);
-        self.nodes.refilter(&self.data, keep, &mut self.matcher, false);
+        self.nodes.refilter(&self.data, keep, &mut self.matchers, false);
         self.nodes.prune(&self.data);
         self.gpus.refilter(&self.data, keep);
         if let Some(d) = &mut self.detail {
@@ -649,11 +650,11 @@ impl App {
         match screen {
             Screen::Nodes => {
                 self.nodes.fuzzy = text.text().to_string();
-                self.nodes.refilter(&self.data, keep, &mut self.matcher, narrow);
+                self.nodes.refilter(&self.data, keep, &mut self.matchers, narrow);
             }
             _ => {
                 self.jobs.fuzzy = text.text().to_string();
-                self.jobs.refilter(&self.data, keep, &mut self.matcher, narrow);
+                self.jobs.refilter(&self.data, keep, &mut self.matchers, narrow);
             }
         }
     }
@@ -821,12 +822,12 @@ impl App {
 
     fn refilter_jobs(&mut self) {
         let keep = self.cluster_keep();
-        self.jobs.refilter(&self.data, keep, &mut self.matcher, false);
+        self.jobs.refilter(&self.data, keep, &mut self.matchers, false);
     }
 
     fn refilter_nodes(&mut self) {
         let keep = self.cluster_keep();
-        self.nodes.refilter(&self.data, keep, &mut self.matcher, false);
+        self.nodes.refilter(&self.data, keep, &mut self.matchers, false);
     }
 
     fn refilter_all(&mut self) {

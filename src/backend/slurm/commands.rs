@@ -20,8 +20,10 @@ pub fn jobs_json() -> Vec<String> {
     argv(&["squeue", "--all", "--states=all", "--json"])
 }
 
+/// Text output prints times in the cluster's local zone without saying which; `TZ=UTC`
+/// makes them UTC, which is how the parser reads them.
 pub fn jobs_text() -> Vec<String> {
-    argv(&["squeue", "--all", "--states=all", "-r", "-h", "-o", SQUEUE_TEXT_FORMAT])
+    argv(&["env", "TZ=UTC", "squeue", "--all", "--states=all", "-r", "-h", "-o", SQUEUE_TEXT_FORMAT])
 }
 
 /// Per-node records. On 21.08/22.05 `sinfo --json` still lists nodes one by one; from 23.02
@@ -31,7 +33,7 @@ pub fn nodes_json(per_node_sinfo: bool) -> Vec<String> {
 }
 
 pub fn nodes_text() -> Vec<String> {
-    argv(&["sinfo", "--all", "-N", "-h", "-o", SINFO_TEXT_FORMAT])
+    argv(&["env", "TZ=UTC", "sinfo", "--all", "-N", "-h", "-o", SINFO_TEXT_FORMAT])
 }
 
 /// Reads the batch script on standard input; `--parsable` prints `id[;cluster]`.

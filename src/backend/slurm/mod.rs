@@ -42,6 +42,8 @@ pub struct SlurmBackend {
     name: String,
     transport: Transport,
     timeout: Duration,
+    /// Never try `--json` (for Slurm built without JSON support, and to test the fallback).
+    text_only: bool,
     probe: Mutex<Option<Probe>>,
 }
 
@@ -51,8 +53,15 @@ impl SlurmBackend {
             name: cfg.name.clone(),
             transport: Transport::for_cluster(cfg),
             timeout: cfg.timeout,
+            text_only: false,
             probe: Mutex::new(None),
         }
+    }
+
+    /// A backend that reads the pipe-separated text formats only, as it does by itself
+    /// when a cluster's `--json` is missing or broken.
+    pub fn text_only(cfg: &ClusterConfig) -> Self {
+        Self { text_only: true, ..Self::new(cfg) }
     }
 
     pub fn transport(&self) -> &Transport {
@@ -77,8 +86,8 @@ impl SlurmBackend {
             generation: self.transport.generation(),
             release,
             per_node_sinfo,
-            jobs_json: true,
-            nodes_json: true,
+            jobs_json: !self.text_only,
+            nodes_json: !self.text_only,
             pyxis: None,
         };
         tracing::info!(cluster = %self.name, release = ?p.release, "slurm release detected");

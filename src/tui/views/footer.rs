@@ -97,7 +97,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     frame.buffer_mut().set_style(area, theme.style(Slot::Footer));
     if let Some(input) = app.input() {
         let (prefix, field, extra) = match input {
-            Input::Filter { text, .. } => ("/", text, String::new()),
+            Input::Filter { text, .. } => ("/", text, "   enter keep · esc clear".to_string()),
             Input::Command { text, candidates } => {
                 let extra = if candidates.len() > 1 { format!("   {}", candidates.join("  ")) } else { String::new() };
                 (":", text, extra)

@@ -55,6 +55,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         right.push(Span::styled(format!(" {connecting} connecting "), theme.style(Slot::Dim)));
     }
     right.push(Span::styled(format!(" {} ", app.user), header));
+    right.push(Span::styled(format!(" {} ", text::clean(&app.config_label)), theme.style(Slot::Dim)));
 
     let width = |spans: &[Span]| spans.iter().map(|s| text::width(&s.content)).sum::<usize>();
     // Less important parts go first when the line is short: the user, then the counts.

@@ -16,16 +16,16 @@ use crate::tui::widgets::text;
 
 /// Shapes, in [`JobColumn::ALL`] order.
 pub const COLUMNS: [Column; 11] = [
-    Column::new("CLUSTER", 5, 12, 2),
+    Column::new("CLUSTER", 7, 12, 2),
     Column::new("ID", 7, 14, 0),
-    Column::new("NAME", 16, 40, 0),
+    Column::new("NAME", 16, 50, 0),
     Column::new("USER", 6, 12, 1),
-    Column::new("PARTITION", 6, 14, 6),
+    Column::new("PARTITION", 9, 14, 6),
     Column::new("STATE", 7, 11, 0),
-    Column::new("REASON", 10, 32, 4),
-    Column::new("GPUS", 6, 16, 1),
+    Column::new("REASON", 10, 40, 4),
+    Column::new("GPUS", 7, 16, 1),
     Column::new("NODES", 6, 20, 7),
-    Column::new("ELAPSED", 6, 7, 3).right(),
+    Column::new("ELAPSED", 7, 8, 3).right(),
     Column::new("LIMIT", 6, 7, 5).right(),
 ];
 

@@ -32,6 +32,9 @@ pub const MIN_HEIGHT: u16 = 8;
 /// Draw the whole screen.
 pub fn render(app: &App, frame: &mut Frame) {
     let area = frame.area();
+    if area.is_empty() {
+        return;
+    }
     let theme = app.theme();
     frame.buffer_mut().set_style(area, theme.style(Slot::Base));
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {

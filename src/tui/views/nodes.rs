@@ -16,7 +16,7 @@ use crate::tui::widgets::text;
 
 /// Shapes, in [`NodeColumn::ALL`] order.
 pub const COLUMNS: [Column; 8] = [
-    Column::new("CLUSTER", 5, 12, 2),
+    Column::new("CLUSTER", 7, 12, 2),
     Column::new("NODE", 8, 24, 0),
     Column::new("STATE", 10, 30, 0),
     Column::new("GPUS", 8, 30, 0),
@@ -49,7 +49,11 @@ pub fn gpus_cell(node: &Node) -> String {
 }
 
 fn gib(mb: u64) -> String {
-    if mb >= 1024 * 10 { format!("{}G", mb / 1024) } else { format!("{:.1}G", mb as f64 / 1024.0) }
+    match mb {
+        0 => "0".into(),
+        m if m >= 10 * 1024 => format!("{}G", m / 1024),
+        m => format!("{:.1}G", m as f64 / 1024.0),
+    }
 }
 
 /// `why · by root 05-01 12:00`

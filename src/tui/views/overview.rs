@@ -24,21 +24,23 @@ fn time(t: chrono::DateTime<chrono::Utc>) -> String {
     t.format("%H:%M:%S").to_string()
 }
 
-/// The banner of a cluster that is not fresh, or `None`.
-pub fn stale_banner(c: &ClusterSummary, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
+/// The two banner lines of a stale cluster (what and since when; the error), or `None`.
+pub fn stale_banner(c: &ClusterSummary, now: chrono::DateTime<chrono::Utc>) -> Option<[String; 2]> {
     match &c.health {
         Health::Stale { since, error, last_ok } => {
             let data = match last_ok {
                 Some(t) => format!("showing data from {}", time(*t)),
                 None => "no data yet".to_string(),
             };
-            Some(format!(
-                "STALE {}: failing since {} ({} ago): {} · {data}",
-                c.name,
-                time(*since),
-                text::age((now - *since).num_seconds()),
-                error.lines().next().unwrap_or("")
-            ))
+            Some([
+                format!(
+                    "⚠ {} STALE for {} — failing since {}, {data}",
+                    c.name,
+                    text::age((now - *since).num_seconds()),
+                    time(*since)
+                ),
+                format!("  {}", error.lines().next().unwrap_or("")),
+            ])
         }
         _ => None,
     }
@@ -159,7 +161,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let mut lines: Vec<Line> = Vec::new();
     for c in &shown {
         if let Some(banner) = stale_banner(c, now) {
-            lines.push(Line::styled(text::clean(&banner).into_owned(), theme.style(Slot::StaleBanner)));
+            for line in banner {
+                lines.push(Line::styled(text::clean(&line).into_owned(), theme.style(Slot::StaleBanner)));
+            }
         }
     }
     if !lines.is_empty() {

@@ -60,17 +60,39 @@ pub fn fit(columns: &[Column], natural: &[usize], width: u16) -> Fitted {
             used += need;
         }
     }
+    // Grow towards each column's natural width: everyone in full when there is room, else
+    // in proportion to what each still wants (leftover cells by priority).
     let mut widths: Vec<u16> = columns.iter().map(|c| c.min).collect();
-    let mut spare = width - used;
-    for &i in &by_priority {
-        if !chosen[i] || spare == 0 {
-            continue;
+    let spare = width - used;
+    let wants: Vec<u16> = (0..columns.len())
+        .map(|i| {
+            let c = &columns[i];
+            let want = (natural.get(i).copied().unwrap_or(0).max(c.title.len()) as u16).clamp(c.min, c.max);
+            if chosen[i] { want - c.min } else { 0 }
+        })
+        .collect();
+    let total: u32 = wants.iter().map(|w| u32::from(*w)).sum();
+    let mut left = spare;
+    if total <= u32::from(spare) {
+        for i in 0..columns.len() {
+            widths[i] += wants[i];
+            left -= wants[i];
         }
-        let c = &columns[i];
-        let want = (natural.get(i).copied().unwrap_or(0).max(c.title.len()) as u16).clamp(c.min, c.max);
-        let grow = (want - c.min).min(spare);
-        widths[i] += grow;
-        spare -= grow;
+    } else {
+        for i in 0..columns.len() {
+            let share = (u32::from(wants[i]) * u32::from(spare) / total) as u16;
+            widths[i] += share;
+            left -= share;
+        }
+        for &i in &by_priority {
+            if left == 0 {
+                break;
+            }
+            if chosen[i] && widths[i] < columns[i].min + wants[i] {
+                widths[i] += 1;
+                left -= 1;
+            }
+        }
     }
     let mut x = 0;
     let mut out = Vec::new();

@@ -19,6 +19,7 @@ lenient_record! {
         array_job_id: Flex = b"array_job_id",
         array_task_id: Flex = b"array_task_id",
         array_task_string: LStr<'a> = b"array_task_string",
+        batch_flag: LBool = b"batch_flag",
         cpus: Flex = b"cpus",
         current_working_directory: LStr<'a> = b"current_working_directory",
         end_time: Flex = b"end_time",
@@ -314,7 +315,14 @@ impl<'a> JobRecord<'a> {
             first_node: job.nodes.first().map(String::as_str),
         };
         let workdir = job.workdir.as_deref();
-        let out_pattern = self.standard_output.non_empty().or(self.stdout.non_empty());
+        // A batch job without --output writes to sbatch's default, which 22.05 reports as
+        // an empty string rather than the pattern.
+        let default_pattern = match (self.batch_flag.0, array_task.is_some()) {
+            (false, _) => None,
+            (true, false) => Some("slurm-%j.out"),
+            (true, true) => Some("slurm-%A_%a.out"),
+        };
+        let out_pattern = self.standard_output.non_empty().or(self.stdout.non_empty()).or(default_pattern);
         let err_pattern = self.standard_error.non_empty().or(self.stderr.non_empty());
         let stdout = self
             .stdout_expanded
@@ -388,6 +396,20 @@ mod tests {
         assert_eq!(j.exit, None, "a running job has no exit status yet");
         assert_eq!(j.stdout_path.as_deref(), Some("/home/alice/train-42.out"));
         assert_eq!(j.stderr_path, j.stdout_path);
+    }
+
+    #[test]
+    fn batch_jobs_without_output_use_sbatchs_default() {
+        let j =
+            job(r#"{"job_id": 42, "batch_flag": true, "standard_output": "", "current_working_directory": "/tmp"}"#)
+                .unwrap();
+        assert_eq!(j.stdout_path.as_deref(), Some("/tmp/slurm-42.out"));
+        let t = job(r#"{"job_id": 15, "array_job_id": 12, "array_task_id": 3, "batch_flag": true,
+                        "current_working_directory": "/w"}"#)
+        .unwrap();
+        assert_eq!(t.stdout_path.as_deref(), Some("/w/slurm-12_3.out"));
+        let interactive = job(r#"{"job_id": 7, "batch_flag": false, "standard_output": ""}"#).unwrap();
+        assert_eq!(interactive.stdout_path, None);
     }
 
     #[test]

@@ -1,0 +1,707 @@
+//! `App::update` without a terminal: dialogs capture their targets, selection follows jobs
+//! by id, filters survive refreshes, the command line, the help, logs, the submit form.
+//! Fleet states are built by hand from model types; the clock is passed in.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, TimeZone, Utc};
+use flightdeck::backend::{JobAction, LogChunk, NodeAction};
+use flightdeck::fleet::{Action, ActionOutcome, ClusterState, FleetState};
+use flightdeck::model::{GpuAllocation, GpuSlot, Health, Job, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
+use flightdeck::spec::JobSpec;
+use flightdeck::tui::action::{Mode, UiAction};
+use flightdeck::tui::app::data::Cell;
+use flightdeck::tui::app::dialog::Dialog;
+use flightdeck::tui::app::form::Field;
+use flightdeck::tui::app::log::LogStream;
+use flightdeck::tui::keymap::Keymap;
+use flightdeck::tui::theme::{ColorDepth, Theme};
+use flightdeck::tui::{App, Command, Msg, Screen, TuiOptions};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 5, 1, 12, 0, 0).unwrap()
+}
+
+fn options(keymap: Keymap) -> TuiOptions {
+    TuiOptions {
+        keymap,
+        theme: Theme::builtin("default", ColorDepth::TrueColor).unwrap(),
+        read_only: false,
+        user: "alice".into(),
+        config_label: "test".into(),
+    }
+}
+
+fn app() -> App {
+    let mut app = App::new(options(Keymap::builtin("default").unwrap()));
+    app.update(Msg::Tick(t0()));
+    app
+}
+
+fn job(cluster: &str, id: &str, state: JobState, user: &str, name: &str) -> Job {
+    let mut j = Job::new(JobRef::new(cluster, id), state);
+    j.user = user.into();
+    j.name = name.into();
+    j.partition = "gpu".into();
+    j
+}
+
+fn node(cluster: &str, name: &str, state: NodeState, gpus: u32, allocated: u32) -> Node {
+    let mut n = Node::new(cluster, name, state);
+    n.gpus = vec![GpuSlot { model: "a100".into(), total: gpus, allocated, unhealthy: 0, utilisation: None }];
+    n.cpus_total = 64;
+    n.memory_total_mb = 512 * 1024;
+    n
+}
+
+/// A fleet state of `(cluster, jobs, nodes)`.
+fn fleet(version: u64, clusters: Vec<(&str, Vec<Job>, Vec<Node>)>) -> Msg {
+    let clusters = clusters
+        .into_iter()
+        .map(|(name, jobs, nodes)| {
+            let mut snap = Snapshot { cluster: name.into(), taken_at: Some(t0()), jobs, nodes, ..Snapshot::default() };
+            snap.derive_queues();
+            ClusterState {
+                health: Health::Fresh { at: t0() },
+                snapshot: Some(Arc::new(snap)),
+                attempts: 1,
+                ..ClusterState::new(name, "slurm")
+            }
+        })
+        .collect();
+    Msg::Fleet(Arc::new(FleetState { clusters, read_only: false, version }))
+}
+
+fn jobs(cluster: &str, ids: &[&str]) -> Vec<Job> {
+    ids.iter().map(|id| job(cluster, id, JobState::Running, "bob", &format!("job-{id}"))).collect()
+}
+
+fn press(app: &mut App, key: KeyEvent) -> Vec<Command> {
+    app.update(Msg::Key(key))
+}
+
+fn ch(app: &mut App, c: char) -> Vec<Command> {
+    press(app, KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+}
+
+fn code(app: &mut App, code: KeyCode) -> Vec<Command> {
+    press(app, KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+fn typed(app: &mut App, text: &str) -> Vec<Command> {
+    text.chars().flat_map(|c| ch(app, c)).collect()
+}
+
+fn refs(cluster: &str, ids: &[&str]) -> Vec<JobRef> {
+    ids.iter().map(|id| JobRef::new(cluster, *id)).collect()
+}
+
+/// The job actions among `commands`.
+fn job_actions(commands: &[Command]) -> Vec<(JobRef, JobAction)> {
+    commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Fleet(Action::Job { job, action }) => Some((job.clone(), *action)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn on_jobs(app: &mut App) {
+    ch(app, '2');
+    assert_eq!(app.screen(), Screen::Jobs);
+}
+
+#[test]
+fn cancel_sends_the_targets_captured_when_the_dialog_opened() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1", "2", "3", "4", "5"]), vec![])]));
+    on_jobs(&mut app);
+    ch(&mut app, 'j');
+    ch(&mut app, 'j');
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "3")));
+    assert!(ch(&mut app, 'C').is_empty(), "opening the dialog sends nothing");
+    let Some(Dialog::Jobs { action: JobAction::Cancel, targets }) = app.dialog() else { panic!("no cancel dialog") };
+    assert_eq!(targets, &refs("fd22", &["3"]));
+
+    // A refresh reorders the list and removes the target; the cursor moves, the dialog not.
+    app.update(fleet(2, vec![("fd22", jobs("fd22", &["5", "4", "2", "1", "9"]), vec![])]));
+    assert_ne!(app.cursor_job(), Some(&JobRef::new("fd22", "3")));
+    assert_eq!(app.dialog().unwrap().targets(), vec!["fd22/3".to_string()]);
+
+    let sent = ch(&mut app, 'y');
+    assert_eq!(job_actions(&sent), vec![(JobRef::new("fd22", "3"), JobAction::Cancel)]);
+    assert_eq!(sent.len(), 1);
+    assert!(app.dialog().is_none());
+}
+
+#[test]
+fn dismissing_a_dialog_sends_nothing() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1", "2"]), vec![])]));
+    on_jobs(&mut app);
+    for dismiss in [KeyCode::Char('n'), KeyCode::Esc] {
+        ch(&mut app, 'C');
+        assert!(app.dialog().is_some());
+        let sent = code(&mut app, dismiss);
+        assert!(sent.is_empty(), "{dismiss:?} sent {sent:?}");
+        assert!(app.dialog().is_none());
+    }
+    // Requeue is destructive too: it asks, and dismissing it sends nothing either.
+    ch(&mut app, 'R');
+    assert!(matches!(app.dialog(), Some(Dialog::Jobs { action: JobAction::Requeue, .. })));
+    assert!(code(&mut app, KeyCode::Esc).is_empty());
+}
+
+#[test]
+fn selection_follows_the_job_by_id() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1", "2", "3", "4", "5"]), vec![])]));
+    on_jobs(&mut app);
+    for _ in 0..3 {
+        ch(&mut app, 'j');
+    }
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "4")));
+
+    // Reordered (sort by name: new names put job 4 first).
+    let mut reordered = jobs("fd22", &["1", "2", "3", "4", "5"]);
+    reordered[3].name = "aaa".into();
+    app.update(fleet(2, vec![("fd22", reordered, vec![])]));
+    ch(&mut app, 's'); // cluster → id
+    ch(&mut app, 's'); // id → name
+    assert_eq!(app.job_sort().0, flightdeck::tui::app::lists::JobColumn::Name);
+    assert_eq!(app.visible_jobs()[0], JobRef::new("fd22", "4"));
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "4")));
+
+    // Jobs before it vanish: it is still selected, at a new index.
+    app.update(fleet(3, vec![("fd22", jobs("fd22", &["4", "5", "6"]), vec![])]));
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "4")));
+
+    // Back to sorting by id; the job itself vanishes: the same row index, clamped.
+    for _ in 0..10 {
+        ch(&mut app, 's');
+    }
+    assert_eq!(app.job_sort().0, flightdeck::tui::app::lists::JobColumn::Id);
+    ch(&mut app, 'j');
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "5")));
+    app.update(fleet(4, vec![("fd22", jobs("fd22", &["4", "6", "7"]), vec![])]));
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "6")), "index 1 kept");
+    app.update(fleet(5, vec![("fd22", jobs("fd22", &["4"]), vec![])]));
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "4")), "clamped to the last row");
+    app.update(fleet(6, vec![("fd22", vec![], vec![])]));
+    assert_eq!(app.cursor_job(), None);
+    app.update(fleet(7, vec![("fd22", jobs("fd22", &["8"]), vec![])]));
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "8")));
+}
+
+#[test]
+fn filters_survive_refreshes() {
+    let mut app = app();
+    let mut list = vec![
+        job("fd22", "1", JobState::Running, "alice", "train-llm"),
+        job("fd22", "2", JobState::Pending, "alice", "train-vit"),
+        job("fd22", "3", JobState::Pending, "bob", "train-llm"),
+        job("fd22", "4", JobState::Pending, "alice", "eval"),
+    ];
+    app.update(fleet(1, vec![("fd22", list.clone(), vec![])]));
+    on_jobs(&mut app);
+    ch(&mut app, '/');
+    typed(&mut app, "train");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.visible_jobs(), refs("fd22", &["1", "2", "3"]));
+    ch(&mut app, 't'); // state: pending
+    assert_eq!(app.state_filter(), Some(JobState::Pending));
+    ch(&mut app, 'm'); // mine
+    assert_eq!(app.visible_jobs(), refs("fd22", &["2"]));
+
+    list.push(job("fd22", "5", JobState::Pending, "alice", "train-moe"));
+    list.push(job("fd22", "6", JobState::Pending, "carol", "train-moe"));
+    list.push(job("fd22", "7", JobState::Running, "alice", "train-moe"));
+    list.push(job("fd22", "8", JobState::Pending, "alice", "sweep"));
+    app.update(fleet(2, vec![("fd22", list.clone(), vec![])]));
+    assert_eq!(app.visible_jobs(), refs("fd22", &["2", "5"]));
+    assert_eq!(app.job_filter_text(), "train");
+
+    // Esc clears the fuzzy filter; the quick filters stay.
+    code(&mut app, KeyCode::Esc);
+    assert_eq!(app.visible_jobs(), refs("fd22", &["2", "4", "5", "8"]));
+    // Fuzzy, not substring: `trmoe` matches train-moe.
+    ch(&mut app, '/');
+    typed(&mut app, "trmoe");
+    assert_eq!(app.visible_jobs(), refs("fd22", &["5"]));
+    // Editing back widens the result again.
+    code(&mut app, KeyCode::Backspace);
+    code(&mut app, KeyCode::Backspace);
+    code(&mut app, KeyCode::Backspace);
+    assert_eq!(app.visible_jobs(), refs("fd22", &["2", "5"]));
+}
+
+#[test]
+fn cluster_filter_cycles_and_survives_refreshes() {
+    let mut app = app();
+    let two = |v| fleet(v, vec![("fd22", jobs("fd22", &["1", "2"]), vec![]), ("fd24", jobs("fd24", &["7"]), vec![])]);
+    app.update(two(1));
+    on_jobs(&mut app);
+    assert_eq!(app.visible_job_count(), 3);
+    ch(&mut app, 'c');
+    assert_eq!(app.cluster_filter(), Some("fd22"));
+    assert_eq!(app.visible_jobs(), refs("fd22", &["1", "2"]));
+    app.update(two(2));
+    assert_eq!(app.visible_jobs(), refs("fd22", &["1", "2"]));
+    ch(&mut app, 'c');
+    assert_eq!(app.visible_jobs(), refs("fd24", &["7"]));
+    ch(&mut app, 'c');
+    assert_eq!(app.cluster_filter(), None);
+    assert_eq!(app.visible_job_count(), 3);
+}
+
+#[test]
+fn multi_select_cancel_names_every_target() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1", "2", "3", "4"]), vec![])]));
+    on_jobs(&mut app);
+    ch(&mut app, ' '); // marks 1, moves to 2
+    ch(&mut app, 'j'); // 3
+    ch(&mut app, ' '); // marks 3
+    assert_eq!(app.marked_jobs(), refs("fd22", &["1", "3"]));
+    // Marks survive a refresh; a vanished job's mark is dropped.
+    app.update(fleet(2, vec![("fd22", jobs("fd22", &["1", "2", "3", "4", "5"]), vec![])]));
+    assert_eq!(app.marked_jobs(), refs("fd22", &["1", "3"]));
+    ch(&mut app, ' '); // the cursor is on 4 now
+    app.update(fleet(3, vec![("fd22", jobs("fd22", &["1", "2", "3", "5"]), vec![])]));
+    assert_eq!(app.marked_jobs(), refs("fd22", &["1", "3"]));
+
+    ch(&mut app, 'C');
+    let dialog = app.dialog().expect("dialog");
+    assert_eq!(dialog.targets(), vec!["fd22/1".to_string(), "fd22/3".to_string()]);
+    assert_eq!(dialog.title(), "Cancel 2 jobs?");
+    let sent = code(&mut app, KeyCode::Enter);
+    assert_eq!(
+        job_actions(&sent),
+        vec![(JobRef::new("fd22", "1"), JobAction::Cancel), (JobRef::new("fd22", "3"), JobAction::Cancel)]
+    );
+    assert!(app.marked_jobs().is_empty(), "confirmed targets are unmarked");
+}
+
+#[test]
+fn hold_and_release_act_at_once_and_results_come_back_as_toasts() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1", "2"]), vec![])]));
+    on_jobs(&mut app);
+    let sent = ch(&mut app, 'H');
+    assert!(app.dialog().is_none());
+    assert_eq!(job_actions(&sent), vec![(JobRef::new("fd22", "1"), JobAction::Hold)]);
+    let sent = ch(&mut app, 'U');
+    assert_eq!(job_actions(&sent), vec![(JobRef::new("fd22", "1"), JobAction::Release)]);
+
+    app.update(Msg::Outcome(ActionOutcome { verb: "hold", target: "fd22/1".into(), result: Ok(String::new()) }));
+    app.update(Msg::Outcome(ActionOutcome {
+        verb: "release",
+        target: "fd22/1".into(),
+        result: Err("`scontrol release 1` failed (exit 1): Access/permission denied".into()),
+    }));
+    let toasts = app.toasts();
+    assert_eq!(toasts.len(), 2);
+    assert!(!toasts[0].error && toasts[0].text.contains("hold fd22/1"));
+    assert!(toasts[1].error && toasts[1].text.contains("Access/permission denied"), "{}", toasts[1].text);
+
+    // Toasts expire with the clock passed in; an idle tick changes nothing on screen.
+    let generation = app.generation();
+    app.update(Msg::Tick(t0() + chrono::Duration::seconds(1)));
+    assert_eq!(app.generation(), generation, "an idle tick must not ask for a redraw");
+    app.update(Msg::Tick(t0() + chrono::Duration::seconds(5)));
+    assert_eq!(app.toasts().len(), 1, "the ok toast went first");
+    assert!(app.generation() > generation);
+    app.update(Msg::Tick(t0() + chrono::Duration::seconds(11)));
+    assert!(app.toasts().is_empty());
+}
+
+#[test]
+fn read_only_still_sends_and_the_fleet_refusal_is_shown() {
+    let mut opts = options(Keymap::builtin("default").unwrap());
+    opts.read_only = true;
+    let mut app = App::new(opts);
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1"]), vec![])]));
+    assert!(app.read_only());
+    on_jobs(&mut app);
+    ch(&mut app, 'C');
+    let sent = ch(&mut app, 'y');
+    assert_eq!(job_actions(&sent).len(), 1, "the fleet is the authority");
+    app.update(Msg::Outcome(ActionOutcome {
+        verb: "cancel",
+        target: "fd22/1".into(),
+        result: Err("refused: flightdeck runs read-only".into()),
+    }));
+    assert!(app.toasts()[0].text.contains("read-only"));
+}
+
+fn cluster_with_nodes() -> Msg {
+    fleet(
+        1,
+        vec![(
+            "fd22",
+            vec![],
+            vec![
+                node("fd22", "gpu-01", NodeState::Idle, 4, 0),
+                node("fd22", "gpu-02", NodeState::Down, 4, 0),
+                node("fd22", "gpu-03", NodeState::Mixed, 4, 2),
+            ],
+        )],
+    )
+}
+
+#[test]
+fn drain_needs_a_reason() {
+    let mut app = app();
+    app.update(cluster_with_nodes());
+    ch(&mut app, '3');
+    assert_eq!(app.screen(), Screen::Nodes);
+    ch(&mut app, 'D');
+    let Some(Dialog::Drain { targets, .. }) = app.dialog() else { panic!("no drain dialog") };
+    assert_eq!(targets, &vec![NodeRef { cluster: "fd22".into(), name: "gpu-01".into() }]);
+    // Empty (or blank) reason: refused, the dialog stays open and says why.
+    assert!(code(&mut app, KeyCode::Enter).is_empty());
+    typed(&mut app, "   ");
+    assert!(code(&mut app, KeyCode::Enter).is_empty());
+    assert!(app.dialog().unwrap().error().unwrap().contains("reason"));
+    // `y` and `n` are text here, not confirm/dismiss.
+    typed(&mut app, "bad nvlink, y n");
+    assert!(app.dialog().is_some());
+    let sent = code(&mut app, KeyCode::Enter);
+    match sent.as_slice() {
+        [Command::Fleet(Action::Node { node, action: NodeAction::Drain { reason } })] => {
+            assert_eq!(node.to_string(), "fd22/gpu-01");
+            assert_eq!(reason, "bad nvlink, y n");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Resume needs no confirmation.
+    let sent = ch(&mut app, 'R');
+    assert!(matches!(sent.as_slice(), [Command::Fleet(Action::Node { action: NodeAction::Resume, .. })]));
+}
+
+#[test]
+fn problem_nodes_filter() {
+    let mut app = app();
+    app.update(cluster_with_nodes());
+    ch(&mut app, '3');
+    assert_eq!(app.visible_nodes().len(), 3);
+    ch(&mut app, 'p');
+    let shown: Vec<String> = app.visible_nodes().iter().map(|n| n.name.clone()).collect();
+    assert_eq!(shown, ["gpu-02"]);
+    // A drained flag on an idle node is a problem too; the filter survives the refresh.
+    let mut flagged = node("fd22", "gpu-01", NodeState::Idle, 4, 0);
+    flagged.flags = vec!["DRAIN".into()];
+    app.update(fleet(2, vec![("fd22", vec![], vec![flagged, node("fd22", "gpu-02", NodeState::Down, 4, 0)])]));
+    assert_eq!(app.visible_nodes().len(), 2);
+}
+
+#[test]
+fn command_mode_switches_screens_and_filters() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1"]), vec![]), ("fd24", jobs("fd24", &["2"]), vec![])]));
+    ch(&mut app, ':');
+    typed(&mut app, "nodes");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.screen(), Screen::Nodes);
+    assert!(app.input().is_none());
+
+    ch(&mut app, ':');
+    typed(&mut app, "cl");
+    code(&mut app, KeyCode::Tab);
+    typed(&mut app, "fd2");
+    code(&mut app, KeyCode::Tab); // ambiguous: fd22, fd24
+    typed(&mut app, "2");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.cluster_filter(), Some("fd22"));
+    ch(&mut app, ':');
+    typed(&mut app, "jobs");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.visible_jobs(), refs("fd22", &["1"]));
+
+    // Unknown cluster: refused with a message, the filter unchanged.
+    ch(&mut app, ':');
+    typed(&mut app, "cluster nope");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.cluster_filter(), Some("fd22"));
+    assert!(app.toasts().last().unwrap().text.contains("no cluster named `nope`"));
+
+    ch(&mut app, ':');
+    typed(&mut app, "theme light");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.theme().name(), "light");
+
+    ch(&mut app, ':');
+    typed(&mut app, "q");
+    assert!(matches!(code(&mut app, KeyCode::Enter).as_slice(), [Command::Quit]));
+}
+
+#[test]
+fn help_lists_the_keymap_bindings_and_follows_a_rebinding() {
+    let default = app();
+    let sections = default.help_sections();
+    let jobs = sections.iter().find(|s| s.title == "Jobs").expect("jobs section");
+    let cancel = jobs.entries.iter().find(|e| e.action == Some(UiAction::Cancel)).expect("cancel listed");
+    assert_eq!(cancel.keys, "C");
+    let everywhere = sections.iter().find(|s| s.title == "Everywhere").unwrap();
+    assert!(everywhere.entries.iter().any(|e| e.action == Some(UiAction::Quit) && e.keys.contains('q')));
+    // Every binding of the keymap appears in the help.
+    let keymap = Keymap::builtin("default").unwrap();
+    for mode in Mode::ALL {
+        for (key, action) in keymap.bindings(mode) {
+            assert!(
+                sections.iter().flat_map(|s| &s.entries).any(|e| e.action == Some(action)
+                    && e.keys.split(", ").any(|k| k == key)),
+                "{mode:?} {key} {action} missing from the help"
+            );
+        }
+    }
+
+    let custom =
+        Keymap::from_toml_str("[jobs]\n\"X\" = \"cancel\"\n\"C\" = \"none\"\n", std::path::Path::new("mine.toml")).unwrap();
+    let mut app = App::new(options(custom));
+    let sections = app.help_sections();
+    let jobs = sections.iter().find(|s| s.title == "Jobs").unwrap();
+    let cancel = jobs.entries.iter().find(|e| e.action == Some(UiAction::Cancel)).expect("cancel listed");
+    assert_eq!(cancel.keys, "X");
+    // And the key does what the help says.
+    app.update(fleet(1, vec![("fd22", jobs_of("fd22"), vec![])]));
+    on_jobs(&mut app);
+    ch(&mut app, 'C');
+    assert!(app.dialog().is_none());
+    ch(&mut app, 'X');
+    assert!(app.dialog().is_some());
+}
+
+fn jobs_of(cluster: &str) -> Vec<Job> {
+    jobs(cluster, &["1", "2"])
+}
+
+#[test]
+fn gpu_map_names_the_job_holding_a_cell() {
+    let mut app = app();
+    let mut by_index = job("fd22", "10", JobState::Running, "alice", "exact");
+    by_index.gpus_allocated = 2;
+    by_index.gpu_allocations =
+        vec![GpuAllocation { node: "gpu-01".into(), model: Some("a100".into()), count: 2, indices: vec![1, 3] }];
+    let mut by_count = job("fd22", "11", JobState::Running, "bob", "counted");
+    by_count.gpus_allocated = 1;
+    by_count.nodes = vec!["gpu-01".into()];
+    let nodes = vec![node("fd22", "gpu-01", NodeState::Mixed, 4, 3), node("fd22", "gpu-02", NodeState::Down, 2, 0)];
+    app.update(fleet(1, vec![("fd22", vec![by_index, by_count], nodes)]));
+    ch(&mut app, '4');
+    assert_eq!(app.screen(), Screen::Gpus);
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let (node, index, cell, job) = app.gpu_selection().unwrap();
+        assert_eq!(node.name, "gpu-01");
+        seen.push((index, cell.clone(), job.map(|j| j.job_ref.id.clone())));
+        code(&mut app, KeyCode::Right);
+    }
+    assert_eq!(seen[1].2.as_deref(), Some("10"));
+    assert_eq!(seen[3].2.as_deref(), Some("10"));
+    assert_eq!(seen[0].2.as_deref(), Some("11"), "the count-only job fills the first free slot");
+    assert_eq!(seen[2].1, Cell::Free);
+    // The down node's GPUs are unavailable.
+    ch(&mut app, 'j');
+    let (node, _, cell, _) = app.gpu_selection().unwrap();
+    assert_eq!((node.name.as_str(), cell), ("gpu-02", Cell::Unavailable));
+    // Enter on a held cell opens that job.
+    ch(&mut app, 'k');
+    code(&mut app, KeyCode::Home);
+    code(&mut app, KeyCode::Left);
+    code(&mut app, KeyCode::Left);
+    code(&mut app, KeyCode::Left);
+    code(&mut app, KeyCode::Right);
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.screen(), Screen::Detail);
+    assert_eq!(app.detail().unwrap().job, JobRef::new("fd22", "10"));
+}
+
+fn fetches(commands: &[Command]) -> Vec<(Option<u64>, u64, String)> {
+    commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::FetchLog { from, seq, path, .. } => Some((*from, *seq, path.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn detail_reads_and_follows_the_log() {
+    let mut app = app();
+    let mut j = job("fd22", "1", JobState::Running, "alice", "train");
+    j.stdout_path = Some("/home/alice/train.out".into());
+    j.stderr_path = Some("/home/alice/train.err".into());
+    app.update(fleet(1, vec![("fd22", vec![j], vec![])]));
+    on_jobs(&mut app);
+    let sent = code(&mut app, KeyCode::Enter);
+    assert_eq!(app.screen(), Screen::Detail);
+    let f = fetches(&sent);
+    assert_eq!(f.len(), 1);
+    let (from, seq, path) = f[0].clone();
+    assert_eq!((from, path.as_str()), (None, "/home/alice/train.out"));
+    // Nothing more while the read is in flight, even in follow mode.
+    assert!(fetches(&ch(&mut app, 'f')).is_empty());
+    assert!(fetches(&app.update(Msg::Tick(t0()))).is_empty());
+
+    app.update(Msg::Log { seq, result: Ok(LogChunk { data: "epoch 1\nepoch 2\npart".into(), offset: 20, dropped: 0 }) });
+    let d = app.detail().unwrap();
+    assert_eq!(d.log.len(), 3);
+    assert_eq!(d.log.line(2), Some("part"));
+    // Following: the next tick reads on from the offset.
+    let f = fetches(&app.update(Msg::Tick(t0())));
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].0, Some(20));
+    // An answer to an older read is ignored.
+    app.update(Msg::Log { seq, result: Ok(LogChunk { data: "stale\n".into(), offset: 99, dropped: 0 }) });
+    assert_eq!(app.detail().unwrap().log.len(), 3);
+    app.update(Msg::Log { seq: f[0].1, result: Ok(LogChunk { data: "ial\n".into(), offset: 24, dropped: 0 }) });
+    assert_eq!(app.detail().unwrap().log.line(2), Some("partial"));
+
+    // stderr: a fresh read of the other file.
+    let f = fetches(&code(&mut app, KeyCode::Tab));
+    assert_eq!(f[0].0, None);
+    assert_eq!(f[0].2, "/home/alice/train.err");
+    assert_eq!(app.detail().unwrap().stream, LogStream::Stderr);
+
+    // The job leaves the queue: the detail keeps it and says so.
+    app.update(fleet(2, vec![("fd22", vec![], vec![])]));
+    assert!(app.detail().unwrap().gone);
+    code(&mut app, KeyCode::Esc);
+    assert_eq!(app.screen(), Screen::Jobs);
+}
+
+#[test]
+fn submit_form_validates_on_the_field_and_confirms() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", vec![], vec![]), ("fd24", vec![], vec![])]));
+    ch(&mut app, 'n');
+    assert_eq!(app.screen(), Screen::Submit);
+    // `q` is text here, not quit.
+    assert!(typed(&mut app, "q-train").is_empty());
+    assert_eq!(app.form().value(Field::Name), "q-train");
+    code(&mut app, KeyCode::Tab);
+    typed(&mut app, "python train.py");
+    code(&mut app, KeyCode::Tab);
+    typed(&mut app, "x");
+    assert_eq!(app.form().problem_on(Field::Gpus), Some("\"x\" is not a whole number"));
+    code(&mut app, KeyCode::Backspace);
+    typed(&mut app, "2");
+    code(&mut app, KeyCode::Tab);
+    typed(&mut app, "a100");
+    code(&mut app, KeyCode::Tab);
+    code(&mut app, KeyCode::Tab);
+    typed(&mut app, "lots");
+    assert!(app.form().problem_on(Field::Memory).unwrap().contains("cannot read \"lots\" as memory"));
+    let sent = press(&mut app, KeyEvent::new(KeyCode::F(5), KeyModifiers::NONE));
+    assert!(sent.is_empty() && app.dialog().is_none(), "an invalid form is not submitted");
+    assert_eq!(app.form().focused(), Field::Memory);
+    for _ in 0..4 {
+        code(&mut app, KeyCode::Backspace);
+    }
+    typed(&mut app, "64G");
+    let preview = app.form().preview.clone().expect("a script");
+    assert!(preview.contains("#SBATCH --gpus-per-node=a100:2") || preview.contains("a100:2"), "{preview}");
+    assert!(preview.contains("python train.py"));
+    // The cluster field cycles the configured clusters with left/right.
+    while app.form().focused() != Field::Cluster {
+        code(&mut app, KeyCode::Tab);
+    }
+    assert_eq!(app.form().value(Field::Cluster), "fd22");
+    code(&mut app, KeyCode::Right);
+    assert_eq!(app.form().value(Field::Cluster), "fd24");
+
+    press(&mut app, KeyEvent::new(KeyCode::F(5), KeyModifiers::NONE));
+    assert_eq!(app.dialog().unwrap().targets(), vec!["q-train on fd24".to_string()]);
+    let sent = ch(&mut app, 'y');
+    match sent.as_slice() {
+        [Command::Fleet(Action::Submit { cluster, spec })] => {
+            assert_eq!(cluster, "fd24");
+            assert_eq!(spec.gpus, 2);
+            assert_eq!(spec.memory.as_deref(), Some("64G"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn loading_a_spec_goes_through_a_command() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", vec![], vec![])]));
+    ch(&mut app, 'n');
+    let sent = press(&mut app, KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+    assert!(sent.is_empty());
+    typed(&mut app, "job.toml");
+    let sent = code(&mut app, KeyCode::Enter);
+    assert!(matches!(sent.as_slice(), [Command::LoadSpec(p)] if p.to_str() == Some("job.toml")));
+    let spec = JobSpec {
+        name: "loaded".into(),
+        script: Some("#!/bin/bash\necho hi\n".into()),
+        gpus: 1,
+        account: Some("ml".into()),
+        ..JobSpec::default()
+    };
+    app.update(Msg::SpecLoaded { path: "job.toml".into(), result: Ok(spec) });
+    assert_eq!(app.form().value(Field::Name), "loaded");
+    assert!(app.form().script.is_some());
+    assert!(app.form().preview.as_ref().unwrap().contains("--account=ml"));
+    app.update(Msg::SpecLoaded { path: "bad.toml".into(), result: Err("bad.toml:3: `cpus`: must be 1 or more".into()) });
+    assert!(app.toasts().last().unwrap().error);
+}
+
+#[test]
+fn quit_and_suspend() {
+    let mut app = app();
+    assert!(matches!(ch(&mut app, 'q').as_slice(), [Command::Quit]));
+    let ctrl_z = KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    assert!(matches!(press(&mut app, ctrl_z).as_slice(), [Command::Suspend]));
+    // While typing, q is text, but Ctrl-C still quits.
+    ch(&mut app, ':');
+    assert!(ch(&mut app, 'q').is_empty());
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert!(matches!(press(&mut app, ctrl_c).as_slice(), [Command::Quit]));
+}
+
+/// 100,000 jobs: one keystroke re-filters them all. Under 10 ms per keystroke in release
+/// builds (`cargo test --release --test tui_app`); debug builds only check the result.
+#[test]
+fn fuzzy_filter_of_100k_jobs() {
+    let users = ["alice", "bob", "carol", "dave"];
+    let names = ["train-llm", "eval-vit", "sweep-lr", "preprocess", "finetune-qwen"];
+    let list: Vec<Job> = (0..100_000)
+        .map(|i| {
+            let mut j = job("fd22", &i.to_string(), if i % 3 == 0 { JobState::Pending } else { JobState::Running }, users[i % 4], names[i % 5]);
+            j.reason = (i % 3 == 0).then(|| "Resources".to_string());
+            j
+        })
+        .collect();
+    let mut app = app();
+    let started = Instant::now();
+    app.update(fleet(1, vec![("fd22", list, vec![])]));
+    let rebuild = started.elapsed();
+    on_jobs(&mut app);
+    ch(&mut app, '/');
+    let mut worst = std::time::Duration::ZERO;
+    // Fuzzy: f(d22) … n … q(wen) … w, only the finetune-qwen jobs.
+    for c in "fnqw".chars() {
+        let t = Instant::now();
+        ch(&mut app, c);
+        eprintln!("{c}: {:?} -> {}", t.elapsed(), app.visible_job_count());
+        worst = worst.max(t.elapsed());
+    }
+    // Not narrowing: a full pass over every row.
+    let t = Instant::now();
+    code(&mut app, KeyCode::Backspace);
+    worst = worst.max(t.elapsed());
+    ch(&mut app, 'w');
+    assert_eq!(app.visible_job_count(), 20_000);
+    assert!(app.visible_jobs().iter().all(|r| r.id.parse::<usize>().unwrap() % 5 == 4));
+    eprintln!("100k jobs: rebuild {rebuild:?}, worst keystroke {worst:?}");
+    if !cfg!(debug_assertions) {
+        assert!(worst < std::time::Duration::from_millis(10), "a keystroke took {worst:?}");
+    }
+}

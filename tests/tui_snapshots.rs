@@ -1,0 +1,410 @@
+//! Every screen rendered on ratatui's `TestBackend` at 80×24 and 160×48, snapshotted as text
+//! with insta. The clock is fed in (`Msg::Tick`), so ages and times are fixed.
+//!
+//! New or changed snapshots fail until accepted:
+//! `INSTA_UPDATE=always cargo test --test tui_snapshots`, then read the `.snap` files.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use flightdeck::backend::LogChunk;
+use flightdeck::fleet::{ActionOutcome, ClusterState, FleetState};
+use flightdeck::model::{GpuAllocation, GpuSlot, Health, Job, JobRef, JobState, Node, NodeState, Snapshot};
+use flightdeck::tui::keymap::Keymap;
+use flightdeck::tui::theme::{ColorDepth, Theme};
+use flightdeck::tui::{App, Command, Msg, TuiOptions, views};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 5, 1, h, m, s).unwrap()
+}
+
+fn now() -> DateTime<Utc> {
+    at(12, 3, 30)
+}
+
+fn gpu_node(cluster: &str, name: &str, state: NodeState, model: &str, total: u32, allocated: u32) -> Node {
+    let mut n = Node::new(cluster, name, state);
+    n.gpus = vec![GpuSlot { model: model.into(), total, allocated, unhealthy: 0, utilisation: None }];
+    n.cpus_total = 64;
+    n.cpus_allocated = allocated * 8;
+    n.memory_total_mb = 512 * 1024;
+    n.memory_allocated_mb = u64::from(allocated) * 60 * 1024;
+    n.partitions = vec!["gpu".into()];
+    n
+}
+
+#[allow(clippy::too_many_arguments)]
+fn job(
+    cluster: &str,
+    id: &str,
+    name: &str,
+    user: &str,
+    state: JobState,
+    reason: Option<&str>,
+    gpus: u32,
+    model: Option<&str>,
+    nodes: &[&str],
+) -> Job {
+    let mut j = Job::new(JobRef::new(cluster, id), state);
+    j.name = name.into();
+    j.user = user.into();
+    j.partition = "gpu".into();
+    j.native_state = state.as_str().to_uppercase();
+    j.reason = reason.map(Into::into);
+    j.gpus_requested = gpus;
+    if state.is_active() {
+        j.gpus_allocated = gpus;
+        j.start_time = Some(at(10, 0, 0));
+    }
+    j.gpu_model = model.map(Into::into);
+    j.nodes = nodes.iter().map(|n| n.to_string()).collect();
+    j.node_count = nodes.len().max(1) as u32;
+    j.cpus = 8;
+    j.memory_mb = Some(64 * 1024);
+    j.submit_time = Some(at(9, 30, 0));
+    j.time_limit_secs = Some(24 * 3600);
+    j.priority = Some(4294);
+    j.stdout_path = Some(format!("/home/{user}/slurm-{id}.out"));
+    j.workdir = Some(format!("/home/{user}"));
+    j
+}
+
+fn fleet_state(read_only: bool) -> Arc<FleetState> {
+    let mut big = job(
+        "fd22",
+        "1001",
+        "train-llama-70b-with-a-very-long-name-that-must-be-cut",
+        "alice",
+        JobState::Running,
+        None,
+        8,
+        Some("a100"),
+        &["gpu-02"],
+    );
+    big.gpu_allocations =
+        vec![GpuAllocation { node: "gpu-02".into(), model: Some("a100".into()), count: 8, indices: (0..8).collect() }];
+    let mut sweep = job("fd22", "1003", "sweep-lr", "carol", JobState::Running, None, 4, Some("a100"), &["gpu-01"]);
+    sweep.gpu_allocations =
+        vec![GpuAllocation { node: "gpu-01".into(), model: Some("a100".into()), count: 4, indices: vec![2, 3, 4, 5] }];
+    let mut moe = job("fd22", "1004", "train-moe", "alice", JobState::Pending, Some("Resources"), 16, Some("a100"), &[]);
+    moe.node_count = 2;
+    moe.time_limit_secs = Some(2 * 86_400);
+    let mut array = job("fd22", "1007_3", "array-task", "bob", JobState::Running, None, 1, None, &["gpu-01"]);
+    array.time_limit_secs = None;
+    let fd22_jobs = vec![
+        big,
+        job("fd22", "1002", "eval-vit", "bob", JobState::Running, None, 2, Some("a100"), &["gpu-01"]),
+        sweep,
+        moe,
+        job("fd22", "1005", "preprocess", "dave", JobState::Pending, Some("Priority"), 0, None, &[]),
+        job("fd22", "1006", "debug", "alice", JobState::Held, Some("JobHeldUser"), 1, Some("a100"), &[]),
+        array,
+        job("fd22", "1008", "x\u{1b}[2Jboom", "mallory", JobState::Pending, Some("Dependency"), 1, None, &[]),
+    ];
+    let mut broken = gpu_node("fd22", "gpu-03", NodeState::Idle, "a100", 8, 0);
+    broken.gpus[0].unhealthy = 1;
+    let mut drained = gpu_node("fd22", "gpu-04", NodeState::Drained, "a100", 8, 0);
+    drained.flags = vec!["DRAIN".into()];
+    drained.reason = Some("bad NVLink on GPU 3".into());
+    drained.reason_user = Some("root".into());
+    drained.reason_time = Some(at(9, 30, 0));
+    let mut down = gpu_node("fd22", "gpu-05", NodeState::Down, "a100", 8, 0);
+    down.flags = vec!["NOT_RESPONDING".into()];
+    down.reason = Some("Not responding".into());
+    down.reason_user = Some("slurm".into());
+    down.reason_time = Some(at(11, 2, 0));
+    let mut cpu = Node::new("fd22", "cpu-01", NodeState::Idle);
+    cpu.cpus_total = 128;
+    cpu.memory_total_mb = 256 * 1024;
+    let fd22_nodes = vec![
+        gpu_node("fd22", "gpu-01", NodeState::Mixed, "a100", 8, 7),
+        gpu_node("fd22", "gpu-02", NodeState::Allocated, "a100", 8, 8),
+        broken,
+        drained,
+        down,
+        cpu,
+    ];
+    let fd24_jobs =
+        vec![job("fd24", "77", "bert-finetune", "bob", JobState::Running, None, 4, Some("h100"), &["node-a"])];
+    let fd24_nodes = vec![
+        gpu_node("fd24", "node-a", NodeState::Mixed, "h100", 8, 4),
+        gpu_node("fd24", "node-b", NodeState::Idle, "h100", 8, 0),
+    ];
+    let snapshot = |cluster: &str, jobs: Vec<Job>, nodes: Vec<Node>, taken: DateTime<Utc>, release: &str| {
+        let mut s = Snapshot {
+            cluster: cluster.into(),
+            taken_at: Some(taken),
+            release: Some(release.into()),
+            jobs,
+            nodes,
+            queues: vec![],
+        };
+        s.derive_queues();
+        Some(Arc::new(s))
+    };
+    let clusters = vec![
+        ClusterState {
+            health: Health::Fresh { at: at(12, 3, 20) },
+            snapshot: snapshot("fd22", fd22_jobs, fd22_nodes, at(12, 3, 20), "22.05.8"),
+            attempts: 20,
+            ..ClusterState::new("fd22", "slurm")
+        },
+        ClusterState {
+            health: Health::Stale {
+                since: at(11, 55, 0),
+                error: "cannot reach login.fd24: ssh: connect to host login.fd24 port 22: Connection timed out".into(),
+                last_ok: Some(at(11, 54, 30)),
+            },
+            snapshot: snapshot("fd24", fd24_jobs, fd24_nodes, at(11, 54, 30), "24.11.5"),
+            attempts: 30,
+            ..ClusterState::new("fd24", "slurm")
+        },
+        ClusterState::new("lab", "slurm"),
+    ];
+    Arc::new(FleetState { clusters, read_only, version: 1 })
+}
+
+fn new_app(read_only: bool) -> App {
+    let mut app = App::new(TuiOptions {
+        keymap: Keymap::builtin("default").unwrap(),
+        theme: Theme::builtin("default", ColorDepth::TrueColor).unwrap(),
+        read_only,
+        user: "alice".into(),
+        config_label: "~/.config/flightdeck/config.toml".into(),
+    });
+    app.update(Msg::Tick(now()));
+    app.update(Msg::Fleet(fleet_state(read_only)));
+    app
+}
+
+fn key(app: &mut App, code: KeyCode) -> Vec<Command> {
+    app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn keys(app: &mut App, text: &str) -> Vec<Command> {
+    text.chars().flat_map(|c| key(app, KeyCode::Char(c))).collect()
+}
+
+fn render(app: &mut App, w: u16, h: u16) -> String {
+    app.update(Msg::Resize(w, h));
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    terminal.draw(|f| views::render(app, f)).unwrap();
+    terminal.backend().to_string()
+}
+
+/// Snapshot `setup`'s screen at both sizes.
+fn both(name: &str, setup: impl Fn() -> App) {
+    for (w, h) in [(80, 24), (160, 48)] {
+        let mut app = setup();
+        let text = render(&mut app, w, h);
+        assert!(!text.contains('\u{1b}'), "an escape character reached the screen");
+        insta::assert_snapshot!(format!("{name}_{w}x{h}"), text);
+    }
+}
+
+#[test]
+fn overview() {
+    both("overview", || new_app(false));
+}
+
+#[test]
+fn jobs() {
+    both("jobs", || {
+        let mut app = new_app(false);
+        keys(&mut app, "2jj ");
+        app
+    });
+}
+
+#[test]
+fn jobs_filtered() {
+    both("jobs_filter", || {
+        let mut app = new_app(false);
+        keys(&mut app, "2/train");
+        app
+    });
+}
+
+#[test]
+fn nodes() {
+    both("nodes", || {
+        let mut app = new_app(false);
+        keys(&mut app, "3");
+        app
+    });
+}
+
+#[test]
+fn gpu_map() {
+    both("gpus", || {
+        let mut app = new_app(false);
+        keys(&mut app, "4");
+        key(&mut app, KeyCode::Right);
+        key(&mut app, KeyCode::Right);
+        app
+    });
+}
+
+#[test]
+fn detail() {
+    both("detail", || {
+        let mut app = new_app(false);
+        keys(&mut app, "2");
+        let sent = key(&mut app, KeyCode::Enter);
+        let seq = sent
+            .iter()
+            .find_map(|c| match c {
+                Command::FetchLog { seq, .. } => Some(*seq),
+                _ => None,
+            })
+            .expect("a log read");
+        let data: String = (1..=40).map(|i| format!("step {i:>4} loss {:.3} \u{1b}[32mok\u{1b}[0m\n", 3.0 / i as f64)).collect();
+        app.update(Msg::Log { seq, result: Ok(LogChunk { offset: 9000 + data.len() as u64, data, dropped: 0 }) });
+        keys(&mut app, "f");
+        app
+    });
+}
+
+#[test]
+fn submit_form() {
+    both("submit", || {
+        let mut app = new_app(false);
+        keys(&mut app, "n");
+        keys(&mut app, "train-llm");
+        key(&mut app, KeyCode::Tab);
+        keys(&mut app, "torchrun --nproc-per-node 4 train.py --config configs/llama.yaml");
+        key(&mut app, KeyCode::Tab);
+        keys(&mut app, "4");
+        key(&mut app, KeyCode::Tab);
+        keys(&mut app, "a100");
+        key(&mut app, KeyCode::Tab);
+        key(&mut app, KeyCode::Tab);
+        keys(&mut app, "64X");
+        app
+    });
+    both("submit_valid", || {
+        let mut app = new_app(false);
+        keys(&mut app, "n");
+        keys(&mut app, "train-llm");
+        key(&mut app, KeyCode::Tab);
+        keys(&mut app, "python train.py");
+        key(&mut app, KeyCode::Tab);
+        keys(&mut app, "4");
+        key(&mut app, KeyCode::Tab);
+        keys(&mut app, "a100");
+        key(&mut app, KeyCode::Tab);
+        key(&mut app, KeyCode::Tab);
+        keys(&mut app, "64G");
+        key(&mut app, KeyCode::Tab);
+        keys(&mut app, "2h");
+        app
+    });
+}
+
+#[test]
+fn help() {
+    both("help", || {
+        let mut app = new_app(false);
+        keys(&mut app, "2?");
+        app
+    });
+}
+
+#[test]
+fn cancel_dialog() {
+    both("cancel_dialog", || {
+        let mut app = new_app(false);
+        keys(&mut app, "2 j C");
+        app
+    });
+}
+
+#[test]
+fn drain_dialog_read_only() {
+    both("drain_dialog_read_only", || {
+        let mut app = new_app(true);
+        keys(&mut app, "3jD");
+        keys(&mut app, "swap GPU 3");
+        app
+    });
+}
+
+#[test]
+fn command_line_completion() {
+    both("command_line", || {
+        let mut app = new_app(false);
+        keys(&mut app, ":cluster fd");
+        key(&mut app, KeyCode::Tab);
+        app
+    });
+}
+
+#[test]
+fn toasts() {
+    both("toasts", || {
+        let mut app = new_app(false);
+        keys(&mut app, "2");
+        app.update(Msg::Outcome(ActionOutcome { verb: "hold", target: "fd22/1001".into(), result: Ok(String::new()) }));
+        app.update(Msg::Outcome(ActionOutcome {
+            verb: "cancel",
+            target: "fd24/77".into(),
+            result: Err("cannot reach login.fd24: ssh: connect to host login.fd24 port 22: Connection timed out".into()),
+        }));
+        app
+    });
+}
+
+/// Every screen at every size from tiny to large: no panic, nothing drawn outside the area.
+#[test]
+fn every_screen_at_many_sizes() {
+    let setups: Vec<(&str, Box<dyn Fn(&mut App)>)> = vec![
+        ("overview", Box::new(|_| {})),
+        ("jobs", Box::new(|a| drop(keys(a, "2jj ")))),
+        ("nodes", Box::new(|a| drop(keys(a, "3")))),
+        ("gpus", Box::new(|a| drop(keys(a, "4")))),
+        (
+            "detail",
+            Box::new(|a| {
+                keys(a, "2");
+                key(a, KeyCode::Enter);
+            }),
+        ),
+        ("submit", Box::new(|a| drop(keys(a, "nname")))),
+        ("help", Box::new(|a| drop(keys(a, "?")))),
+        ("dialog", Box::new(|a| drop(keys(a, "2 j C")))),
+        ("drain", Box::new(|a| drop(keys(a, "3D")))),
+        ("command", Box::new(|a| drop(keys(a, ":c")))),
+    ];
+    for (name, setup) in &setups {
+        let mut app = new_app(false);
+        setup(&mut app);
+        app.update(Msg::Outcome(ActionOutcome { verb: "hold", target: "fd22/1".into(), result: Ok(String::new()) }));
+        for w in [0u16, 1, 2, 5, 10, 20, 39, 40, 41, 50, 60, 79, 80, 81, 100, 120, 200, 300] {
+            for h in [0u16, 1, 2, 3, 5, 7, 8, 9, 10, 12, 24, 48, 100] {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    app.update(Msg::Resize(w, h));
+                    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+                    terminal.draw(|f| views::render(&app, f)).unwrap();
+                }));
+                assert!(result.is_ok(), "{name} panicked at {w}×{h}");
+            }
+        }
+    }
+}
+
+/// The stale banner's age follows the clock passed in, in whole minutes.
+#[test]
+fn stale_age_moves_with_the_clock() {
+    let mut app = new_app(false);
+    let before = render(&mut app, 160, 48);
+    assert!(before.contains("fd24 STALE for 8m — failing since 11:55:00"), "{before}");
+    let generation = app.generation();
+    app.update(Msg::Tick(now() + Duration::seconds(20)));
+    assert_eq!(app.generation(), generation, "the same minute: nothing to redraw");
+    app.update(Msg::Tick(now() + Duration::seconds(31)));
+    assert!(app.generation() > generation, "a new minute: the age changes");
+    assert!(render(&mut app, 160, 48).contains("STALE for 9m"));
+}
