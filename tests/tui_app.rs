@@ -452,15 +452,18 @@ fn help_lists_the_keymap_bindings_and_follows_a_rebinding() {
     for mode in Mode::ALL {
         for (key, action) in keymap.bindings(mode) {
             assert!(
-                sections.iter().flat_map(|s| &s.entries).any(|e| e.action == Some(action)
-                    && e.keys.split(", ").any(|k| k == key)),
+                sections
+                    .iter()
+                    .flat_map(|s| &s.entries)
+                    .any(|e| e.action == Some(action) && e.keys.split(", ").any(|k| k == key)),
                 "{mode:?} {key} {action} missing from the help"
             );
         }
     }
 
     let custom =
-        Keymap::from_toml_str("[jobs]\n\"X\" = \"cancel\"\n\"C\" = \"none\"\n", std::path::Path::new("mine.toml")).unwrap();
+        Keymap::from_toml_str("[jobs]\n\"X\" = \"cancel\"\n\"C\" = \"none\"\n", std::path::Path::new("mine.toml"))
+            .unwrap();
     let mut app = App::new(options(custom));
     let sections = app.help_sections();
     let jobs = sections.iter().find(|s| s.title == "Jobs").unwrap();
@@ -497,7 +500,7 @@ fn gpu_map_names_the_job_holding_a_cell() {
     for _ in 0..4 {
         let (node, index, cell, job) = app.gpu_selection().unwrap();
         assert_eq!(node.name, "gpu-01");
-        seen.push((index, cell.clone(), job.map(|j| j.job_ref.id.clone())));
+        seen.push((index, cell, job.map(|j| j.job_ref.id.clone())));
         code(&mut app, KeyCode::Right);
     }
     assert_eq!(seen[1].2.as_deref(), Some("10"));
@@ -548,7 +551,10 @@ fn detail_reads_and_follows_the_log() {
     assert!(fetches(&ch(&mut app, 'f')).is_empty());
     assert!(fetches(&app.update(Msg::Tick(t0()))).is_empty());
 
-    app.update(Msg::Log { seq, result: Ok(LogChunk { data: "epoch 1\nepoch 2\npart".into(), offset: 20, dropped: 0 }) });
+    app.update(Msg::Log {
+        seq,
+        result: Ok(LogChunk { data: "epoch 1\nepoch 2\npart".into(), offset: 20, dropped: 0 }),
+    });
     let d = app.detail().unwrap();
     assert_eq!(d.log.len(), 3);
     assert_eq!(d.log.line(2), Some("part"));
@@ -645,11 +651,14 @@ fn loading_a_spec_goes_through_a_command() {
         account: Some("ml".into()),
         ..JobSpec::default()
     };
-    app.update(Msg::SpecLoaded { path: "job.toml".into(), result: Ok(spec) });
+    app.update(Msg::SpecLoaded { path: "job.toml".into(), result: Ok(Box::new(spec)) });
     assert_eq!(app.form().value(Field::Name), "loaded");
     assert!(app.form().script.is_some());
     assert!(app.form().preview.as_ref().unwrap().contains("--account=ml"));
-    app.update(Msg::SpecLoaded { path: "bad.toml".into(), result: Err("bad.toml:3: `cpus`: must be 1 or more".into()) });
+    app.update(Msg::SpecLoaded {
+        path: "bad.toml".into(),
+        result: Err("bad.toml:3: `cpus`: must be 1 or more".into()),
+    });
     assert!(app.toasts().last().unwrap().error);
 }
 
@@ -674,7 +683,13 @@ fn fuzzy_filter_of_100k_jobs() {
     let names = ["train-llm", "eval-vit", "sweep-lr", "preprocess", "finetune-qwen"];
     let list: Vec<Job> = (0..100_000)
         .map(|i| {
-            let mut j = job("fd22", &i.to_string(), if i % 3 == 0 { JobState::Pending } else { JobState::Running }, users[i % 4], names[i % 5]);
+            let mut j = job(
+                "fd22",
+                &i.to_string(),
+                if i % 3 == 0 { JobState::Pending } else { JobState::Running },
+                users[i % 4],
+                names[i % 5],
+            );
             j.reason = (i % 3 == 0).then(|| "Resources".to_string());
             j
         })
@@ -703,5 +718,224 @@ fn fuzzy_filter_of_100k_jobs() {
     eprintln!("100k jobs: rebuild {rebuild:?}, worst keystroke {worst:?}");
     if !cfg!(debug_assertions) {
         assert!(worst < std::time::Duration::from_millis(10), "a keystroke took {worst:?}");
+    }
+}
+
+// ----- the event loop, over a fake terminal and a fleet of one scripted backend -----
+
+mod event_loop {
+    use std::io;
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
+    use flightdeck::fleet::{Fleet, FleetOptions, Member};
+    use flightdeck::model::{Job, JobRef, JobState, Snapshot};
+    use flightdeck::spec::JobSpec;
+    use flightdeck::tui::event_loop::{self, Signal, Surface};
+    use flightdeck::tui::{App, Screen};
+    use futures_util::Stream;
+    use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+    use tokio::sync::mpsc;
+
+    #[derive(Default)]
+    struct Sim {
+        snapshots: AtomicU32,
+        cancels: AtomicU32,
+    }
+
+    #[async_trait]
+    impl Backend for Sim {
+        fn name(&self) -> &str {
+            "sim"
+        }
+        fn capabilities(&self) -> Capabilities {
+            Capabilities { cancel: true, ..Capabilities::default() }
+        }
+        async fn snapshot(&self) -> Result<Snapshot, BackendError> {
+            self.snapshots.fetch_add(1, Ordering::SeqCst);
+            let mut job = Job::new(JobRef::new("sim", "1"), JobState::Running);
+            job.stdout_path = Some("/out".into());
+            Ok(Snapshot { cluster: "sim".into(), jobs: vec![job], ..Snapshot::default() })
+        }
+        async fn submit(&self, _spec: &JobSpec) -> Result<JobRef, BackendError> {
+            Ok(JobRef::new("sim", "2"))
+        }
+        async fn job_action(&self, _job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
+            self.cancels.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+        async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<(), BackendError> {
+            Ok(())
+        }
+        async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
+            Ok(Diagnosis::default())
+        }
+        async fn read_log(&self, path: &str, _from: Option<u64>, _max: u64) -> Result<LogChunk, BackendError> {
+            if path == "/hang" {
+                std::future::pending::<()>().await;
+            }
+            Ok(LogChunk { data: "hello\nworld\n".into(), offset: 12, dropped: 0 })
+        }
+    }
+
+    /// What the fake terminal saw.
+    #[derive(Default)]
+    struct Seen {
+        draws: u32,
+        suspends: u32,
+        screens: Vec<Screen>,
+        log_lines: Vec<usize>,
+        toasts: Vec<String>,
+        /// The last frame showed a cluster's snapshot.
+        has_data: bool,
+    }
+
+    struct Fake {
+        seen: Arc<Mutex<Seen>>,
+        alive: Arc<AtomicBool>,
+    }
+
+    impl Surface for Fake {
+        fn draw(&mut self, app: &App) -> io::Result<()> {
+            let mut seen = self.seen.lock().unwrap();
+            seen.draws += 1;
+            seen.screens.push(app.screen());
+            seen.log_lines.push(app.detail().map_or(0, |d| d.log.len()));
+            seen.toasts = app.toasts().iter().map(|t| t.text.clone()).collect();
+            seen.has_data = app.fleet().clusters.iter().any(|c| c.snapshot.is_some());
+            Ok(())
+        }
+        fn suspend(&mut self) -> io::Result<()> {
+            self.seen.lock().unwrap().suspends += 1;
+            Ok(())
+        }
+        fn resume(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn size(&self) -> io::Result<(u16, u16)> {
+            Ok((80, 24))
+        }
+        fn alive(&mut self) -> bool {
+            self.alive.load(Ordering::SeqCst)
+        }
+    }
+
+    struct Harness {
+        keys: mpsc::UnboundedSender<io::Result<Event>>,
+        signals: mpsc::UnboundedSender<Signal>,
+        seen: Arc<Mutex<Seen>>,
+        alive: Arc<AtomicBool>,
+        sim: Arc<Sim>,
+        done: tokio::task::JoinHandle<color_eyre::Result<()>>,
+    }
+
+    fn events(rx: mpsc::UnboundedReceiver<io::Result<Event>>) -> impl Stream<Item = io::Result<Event>> + Unpin {
+        Box::pin(futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }))
+    }
+
+    fn start() -> Harness {
+        let sim = Arc::new(Sim::default());
+        let fleet = Fleet::start(
+            vec![Member {
+                backend: sim.clone(),
+                kind: "sim".into(),
+                refresh: Duration::from_secs(3600),
+                timeout: Duration::from_secs(5),
+            }],
+            FleetOptions { read_only: false, poll: true, audit: None, actor: "test".into() },
+        );
+        let app = App::new(super::options(flightdeck::tui::keymap::Keymap::builtin("default").unwrap()));
+        let (keys, key_rx) = mpsc::unbounded_channel();
+        let (signals, signal_rx) = mpsc::unbounded_channel();
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let alive = Arc::new(AtomicBool::new(true));
+        let mut surface = Fake { seen: seen.clone(), alive: alive.clone() };
+        let done = tokio::spawn(async move {
+            event_loop::run(Arc::new(fleet), app, &mut surface, events(key_rx), signal_rx, TICK).await
+        });
+        Harness { keys, signals, seen, alive, sim, done }
+    }
+
+    impl Harness {
+        fn key(&self, code: KeyCode) {
+            self.keys.send(Ok(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)))).unwrap();
+        }
+        fn draws(&self) -> u32 {
+            self.seen.lock().unwrap().draws
+        }
+    }
+
+    /// A fast clock: 60 ticks take 0.6 s.
+    const TICK: Duration = Duration::from_millis(10);
+
+    /// Wait until `done` holds (or fail after 10 s).
+    async fn until(what: &str, done: impl Fn() -> bool) {
+        let start = std::time::Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(10), "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn an_idle_minute_draws_nothing_and_keys_draw_once() {
+        let h = start();
+        until("the first refresh", || h.seen.lock().unwrap().has_data).await;
+        assert_eq!(h.sim.snapshots.load(Ordering::SeqCst), 1);
+        let drawn = h.draws();
+        tokio::time::sleep(TICK * 60).await;
+        assert_eq!(h.draws(), drawn, "60 idle ticks must not draw");
+        h.key(KeyCode::Char('2'));
+        until("the jobs screen", || h.seen.lock().unwrap().screens.last() == Some(&Screen::Jobs)).await;
+        tokio::time::sleep(TICK * 10).await;
+        assert_eq!(h.draws(), drawn + 1, "one key, one frame");
+        h.key(KeyCode::Char('q'));
+        let result = tokio::time::timeout(Duration::from_secs(10), h.done).await.expect("quits");
+        assert!(result.unwrap().is_ok());
+    }
+
+    #[tokio::test]
+    async fn actions_logs_and_suspend_go_through_the_loop() {
+        let h = start();
+        until("the first refresh", || h.seen.lock().unwrap().has_data).await;
+        // Cancel through the dialog: the backend is called, the outcome becomes a toast.
+        h.key(KeyCode::Char('2'));
+        h.key(KeyCode::Char('C'));
+        h.key(KeyCode::Char('y'));
+        until("the cancel toast", || h.seen.lock().unwrap().toasts.iter().any(|t| t == "cancel sim/1: done")).await;
+        assert_eq!(h.sim.cancels.load(Ordering::SeqCst), 1);
+        // Open the job: its log is read on a task and shown.
+        h.key(KeyCode::Enter);
+        until("the log", || h.seen.lock().unwrap().log_lines.last() == Some(&2)).await;
+        // Ctrl-Z suspends through the surface, then the loop goes on.
+        h.keys.send(Ok(Event::Key(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL)))).unwrap();
+        until("the suspend", || h.seen.lock().unwrap().suspends == 1).await;
+        assert!(!h.done.is_finished());
+        h.signals.send(Signal::Terminate).unwrap();
+        let result = tokio::time::timeout(Duration::from_secs(10), h.done).await.expect("ends");
+        assert!(result.unwrap().is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_lost_terminal_ends_the_loop() {
+        let h = start();
+        h.alive.store(false, Ordering::SeqCst);
+        let err = tokio::time::timeout(Duration::from_secs(10), h.done).await.expect("ends").unwrap().unwrap_err();
+        assert!(err.to_string().contains("lost the terminal"), "{err}");
+
+        // The input stream ending (EOF on the tty) ends it too.
+        let h = start();
+        drop(h.keys);
+        let result = tokio::time::timeout(Duration::from_secs(10), h.done).await.expect("ends");
+        assert!(result.unwrap().is_err());
+
+        // So does a hang-up.
+        let h = start();
+        h.signals.send(Signal::HangUp).unwrap();
+        let result = tokio::time::timeout(Duration::from_secs(10), h.done).await.expect("ends");
+        assert!(result.unwrap().is_ok());
     }
 }

@@ -89,7 +89,8 @@ fn fleet_state(read_only: bool) -> Arc<FleetState> {
     let mut sweep = job("fd22", "1003", "sweep-lr", "carol", JobState::Running, None, 4, Some("a100"), &["gpu-01"]);
     sweep.gpu_allocations =
         vec![GpuAllocation { node: "gpu-01".into(), model: Some("a100".into()), count: 4, indices: vec![2, 3, 4, 5] }];
-    let mut moe = job("fd22", "1004", "train-moe", "alice", JobState::Pending, Some("Resources"), 16, Some("a100"), &[]);
+    let mut moe =
+        job("fd22", "1004", "train-moe", "alice", JobState::Pending, Some("Resources"), 16, Some("a100"), &[]);
     moe.node_count = 2;
     moe.time_limit_secs = Some(2 * 86_400);
     let mut array = job("fd22", "1007_3", "array-task", "bob", JobState::Running, None, 1, None, &["gpu-01"]);
@@ -261,7 +262,8 @@ fn detail() {
                 _ => None,
             })
             .expect("a log read");
-        let data: String = (1..=40).map(|i| format!("step {i:>4} loss {:.3} \u{1b}[32mok\u{1b}[0m\n", 3.0 / i as f64)).collect();
+        let data: String =
+            (1..=40).map(|i| format!("step {i:>4} loss {:.3} \u{1b}[32mok\u{1b}[0m\n", 3.0 / i as f64)).collect();
         app.update(Msg::Log { seq, result: Ok(LogChunk { offset: 9000 + data.len() as u64, data, dropped: 0 }) });
         keys(&mut app, "f");
         app
@@ -360,23 +362,21 @@ fn toasts() {
 /// Every screen at every size from tiny to large: no panic, nothing drawn outside the area.
 #[test]
 fn every_screen_at_many_sizes() {
-    let setups: Vec<(&str, Box<dyn Fn(&mut App)>)> = vec![
-        ("overview", Box::new(|_| {})),
-        ("jobs", Box::new(|a| drop(keys(a, "2jj ")))),
-        ("nodes", Box::new(|a| drop(keys(a, "3")))),
-        ("gpus", Box::new(|a| drop(keys(a, "4")))),
-        (
-            "detail",
-            Box::new(|a| {
-                keys(a, "2");
-                key(a, KeyCode::Enter);
-            }),
-        ),
-        ("submit", Box::new(|a| drop(keys(a, "nname")))),
-        ("help", Box::new(|a| drop(keys(a, "?")))),
-        ("dialog", Box::new(|a| drop(keys(a, "2 j C")))),
-        ("drain", Box::new(|a| drop(keys(a, "3D")))),
-        ("command", Box::new(|a| drop(keys(a, ":c")))),
+    type Setup = fn(&mut App);
+    let setups: [(&str, Setup); 10] = [
+        ("overview", |_| {}),
+        ("jobs", |a| drop(keys(a, "2jj "))),
+        ("nodes", |a| drop(keys(a, "3"))),
+        ("gpus", |a| drop(keys(a, "4"))),
+        ("detail", |a| {
+            keys(a, "2");
+            key(a, KeyCode::Enter);
+        }),
+        ("submit", |a| drop(keys(a, "nname"))),
+        ("help", |a| drop(keys(a, "?"))),
+        ("dialog", |a| drop(keys(a, "2 j C"))),
+        ("drain", |a| drop(keys(a, "3D"))),
+        ("command", |a| drop(keys(a, ":c"))),
     ];
     for (name, setup) in &setups {
         let mut app = new_app(false);

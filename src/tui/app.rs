@@ -32,9 +32,9 @@ use super::TuiOptions;
 use super::action::{Mode, UiAction};
 use super::keymap::{Keymap, Resolution};
 use super::theme::Theme;
-use crate::backend::{BackendError, JobAction, NodeAction};
+use crate::backend::{JobAction, NodeAction};
 use crate::fleet::{Action, ActionOutcome, FleetState};
-use crate::model::{Health, Job, JobRef, NodeRef};
+use crate::model::{Job, JobRef, NodeRef};
 use crate::spec::JobSpec;
 
 /// Something that happened.
@@ -48,9 +48,15 @@ pub enum Msg {
     /// An action finished.
     Outcome(ActionOutcome),
     /// The answer to [`Command::FetchLog`] number `seq`.
-    Log { seq: u64, result: Result<LogChunk, String> },
+    Log {
+        seq: u64,
+        result: Result<LogChunk, String>,
+    },
     /// The answer to [`Command::LoadSpec`].
-    SpecLoaded { path: String, result: Result<JobSpec, String> },
+    SpecLoaded {
+        path: String,
+        result: Result<Box<JobSpec>, String>,
+    },
     Resize(u16, u16),
     /// The clock, passed in (toasts expire, followed logs are re-read).
     Tick(DateTime<Utc>),
@@ -65,7 +71,14 @@ pub enum Command {
     Refresh(Option<String>),
     /// Read a log file of `job` (on a task); answer with [`Msg::Log`] carrying `seq`.
     /// `from: None` reads the last `max_bytes`; `Some(offset)` reads on from there.
-    FetchLog { job: JobRef, stream: LogStream, path: String, from: Option<u64>, max_bytes: u64, seq: u64 },
+    FetchLog {
+        job: JobRef,
+        stream: LogStream,
+        path: String,
+        from: Option<u64>,
+        max_bytes: u64,
+        seq: u64,
+    },
     /// Read and validate a spec file (off the UI); answer with [`Msg::SpecLoaded`].
     LoadSpec(PathBuf),
     Quit,
@@ -157,7 +170,9 @@ impl Detail {
     /// The file of the current stream, or why there is none to read.
     pub fn path(&self) -> Result<&str, &'static str> {
         match self.stream {
-            LogStream::Stdout => self.last.stdout_path.as_deref().ok_or("the cluster reports no stdout file for this job"),
+            LogStream::Stdout => {
+                self.last.stdout_path.as_deref().ok_or("the cluster reports no stdout file for this job")
+            }
             LogStream::Stderr => match (&self.last.stderr_path, &self.last.stdout_path) {
                 (Some(e), Some(o)) if e == o => Err("stderr goes to the stdout file"),
                 (Some(e), _) => Ok(e),
@@ -346,9 +361,16 @@ impl App {
         self.help.is_some()
     }
 
-    /// The help screen's content: the effective keymap, grouped by screen.
+    /// The help screen's content: the keymap's bindings grouped by screen, this screen's
+    /// own first.
     pub fn help_sections(&self) -> Vec<help::HelpSection> {
-        help::sections(&self.keymap)
+        let mut sections = help::sections(&self.keymap);
+        let own = help::mode_title(self.screen.mode());
+        if let Some(i) = sections.iter().position(|s| s.title == own) {
+            let s = sections.remove(i);
+            sections.insert(0, s);
+        }
+        sections
     }
 
     pub fn job_sort(&self) -> (JobColumn, bool) {
@@ -391,7 +413,7 @@ impl App {
             Msg::SpecLoaded { path, result } => match result {
                 Ok(spec) => {
                     let clusters = self.data.cluster_names();
-                    self.form.load(spec, path.clone(), &clusters);
+                    self.form.load(*spec, path.clone(), &clusters);
                     self.toast(format!("loaded {path}"), false);
                 }
                 Err(e) => self.toast(e, true),
@@ -628,7 +650,8 @@ impl App {
             }
             (Input::Command { text, candidates }, KeyCode::Tab) => {
                 let users = &self.data.users;
-                let (new, found) = command_line::complete(text.text(), &self.data.cluster_names(), users, Theme::names());
+                let (new, found) =
+                    command_line::complete(text.text(), &self.data.cluster_names(), users, Theme::names());
                 text.set(new);
                 *candidates = found;
             }
@@ -903,11 +926,8 @@ impl App {
                 self.refilter_jobs();
             }
             UiAction::FilterMine => {
-                self.jobs.user = if self.jobs.user.as_deref() == Some(self.user.as_str()) {
-                    None
-                } else {
-                    Some(self.user.clone())
-                };
+                self.jobs.user =
+                    if self.jobs.user.as_deref() == Some(self.user.as_str()) { None } else { Some(self.user.clone()) };
                 self.refilter_jobs();
             }
             UiAction::FilterState => {
@@ -1213,14 +1233,4 @@ impl App {
             Err(e) => self.toast(e, true),
         }
     }
-}
-
-/// The read-only refusal, in the fleet's words.
-pub fn read_only_message() -> String {
-    BackendError::ReadOnly.to_string()
-}
-
-/// Whether any cluster is not fresh (for the header).
-pub fn stale_count(fleet: &FleetState) -> usize {
-    fleet.clusters.iter().filter(|c| matches!(c.health, Health::Stale { .. })).count()
 }

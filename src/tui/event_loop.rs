@@ -219,7 +219,7 @@ where
                 Command::LoadSpec(path) => {
                     let tx = results_tx.clone();
                     tokio::task::spawn_blocking(move || {
-                        let result = JobSpec::load(&expand_home(&path)).map_err(|e| e.to_string());
+                        let result = JobSpec::load(&expand_home(&path)).map(Box::new).map_err(|e| e.to_string());
                         let _ = tx.send(Msg::SpecLoaded { path: path.display().to_string(), result });
                     });
                 }

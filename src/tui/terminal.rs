@@ -144,7 +144,10 @@ pub mod signals {
         target_os = "dragonfly"
     )) {
         Some((18, 19))
-    } else if cfg!(all(target_os = "linux", not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64")))) {
+    } else if cfg!(all(
+        target_os = "linux",
+        not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64"))
+    )) {
         Some((20, 18))
     } else {
         None

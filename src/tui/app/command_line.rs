@@ -42,9 +42,10 @@ fn find(word: &str) -> Result<&'static (&'static str, bool, &'static str), Strin
             "unknown command `:{word}` (commands: {})",
             COMMANDS.iter().map(|c| c.0).collect::<Vec<_>>().join(", ")
         )),
-        many => {
-            Err(format!("`:{word}` is ambiguous: {}", many.iter().map(|c| format!(":{}", c.0)).collect::<Vec<_>>().join(", ")))
-        }
+        many => Err(format!(
+            "`:{word}` is ambiguous: {}",
+            many.iter().map(|c| format!(":{}", c.0)).collect::<Vec<_>>().join(", ")
+        )),
     }
 }
 
@@ -55,7 +56,9 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
         None => (text, ""),
     };
     if word.is_empty() {
-        return Err("type a command: :jobs, :nodes, :gpus, :overview, :cluster NAME, :user NAME, :theme NAME, :quit".into());
+        return Err(
+            "type a command: :jobs, :nodes, :gpus, :overview, :cluster NAME, :user NAME, :theme NAME, :quit".into()
+        );
     }
     let (name, takes_arg, _) = *find(word)?;
     if !takes_arg && !arg.is_empty() {
@@ -88,7 +91,7 @@ pub fn complete(text: &str, clusters: &[String], users: &[String], themes: &[&st
             many => (common_prefix(many).unwrap_or_else(|| text.to_string()), found),
         };
     };
-    let Ok((name, true, _)) = find(word).map(|c| *c) else {
+    let Ok((name, true, _)) = find(word).copied() else {
         return (text.to_string(), Vec::new());
     };
     let pool: Vec<String> = match name {

@@ -13,6 +13,9 @@ use nucleo::Utf32String;
 use crate::fleet::FleetState;
 use crate::model::{Health, Job, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
 
+/// A job holding GPUs on a node: job row, model, count, device indices.
+type Holder<'a> = (u32, Option<&'a str>, u32, &'a [u32]);
+
 /// One job of the flattened list.
 pub struct JobRow {
     /// Index into [`Data::snaps`].
@@ -143,7 +146,8 @@ impl Data {
             for (index, node) in s.nodes.iter().enumerate() {
                 hay.clear();
                 node_haystack(&mut hay, node);
-                node_index.insert(NodeRef { cluster: node.cluster.clone(), name: node.name.clone() }, nodes.len() as u32);
+                node_index
+                    .insert(NodeRef { cluster: node.cluster.clone(), name: node.name.clone() }, nodes.len() as u32);
                 nodes.push(NodeRow { snap: snap as u16, index: index as u32, hay: Utf32String::from(hay.as_str()) });
             }
         }
@@ -193,7 +197,7 @@ impl Data {
     /// backend reports indices, else by count in job order.
     fn build_gpu_map(&self) -> Vec<GpuNode> {
         // (snap, node name) → jobs holding GPUs there, with (model, count, indices).
-        let mut holders: HashMap<(u16, &str), Vec<(u32, Option<&str>, u32, &[u32])>> = HashMap::new();
+        let mut holders: HashMap<(u16, &str), Vec<Holder>> = HashMap::new();
         for (row, r) in self.jobs.iter().enumerate() {
             let job = self.job(row as u32);
             if !job.state.is_active() {
@@ -243,12 +247,12 @@ impl Data {
                         continue;
                     }
                     let mut left = *count;
-                    for i in 0..cells.len() {
+                    for (i, cell) in cells.iter_mut().enumerate() {
                         if left == 0 {
                             break;
                         }
-                        if cells[i] == Cell::Free && fits(i, *model) {
-                            cells[i] = Cell::Allocated(Some(*job));
+                        if *cell == Cell::Free && fits(i, *model) {
+                            *cell = Cell::Allocated(Some(*job));
                             left -= 1;
                         }
                     }

@@ -75,10 +75,15 @@ impl Dialog {
                 }
                 Ok(targets
                     .iter()
-                    .map(|node| Action::Node { node: node.clone(), action: NodeAction::Drain { reason: reason.to_string() } })
+                    .map(|node| Action::Node {
+                        node: node.clone(),
+                        action: NodeAction::Drain { reason: reason.to_string() },
+                    })
                     .collect())
             }
-            Dialog::Submit { cluster, spec } => Ok(vec![Action::Submit { cluster: cluster.clone(), spec: spec.clone() }]),
+            Dialog::Submit { cluster, spec } => {
+                Ok(vec![Action::Submit { cluster: cluster.clone(), spec: spec.clone() }])
+            }
         }
     }
 }

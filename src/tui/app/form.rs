@@ -158,9 +158,7 @@ impl SubmitForm {
             (!v.is_empty()).then(|| v.to_string())
         };
         let number = |f: Field| -> Result<Option<u32>, Problem> {
-            text(f)
-                .map(|v| v.parse::<u32>().map_err(|_| on(f, format!("{v:?} is not a whole number"))))
-                .transpose()
+            text(f).map(|v| v.parse::<u32>().map_err(|_| on(f, format!("{v:?} is not a whole number")))).transpose()
         };
         let mut spec = self.base.clone();
         spec.name = self.value(Field::Name).trim().to_string();

@@ -23,7 +23,9 @@ pub enum Edit {
 /// A character typed without Ctrl or Alt (Shift is part of the character).
 pub fn plain_char(key: &KeyEvent) -> Option<char> {
     match key.code {
-        KeyCode::Char(c) if !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SUPER) => {
+        KeyCode::Char(c)
+            if !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SUPER) =>
+        {
             Some(c)
         }
         _ => None,
@@ -59,8 +61,11 @@ impl TextInput {
 
     pub fn insert_str(&mut self, s: &str) {
         // One line: pasted line breaks become spaces, other control characters are dropped.
-        let s: String =
-            s.chars().map(|c| if c == '\n' || c == '\r' || c == '\t' { ' ' } else { c }).filter(|c| !c.is_control()).collect();
+        let s: String = s
+            .chars()
+            .map(|c| if c == '\n' || c == '\r' || c == '\t' { ' ' } else { c })
+            .filter(|c| !c.is_control())
+            .collect();
         let at = self.byte_at(self.cursor);
         self.text.insert_str(at, &s);
         self.cursor += s.chars().count();

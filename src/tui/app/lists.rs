@@ -423,10 +423,10 @@ impl JobList {
                 JobColumn::Reason => ja.reason.cmp(&jb.reason),
                 JobColumn::Gpus => ja.gpus().cmp(&jb.gpus()).then_with(|| ja.gpu_model.cmp(&jb.gpu_model)),
                 JobColumn::Nodes => ja.node_count.cmp(&jb.node_count).then_with(|| ja.nodes.cmp(&jb.nodes)),
-                JobColumn::Elapsed => elapsed_secs(ja, data.taken_at(ra.snap)).cmp(&elapsed_secs(jb, data.taken_at(rb.snap))),
-                JobColumn::Limit => {
-                    ja.time_limit_secs.unwrap_or(u64::MAX).cmp(&jb.time_limit_secs.unwrap_or(u64::MAX))
+                JobColumn::Elapsed => {
+                    elapsed_secs(ja, data.taken_at(ra.snap)).cmp(&elapsed_secs(jb, data.taken_at(rb.snap)))
                 }
+                JobColumn::Limit => ja.time_limit_secs.unwrap_or(u64::MAX).cmp(&jb.time_limit_secs.unwrap_or(u64::MAX)),
             };
             primary
                 .then_with(|| ja.job_ref.cluster.cmp(&jb.job_ref.cluster))
@@ -508,7 +508,7 @@ impl NodeList {
         let key = self.sort;
         let by = |a: &u32, b: &u32| -> Ordering {
             let (na, nb) = (data.node(*a), data.node(*b));
-            let pct = |used: u64, total: u64| if total == 0 { 0 } else { used * 1000 / total };
+            let pct = |used: u64, total: u64| (used * 1000).checked_div(total).unwrap_or(0);
             let primary = match key {
                 NodeColumn::Cluster | NodeColumn::Name => Ordering::Equal,
                 NodeColumn::State => na.state.cmp(&nb.state).then_with(|| na.flags.cmp(&nb.flags)),
@@ -610,7 +610,10 @@ impl GpuList {
         // Cluster order is kept (the map is grouped by cluster); within it, the key (most
         // first), then the node name.
         rows.sort_by(|&a, &b| {
-            let (ra, rb) = (&data.nodes[data.gpu_nodes[a as usize].node as usize], &data.nodes[data.gpu_nodes[b as usize].node as usize]);
+            let (ra, rb) = (
+                &data.nodes[data.gpu_nodes[a as usize].node as usize],
+                &data.nodes[data.gpu_nodes[b as usize].node as usize],
+            );
             let (na, nb) = (data.node(data.gpu_nodes[a as usize].node), data.node(data.gpu_nodes[b as usize].node));
             let within = key(b).cmp(&key(a)).then_with(|| natural_cmp(&na.name, &nb.name));
             ra.snap.cmp(&rb.snap).then(if self.reverse { within.reverse() } else { within })

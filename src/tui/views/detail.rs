@@ -40,11 +40,9 @@ pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec
         ("job", job.job_ref.to_string()),
         ("name", job.name.clone()),
         ("user", job.user.clone()),
-        ("account", opt(&job.account)),
-        ("partition", job.partition.clone()),
         ("state", format!("{} ({})", job.state, job.native_state)),
         ("reason", opt(&job.reason)),
-        ("priority", job.priority.map_or_else(|| "-".into(), |p| p.to_string())),
+        ("partition", job.partition.clone()),
         ("GPUs", format!("{} requested, {} allocated", job.gpus_requested, job.gpus_allocated)),
         ("GPU model", opt(&job.gpu_model)),
         ("GPU slots", if allocs.is_empty() { "-".into() } else { allocs.join(" ") }),
@@ -53,13 +51,15 @@ pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec
         ("memory", job.memory_mb.map_or_else(|| "-".into(), |m| format!("{m} MiB"))),
         ("submitted", when(job.submit_time)),
         ("started", when(job.start_time)),
-        ("ended", when(job.end_time)),
         ("elapsed", elapsed_secs(job, taken_at).map_or_else(|| "-".into(), text::duration)),
         ("time limit", job.time_limit_secs.map_or_else(|| "unlimited".into(), text::duration)),
+        ("ended", when(job.end_time)),
         ("exit", job.exit.map_or_else(|| "-".into(), |e| e.to_string())),
-        ("workdir", opt(&job.workdir)),
         ("stdout", opt(&job.stdout_path)),
         ("stderr", opt(&job.stderr_path)),
+        ("workdir", opt(&job.workdir)),
+        ("account", opt(&job.account)),
+        ("priority", job.priority.map_or_else(|| "-".into(), |p| p.to_string())),
         (
             "array",
             job.array.as_ref().map_or_else(
@@ -83,9 +83,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let Some(d) = app.detail() else { return };
     let theme = app.theme();
     let fields = fields(&d.last, d.taken_at);
-    let cols = ((area.width.saturating_sub(2)) / 50).clamp(1, 3) as usize;
+    let cols = ((area.width.saturating_sub(2)) / 38).clamp(1, 3) as usize;
     let rows = fields.len().div_ceil(cols);
-    let fields_h = (rows as u16 + 2).min(area.height / 2).max(3);
+    let fields_h = (rows as u16 + 2).min(area.height * 3 / 5).max(3);
     let [top, bottom] = Layout::vertical([Constraint::Length(fields_h), Constraint::Min(3)]).areas(area);
 
     let mut title = format!(" {} · {} ", d.job, text::truncate(&d.last.name, 40));
@@ -106,7 +106,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         let x = inner.x + c as u16 * col_w;
         let y = inner.y + r as u16;
         put(buf, x, y, label_w.min(col_w), label, theme.style(Slot::Dim));
-        let vw = col_w.saturating_sub(label_w + 1);
+        let vw = col_w.saturating_sub(label_w + 2);
         let style = if *label == "state" { theme.job_state(d.last.state) } else { theme.style(Slot::Base) };
         put(buf, x + label_w + 1, y, vw, value, style);
     }
@@ -167,7 +167,8 @@ fn render_log(app: &App, d: &Detail, frame: &mut Frame, area: Rect) {
             if let Some(mark) = line.strip_prefix(SKIP_MARK) {
                 lines.push(Line::styled(mark.to_string(), theme.style(Slot::Dim)));
             } else {
-                lines.push(Line::from(Span::raw(text::truncate(line, inner.width as usize).into_owned())));
+                let line = text::strip_ansi(line);
+                lines.push(Line::from(Span::raw(text::truncate(&line, inner.width as usize).into_owned())));
             }
         }
     }

@@ -9,9 +9,23 @@ use ratatui::widgets::{Clear, Paragraph};
 use super::{block, centered};
 use crate::tui::action::{Mode, UiAction};
 use crate::tui::app::App;
-use crate::tui::app::read_only_message;
 use crate::tui::theme::Slot;
 use crate::tui::widgets::text;
+
+/// The key for `action` in a dialog. While the dialog takes text (the drain reason), plain
+/// characters are text, so the first key that is not one is shown (`enter`, not `y`).
+pub fn dialog_key(app: &App, action: UiAction) -> Option<String> {
+    let typing = app.dialog().is_some_and(|d| d.reason().is_some());
+    if !typing {
+        return app.keymap().hint(Mode::Dialog, action);
+    }
+    app.keymap()
+        .bindings(Mode::Dialog)
+        .into_iter()
+        .chain(app.keymap().bindings(Mode::Global))
+        .find(|(key, a)| *a == action && key.chars().count() > 1)
+        .map(|(key, _)| key)
+}
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let Some(dialog) = app.dialog() else { return };
@@ -30,7 +44,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let mut lines: Vec<Line> = Vec::new();
     if app.read_only() {
         lines.push(Line::styled(
-            text::truncate(&format!("READ-ONLY: the fleet will refuse this ({})", read_only_message()), w).into_owned(),
+            text::truncate("READ-ONLY: the fleet will refuse this", w).into_owned(),
             theme.style(Slot::Warning),
         ));
     }
@@ -57,15 +71,13 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         lines.push(Line::styled(text::truncate(e, w).into_owned(), theme.style(Slot::Error)));
     }
     lines.push(Line::raw(""));
-    let key = |a: UiAction| app.keymap().hint(Mode::Dialog, a).unwrap_or_else(|| "?".into());
+    let key = |a: UiAction| dialog_key(app, a).unwrap_or_else(|| "?".into());
     lines.push(Line::from(vec![
         Span::styled(key(UiAction::Confirm), theme.style(Slot::FooterKey)),
         Span::raw(" confirm   "),
         Span::styled(key(UiAction::Dismiss), theme.style(Slot::FooterKey)),
         Span::raw(" dismiss"),
     ]));
-    let first = lines.len().saturating_sub(inner.height as usize);
-    let _ = first;
     frame.render_widget(Paragraph::new(lines).style(theme.style(Slot::Base)), inner);
     if let Some((row, col)) = cursor {
         let (x, y) = (inner.x + col as u16, inner.y + row as u16);

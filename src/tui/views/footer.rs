@@ -84,7 +84,9 @@ fn hints_for(app: &App) -> (Mode, &'static [UiAction]) {
             Help,
             Quit,
         ],
-        Screen::Nodes => &[Filter, ProblemNodes, Drain, Resume, ToggleSelect, SortNext, FilterCluster, Open, Help, Quit],
+        Screen::Nodes => {
+            &[Filter, ProblemNodes, Drain, Resume, ToggleSelect, SortNext, FilterCluster, Open, Help, Quit]
+        }
         Screen::Gpus => &[Open, ProblemNodes, SortNext, FilterCluster, Help, Quit],
         Screen::Detail => &[Follow, SwitchLog, Cancel, Hold, Release, Back, Help],
         Screen::Submit => &[NextField, SubmitForm, LoadSpec, Back],
@@ -121,7 +123,12 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let mut used = 0usize;
     let mut seen_labels: Vec<&str> = Vec::new();
     for action in actions {
-        let Some(key) = app.keymap().hint(mode, *action) else { continue };
+        let key = if mode == Mode::Dialog {
+            super::dialog::dialog_key(app, *action)
+        } else {
+            app.keymap().hint(mode, *action)
+        };
+        let Some(key) = key else { continue };
         let l = label(*action);
         if seen_labels.contains(&l) {
             continue;

@@ -90,11 +90,18 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
                     f += g.count(Cell::Free);
                     u += g.count(Cell::Unavailable);
                 }
+                let stale = match &data.fleet.clusters[*ci].health {
+                    crate::model::Health::Stale { since, .. } => {
+                        format!("STALE {} ", text::age((app.now() - *since).num_seconds()))
+                    }
+                    _ => String::new(),
+                };
                 put_spans(
                     buf,
                     row,
                     &[
                         Span::styled(format!("▌{name} "), theme.style(Slot::Title)),
+                        Span::styled(stale, theme.style(Slot::Error)),
                         Span::styled(format!("{ALLOCATED} {a} allocated  "), theme.style(Slot::GpuAllocated)),
                         Span::styled(format!("{FREE} {f} free  "), theme.style(Slot::GpuFree)),
                         Span::styled(format!("{UNAVAILABLE} {u} unavailable"), theme.style(Slot::GpuUnavailable)),
@@ -181,18 +188,13 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             ]
         }
     };
-    let info_lines: Vec<Line> = info_lines
-        .into_iter()
-        .map(|l| super::overview::cut_line(clean_line(l), info.width as usize))
-        .collect();
+    let info_lines: Vec<Line> =
+        info_lines.into_iter().map(|l| super::overview::cut_line(clean_line(l), info.width as usize)).collect();
     frame.render_widget(Paragraph::new(info_lines), info);
 }
 
 fn clean_line(line: Line<'_>) -> Line<'static> {
     Line::from(
-        line.spans
-            .into_iter()
-            .map(|s| Span::styled(text::clean(&s.content).into_owned(), s.style))
-            .collect::<Vec<_>>(),
+        line.spans.into_iter().map(|s| Span::styled(text::clean(&s.content).into_owned(), s.style)).collect::<Vec<_>>(),
     )
 }

@@ -5,7 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::{block, centered};
+use super::block;
 use crate::tui::app::App;
 use crate::tui::theme::Slot;
 use crate::tui::widgets::text;
@@ -38,7 +38,7 @@ pub fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
 }
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
-    let rect = centered(area, area.width.saturating_sub(4).min(90), area.height);
+    let rect = area;
     frame.render_widget(Clear, rect);
     let b = block(app, format!(" Keys · keymap {} ", app.keymap().name()), true);
     let inner = b.inner(rect);

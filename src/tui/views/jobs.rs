@@ -139,13 +139,19 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             }
         })
         .collect();
-    let natural: Vec<usize> = (0..COLUMNS.len())
-        .map(|c| rows.iter().map(|r| text::width(&r.cells[c])).max().unwrap_or(0))
-        .collect();
+    let natural: Vec<usize> =
+        (0..COLUMNS.len()).map(|c| rows.iter().map(|r| text::width(&r.cells[c])).max().unwrap_or(0)).collect();
     let fitted = table::fit(&COLUMNS, &natural, inner.width.saturating_sub(GUTTER));
     table::render(frame.buffer_mut(), inner, &COLUMNS, &fitted, theme.style(Slot::Header), &rows);
     if list.cursor.is_empty() {
         let msg = if app.data.jobs.is_empty() { "no jobs" } else { "no job matches the filters" };
-        super::put(frame.buffer_mut(), inner.x + GUTTER, inner.y + 1, inner.width - GUTTER, msg, theme.style(Slot::Dim));
+        super::put(
+            frame.buffer_mut(),
+            inner.x + GUTTER,
+            inner.y + 1,
+            inner.width - GUTTER,
+            msg,
+            theme.style(Slot::Dim),
+        );
     }
 }

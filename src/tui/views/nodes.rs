@@ -74,11 +74,8 @@ pub fn reason_cell(node: &Node) -> String {
 }
 
 pub fn title(app: &App) -> String {
-    let mut t = format!(
-        " Nodes {} of {} ",
-        text::thousands(app.nodes.cursor.len()),
-        text::thousands(app.data.nodes.len())
-    );
+    let mut t =
+        format!(" Nodes {} of {} ", text::thousands(app.nodes.cursor.len()), text::thousands(app.data.nodes.len()));
     let (col, rev) = app.node_sort();
     t.push_str(&format!("· sort {}{} ", col.title().to_lowercase(), if rev { "↓" } else { "↑" }));
     if app.problem_nodes_only() {
@@ -147,11 +144,20 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
                 if bad > 0 {
                     cell_styles[NodeColumn::Unhealthy as usize] = Some(theme.style(Slot::Error));
                 }
-                let pct = |used: u64, total: u64| if total == 0 { 0 } else { used * 100 / total };
-                let bar = |p: u64| theme.style(if p >= 90 { Slot::BarHigh } else if p >= 60 { Slot::BarMid } else { Slot::BarLow });
+                let pct = |used: u64, total: u64| (used * 100).checked_div(total).unwrap_or(0);
+                let bar = |p: u64| {
+                    theme.style(if p >= 90 {
+                        Slot::BarHigh
+                    } else if p >= 60 {
+                        Slot::BarMid
+                    } else {
+                        Slot::BarLow
+                    })
+                };
                 cell_styles[NodeColumn::Cpu as usize] =
                     Some(bar(pct(u64::from(node.cpus_allocated), u64::from(node.cpus_total))));
-                cell_styles[NodeColumn::Memory as usize] = Some(bar(pct(node.memory_allocated_mb, node.memory_total_mb)));
+                cell_styles[NodeColumn::Memory as usize] =
+                    Some(bar(pct(node.memory_allocated_mb, node.memory_total_mb)));
             }
             RowCells {
                 cells,
@@ -161,13 +167,19 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             }
         })
         .collect();
-    let natural: Vec<usize> = (0..COLUMNS.len())
-        .map(|c| rows.iter().map(|r| text::width(&r.cells[c])).max().unwrap_or(0))
-        .collect();
+    let natural: Vec<usize> =
+        (0..COLUMNS.len()).map(|c| rows.iter().map(|r| text::width(&r.cells[c])).max().unwrap_or(0)).collect();
     let fitted = table::fit(&COLUMNS, &natural, inner.width.saturating_sub(GUTTER));
     table::render(frame.buffer_mut(), inner, &COLUMNS, &fitted, theme.style(Slot::Header), &rows);
     if list.cursor.is_empty() {
         let msg = if app.data.nodes.is_empty() { "no nodes" } else { "no node matches the filters" };
-        super::put(frame.buffer_mut(), inner.x + GUTTER, inner.y + 1, inner.width - GUTTER, msg, theme.style(Slot::Dim));
+        super::put(
+            frame.buffer_mut(),
+            inner.x + GUTTER,
+            inner.y + 1,
+            inner.width - GUTTER,
+            msg,
+            theme.style(Slot::Dim),
+        );
     }
 }

@@ -46,7 +46,12 @@ pub fn stale_banner(c: &ClusterSummary, now: chrono::DateTime<chrono::Utc>) -> O
     }
 }
 
-fn cluster_lines<'a>(c: &ClusterSummary, theme: &Theme, width: u16, now: chrono::DateTime<chrono::Utc>) -> Vec<Line<'a>> {
+fn cluster_lines<'a>(
+    c: &ClusterSummary,
+    theme: &Theme,
+    width: u16,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<Line<'a>> {
     let mut lines = Vec::new();
     let status = match &c.health {
         Health::Connecting => Span::styled("connecting…", theme.style(Slot::Dim)),
@@ -181,12 +186,8 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let max_scroll = lines.len().saturating_sub(inner.height as usize);
     let scroll = app.overview_scroll.min(max_scroll);
     // Lines are cut, never wrapped: each is cut with `…` to the width.
-    let cut: Vec<Line> = lines
-        .into_iter()
-        .skip(scroll)
-        .take(inner.height as usize)
-        .map(|l| cut_line(l, inner.width as usize))
-        .collect();
+    let cut: Vec<Line> =
+        lines.into_iter().skip(scroll).take(inner.height as usize).map(|l| cut_line(l, inner.width as usize)).collect();
     frame.render_widget(Paragraph::new(cut), inner);
 }
 

@@ -20,7 +20,8 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let [left, right] = if side_by_side {
         Layout::horizontal([Constraint::Length(area.width / 2), Constraint::Min(10)]).areas(area)
     } else {
-        Layout::vertical([Constraint::Length(form_h.min(area.height.saturating_sub(4))), Constraint::Min(3)]).areas(area)
+        Layout::vertical([Constraint::Length(form_h.min(area.height.saturating_sub(4))), Constraint::Min(3)])
+            .areas(area)
     };
 
     let mut title = " New job ".to_string();
@@ -55,7 +56,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             let input = &form.values[i];
             let value = input.text();
             if value.is_empty() && !focused {
-                put(buf, x, y, value_w, field.hint(), theme.style(Slot::Dim));
+                if !field.hint().is_empty() {
+                    put(buf, x, y, value_w, &format!("({})", field.hint()), theme.style(Slot::Dim));
+                }
             } else {
                 // Keep the cursor in view for long values.
                 let before: String = value.chars().take(input.cursor()).collect();
@@ -89,7 +92,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         put(buf, inner.x, y, inner.width, label, theme.style(Slot::FooterKey));
         let x = inner.x + label.len() as u16;
         put(buf, x, y, inner.width.saturating_sub(label.len() as u16), prompt.text(), theme.style(Slot::Base));
-        cursor = Some(Position { x: x + text::width(&prompt.text().chars().take(prompt.cursor()).collect::<String>()) as u16, y });
+        cursor = Some(Position {
+            x: x + text::width(&prompt.text().chars().take(prompt.cursor()).collect::<String>()) as u16,
+            y,
+        });
     }
     if let Some(pos) = cursor
         && pos.x < inner.x + inner.width

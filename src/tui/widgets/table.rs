@@ -72,16 +72,15 @@ pub fn fit(columns: &[Column], natural: &[usize], width: u16) -> Fitted {
         })
         .collect();
     let total: u32 = wants.iter().map(|w| u32::from(*w)).sum();
-    let mut left = spare;
     if total <= u32::from(spare) {
-        for i in 0..columns.len() {
-            widths[i] += wants[i];
-            left -= wants[i];
+        for (w, want) in widths.iter_mut().zip(&wants) {
+            *w += want;
         }
     } else {
-        for i in 0..columns.len() {
-            let share = (u32::from(wants[i]) * u32::from(spare) / total) as u16;
-            widths[i] += share;
+        let mut left = spare;
+        for (w, want) in widths.iter_mut().zip(&wants) {
+            let share = (u32::from(*want) * u32::from(spare) / total) as u16;
+            *w += share;
             left -= share;
         }
         for &i in &by_priority {
@@ -164,8 +163,12 @@ pub fn scroll(offset: usize, cursor: usize, height: usize, len: usize) -> usize 
 mod tests {
     use super::*;
 
-    const COLS: [Column; 4] =
-        [Column::new("ID", 4, 8, 0), Column::new("NAME", 6, 30, 1), Column::new("A", 5, 5, 3), Column::new("B", 5, 5, 2)];
+    const COLS: [Column; 4] = [
+        Column::new("ID", 4, 8, 0),
+        Column::new("NAME", 6, 30, 1),
+        Column::new("A", 5, 5, 3),
+        Column::new("B", 5, 5, 2),
+    ];
 
     #[test]
     fn narrow_widths_drop_low_priority_columns_whole() {

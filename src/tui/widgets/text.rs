@@ -29,7 +29,55 @@ pub fn clean(s: &str) -> Cow<'_, str> {
     if !s.chars().any(char::is_control) {
         return Cow::Borrowed(s);
     }
-    Cow::Owned(s.chars().map(|c| if c == '\t' { ' ' } else if c.is_control() { '\u{FFFD}' } else { c }).collect())
+    Cow::Owned(
+        s.chars()
+            .map(|c| {
+                if c == '\t' {
+                    ' '
+                } else if c.is_control() {
+                    '\u{FFFD}'
+                } else {
+                    c
+                }
+            })
+            .collect(),
+    )
+}
+
+/// `s` without ANSI escape sequences (colours and cursor moves in program output): CSI
+/// (`ESC [ … final`), OSC (`ESC ] … BEL` or `ESC \\`) and two-character escapes are dropped.
+/// What remains still goes through [`clean`] when drawn.
+pub fn strip_ansi(s: &str) -> Cow<'_, str> {
+    if !s.contains('\u{1b}') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('[') => {
+                // Parameters and intermediates, then one final byte in @..~.
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            Some(']') => {
+                while let Some(c) = chars.next() {
+                    if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// `s` cleaned and cut to at most `max` columns; a cut string ends with `…`.
@@ -97,7 +145,7 @@ pub fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -126,6 +174,15 @@ mod tests {
         assert_eq!(clean("a\u{1b}[2Jb\tc"), "a\u{FFFD}[2Jb c");
         assert_eq!(truncate("x\ny", 10), "x\u{FFFD}y");
         assert!(matches!(clean("plain"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn ansi_sequences_are_stripped() {
+        assert_eq!(strip_ansi("\u{1b}[32mok\u{1b}[0m done"), "ok done");
+        assert_eq!(strip_ansi("a\u{1b}]0;title\u{7}b"), "ab");
+        assert_eq!(strip_ansi("a\u{1b}]8;;http://x\u{1b}\\link"), "alink");
+        assert_eq!(strip_ansi("plain"), "plain");
+        assert_eq!(strip_ansi("cut\u{1b}["), "cut");
     }
 
     #[test]
