@@ -157,3 +157,24 @@ fn a_dead_login_node_is_reported_not_hung() {
     assert!(err.starts_with("flightdeck: gone: "), "{err}");
     assert!(err.contains("cannot reach"), "{err}");
 }
+
+/// No config file at all: the embedded default is this machine, whose `squeue` talks to the
+/// test bed's 22.05 cluster (`/etc/slurm/slurm.conf` points there).
+#[test]
+fn without_a_config_it_watches_the_local_slurm() {
+    let _ = config();
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .arg("status")
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_STATE_HOME", home.path().join("state"))
+        .env_remove("FLIGHTDECK_CONFIG")
+        .output()
+        .expect("run flightdeck");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("local (slurm 22.05"), "{text}");
+    assert!(text.contains("a100") && text.contains("h100"), "{text}");
+    assert!(home.path().join("state/flightdeck/flightdeck.log").exists(), "logs go to the state dir");
+}

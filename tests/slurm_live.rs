@@ -326,6 +326,11 @@ async fn slurm_errors_reach_the_user(cluster: &str) {
     s.partition = Some("nosuchpart".into());
     let err = b.submit(&s).await.unwrap_err().to_string();
     assert!(err.to_lowercase().contains("partition"), "{err}");
+    // The test bed has no pyxis: a container image is refused before anything is submitted.
+    let mut s = spec("fd-image", "true");
+    s.image = Some("nvcr.io#nvidia/pytorch:24.01-py3".into());
+    let err = b.submit(&s).await.unwrap_err().to_string();
+    assert!(err.contains("pyxis"), "{err}");
 }
 
 async fn job_output_is_tailed_and_followed(cluster: &str) {
