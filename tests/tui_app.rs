@@ -478,6 +478,25 @@ fn help_lists_the_keymap_bindings_and_follows_a_rebinding() {
     assert!(app.dialog().is_some());
 }
 
+#[test]
+fn key_sequences_of_the_vim_keymap() {
+    let mut app = App::new(options(Keymap::builtin("vim").unwrap()));
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1", "2", "3", "4"]), vec![])]));
+    on_jobs(&mut app);
+    ch(&mut app, 'G');
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "4")));
+    ch(&mut app, 'g');
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "4")), "`g` alone waits for the next key");
+    ch(&mut app, 'g');
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "1")));
+    // A prefix that leads nowhere: the second key still counts on its own.
+    ch(&mut app, 'g');
+    ch(&mut app, 'j');
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "2")));
+    ch(&mut app, 'Z');
+    assert!(matches!(ch(&mut app, 'Z').as_slice(), [Command::Quit]));
+}
+
 fn jobs_of(cluster: &str) -> Vec<Job> {
     jobs(cluster, &["1", "2"])
 }
@@ -758,7 +777,9 @@ mod event_loop {
             self.snapshots.fetch_add(1, Ordering::SeqCst);
             let mut job = Job::new(JobRef::new("sim", "1"), JobState::Running);
             job.stdout_path = Some("/out".into());
-            Ok(Snapshot { cluster: "sim".into(), jobs: vec![job], ..Snapshot::default() })
+            let mut hung = Job::new(JobRef::new("sim", "2"), JobState::Running);
+            hung.stdout_path = Some("/hang".into());
+            Ok(Snapshot { cluster: "sim".into(), jobs: vec![job, hung], ..Snapshot::default() })
         }
         async fn submit(&self, _spec: &JobSpec) -> Result<JobRef, BackendError> {
             Ok(JobRef::new("sim", "2"))
@@ -920,6 +941,23 @@ mod event_loop {
     }
 
     #[tokio::test]
+    async fn a_hung_log_read_does_not_hold_up_keys() {
+        let h = start();
+        until("the first refresh", || h.seen.lock().unwrap().has_data).await;
+        h.key(KeyCode::Char('2'));
+        h.key(KeyCode::Char('j'));
+        h.key(KeyCode::Enter); // job 2: its log read never answers
+        until("the detail", || h.seen.lock().unwrap().screens.last() == Some(&Screen::Detail)).await;
+        h.key(KeyCode::Esc);
+        until("back on the jobs screen", || h.seen.lock().unwrap().screens.last() == Some(&Screen::Jobs)).await;
+        h.key(KeyCode::Char('3'));
+        until("the nodes screen", || h.seen.lock().unwrap().screens.last() == Some(&Screen::Nodes)).await;
+        h.key(KeyCode::Char('q'));
+        let result = tokio::time::timeout(Duration::from_secs(10), h.done).await.expect("quits");
+        assert!(result.unwrap().is_ok());
+    }
+
+    #[tokio::test]
     async fn a_lost_terminal_ends_the_loop() {
         let h = start();
         h.alive.store(false, Ordering::SeqCst);
@@ -936,6 +974,7 @@ mod event_loop {
         let h = start();
         h.signals.send(Signal::HangUp).unwrap();
         let result = tokio::time::timeout(Duration::from_secs(10), h.done).await.expect("ends");
-        assert!(result.unwrap().is_ok());
+        let err = result.unwrap().unwrap_err();
+        assert!(err.downcast_ref::<event_loop::TerminalLost>().is_some(), "{err}");
     }
 }

@@ -133,6 +133,7 @@ fn fleet_state(read_only: bool) -> Arc<FleetState> {
     let fd24_nodes = vec![
         gpu_node("fd24", "node-a", NodeState::Mixed, "h100", 8, 4),
         gpu_node("fd24", "node-b", NodeState::Idle, "h100", 8, 0),
+        gpu_node("fd24", "node-c", NodeState::Idle, "l40s", 4, 0),
     ];
     let snapshot = |cluster: &str, jobs: Vec<Job>, nodes: Vec<Node>, taken: DateTime<Utc>, release: &str| {
         let mut s = Snapshot {

@@ -259,11 +259,6 @@ impl App {
         self.screen
     }
 
-    /// The keymap mode keys are resolved in now.
-    pub fn mode(&self) -> Mode {
-        if self.dialog.is_some() { Mode::Dialog } else { self.screen.mode() }
-    }
-
     pub fn keymap(&self) -> &Keymap {
         &self.keymap
     }

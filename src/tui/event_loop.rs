@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use color_eyre::eyre::eyre;
 use futures_util::{Stream, StreamExt};
 use ratatui::crossterm::event::Event;
 use tokio::sync::broadcast::error::RecvError;
@@ -41,6 +40,16 @@ pub trait Surface {
     fn size(&self) -> io::Result<(u16, u16)>;
     /// False once the terminal is gone (hang-up).
     fn alive(&mut self) -> bool;
+}
+
+/// The terminal went away (hang-up, end of input, a dead descriptor). Nobody is left to
+/// read a message, so [`super::run`] ends quietly on it (after logging it).
+#[derive(Debug, thiserror::Error)]
+#[error("lost the terminal: {0}")]
+pub struct TerminalLost(pub String);
+
+fn lost(why: impl std::fmt::Display) -> color_eyre::Report {
+    TerminalLost(why.to_string()).into()
 }
 
 /// Process signals the loop reacts to.
@@ -119,7 +128,7 @@ where
     let mut ticker = tokio::time::interval(tick);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
 
-    let (w, h) = surface.size()?;
+    let (w, h) = surface.size().map_err(lost)?;
     app.update(Msg::Resize(w, h));
     app.update(Msg::Tick(Utc::now()));
     let first = states.borrow_and_update().clone();
@@ -129,7 +138,7 @@ where
     let (mut fleet_open, mut outcomes_open, mut signals_open) = (true, true, true);
     loop {
         if app.generation() != drawn {
-            surface.draw(&app).map_err(|e| eyre!("cannot draw on the terminal: {e}"))?;
+            surface.draw(&app).map_err(|e| lost(format!("cannot draw: {e}")))?;
             drawn = app.generation();
         }
         let msg = tokio::select! {
@@ -138,8 +147,8 @@ where
                     Some(msg) => msg,
                     None => continue,
                 },
-                Some(Err(e)) => return Err(eyre!("lost the terminal: {e}")),
-                None => return Err(eyre!("lost the terminal: no more input")),
+                Some(Err(e)) => return Err(lost(e)),
+                None => return Err(lost("no more input")),
             },
             changed = states.changed(), if fleet_open => match changed {
                 Ok(()) => Msg::Fleet(states.borrow_and_update().clone()),
@@ -163,11 +172,12 @@ where
             Some(msg) = results.recv() => msg,
             signal = signals.recv(), if signals_open => match signal {
                 Some(Signal::Continue) => {
-                    surface.resume()?;
+                    // A hang-up brings SIGCONT along with SIGHUP: failing here means the same.
+                    surface.resume().map_err(|e| lost(format!("cannot take it back: {e}")))?;
                     drawn = 0;
                     continue;
                 }
-                Some(Signal::HangUp) => return Ok(()),
+                Some(Signal::HangUp) => return Err(lost("hang-up (SIGHUP)")),
                 Some(Signal::Terminate) => return Ok(()),
                 None => {
                     signals_open = false;
@@ -176,7 +186,7 @@ where
             },
             _ = ticker.tick() => {
                 if !surface.alive() {
-                    return Err(eyre!("lost the terminal"));
+                    return Err(lost("it no longer answers"));
                 }
                 Msg::Tick(Utc::now())
             }

@@ -53,6 +53,13 @@ pub async fn run(fleet: Fleet, opts: TuiOptions) -> color_eyre::Result<()> {
     let events = ratatui::crossterm::event::EventStream::new();
     let result = event_loop::run(Arc::new(fleet), app, &mut term, events, signals, event_loop::TICK).await;
     let restored = term.restore();
-    result?;
-    Ok(restored?)
+    match result {
+        // Nobody is left to read a message (or to see the terminal restored).
+        Err(e) if e.downcast_ref::<event_loop::TerminalLost>().is_some() => {
+            tracing::warn!("{e}; the cockpit ends");
+            Ok(())
+        }
+        Err(e) => Err(e),
+        Ok(()) => Ok(restored?),
+    }
 }

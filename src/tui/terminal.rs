@@ -7,15 +7,17 @@
 //! takes the terminal back and redraws everything.
 
 use std::io::{self, Stdout, Write};
+use std::mem::ManuallyDrop;
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
+use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
 use ratatui::crossterm::terminal::{
-    BeginSynchronizedUpdate, EndSynchronizedUpdate, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode,
-    enable_raw_mode,
+    BeginSynchronizedUpdate, Clear, ClearType, EndSynchronizedUpdate, EnterAlternateScreen, LeaveAlternateScreen,
+    disable_raw_mode, enable_raw_mode,
 };
 use ratatui::crossterm::{cursor, execute, queue};
 
@@ -64,7 +66,10 @@ fn install_panic_hook() {
 
 /// Owns the terminal while the cockpit runs; restores it when dropped.
 pub struct TerminalGuard {
-    terminal: Terminal<CrosstermBackend<Stdout>>,
+    /// Not dropped when the terminal is gone: see `Drop`.
+    terminal: ManuallyDrop<Terminal<CrosstermBackend<Stdout>>>,
+    /// The frame on screen, to skip sending one that did not change.
+    shown: Buffer,
 }
 
 impl TerminalGuard {
@@ -73,7 +78,7 @@ impl TerminalGuard {
         install_panic_hook();
         take_terminal()?;
         match Terminal::new(CrosstermBackend::new(io::stdout())) {
-            Ok(terminal) => Ok(TerminalGuard { terminal }),
+            Ok(terminal) => Ok(TerminalGuard { terminal: ManuallyDrop::new(terminal), shown: Buffer::default() }),
             Err(e) => {
                 let _ = restore_terminal();
                 Err(e)
@@ -90,15 +95,32 @@ impl TerminalGuard {
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
         let _ = restore_terminal();
+        // ratatui's own drop shows the cursor and, when that fails, prints to stderr — which
+        // panics on a hung-up terminal. Drop it only while the terminal still answers; else
+        // leave it (the process is ending anyway).
+        if self.terminal.show_cursor().is_ok() {
+            // SAFETY: dropped exactly once, here; `self.terminal` is not used afterwards.
+            unsafe { ManuallyDrop::drop(&mut self.terminal) };
+        }
     }
 }
 
 impl Surface for TerminalGuard {
-    /// One frame, inside a synchronized update so the terminal shows it whole. ratatui writes
-    /// only the cells that changed since the last frame.
+    /// One frame, inside a synchronized update so the terminal shows it whole; ratatui
+    /// writes only the cells that changed. A frame identical to the one on screen is not
+    /// sent at all (zero bytes).
     fn draw(&mut self, app: &App) -> io::Result<()> {
+        self.terminal.autoresize()?;
+        let mut frame = self.terminal.get_frame();
+        views::render(app, &mut frame);
+        if *self.terminal.current_buffer_mut() == self.shown {
+            self.terminal.current_buffer_mut().reset();
+            return Ok(());
+        }
+        self.shown = self.terminal.current_buffer_mut().clone();
         queue!(self.terminal.backend_mut(), BeginSynchronizedUpdate)?;
-        let drawn = self.terminal.draw(|frame| views::render(app, frame)).map(|_| ());
+        // The cockpit draws its own text cursor; the terminal's stays hidden.
+        let drawn = self.terminal.apply_buffer_with_cursor(None).map(|_| ());
         let end = execute!(self.terminal.backend_mut(), EndSynchronizedUpdate);
         drawn.and(end)
     }
@@ -117,7 +139,15 @@ impl Surface for TerminalGuard {
         // even if we think we hold them, and redraw every cell.
         ACTIVE.store(false, Ordering::SeqCst);
         take_terminal()?;
-        self.terminal.clear()
+        execute!(io::stdout(), Clear(ClearType::All))?;
+        // Forget what ratatui thinks is on screen: the buffer it would diff against is reset
+        // by the second swap (both are blank then), so the next frame is sent whole.
+        // (`Terminal::clear` would do it too, but asks the terminal for the cursor position
+        // and waits for the answer.)
+        self.terminal.swap_buffers();
+        self.terminal.swap_buffers();
+        self.shown = Buffer::default();
+        Ok(())
     }
 
     fn size(&self) -> io::Result<(u16, u16)> {

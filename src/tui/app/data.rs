@@ -185,10 +185,6 @@ impl Data {
         self.snaps.get(snap as usize).and_then(|(_, s)| s.taken_at)
     }
 
-    pub fn find_job(&self, job: &JobRef) -> Option<&Job> {
-        self.job_index.get(job).map(|row| self.job(*row))
-    }
-
     pub fn cluster_names(&self) -> Vec<String> {
         self.fleet.clusters.iter().map(|c| c.name.clone()).collect()
     }

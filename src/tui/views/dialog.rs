@@ -82,7 +82,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     if let Some((row, col)) = cursor {
         let (x, y) = (inner.x + col as u16, inner.y + row as u16);
         if x < inner.x + inner.width && y < inner.y + inner.height {
-            frame.set_cursor_position(Position { x, y });
+            super::text_cursor(frame, Position { x, y });
         }
     }
 }

@@ -114,7 +114,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         let before: String = field.text().chars().take(field.cursor()).collect();
         let x = area.x + 1 + text::width(&before) as u16;
         if x < area.x + area.width {
-            frame.set_cursor_position(Position { x, y: area.y });
+            super::text_cursor(frame, Position { x, y: area.y });
         }
         return;
     }

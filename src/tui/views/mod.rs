@@ -19,7 +19,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Paragraph};
+use ratatui::widgets::Block;
 
 use super::app::{App, Screen};
 use super::theme::Slot;
@@ -63,6 +63,17 @@ pub fn render(app: &App, frame: &mut Frame) {
     toasts::render(app, frame, body);
 }
 
+/// Show the text cursor at `pos` as a reversed cell. The cockpit draws its own cursor and
+/// keeps the terminal's hidden, so a frame is fully described by its cells (and an unchanged
+/// frame is not sent at all).
+pub fn text_cursor(frame: &mut Frame, pos: ratatui::layout::Position) {
+    let area = frame.area();
+    if area.contains(pos) {
+        let cell = &mut frame.buffer_mut()[pos];
+        cell.set_style(cell.style().add_modifier(ratatui::style::Modifier::REVERSED));
+    }
+}
+
 /// Write `s` (cleaned, cut with `…` to `width`) at `x, y`.
 pub fn put(buf: &mut Buffer, x: u16, y: u16, width: u16, s: &str, style: Style) -> u16 {
     let t = text::truncate(s, width as usize);
@@ -97,9 +108,4 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
     Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
-}
-
-/// A paragraph of plain lines, cut to the area (no wrapping).
-pub fn lines_paragraph<'a>(lines: Vec<Line<'a>>) -> Paragraph<'a> {
-    Paragraph::new(lines)
 }

@@ -11,7 +11,7 @@ use ratatui::widgets::Paragraph;
 use super::block;
 use crate::model::{Health, JobState};
 use crate::tui::app::App;
-use crate::tui::app::data::ClusterSummary;
+use crate::tui::app::data::{ClusterSummary, ModelTotals};
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::widgets::bar::{self, Segment};
 use crate::tui::widgets::text;
@@ -55,7 +55,8 @@ fn cluster_lines<'a>(
     let mut lines = Vec::new();
     let status = match &c.health {
         Health::Connecting => Span::styled("connecting…", theme.style(Slot::Dim)),
-        Health::Fresh { at } => Span::styled(format!("fresh {}", time(*at)), theme.style(Slot::Dim)),
+        // No clock here: a fresh cluster's line changes only when its data does.
+        Health::Fresh { .. } => Span::styled("fresh", theme.style(Slot::Dim)),
         Health::Stale { since, .. } => {
             Span::styled(format!("STALE {} ago", text::age((now - *since).num_seconds())), theme.style(Slot::Error))
         }
@@ -81,7 +82,14 @@ fn cluster_lines<'a>(
     if c.models.is_empty() {
         lines.push(Line::styled("  no GPUs", theme.style(Slot::Dim)));
     }
-    for m in &c.models {
+    // Several models: the cluster's total first.
+    let total = (c.models.len() > 1).then(|| ModelTotals {
+        model: "all".into(),
+        total: c.models.iter().map(|m| m.total).sum(),
+        allocated: c.models.iter().map(|m| m.allocated).sum(),
+        unavailable: c.models.iter().map(|m| m.unavailable).sum(),
+    });
+    for m in total.iter().chain(&c.models) {
         let mut spans = vec![Span::raw(format!("  {} [", text::fit(&m.model, label_w, false)))];
         spans.extend(bar::bar(
             &[

@@ -4,7 +4,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::text::Line;
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{block, put};
 use crate::tui::app::App;
@@ -103,16 +103,22 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         && app.input().is_none()
         && !app.help_open()
     {
-        frame.set_cursor_position(pos);
+        super::text_cursor(frame, pos);
     }
 
     let (ptitle, body, style) = match &form.preview {
         Ok(script) => (" sbatch script ", script.clone(), theme.style(Slot::Base)),
-        Err(e) => (" sbatch script · not ready ", e.clone(), theme.style(Slot::Dim)),
+        Err(e) => (" sbatch script · not ready ", e.clone(), theme.style(Slot::Error)),
     };
     let b = block(app, ptitle, false);
     let inner = b.inner(right);
     frame.render_widget(b, right);
+    if form.preview.is_err() {
+        // The whole message, wrapped: it says what to fix.
+        let p = Paragraph::new(text::clean(&body).into_owned()).style(style).wrap(Wrap { trim: false });
+        frame.render_widget(p, inner);
+        return;
+    }
     let lines: Vec<Line> = body
         .lines()
         .take(inner.height as usize)

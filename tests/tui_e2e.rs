@@ -1,0 +1,214 @@
+//! The real `flightdeck` binary in a real terminal (a tmux pane) against the real Slurm test
+//! bed: what a person at the keyboard sees and does. Needs `tests/testbed/up.sh` and tmux.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use flightdeck::backend::Backend;
+use flightdeck::backend::slurm::SlurmBackend;
+use flightdeck::model::{JobRef, JobState, NodeState, Snapshot};
+use flightdeck::spec::JobSpec;
+
+use common::*;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// One tmux server and session per test, torn down on drop.
+struct Pane {
+    socket: String,
+    session: String,
+}
+
+impl Pane {
+    /// Start `flightdeck ARGS` in a `cols`×`rows` pane. When flightdeck exits, the pane's
+    /// shell records `stty -a` (is the terminal sane again?) and the exit status.
+    fn start(name: &str, args: &[&str], cols: u16, rows: u16, after: &Path) -> Pane {
+        let tmux = which_tmux();
+        let socket = format!("fd-e2e-{name}-{}", std::process::id());
+        let bin = env!("CARGO_BIN_EXE_flightdeck");
+        let quoted: Vec<String> = args.iter().map(|a| shlex::try_quote(a).unwrap().into_owned()).collect();
+        let script = format!(
+            "{} {}; echo \"exit=$?\" > {after}.status; stty -a > {after}; sleep 600",
+            shlex::try_quote(bin).unwrap(),
+            quoted.join(" "),
+            after = after.display()
+        );
+        let state = std::env::temp_dir().join(format!("{socket}-state"));
+        let ok = Command::new(&tmux)
+            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-s", name])
+            .args(["-x", &cols.to_string(), "-y", &rows.to_string()])
+            .args(["-e", "TERM=xterm-256color", "-e", &format!("XDG_STATE_HOME={}", state.display())])
+            .args(["sh", "-c", &script])
+            .status()
+            .expect("tmux");
+        assert!(ok.success(), "tmux new-session failed");
+        Pane { socket, session: name.to_string() }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new(which_tmux()).args(["-L", &self.socket]).args(args).output().expect("tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", &self.session])
+    }
+
+    /// Type keys as tmux names them (`Enter`, `Escape`, `y`, literal text with `-l`).
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.session];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    fn text(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", &self.session, "-l", text]);
+    }
+
+    /// Wait until the screen satisfies `ok`; panic with the screen otherwise.
+    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return screen;
+            }
+            if started.elapsed() > WAIT {
+                panic!("timed out waiting for {what}; the screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn wait_text(&self, needle: &str) -> String {
+        self.wait_for(&format!("`{needle}` on screen"), |s| s.contains(needle))
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new(which_tmux()).args(["-L", &self.socket, "kill-server"]).status();
+    }
+}
+
+fn which_tmux() -> String {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join("tmux").is_file()))
+        .unwrap_or(false);
+    assert!(found, "tmux is not installed: tests/run.sh installs it (apt-get install tmux)");
+    "tmux".to_string()
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+fn submit(rt: &tokio::runtime::Runtime, b: &SlurmBackend, name: &str) -> JobRef {
+    let spec = JobSpec {
+        name: name.into(),
+        command: Some("sleep 300".into()),
+        workdir: Some("/tmp".into()),
+        gpus: 1,
+        ..JobSpec::default()
+    };
+    rt.block_on(b.submit(&spec)).expect("submit")
+}
+
+fn snapshot_until(rt: &tokio::runtime::Runtime, b: &SlurmBackend, what: &str, ok: impl Fn(&Snapshot) -> bool) {
+    rt.block_on(wait_snapshot(b, WAIT, what, ok));
+}
+
+#[test]
+fn the_cockpit_over_the_test_bed() {
+    let cfg = testbed_config_path();
+    let _ = testbed_config();
+    let _lock = cluster_lock("fd22");
+    let rt = rt();
+    let b = backend("fd22");
+    // Names unique to this run: finished jobs of earlier runs stay in squeue for a while.
+    let tag = std::process::id();
+    let (keep_name, doomed_name) = (format!("fd-e2e-keep-{tag}"), format!("fd-e2e-doomed-{tag}"));
+    let keep = submit(&rt, &b, &keep_name);
+    let doomed = submit(&rt, &b, &doomed_name);
+    snapshot_until(&rt, &b, "both jobs listed", |s| {
+        [&keep, &doomed].iter().all(|r| s.jobs.iter().any(|j| &j.job_ref == *r && !j.state.is_finished()))
+    });
+
+    let after = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    let pane = Pane::start("cockpit", &["--config", cfg.to_str().unwrap()], 160, 48, &after);
+
+    // The overview shows both clusters with their GPU totals.
+    let screen = pane.wait_for("both clusters fresh", |s| s.contains("fd22 slurm 22.05") && s.contains("fd24 slurm 24.11"));
+    assert!(screen.contains("/14 alloc"), "fd22 has 14 GPUs (12 a100 + 2 h100):\n{screen}");
+
+    // Jobs screen, then the fuzzy filter narrows the table to one job.
+    pane.keys(&["2"]);
+    pane.wait_text(&doomed_name);
+    pane.keys(&["/"]);
+    pane.text(&doomed_name);
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_for("the filter to narrow", |s| s.contains(&doomed_name) && !s.contains(&keep_name));
+    assert!(screen.contains(&doomed.id), "{screen}");
+
+    // Cancel through the confirmation, which names the exact job.
+    pane.keys(&["C"]);
+    let screen = pane.wait_text("Cancel");
+    assert!(screen.contains(&doomed.to_string()), "the dialog names its target:\n{screen}");
+    pane.keys(&["y"]);
+    snapshot_until(&rt, &b, "squeue to stop listing the cancelled job as active", |s| {
+        s.jobs.iter().find(|j| j.job_ref == doomed).is_none_or(|j| j.state == JobState::Cancelled)
+    });
+    snapshot_until(&rt, &b, "the other job to be untouched", |s| {
+        s.jobs.iter().any(|j| j.job_ref == keep && !j.state.is_finished())
+    });
+
+    // Nodes: drain h100-01 with a reason, then resume it.
+    // Escape and the next key apart: together a terminal reads them as Alt+key.
+    pane.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
+    pane.keys(&["3"]);
+    pane.wait_text("h100-01");
+    pane.keys(&["/"]);
+    pane.text("fd22 h100");
+    pane.keys(&["Enter"]);
+    pane.wait_for("one node left", |s| s.contains("h100-01") && !s.contains("a100-02"));
+    pane.keys(&["D"]);
+    pane.wait_text("Drain");
+    pane.text("e2e: fan failure");
+    pane.keys(&["Enter"]);
+    // Some layouts confirm the reason and then the drain; a second Enter is harmless here.
+    snapshot_until(&rt, &b, "h100-01 drained with the reason", |s| {
+        s.nodes.iter().any(|n| {
+            n.name == "h100-01"
+                && matches!(n.state, NodeState::Drained | NodeState::Draining)
+                && n.reason.as_deref() == Some("e2e: fan failure")
+        })
+    });
+    pane.wait_text("e2e: fan failure");
+    pane.keys(&["R"]);
+    snapshot_until(&rt, &b, "h100-01 back in service", |s| {
+        s.nodes.iter().any(|n| n.name == "h100-01" && !n.has_flag("DRAIN"))
+    });
+
+    // Quit: the shell after flightdeck finds a sane terminal (canonical mode, echo on).
+    pane.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
+    pane.keys(&["q"]);
+    let started = Instant::now();
+    while !Path::new(&format!("{}.status", after.display())).exists() && started.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = std::fs::read_to_string(format!("{}.status", after.display())).expect("flightdeck exited");
+    assert_eq!(status.trim(), "exit=0");
+    let stty = std::fs::read_to_string(&after).unwrap();
+    for flag in ["icanon", "echo", "isig", "icrnl"] {
+        assert!(stty.split_whitespace().any(|w| w == flag), "terminal left without {flag}: {stty}");
+    }
+    let _ = std::fs::remove_file(format!("{}.status", after.display()));
+    rt.block_on(async {
+        let _ = b.job_action(&keep, flightdeck::backend::JobAction::Cancel).await;
+    });
+}
