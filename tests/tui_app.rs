@@ -3,7 +3,6 @@
 //! Fleet states are built by hand from model types; the clock is passed in.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use chrono::{DateTime, TimeZone, Utc};
 use flightdeck::backend::{JobAction, LogChunk, NodeAction};
@@ -694,8 +693,8 @@ fn quit_and_suspend() {
     assert!(matches!(press(&mut app, ctrl_c).as_slice(), [Command::Quit]));
 }
 
-/// 100,000 jobs: one keystroke re-filters them all. Under 10 ms per keystroke in release
-/// builds (`cargo test --release --test tui_app`); debug builds only check the result.
+/// 100,000 jobs: each keystroke re-filters them all, narrowing and widening correctly.
+/// (How fast is measured in `benches/cockpit.rs`, not here.)
 #[test]
 fn fuzzy_filter_of_100k_jobs() {
     let users = ["alice", "bob", "carol", "dave"];
@@ -714,30 +713,24 @@ fn fuzzy_filter_of_100k_jobs() {
         })
         .collect();
     let mut app = app();
-    let started = Instant::now();
     app.update(fleet(1, vec![("fd22", list, vec![])]));
-    let rebuild = started.elapsed();
     on_jobs(&mut app);
     ch(&mut app, '/');
-    let mut worst = std::time::Duration::ZERO;
     // Fuzzy: f(d22) … n … q(wen) … w, only the finetune-qwen jobs.
     for c in "fnqw".chars() {
-        let t = Instant::now();
         ch(&mut app, c);
-        eprintln!("{c}: {:?} -> {}", t.elapsed(), app.visible_job_count());
-        worst = worst.max(t.elapsed());
     }
-    // Not narrowing: a full pass over every row.
-    let t = Instant::now();
-    code(&mut app, KeyCode::Backspace);
-    worst = worst.max(t.elapsed());
-    ch(&mut app, 'w');
+    assert_eq!(app.visible_job_count(), 20_000);
+    // Widening again (not narrowing: a full pass over every row) and back.
+    for _ in 0..3 {
+        code(&mut app, KeyCode::Backspace);
+    }
+    assert_eq!(app.visible_job_count(), 100_000, "every job is on fd22, so `f` matches all");
+    for c in "nqw".chars() {
+        ch(&mut app, c);
+    }
     assert_eq!(app.visible_job_count(), 20_000);
     assert!(app.visible_jobs().iter().all(|r| r.id.parse::<usize>().unwrap() % 5 == 4));
-    eprintln!("100k jobs: rebuild {rebuild:?}, worst keystroke {worst:?}");
-    if !cfg!(debug_assertions) {
-        assert!(worst < std::time::Duration::from_millis(10), "a keystroke took {worst:?}");
-    }
 }
 
 // ----- the event loop, over a fake terminal and a fleet of one scripted backend -----

@@ -95,9 +95,8 @@ impl Drop for Pane {
 }
 
 fn which_tmux() -> String {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("tmux").is_file()))
-        .unwrap_or(false);
+    let found =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join("tmux").is_file())).unwrap_or(false);
     assert!(found, "tmux is not installed: tests/run.sh installs it (apt-get install tmux)");
     "tmux".to_string()
 }
@@ -141,7 +140,8 @@ fn the_cockpit_over_the_test_bed() {
     let pane = Pane::start("cockpit", &["--config", cfg.to_str().unwrap()], 160, 48, &after);
 
     // The overview shows both clusters with their GPU totals.
-    let screen = pane.wait_for("both clusters fresh", |s| s.contains("fd22 slurm 22.05") && s.contains("fd24 slurm 24.11"));
+    let screen =
+        pane.wait_for("both clusters fresh", |s| s.contains("fd22 slurm 22.05") && s.contains("fd24 slurm 24.11"));
     assert!(screen.contains("/14 alloc"), "fd22 has 14 GPUs (12 a100 + 2 h100):\n{screen}");
 
     // Jobs screen, then the fuzzy filter narrows the table to one job.

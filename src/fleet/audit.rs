@@ -63,9 +63,14 @@ impl AuditLog {
     }
 }
 
-/// The login name of whoever runs flightdeck.
+/// The login name of whoever runs flightdeck: the account of the process's user id (what
+/// Slurm sees), else `$USER`, since a stripped environment (cron, tmux, sudo) may lack it.
 pub fn current_user() -> String {
-    std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".to_string())
+    whoami::username()
+        .ok()
+        .filter(|u| !u.is_empty())
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "unknown".to_string())
 }
 
 /// `user@host` for audit records.
@@ -80,6 +85,13 @@ pub fn current_actor() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_user_is_known_without_an_environment() {
+        // The tests run as some real account; its name comes from the user id, not $USER.
+        let user = current_user();
+        assert!(!user.is_empty() && user != "unknown", "{user}");
+    }
 
     #[test]
     fn appends_and_reads_back() {

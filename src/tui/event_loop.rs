@@ -69,14 +69,12 @@ pub fn signals() -> io::Result<mpsc::UnboundedReceiver<Signal>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let mut kinds = vec![
+        let kinds = [
             (SignalKind::hangup(), Signal::HangUp),
             (SignalKind::terminate(), Signal::Terminate),
             (SignalKind::interrupt(), Signal::Terminate),
+            (SignalKind::from_raw(libc::SIGCONT), Signal::Continue),
         ];
-        if let Some(cont) = super::terminal::signals::SIGCONT {
-            kinds.push((SignalKind::from_raw(cont), Signal::Continue));
-        }
         for (kind, what) in kinds {
             let mut stream = signal(kind)?;
             let tx = tx.clone();

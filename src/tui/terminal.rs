@@ -64,12 +64,60 @@ fn install_panic_hook() {
     });
 }
 
+/// Turns the App into bytes for a terminal: one frame at a time, inside a synchronized
+/// update so the terminal shows it whole, writing only the cells that changed, and nothing
+/// at all for a frame identical to the one on screen. Generic over the writer so the
+/// benchmarks can count what a frame costs.
+pub struct Painter<W: Write> {
+    terminal: Terminal<CrosstermBackend<W>>,
+    /// The frame on screen, to skip sending one that did not change.
+    shown: Buffer,
+}
+
+impl<W: Write> Painter<W> {
+    /// A painter for the whole terminal behind `writer` (its size asked on every frame).
+    pub fn new(writer: W) -> io::Result<Self> {
+        Ok(Painter { terminal: Terminal::new(CrosstermBackend::new(writer))?, shown: Buffer::default() })
+    }
+
+    /// A painter for a fixed `width`×`height` screen: no size queries, for benchmarks.
+    pub fn fixed(writer: W, width: u16, height: u16) -> io::Result<Self> {
+        let viewport = ratatui::Viewport::Fixed(ratatui::layout::Rect::new(0, 0, width, height));
+        let terminal = Terminal::with_options(CrosstermBackend::new(writer), ratatui::TerminalOptions { viewport })?;
+        Ok(Painter { terminal, shown: Buffer::default() })
+    }
+
+    pub fn paint(&mut self, app: &App) -> io::Result<()> {
+        self.terminal.autoresize()?;
+        let mut frame = self.terminal.get_frame();
+        views::render(app, &mut frame);
+        if *self.terminal.current_buffer_mut() == self.shown {
+            self.terminal.current_buffer_mut().reset();
+            return Ok(());
+        }
+        self.shown = self.terminal.current_buffer_mut().clone();
+        queue!(self.terminal.backend_mut(), BeginSynchronizedUpdate)?;
+        // The cockpit draws its own text cursor; the terminal's stays hidden.
+        let drawn = self.terminal.apply_buffer_with_cursor(None).map(|_| ());
+        let end = execute!(self.terminal.backend_mut(), EndSynchronizedUpdate);
+        drawn.and(end)
+    }
+
+    /// Forget what is on screen so the next frame is sent whole.
+    fn forget_screen(&mut self) {
+        // The buffer ratatui diffs against is reset by the second swap (both are blank then).
+        // (`Terminal::clear` would do it too, but asks the terminal for the cursor position
+        // and waits for the answer.)
+        self.terminal.swap_buffers();
+        self.terminal.swap_buffers();
+        self.shown = Buffer::default();
+    }
+}
+
 /// Owns the terminal while the cockpit runs; restores it when dropped.
 pub struct TerminalGuard {
     /// Not dropped when the terminal is gone: see `Drop`.
-    terminal: ManuallyDrop<Terminal<CrosstermBackend<Stdout>>>,
-    /// The frame on screen, to skip sending one that did not change.
-    shown: Buffer,
+    painter: ManuallyDrop<Painter<Stdout>>,
 }
 
 impl TerminalGuard {
@@ -77,8 +125,8 @@ impl TerminalGuard {
     pub fn enter() -> io::Result<TerminalGuard> {
         install_panic_hook();
         take_terminal()?;
-        match Terminal::new(CrosstermBackend::new(io::stdout())) {
-            Ok(terminal) => Ok(TerminalGuard { terminal: ManuallyDrop::new(terminal), shown: Buffer::default() }),
+        match Painter::new(io::stdout()) {
+            Ok(painter) => Ok(TerminalGuard { painter: ManuallyDrop::new(painter) }),
             Err(e) => {
                 let _ = restore_terminal();
                 Err(e)
@@ -98,31 +146,16 @@ impl Drop for TerminalGuard {
         // ratatui's own drop shows the cursor and, when that fails, prints to stderr — which
         // panics on a hung-up terminal. Drop it only while the terminal still answers; else
         // leave it (the process is ending anyway).
-        if self.terminal.show_cursor().is_ok() {
-            // SAFETY: dropped exactly once, here; `self.terminal` is not used afterwards.
-            unsafe { ManuallyDrop::drop(&mut self.terminal) };
+        if self.painter.terminal.show_cursor().is_ok() {
+            // SAFETY: dropped exactly once, here; `self.painter` is not used afterwards.
+            unsafe { ManuallyDrop::drop(&mut self.painter) };
         }
     }
 }
 
 impl Surface for TerminalGuard {
-    /// One frame, inside a synchronized update so the terminal shows it whole; ratatui
-    /// writes only the cells that changed. A frame identical to the one on screen is not
-    /// sent at all (zero bytes).
     fn draw(&mut self, app: &App) -> io::Result<()> {
-        self.terminal.autoresize()?;
-        let mut frame = self.terminal.get_frame();
-        views::render(app, &mut frame);
-        if *self.terminal.current_buffer_mut() == self.shown {
-            self.terminal.current_buffer_mut().reset();
-            return Ok(());
-        }
-        self.shown = self.terminal.current_buffer_mut().clone();
-        queue!(self.terminal.backend_mut(), BeginSynchronizedUpdate)?;
-        // The cockpit draws its own text cursor; the terminal's stays hidden.
-        let drawn = self.terminal.apply_buffer_with_cursor(None).map(|_| ());
-        let end = execute!(self.terminal.backend_mut(), EndSynchronizedUpdate);
-        drawn.and(end)
+        self.painter.paint(app)
     }
 
     fn suspend(&mut self) -> io::Result<()> {
@@ -140,13 +173,7 @@ impl Surface for TerminalGuard {
         ACTIVE.store(false, Ordering::SeqCst);
         take_terminal()?;
         execute!(io::stdout(), Clear(ClearType::All))?;
-        // Forget what ratatui thinks is on screen: the buffer it would diff against is reset
-        // by the second swap (both are blank then), so the next frame is sent whole.
-        // (`Terminal::clear` would do it too, but asks the terminal for the cursor position
-        // and waits for the answer.)
-        self.terminal.swap_buffers();
-        self.terminal.swap_buffers();
-        self.shown = Buffer::default();
+        self.painter.forget_screen();
         Ok(())
     }
 
@@ -162,58 +189,13 @@ impl Surface for TerminalGuard {
     }
 }
 
-/// Signal numbers the cockpit needs that tokio has no name for.
-pub mod signals {
-    /// `(SIGTSTP, SIGCONT)` where the numbers are known.
-    const NUMBERS: Option<(i32, i32)> = if cfg!(any(
-        target_os = "macos",
-        target_os = "ios",
-        target_os = "freebsd",
-        target_os = "openbsd",
-        target_os = "netbsd",
-        target_os = "dragonfly"
-    )) {
-        Some((18, 19))
-    } else if cfg!(all(
-        target_os = "linux",
-        not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64"))
-    )) {
-        Some((20, 18))
-    } else {
-        None
-    };
-
-    pub const SIGTSTP: Option<i32> = match NUMBERS {
-        Some((tstp, _)) => Some(tstp),
-        None => None,
-    };
-
-    pub const SIGCONT: Option<i32> = match NUMBERS {
-        Some((_, cont)) => Some(cont),
-        None => None,
-    };
-}
-
 /// Stop our process group with `SIGTSTP`, as the terminal driver does for Ctrl-Z in a
 /// normal (cooked) terminal; returns when continued.
-#[cfg(unix)]
 fn stop_process_group() -> io::Result<()> {
-    unsafe extern "C" {
-        // POSIX `kill(2)`; `pid_t` is a 32-bit int on every Unix Rust supports.
-        fn kill(pid: i32, sig: i32) -> i32;
-    }
-    let Some(sig) = signals::SIGTSTP else {
-        return Err(io::Error::new(io::ErrorKind::Unsupported, "suspending is not supported on this platform"));
-    };
     // SAFETY: kill(2) with pid 0 (our process group) and a valid signal number has no memory
     // effects; SIGTSTP's default action stops the process until SIGCONT.
-    if unsafe { kill(0, sig) } != 0 {
+    if unsafe { libc::kill(0, libc::SIGTSTP) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-#[cfg(not(unix))]
-fn stop_process_group() -> io::Result<()> {
-    Err(io::Error::new(io::ErrorKind::Unsupported, "suspending is not supported on this platform"))
 }

@@ -107,6 +107,8 @@ pub struct Data {
     pub summaries: Vec<ClusterSummary>,
     /// Every user that owns a job, sorted (for `:user` completion).
     pub users: Vec<String>,
+    /// The widest cell of each jobs-table column over every job (see `lists::JobColumn`).
+    pub job_widths: Vec<usize>,
 }
 
 /// A node that needs a human: down, drained, draining, not responding, invalid or failed.
@@ -133,8 +135,10 @@ impl Data {
         let mut node_index = HashMap::with_capacity(node_total);
         let mut users: Vec<String> = Vec::new();
         let mut hay = String::new();
+        let mut job_widths = super::lists::initial_job_widths();
         for (snap, (_, s)) in snaps.iter().enumerate() {
             for (index, job) in s.jobs.iter().enumerate() {
+                super::lists::widen_job_columns(&mut job_widths, job);
                 hay.clear();
                 job_haystack(&mut hay, job);
                 job_index.insert(job.job_ref.clone(), jobs.len() as u32);
@@ -164,6 +168,7 @@ impl Data {
             gpu_nodes: Vec::new(),
             summaries: Vec::new(),
             users,
+            job_widths,
         };
         data.gpu_nodes = data.build_gpu_map();
         data.summaries = data.build_summaries();

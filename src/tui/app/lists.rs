@@ -365,6 +365,59 @@ fn trim_zeros(d: &[u8]) -> &[u8] {
 }
 
 /// Seconds the job has run, as of the snapshot (`taken_at`), or until it ended.
+/// `a100×4`, `4` (untyped), `-` (none).
+pub fn gpus_cell(job: &Job) -> String {
+    match (job.gpus(), &job.gpu_model) {
+        (0, _) => "-".into(),
+        (n, Some(model)) => format!("{model}×{n}"),
+        (n, None) => n.to_string(),
+    }
+}
+
+/// `gpu-01`, `gpu-01+3`, `(2)` while pending, `-`.
+pub fn nodes_cell(job: &Job) -> String {
+    match job.nodes.as_slice() {
+        [] if job.node_count > 0 => format!("({})", job.node_count),
+        [] => "-".into(),
+        [one] => one.clone(),
+        [first, rest @ ..] => format!("{first}+{}", rest.len()),
+    }
+}
+
+pub fn limit_cell(job: &Job) -> String {
+    job.time_limit_secs.map_or_else(|| "∞".to_string(), crate::tui::widgets::text::duration)
+}
+
+/// Column widths before any job is seen: the state column starts wide enough for every
+/// common state (`completing`), so a job changing state does not move the columns after it.
+pub fn initial_job_widths() -> Vec<usize> {
+    let mut w = vec![0; JobColumn::ALL.len()];
+    w[JobColumn::State as usize] = "completing".len();
+    w
+}
+
+/// Widen `widths` (one per [`JobColumn`]) to fit `job`'s cells. Elapsed times change every
+/// refresh, so that column is as wide as its longest form (`999d23h`) from the start.
+pub fn widen_job_columns(widths: &mut [usize], job: &Job) {
+    use crate::tui::widgets::text::width;
+    let cells = [
+        width(&job.job_ref.cluster),
+        width(&job.job_ref.id),
+        width(&job.name),
+        width(&job.user),
+        width(&job.partition),
+        job.state.as_str().len(),
+        job.reason.as_deref().map_or(0, width),
+        gpus_cell(job).chars().count(),
+        nodes_cell(job).chars().count(),
+        7,
+        limit_cell(job).chars().count(),
+    ];
+    for (w, c) in widths.iter_mut().zip(cells) {
+        *w = (*w).max(c);
+    }
+}
+
 pub fn elapsed_secs(job: &Job, taken_at: Option<DateTime<Utc>>) -> Option<u64> {
     if job.state.is_waiting() {
         return None;

@@ -7,9 +7,8 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::block;
-use crate::model::Job;
 use crate::tui::app::App;
-use crate::tui::app::lists::{JobColumn, elapsed_secs};
+use crate::tui::app::lists::{JobColumn, elapsed_secs, gpus_cell, limit_cell, nodes_cell};
 use crate::tui::theme::Slot;
 use crate::tui::widgets::table::{self, Column, GUTTER, RowCells};
 use crate::tui::widgets::text;
@@ -28,29 +27,6 @@ pub const COLUMNS: [Column; 11] = [
     Column::new("ELAPSED", 7, 8, 3).right(),
     Column::new("LIMIT", 6, 7, 5).right(),
 ];
-
-/// `a100×4`, `4` (untyped), `-` (none).
-pub fn gpus_cell(job: &Job) -> String {
-    match (job.gpus(), &job.gpu_model) {
-        (0, _) => "-".into(),
-        (n, Some(model)) => format!("{model}×{n}"),
-        (n, None) => n.to_string(),
-    }
-}
-
-/// `gpu-01`, `gpu-01+3`, `(2)` while pending, `-`.
-pub fn nodes_cell(job: &Job) -> String {
-    match job.nodes.as_slice() {
-        [] if job.node_count > 0 => format!("({})", job.node_count),
-        [] => "-".into(),
-        [one] => one.clone(),
-        [first, rest @ ..] => format!("{first}+{}", rest.len()),
-    }
-}
-
-pub fn limit_cell(job: &Job) -> String {
-    job.time_limit_secs.map_or_else(|| "∞".to_string(), text::duration)
-}
 
 /// The title line: counts and every filter in force.
 pub fn title(app: &App) -> String {
@@ -139,9 +115,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             }
         })
         .collect();
-    let natural: Vec<usize> =
-        (0..COLUMNS.len()).map(|c| rows.iter().map(|r| text::width(&r.cells[c])).max().unwrap_or(0)).collect();
-    let fitted = table::fit(&COLUMNS, &natural, inner.width.saturating_sub(GUTTER));
+    // Column widths come from every job, not just the rows on screen, so that scrolling or a
+    // refresh that changes one row does not move every column (and redraw the whole table).
+    let fitted = table::fit(&COLUMNS, &app.data.job_widths, inner.width.saturating_sub(GUTTER));
     table::render(frame.buffer_mut(), inner, &COLUMNS, &fitted, theme.style(Slot::Header), &rows);
     if list.cursor.is_empty() {
         let msg = if app.data.jobs.is_empty() { "no jobs" } else { "no job matches the filters" };
