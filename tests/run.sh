@@ -16,5 +16,7 @@ bash tests/testbed/reset.sh
 export CARGO_TERM_COLOR=never
 cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings
+# The cockpit's end-to-end test drives the real binary in a tmux pane.
+command -v tmux >/dev/null || apt-get install -y -q tmux >/dev/null
 # Live scenarios wait on a per-cluster lock; enough threads keep both clusters busy.
 cargo test --all-targets --locked -- --test-threads=8
