@@ -45,6 +45,9 @@ pub enum Msg {
     Paste(String),
     /// The fleet published a new state.
     Fleet(Arc<FleetState>),
+    /// A new fleet state with its row cache already built (off the UI thread: at 100,000
+    /// jobs that takes longer than a keystroke may wait).
+    Prepared(Box<Data>),
     /// An action finished.
     Outcome(ActionOutcome),
     /// The answer to [`Command::FetchLog`] number `seq`.
@@ -191,6 +194,8 @@ pub struct App {
     pub(crate) now: DateTime<Utc>,
     pub(crate) size: (u16, u16),
     pub(crate) data: Data,
+    /// The row cache a refresh replaced, for the event loop to free off the UI thread.
+    retired: Option<Box<Data>>,
     pub(crate) screen: Screen,
     /// Where Back goes from the detail or the submit form.
     pub(crate) back_to: Screen,
@@ -227,6 +232,7 @@ impl App {
             now: DateTime::<Utc>::UNIX_EPOCH,
             size: (80, 24),
             data: Data::empty(),
+            retired: None,
             screen: Screen::Overview,
             back_to: Screen::Jobs,
             cluster: None,
@@ -395,7 +401,8 @@ impl App {
                 self.on_paste(&text);
                 self.touch();
             }
-            Msg::Fleet(state) => self.on_fleet(state),
+            Msg::Fleet(state) => self.on_data(Data::new(state)),
+            Msg::Prepared(data) => self.on_data(*data),
             Msg::Outcome(outcome) => {
                 let text = match &outcome.result {
                     Ok(m) if m.is_empty() => format!("{} {}: done", outcome.verb, outcome.target),
@@ -439,11 +446,17 @@ impl App {
         ClusterKeep::resolve(&self.data, self.cluster.as_deref())
     }
 
-    fn on_fleet(&mut self, state: Arc<FleetState>) {
-        if Arc::ptr_eq(&self.data.fleet, &state) {
+    /// The row cache replaced by the last refresh, if any; dropping it frees every row and,
+    /// often, the last reference to the old snapshots, so the event loop drops it elsewhere.
+    pub fn take_retired(&mut self) -> Option<Box<Data>> {
+        self.retired.take()
+    }
+
+    fn on_data(&mut self, data: Data) {
+        if Arc::ptr_eq(&self.data.fleet, &data.fleet) {
             return;
         }
-        self.data = Data::new(state);
+        self.retired = Some(Box::new(std::mem::replace(&mut self.data, data)));
         let keep = self.cluster_keep();
         self.jobs.resort(&self.data);
         self.jobs.refilter(&self.data, keep, &mut self.matchers, false);

@@ -19,8 +19,9 @@ use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 
 use super::App;
+use super::app::data::Data;
 use super::app::{Command, Msg};
-use crate::fleet::{ActionOutcome, Fleet};
+use crate::fleet::{ActionOutcome, Fleet, FleetState};
 use crate::spec::JobSpec;
 
 /// How often the clock ticks (toasts expire, followed logs are re-read, the terminal is
@@ -107,6 +108,14 @@ fn expand_home(path: &Path) -> PathBuf {
     }
 }
 
+/// Build the row cache for `state` on a blocking thread; it comes back as `Msg::Prepared`.
+fn prepare(state: Arc<FleetState>, tx: &mpsc::UnboundedSender<Msg>) {
+    let tx = tx.clone();
+    tokio::task::spawn_blocking(move || {
+        let _ = tx.send(Msg::Prepared(Box::new(Data::new(state))));
+    });
+}
+
 /// Run until the App says quit, the terminal goes away, or a terminating signal arrives.
 pub async fn run<S, E>(
     fleet: Arc<Fleet>,
@@ -134,6 +143,10 @@ where
 
     let mut drawn = 0u64;
     let (mut fleet_open, mut outcomes_open, mut signals_open) = (true, true, true);
+    // The row cache for a new fleet state is built on a blocking thread, one at a time; a
+    // state that arrives meanwhile waits, and only the newest is built next.
+    let mut building = false;
+    let mut waiting = false;
     loop {
         if app.generation() != drawn {
             surface.draw(&app).map_err(|e| lost(format!("cannot draw: {e}")))?;
@@ -148,13 +161,17 @@ where
                 Some(Err(e)) => return Err(lost(e)),
                 None => return Err(lost("no more input")),
             },
-            changed = states.changed(), if fleet_open => match changed {
-                Ok(()) => Msg::Fleet(states.borrow_and_update().clone()),
-                Err(_) => {
-                    fleet_open = false;
-                    continue;
+            changed = states.changed(), if fleet_open => {
+                match changed {
+                    Ok(()) if building => waiting = true,
+                    Ok(()) => {
+                        building = true;
+                        prepare(states.borrow_and_update().clone(), &results_tx);
+                    }
+                    Err(_) => fleet_open = false,
                 }
-            },
+                continue;
+            }
             outcome = outcomes.recv(), if outcomes_open => match outcome {
                 Ok(outcome) => Msg::Outcome(outcome),
                 Err(RecvError::Lagged(n)) => Msg::Outcome(ActionOutcome {
@@ -167,7 +184,15 @@ where
                     continue;
                 }
             },
-            Some(msg) = results.recv() => msg,
+            Some(msg) = results.recv() => {
+                if matches!(msg, Msg::Prepared(_)) {
+                    building = waiting;
+                    if std::mem::take(&mut waiting) {
+                        prepare(states.borrow_and_update().clone(), &results_tx);
+                    }
+                }
+                msg
+            }
             signal = signals.recv(), if signals_open => match signal {
                 Some(Signal::Continue) => {
                     // A hang-up brings SIGCONT along with SIGHUP: failing here means the same.
@@ -189,7 +214,11 @@ where
                 Msg::Tick(Utc::now())
             }
         };
-        for command in app.update(msg) {
+        let commands = app.update(msg);
+        if let Some(old) = app.take_retired() {
+            tokio::task::spawn_blocking(move || drop(old));
+        }
+        for command in commands {
             match command {
                 Command::Quit => return Ok(()),
                 Command::Suspend => {

@@ -111,6 +111,16 @@ pub struct Data {
     pub job_widths: Vec<usize>,
 }
 
+impl std::fmt::Debug for Data {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Data")
+            .field("version", &self.fleet.version)
+            .field("jobs", &self.jobs.len())
+            .field("nodes", &self.nodes.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// A node that needs a human: down, drained, draining, not responding, invalid or failed.
 pub fn is_problem_node(node: &Node) -> bool {
     matches!(node.state, NodeState::Down | NodeState::Drained | NodeState::Draining | NodeState::Unknown)
