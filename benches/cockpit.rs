@@ -194,7 +194,7 @@ fn main() {
         }
     };
     g.bench_function("refresh/build_rows", |b| {
-        b.iter_batched(&mut next_state, |state| Data::new(state), criterion::BatchSize::LargeInput)
+        b.iter_batched(&mut next_state, Data::new, criterion::BatchSize::LargeInput)
     });
     g.bench_function("refresh/apply", |b| {
         b.iter_batched(
