@@ -971,3 +971,26 @@ mod event_loop {
         assert!(err.downcast_ref::<event_loop::TerminalLost>().is_some(), "{err}");
     }
 }
+
+#[test]
+fn keymap_switches_at_run_time() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1", "2", "3"]), vec![])]));
+    on_jobs(&mut app);
+    ch(&mut app, 'G');
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "1")), "`G` means nothing in the default keymap");
+    ch(&mut app, ':');
+    typed(&mut app, "keym");
+    code(&mut app, KeyCode::Tab);
+    typed(&mut app, "v");
+    code(&mut app, KeyCode::Tab);
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.keymap().name(), "vim");
+    ch(&mut app, 'G');
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "3")), "vim's `G` goes to the bottom");
+    ch(&mut app, ':');
+    typed(&mut app, "keymap emacs");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.keymap().name(), "vim");
+    assert!(app.toasts().last().unwrap().text.contains("no keymap named `emacs`"));
+}

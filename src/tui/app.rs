@@ -1235,6 +1235,13 @@ impl App {
             Ok(Parsed::Theme(name)) => {
                 self.set_theme(&name);
             }
+            Ok(Parsed::Keymap(name)) => match Keymap::builtin(&name) {
+                Some(keymap) => {
+                    self.keymap = keymap;
+                    self.toast(format!("keymap {name}"), false);
+                }
+                None => self.toast(format!("no keymap named `{name}` (keymaps: {})", Keymap::names().join(", ")), true),
+            },
             Ok(Parsed::Submit) => self.open_form(),
             Ok(Parsed::Help) => self.help = Some(0),
             Ok(Parsed::Quit) => out.push(Command::Quit),

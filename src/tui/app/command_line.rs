@@ -9,6 +9,7 @@ pub const COMMANDS: &[(&str, bool, &str)] = &[
     ("cluster", true, "show one cluster (`:cluster all` for every one)"),
     ("user", true, "show one user's jobs (`:user all` for everyone)"),
     ("theme", true, "switch theme"),
+    ("keymap", true, "switch keymap (default, vim)"),
     ("submit", false, "open the submit form"),
     ("help", false, "show every key binding"),
     ("quit", false, "quit flightdeck"),
@@ -23,6 +24,7 @@ pub enum Parsed {
     /// `None`: every user.
     User(Option<String>),
     Theme(String),
+    Keymap(String),
     Submit,
     Help,
     Quit,
@@ -57,7 +59,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     };
     if word.is_empty() {
         return Err(
-            "type a command: :jobs, :nodes, :gpus, :overview, :cluster NAME, :user NAME, :theme NAME, :quit".into()
+            "type a command: :jobs, :nodes, :gpus, :overview, :cluster NAME, :user NAME, :theme NAME, :keymap NAME, :quit".into()
         );
     }
     let (name, takes_arg, _) = *find(word)?;
@@ -71,6 +73,8 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
         "user" => Parsed::User(all_or(arg)),
         "theme" if arg.is_empty() => return Err("`:theme` needs a theme name".into()),
         "theme" => Parsed::Theme(arg.to_string()),
+        "keymap" if arg.is_empty() => return Err("`:keymap` needs a keymap name".into()),
+        "keymap" => Parsed::Keymap(arg.to_string()),
         "submit" => Parsed::Submit,
         "help" => Parsed::Help,
         _ => Parsed::Quit,
@@ -97,6 +101,7 @@ pub fn complete(text: &str, clusters: &[String], users: &[String], themes: &[&st
     let pool: Vec<String> = match name {
         "cluster" => clusters.iter().cloned().chain(std::iter::once("all".to_string())).collect(),
         "user" => users.iter().cloned().chain(std::iter::once("all".to_string())).collect(),
+        "keymap" => crate::tui::keymap::Keymap::names().iter().map(|k| k.to_string()).collect(),
         _ => themes.iter().map(|t| t.to_string()).collect(),
     };
     let arg = arg.trim_start();
