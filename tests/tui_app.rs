@@ -994,3 +994,22 @@ fn keymap_switches_at_run_time() {
     assert_eq!(app.keymap().name(), "vim");
     assert!(app.toasts().last().unwrap().text.contains("no keymap named `emacs`"));
 }
+
+#[test]
+fn an_unmoved_cursor_stays_on_the_first_row_as_clusters_arrive() {
+    let mut app = app();
+    on_jobs(&mut app);
+    // fd24 answers first; then fd22, whose jobs sort before it.
+    app.update(fleet(1, vec![("fd24", jobs("fd24", &["7", "8"]), vec![])]));
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd24", "7")));
+    app.update(fleet(2, vec![("fd22", jobs("fd22", &["1"]), vec![]), ("fd24", jobs("fd24", &["7", "8"]), vec![])]));
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "1")), "still the first row");
+    // Once the user moves, the cursor follows its job instead.
+    ch(&mut app, 'j');
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd24", "7")));
+    app.update(fleet(
+        3,
+        vec![("fd22", jobs("fd22", &["1", "2", "3"]), vec![]), ("fd24", jobs("fd24", &["7", "8"]), vec![])],
+    ));
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd24", "7")));
+}

@@ -22,6 +22,9 @@ pub struct Cursor {
     pub offset: Cell<usize>,
     /// Rows the view last had room for (page size); 0 before the first draw.
     pub height: Cell<usize>,
+    /// The user has moved the cursor. Until then it stays on the first row whatever the
+    /// refreshes bring (the first cluster to answer must not pin it to its rows).
+    pub moved: bool,
 }
 
 impl Cursor {
@@ -52,18 +55,26 @@ impl Cursor {
         }
         let last = self.visible.len() - 1;
         self.pos = self.pos.saturating_add_signed(delta).min(last);
+        self.moved = true;
     }
 
     pub fn top(&mut self) {
         self.pos = 0;
+        self.moved = true;
     }
 
     pub fn bottom(&mut self) {
         self.pos = self.visible.len().saturating_sub(1);
+        self.moved = true;
     }
 
-    /// Put the cursor on `row` if it is visible, else keep the same index, clamped.
+    /// Put the cursor on `row` if it is visible, else keep the same index, clamped. A cursor
+    /// the user never moved stays on the first row.
     pub fn place(&mut self, row: Option<u32>) {
+        if !self.moved {
+            self.pos = 0;
+            return;
+        }
         if let Some(row) = row
             && let Some(pos) = self.visible.iter().position(|r| *r == row)
         {
