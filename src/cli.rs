@@ -101,6 +101,10 @@ pub enum Command {
     },
     /// Return a drained or down node to service.
     Resume { node: NodeRef },
+    /// Mark a node unschedulable (Kubernetes).
+    Cordon { node: NodeRef },
+    /// Make a cordoned node schedulable again (Kubernetes).
+    Uncordon { node: NodeRef },
     /// Check every configured cluster: connection, release, JSON support, cost per refresh.
     Doctor,
 }
@@ -135,6 +139,12 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Some(Command::Resume { node }) => {
             act(&config, read_only, vec![Action::Node { node, action: NodeAction::Resume }]).await
+        }
+        Some(Command::Cordon { node }) => {
+            act(&config, read_only, vec![Action::Node { node, action: NodeAction::Cordon }]).await
+        }
+        Some(Command::Uncordon { node }) => {
+            act(&config, read_only, vec![Action::Node { node, action: NodeAction::Uncordon }]).await
         }
         Some(Command::Doctor) => doctor(&config).await,
     }
@@ -310,6 +320,8 @@ fn past_tense(verb: &str) -> String {
     match verb {
         "cancel" => "cancelled".into(),
         "hold" => "held".into(),
+        "cordon" => "cordoned".into(),
+        "uncordon" => "uncordoned".into(),
         "drain" => "draining".into(),
         v if v.ends_with('e') => format!("{v}d"),
         v => format!("{v}ed"),

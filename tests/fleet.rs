@@ -17,6 +17,8 @@ struct Scripted {
     failing: AtomicBool,
     calls: AtomicU32,
     cancels: AtomicU32,
+    /// Set: the backend announces changes like a watching backend does.
+    changes: Option<tokio::sync::watch::Sender<u64>>,
 }
 
 #[async_trait]
@@ -60,6 +62,9 @@ impl Backend for Scripted {
     }
     async fn read_log(&self, _path: &str, _from: Option<u64>, _max: u64) -> Result<LogChunk, BackendError> {
         Ok(LogChunk::default())
+    }
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.changes.as_ref().map(|tx| tx.subscribe())
     }
 }
 
@@ -146,4 +151,29 @@ async fn read_only_is_refused_in_the_fleet() {
     assert!(out.result.unwrap_err().contains("read-only"));
     assert_eq!(b.cancels.load(Ordering::SeqCst), 0, "the backend was never called");
     assert_eq!(log.read_all().unwrap()[0].outcome, "refused");
+}
+
+#[tokio::test]
+async fn a_watching_backend_is_reread_when_it_changes_not_at_the_interval() {
+    let (tx, _rx) = tokio::sync::watch::channel(0u64);
+    let b = Arc::new(Scripted { changes: Some(tx.clone()), ..Scripted::default() });
+    let f = Fleet::start(
+        vec![Member {
+            backend: b.clone(),
+            kind: "sim".into(),
+            refresh: Duration::from_secs(3600),
+            timeout: Duration::from_secs(2),
+        }],
+        FleetOptions { read_only: true, poll: true, audit: None, actor: "t".into() },
+    );
+    f.wait_for(Duration::from_secs(5), |s| s.clusters[0].attempts == 1).await;
+    assert_eq!(b.calls.load(Ordering::SeqCst), 1);
+    // A burst of changes: one more refresh soon after, not one per change.
+    for i in 1..=5 {
+        tx.send_replace(i);
+    }
+    let s = f.wait_for(Duration::from_secs(5), |s| s.clusters[0].attempts == 2).await;
+    assert_eq!(s.clusters[0].attempts, 2, "re-read after the change");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(b.calls.load(Ordering::SeqCst), 2, "the burst cost one refresh");
 }

@@ -60,6 +60,10 @@ pub enum NodeAction {
     Drain { reason: String },
     /// Return a drained or down node to service.
     Resume,
+    /// Mark the node unschedulable without touching what runs there (Kubernetes).
+    Cordon,
+    /// Make a cordoned node schedulable again (Kubernetes).
+    Uncordon,
 }
 
 impl NodeAction {
@@ -67,6 +71,8 @@ impl NodeAction {
         match self {
             NodeAction::Drain { .. } => "drain",
             NodeAction::Resume => "resume",
+            NodeAction::Cordon => "cordon",
+            NodeAction::Uncordon => "uncordon",
         }
     }
 }
@@ -134,6 +140,12 @@ pub trait Backend: Send + Sync {
     async fn node_action(&self, node: &str, action: &NodeAction) -> Result<(), BackendError>;
     /// Connection, release and cost facts for `flightdeck doctor`.
     async fn diagnose(&self) -> Result<Diagnosis, BackendError>;
+    /// Backends that watch their system instead of polling it return a channel whose value
+    /// changes whenever their picture did; the fleet then refreshes as soon as it moves
+    /// (`snapshot` is expected to be cheap for them: a copy of what the watches hold).
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
     /// Read a job's output file: the last `max_bytes` when `from` is `None`, else what
     /// was appended since `from` (at most `max_bytes`, newest kept).
     async fn read_log(&self, path: &str, from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError>;

@@ -10,6 +10,9 @@ use tokio::sync::{Notify, watch};
 use crate::backend::{Backend, BackendError};
 use crate::fleet::state::FleetState;
 
+/// Watching backends are re-read at most this often, however fast their events arrive.
+const MIN_GAP: Duration = Duration::from_millis(200);
+
 /// Back-off after failures: the interval doubles per failure, up to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(120);
 
@@ -36,6 +39,9 @@ pub fn next_delay(interval: Duration, failures: u32) -> Duration {
 impl Poller {
     pub async fn run(self) {
         let mut failures = 0u32;
+        // A watching backend says when its picture moved; refresh then rather than waiting
+        // for the interval (at most every `MIN_GAP`, so a burst of events costs one refresh).
+        let mut changes = self.backend.changes();
         loop {
             let started = Instant::now();
             let result = match tokio::time::timeout(self.timeout, self.backend.snapshot()).await {
@@ -57,8 +63,20 @@ impl Poller {
             let index = self.index;
             self.state.send_modify(|s| Arc::make_mut(s).record_refresh(index, result, took, Utc::now()));
             let delay = next_delay(self.interval, failures);
+            let changed = async {
+                match changes.as_mut() {
+                    Some(rx) if failures == 0 => {
+                        if rx.changed().await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                        tokio::time::sleep(MIN_GAP).await;
+                    }
+                    _ => std::future::pending::<()>().await,
+                }
+            };
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
+                _ = changed => {}
                 _ = self.wake.notified() => {}
                 _ = self.state.closed() => return,
             }

@@ -265,6 +265,12 @@ impl Backend for SlurmBackend {
         let argv = match action {
             NodeAction::Drain { reason } => commands::drain(node, reason)?,
             NodeAction::Resume => commands::resume(node)?,
+            NodeAction::Cordon | NodeAction::Uncordon => {
+                return Err(BackendError::Unsupported(format!(
+                    "Slurm has no {}: use drain (with a reason) and resume",
+                    action.verb()
+                )));
+            }
         };
         self.act(argv, None).await.map(drop)
     }
