@@ -1013,3 +1013,20 @@ fn an_unmoved_cursor_stays_on_the_first_row_as_clusters_arrive() {
     ));
     assert_eq!(app.cursor_job(), Some(&JobRef::new("fd24", "7")));
 }
+
+#[test]
+fn cordon_and_uncordon_act_at_once_on_the_cursor_node() {
+    let mut app = app();
+    app.update(cluster_with_nodes());
+    ch(&mut app, '3');
+    let node = NodeRef { cluster: "fd22".into(), name: "gpu-01".into() };
+    match ch(&mut app, 'O').as_slice() {
+        [Command::Fleet(Action::Node { node: n, action: NodeAction::Cordon })] => assert_eq!(n, &node),
+        other => panic!("cordon sent {other:?}"),
+    }
+    assert!(app.dialog().is_none(), "cordon is undone by uncordon: no confirmation");
+    match ch(&mut app, 'U').as_slice() {
+        [Command::Fleet(Action::Node { node: n, action: NodeAction::Uncordon })] => assert_eq!(n, &node),
+        other => panic!("uncordon sent {other:?}"),
+    }
+}

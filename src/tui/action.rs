@@ -107,6 +107,8 @@ ui_actions! {
     Requeue => "requeue", "requeue the job(s)", true;
     Drain => "drain", "drain the node (asks for a reason)", true;
     Resume => "resume", "resume the node", false;
+    Cordon => "cordon", "cordon the node (no new work)", false;
+    Uncordon => "uncordon", "uncordon the node", false;
     NewJob => "new_job", "open the submit form", false;
     Follow => "follow", "follow the log as it grows", false;
     SwitchLog => "switch_log", "switch between stdout and stderr", false;

@@ -1022,9 +1022,14 @@ impl App {
                     self.dialog = Some(Dialog::Drain { targets, reason: TextInput::default(), error: None });
                 }
             }
-            UiAction::Resume => {
+            UiAction::Resume | UiAction::Cordon | UiAction::Uncordon => {
+                let act = match action {
+                    UiAction::Resume => NodeAction::Resume,
+                    UiAction::Cordon => NodeAction::Cordon,
+                    _ => NodeAction::Uncordon,
+                };
                 for node in self.node_targets() {
-                    out.push(Command::Fleet(Action::Node { node, action: NodeAction::Resume }));
+                    out.push(Command::Fleet(Action::Node { node, action: act.clone() }));
                 }
             }
             _ => {}

@@ -43,6 +43,8 @@ pub fn label(action: UiAction) -> &'static str {
         UiAction::Requeue => "requeue",
         UiAction::Drain => "drain",
         UiAction::Resume => "resume",
+        UiAction::Cordon => "cordon",
+        UiAction::Uncordon => "uncordon",
         UiAction::NewJob => "new job",
         UiAction::Follow => "follow",
         UiAction::SwitchLog => "stdout/stderr",
