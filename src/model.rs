@@ -449,6 +449,10 @@ pub struct Snapshot {
     pub jobs: Vec<Job>,
     pub nodes: Vec<Node>,
     pub queues: Vec<Queue>,
+    /// What this snapshot lacks and why (a missing CRD, no RBAC for a kind, a text fallback):
+    /// shown beside the cluster, never an error.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 impl Snapshot {

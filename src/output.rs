@@ -227,6 +227,9 @@ pub fn summary(state: &FleetState) -> String {
         let release = c.snapshot.as_ref().and_then(|s| s.release.clone()).unwrap_or_default();
         out.push_str(&format!("{} ({} {release}): {health}\n", c.name, c.kind));
         let Some(snap) = &c.snapshot else { continue };
+        for note in &snap.notes {
+            out.push_str(&format!("  note: {}\n", printable(note)));
+        }
         let mut by_model: std::collections::BTreeMap<&str, [u32; 3]> = Default::default();
         for n in &snap.nodes {
             for g in &n.gpus {

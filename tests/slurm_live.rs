@@ -376,6 +376,8 @@ async fn text_fallback_agrees_with_json(cluster: &str) {
     let jb = job(&b, &r).expect("the text snapshot lists the job");
     assert_eq!((&jb.name, jb.state, &jb.nodes, &jb.partition), (&ja.name, ja.state, &ja.nodes, &ja.partition));
     assert_eq!(jb.start_time, ja.start_time, "text times are read in UTC");
+    assert!(a.notes.is_empty(), "{:?}", a.notes);
+    assert!(b.notes.iter().any(|n| n.contains("text output")), "the text snapshot says what it lacks: {:?}", b.notes);
     let ids = |s: &Snapshot| {
         s.jobs.iter().filter(|j| !j.state.is_finished()).map(|j| j.job_ref.id.clone()).collect::<Vec<_>>()
     };

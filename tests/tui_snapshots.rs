@@ -143,6 +143,7 @@ fn fleet_state(read_only: bool) -> Arc<FleetState> {
             jobs,
             nodes,
             queues: vec![],
+            notes: vec![],
         };
         s.derive_queues();
         Some(Arc::new(s))
@@ -160,7 +161,11 @@ fn fleet_state(read_only: bool) -> Arc<FleetState> {
                 error: "cannot reach login.fd24: ssh: connect to host login.fd24 port 22: Connection timed out".into(),
                 last_ok: Some(at(11, 54, 30)),
             },
-            snapshot: snapshot("fd24", fd24_jobs, fd24_nodes, at(11, 54, 30), "24.11.5"),
+            snapshot: snapshot("fd24", fd24_jobs, fd24_nodes, at(11, 54, 30), "24.11.5").map(|s| {
+                let mut s = (*s).clone();
+                s.notes.push("node JSON unavailable: allocated GPUs and memory are not in sinfo's text output".into());
+                Arc::new(s)
+            }),
             attempts: 30,
             ..ClusterState::new("fd24", "slurm")
         },

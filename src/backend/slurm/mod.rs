@@ -233,7 +233,17 @@ impl Backend for SlurmBackend {
             jobs: jobs.jobs,
             nodes: nodes.nodes,
             queues: Vec::new(),
+            notes: Vec::new(),
         };
+        if let Some(p) = self.probe.lock().await.as_ref() {
+            if !p.jobs_json {
+                snap.notes.push("squeue --json unavailable: jobs read from text output".into());
+            }
+            if !p.nodes_json {
+                snap.notes
+                    .push("node JSON unavailable: allocated GPUs and memory are not in sinfo's text output".into());
+            }
+        }
         snap.derive_queues();
         Ok(snap)
     }

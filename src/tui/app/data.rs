@@ -81,6 +81,8 @@ pub struct ClusterSummary {
     pub kind: String,
     pub health: Health,
     pub release: Option<String>,
+    /// What the cluster's data lacks and why (see `Snapshot::notes`).
+    pub notes: Vec<String>,
     pub taken_at: Option<DateTime<Utc>>,
     pub has_snapshot: bool,
     pub models: Vec<ModelTotals>,
@@ -309,6 +311,7 @@ impl Data {
                 kind: c.kind.clone(),
                 health: c.health.clone(),
                 release: c.snapshot.as_ref().and_then(|s| s.release.clone()),
+                notes: c.snapshot.as_ref().map(|s| s.notes.clone()).unwrap_or_default(),
                 taken_at: c.snapshot.as_ref().and_then(|s| s.taken_at),
                 has_snapshot: c.snapshot.is_some(),
                 models: Vec::new(),

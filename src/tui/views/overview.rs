@@ -71,6 +71,9 @@ fn cluster_lines<'a>(
     head.push(Span::raw("· "));
     head.push(status);
     lines.push(Line::from(head));
+    for note in &c.notes {
+        lines.push(Line::styled(format!("  note: {}", text::clean(note)), theme.style(Slot::Warning)));
+    }
     if !c.has_snapshot {
         return lines;
     }
