@@ -16,11 +16,27 @@
 //! known_hosts_file = "/path"   # optional: use this known_hosts file instead of the user's
 //! refresh_seconds = 10         # full refresh interval (default 10, at least 1)
 //! timeout_seconds = 30         # per-command timeout (default 30, at least 1)
+//!
+//! [[cluster]]
+//! name = "k8s-prod"
+//! kind = "kubernetes"
+//! context = "prod"             # optional: a kubeconfig context (default: the current one)
+//! kubeconfig = "~/.kube/config" # optional (default: $KUBECONFIG, else ~/.kube/config)
+//! namespaces = ["ml", "infer"] # optional (default: every namespace the user may list)
+//! queue = "team-a"             # optional: Kueue LocalQueue for submissions
+//! refresh_seconds = 10         # how often the (watched) picture is re-read at the latest
+//! timeout_seconds = 30         # bound on every request and action
 //! ```
+//!
+//! The ssh keys (`host`, `user`, `port`, `identity_file`, `known_hosts`, `known_hosts_file`)
+//! belong to Slurm clusters, the kubeconfig keys (`context`, `kubeconfig`, `namespaces`,
+//! `queue`) to Kubernetes clusters; a key of the other kind is refused. Several contexts are
+//! several `[[cluster]]` entries.
 //!
 //! The file lives at `$XDG_CONFIG_HOME/flightdeck/config.toml` (`~/.config/flightdeck/config.toml`)
 //! unless `--config FILE` names another. Without a file the embedded default watches this
-//! machine when it has Slurm's commands.
+//! machine when it has Slurm's commands, and the kubeconfig's current context when there is
+//! one (a cluster named after the context).
 //!
 //! Every problem is refused with a message that names the file, the 1-based line and the key:
 //! `/home/a/.config/flightdeck/config.toml:7: unknown key `hostt` in [[cluster]] "hpc" (expected one of: name, kind, …)`.
@@ -86,10 +102,20 @@ pub struct ClusterConfig {
     pub known_hosts_file: Option<PathBuf>,
     pub refresh: Duration,
     pub timeout: Duration,
+    /// Kubernetes: the kubeconfig context; `None` is the current one.
+    pub context: Option<String>,
+    /// Kubernetes: the kubeconfig file (`~` already expanded); `None` is `$KUBECONFIG`,
+    /// else `~/.kube/config`.
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubernetes: the namespaces to watch; empty means every namespace the user may list.
+    pub namespaces: Vec<String>,
+    /// Kubernetes: the Kueue LocalQueue that submissions go to.
+    pub queue: Option<String>,
 }
 
 impl ClusterConfig {
-    /// A cluster with every optional setting at its default (local commands, strict host keys).
+    /// A cluster with every optional setting at its default (local commands, strict host keys,
+    /// the current kubeconfig context).
     pub fn new(name: impl Into<String>, kind: ClusterKind) -> Self {
         Self {
             name: name.into(),
@@ -102,6 +128,10 @@ impl ClusterConfig {
             known_hosts_file: None,
             refresh: DEFAULT_REFRESH,
             timeout: DEFAULT_TIMEOUT,
+            context: None,
+            kubeconfig: None,
+            namespaces: Vec::new(),
+            queue: None,
         }
     }
 
@@ -115,22 +145,46 @@ impl ClusterConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ClusterKind {
     Slurm,
+    Kubernetes,
 }
 
 impl ClusterKind {
     /// Every kind the config file accepts, as written there.
-    pub const ACCEPTED: &'static [&'static str] = &["slurm"];
+    pub const ACCEPTED: &'static [&'static str] = &["slurm", "kubernetes"];
 
     pub fn as_str(self) -> &'static str {
         match self {
             ClusterKind::Slurm => "slurm",
+            ClusterKind::Kubernetes => "kubernetes",
         }
     }
 
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "slurm" => Some(ClusterKind::Slurm),
+            "kubernetes" => Some(ClusterKind::Kubernetes),
             _ => None,
+        }
+    }
+
+    /// The keys a `[[cluster]]` of this kind may use, as written in the file.
+    pub fn keys(self) -> &'static [&'static str] {
+        match self {
+            ClusterKind::Slurm => &[
+                "name",
+                "kind",
+                "host",
+                "user",
+                "port",
+                "identity_file",
+                "known_hosts",
+                "known_hosts_file",
+                "refresh_seconds",
+                "timeout_seconds",
+            ],
+            ClusterKind::Kubernetes => {
+                &["name", "kind", "context", "kubeconfig", "namespaces", "queue", "refresh_seconds", "timeout_seconds"]
+            }
         }
     }
 }
@@ -300,6 +354,99 @@ impl Config {
 
             let mut cluster = ClusterConfig::new(name.clone(), kind);
 
+            // Keys of the other kind.
+            let present: [(&str, Option<usize>); 10] = [
+                ("host", raw_cluster.host.as_ref().map(|v| v.span().start)),
+                ("user", raw_cluster.user.as_ref().map(|v| v.span().start)),
+                ("port", raw_cluster.port.as_ref().map(|v| v.span().start)),
+                ("identity_file", raw_cluster.identity_file.as_ref().map(|v| v.span().start)),
+                ("known_hosts", raw_cluster.known_hosts.as_ref().map(|v| v.span().start)),
+                ("known_hosts_file", raw_cluster.known_hosts_file.as_ref().map(|v| v.span().start)),
+                ("context", raw_cluster.context.as_ref().map(|v| v.span().start)),
+                ("kubeconfig", raw_cluster.kubeconfig.as_ref().map(|v| v.span().start)),
+                ("namespaces", raw_cluster.namespaces.as_ref().map(|v| v.span().start)),
+                ("queue", raw_cluster.queue.as_ref().map(|v| v.span().start)),
+            ];
+            if let Some((key, Some(offset))) =
+                present.iter().find(|(key, offset)| offset.is_some() && !kind.keys().contains(key))
+            {
+                let key_line = tomlpos::Doc::parse(text)
+                    .key_offset(&[
+                        tomlpos::Seg::Key("cluster".into()),
+                        tomlpos::Seg::Index(index),
+                        tomlpos::Seg::Key((*key).into()),
+                    ])
+                    .map(&at)
+                    .unwrap_or_else(|| at(*offset));
+                return Err(invalid(
+                    key_line,
+                    Some(key),
+                    format!(
+                        "`{key}` does not apply to a {kind} cluster in {section} (keys for kind = \"{kind}\": {})",
+                        kind.keys().join(", ")
+                    ),
+                ));
+            }
+
+            // context, queue: one word each.
+            for (key, value, slot) in [
+                ("context", &raw_cluster.context, &mut cluster.context),
+                ("queue", &raw_cluster.queue, &mut cluster.queue),
+            ] {
+                if let Some(value) = value {
+                    let why = match key {
+                        "queue" => check_k8s_name(value.get_ref(), 63, true).err(),
+                        _ => check_context(value.get_ref()).err(),
+                    };
+                    if let Some(why) = why {
+                        return Err(invalid(
+                            at(value.span().start),
+                            Some(key),
+                            format!("bad value for `{key}` in {section}: {why}"),
+                        ));
+                    }
+                    *slot = Some(value.get_ref().clone());
+                }
+            }
+
+            if let Some(value) = &raw_cluster.kubeconfig {
+                let path = value.get_ref();
+                if path.trim().is_empty() || path.chars().any(char::is_control) {
+                    return Err(invalid(
+                        at(value.span().start),
+                        Some("kubeconfig"),
+                        format!("bad value for `kubeconfig` in {section}: expected a file path, found {path:?}"),
+                    ));
+                }
+                cluster.kubeconfig = Some(expand_tilde(path));
+            }
+
+            if let Some(list) = &raw_cluster.namespaces {
+                if list.get_ref().is_empty() {
+                    return Err(invalid(
+                        at(list.span().start),
+                        Some("namespaces"),
+                        format!(
+                            "bad value for `namespaces` in {section}: the list is empty (leave `namespaces` out to watch every namespace you may list)"
+                        ),
+                    ));
+                }
+                for ns in list.get_ref() {
+                    let value = ns.get_ref();
+                    let why = check_k8s_name(value, 63, false)
+                        .err()
+                        .or_else(|| cluster.namespaces.contains(value).then(|| format!("{value:?} is listed twice")));
+                    if let Some(why) = why {
+                        return Err(invalid(
+                            at(ns.span().start),
+                            Some("namespaces"),
+                            format!("bad value for `namespaces` in {section}: {why}"),
+                        ));
+                    }
+                    cluster.namespaces.push(value.clone());
+                }
+            }
+
             // host, user: handed to ssh as arguments; refuse what ssh would read as an option.
             for (key, value, slot) in
                 [("host", &raw_cluster.host, &mut cluster.host), ("user", &raw_cluster.user, &mut cluster.user)]
@@ -414,12 +561,17 @@ impl Config {
     }
 
     /// No config file: this machine as one Slurm cluster named `local`, when `squeue` is on
-    /// `PATH`; otherwise no clusters at all (the CLI explains what to write).
+    /// `PATH`, and the kubeconfig's current context (`$KUBECONFIG`, else `~/.kube/config`) as
+    /// a Kubernetes cluster named after it, when there is one; otherwise no clusters at all
+    /// (the CLI explains what to write).
     pub fn embedded_default() -> Config {
-        let clusters = match find_program("squeue") {
+        let mut clusters = match find_program("squeue") {
             Some(_) => vec![ClusterConfig::new(LOCAL_CLUSTER_NAME, ClusterKind::Slurm)],
             None => Vec::new(),
         };
+        if let Some(context) = current_kube_context() {
+            clusters.push(kube_default_cluster(&context, &clusters));
+        }
         Config { read_only: false, clusters, theme: None, keymap: None, source: ConfigSource::EmbeddedDefault }
     }
 
@@ -427,6 +579,71 @@ impl Config {
     pub fn cluster(&self, name: &str) -> Option<&ClusterConfig> {
         self.clusters.iter().find(|c| c.name == name)
     }
+}
+
+/// The current context of the user's kubeconfig (`$KUBECONFIG`, else `~/.kube/config`), when
+/// one is set and names a context the file defines.
+pub fn current_kube_context() -> Option<String> {
+    let kubeconfig = ::kube::config::Kubeconfig::read().ok()?;
+    let current = kubeconfig.current_context.clone().filter(|c| !c.is_empty())?;
+    kubeconfig.contexts.iter().any(|c| c.name == current).then_some(current)
+}
+
+/// The embedded default's cluster for a kubeconfig context: named after the context (made
+/// a usable cluster name), pinned to it.
+fn kube_default_cluster(context: &str, taken: &[ClusterConfig]) -> ClusterConfig {
+    let mut name: String = context
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '-' })
+        .collect();
+    name = name.trim_start_matches(['-', '.']).to_string();
+    if name.is_empty() || check_cluster_name(&name).is_err() {
+        name = "kubernetes".into();
+    }
+    if taken.iter().any(|c| c.name == name) {
+        name.push_str("-k8s");
+    }
+    let mut cluster = ClusterConfig::new(name, ClusterKind::Kubernetes);
+    cluster.context = Some(context.to_string());
+    cluster
+}
+
+/// A kubeconfig context name: non-empty, no control characters.
+fn check_context(value: &str) -> Result<(), String> {
+    if value.trim().is_empty() {
+        return Err("the value is empty".into());
+    }
+    if value.chars().any(char::is_control) {
+        return Err(format!("{value:?} contains a control character"));
+    }
+    Ok(())
+}
+
+/// A Kubernetes name: a namespace (DNS-1123 label: `[a-z0-9-]`, starting and ending with a
+/// letter or digit) or, with `label_value`, a label value (also `A-Z`, `_`, `.`), at most
+/// `max` characters.
+fn check_k8s_name(value: &str, max: usize, label_value: bool) -> Result<(), String> {
+    let what = if label_value { "a queue name" } else { "a namespace name" };
+    if value.is_empty() {
+        return Err("the value is empty".into());
+    }
+    if value.len() > max {
+        return Err(format!("{value:?} is longer than {max} characters"));
+    }
+    let allowed = |c: char| {
+        c.is_ascii_digit()
+            || c == '-'
+            || c.is_ascii_lowercase()
+            || (label_value && (c.is_ascii_uppercase() || c == '_' || c == '.'))
+    };
+    if let Some(bad) = value.chars().find(|c| !allowed(*c)) {
+        return Err(format!("{value:?} contains {bad:?}, which {what} cannot hold"));
+    }
+    if !value.starts_with(|c: char| c.is_ascii_alphanumeric()) || !value.ends_with(|c: char| c.is_ascii_alphanumeric())
+    {
+        return Err(format!("{what} starts and ends with a letter or digit, {value:?} does not"));
+    }
+    Ok(())
 }
 
 /// `$XDG_CONFIG_HOME/flightdeck/config.toml`, else `~/.config/flightdeck/config.toml`;
@@ -606,6 +823,14 @@ struct RawCluster {
     refresh_seconds: Option<Spanned<u64>>,
     #[serde(default)]
     timeout_seconds: Option<Spanned<u64>>,
+    #[serde(default)]
+    context: Option<Spanned<String>>,
+    #[serde(default)]
+    kubeconfig: Option<Spanned<String>>,
+    #[serde(default)]
+    namespaces: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    queue: Option<Spanned<String>>,
 }
 
 /// Turning `toml` errors into `file:line: message naming the key`; shared with [`crate::spec`].
@@ -987,6 +1212,10 @@ kind = "slurm"
                 known_hosts_file: Some(PathBuf::from("/etc/fd/known_hosts")),
                 refresh: Duration::from_secs(5),
                 timeout: Duration::from_secs(12),
+                context: None,
+                kubeconfig: None,
+                namespaces: Vec::new(),
+                queue: None,
             }
         );
         let local = config.cluster("local-box").unwrap();
@@ -1012,7 +1241,8 @@ kind = "slurm"
             shown,
             format!(
                 "{FILE}:7: unknown key `hostt` in [[cluster]] \"hpc\" (expected one of: name, kind, host, user, port, \
-                 identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds)"
+                 identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, context, kubeconfig, \
+                 namespaces, queue)"
             )
         );
     }
@@ -1111,12 +1341,12 @@ kind = "slurm"
 
     #[test]
     fn unknown_kind_lists_accepted_kinds() {
-        let text = "[[cluster]]\nname = \"k\"\nkind = \"kubernetes\"\n";
+        let text = "[[cluster]]\nname = \"k\"\nkind = \"k8s\"\n";
         let shown = refused(text, 3, "kind");
         assert_eq!(
             shown,
             format!(
-                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"kubernetes\" (accepted kinds: slurm)"
+                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"k8s\" (accepted kinds: slurm, kubernetes)"
             )
         );
     }
@@ -1124,7 +1354,10 @@ kind = "slurm"
     #[test]
     fn missing_keys() {
         let shown = refused("read_only = true\n[[cluster]]\nname = \"hpc\"\n", 2, "kind");
-        assert_eq!(shown, format!("{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm)"));
+        assert_eq!(
+            shown,
+            format!("{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm, kubernetes)")
+        );
         let shown = refused("[[cluster]]\nkind = \"slurm\"\n", 1, "name");
         assert!(shown.contains("missing key `name` in [[cluster]] #1"), "{shown}");
     }
@@ -1255,11 +1488,69 @@ kind = "slurm"
         let config = Config::embedded_default();
         assert_eq!(config.source, ConfigSource::EmbeddedDefault);
         assert!(!config.read_only);
+        let slurm: Vec<&ClusterConfig> = config.clusters.iter().filter(|c| c.kind == ClusterKind::Slurm).collect();
         if find_program("squeue").is_some() {
-            assert_eq!(config.clusters, vec![ClusterConfig::new("local", ClusterKind::Slurm)]);
+            assert_eq!(slurm, vec![&ClusterConfig::new("local", ClusterKind::Slurm)]);
         } else {
-            assert!(config.clusters.is_empty());
+            assert!(slurm.is_empty());
         }
+        let kube: Vec<&ClusterConfig> = config.clusters.iter().filter(|c| c.kind == ClusterKind::Kubernetes).collect();
+        match current_kube_context() {
+            Some(ctx) => assert_eq!(kube.iter().map(|c| c.context.clone()).collect::<Vec<_>>(), vec![Some(ctx)]),
+            None => assert!(kube.is_empty()),
+        }
+    }
+
+    #[test]
+    fn kubernetes_clusters() {
+        let text = "[[cluster]]\nname = \"prod\"\nkind = \"kubernetes\"\ncontext = \"gke_proj_zone_prod\"\n\
+                    kubeconfig = \"/etc/kube/config\"\nnamespaces = [\"ml\", \"infer\"]\nqueue = \"team-a\"\n\
+                    timeout_seconds = 5\n\n[[cluster]]\nname = \"dev\"\nkind = \"kubernetes\"\n";
+        let config = parse(text).unwrap();
+        let prod = &config.clusters[0];
+        assert_eq!(prod.kind, ClusterKind::Kubernetes);
+        assert_eq!(prod.context.as_deref(), Some("gke_proj_zone_prod"));
+        assert_eq!(prod.kubeconfig, Some(PathBuf::from("/etc/kube/config")));
+        assert_eq!(prod.namespaces, vec!["ml".to_string(), "infer".to_string()]);
+        assert_eq!(prod.queue.as_deref(), Some("team-a"));
+        assert_eq!(prod.timeout, Duration::from_secs(5));
+        assert_eq!(config.clusters[1], ClusterConfig::new("dev", ClusterKind::Kubernetes));
+        assert_eq!(ClusterKind::Kubernetes.to_string(), "kubernetes");
+    }
+
+    #[test]
+    fn kubernetes_keys_are_checked() {
+        let base = "[[cluster]]\nname = \"k\"\nkind = \"kubernetes\"\n";
+        let shown = refused(&format!("{base}host = \"login\"\n"), 4, "host");
+        assert!(shown.contains("`host` does not apply to a kubernetes cluster in [[cluster]] \"k\""), "{shown}");
+        assert!(shown.contains("context, kubeconfig, namespaces, queue"), "{shown}");
+        let shown = refused("[[cluster]]\nname = \"s\"\nkind = \"slurm\"\nqueue = \"a\"\n", 4, "queue");
+        assert!(shown.contains("`queue` does not apply to a slurm cluster"), "{shown}");
+        let shown = refused(&format!("{base}namespaces = []\n"), 4, "namespaces");
+        assert!(shown.contains("the list is empty"), "{shown}");
+        let shown = refused(&format!("{base}namespaces = [\n  \"ml\",\n  \"ML_x\",\n]\n"), 6, "namespaces");
+        assert!(shown.contains("\"ML_x\" contains 'M'"), "{shown}");
+        let shown = refused(&format!("{base}namespaces = [\"ml\", \"ml\"]\n"), 4, "namespaces");
+        assert!(shown.contains("listed twice"), "{shown}");
+        refused(&format!("{base}namespaces = [\"-ml\"]\n"), 4, "namespaces");
+        refused(&format!("{base}queue = \"team a\"\n"), 4, "queue");
+        refused(&format!("{base}context = \"\"\n"), 4, "context");
+        refused(&format!("{base}kubeconfig = \"\"\n"), 4, "kubeconfig");
+        let shown = refused(&format!("{base}namespaces = \"ml\"\n"), 4, "namespaces");
+        assert!(shown.contains("namespaces"), "{shown}");
+        let ok = parse(&format!("{base}kubeconfig = \"~/.kube/other\"\nqueue = \"Team_A.1\"\n")).unwrap();
+        assert!(ok.clusters[0].kubeconfig.as_ref().unwrap().ends_with(".kube/other"));
+    }
+
+    #[test]
+    fn kube_default_cluster_names() {
+        let c = kube_default_cluster("arn:aws:eks:us-west-2:1234:cluster/prod", &[]);
+        assert_eq!(c.name, "arn-aws-eks-us-west-2-1234-cluster-prod");
+        assert_eq!(c.context.as_deref(), Some("arn:aws:eks:us-west-2:1234:cluster/prod"));
+        assert_eq!(c.kind, ClusterKind::Kubernetes);
+        let local = ClusterConfig::new("local", ClusterKind::Slurm);
+        assert_eq!(kube_default_cluster("local", std::slice::from_ref(&local)).name, "local-k8s");
+        assert_eq!(kube_default_cluster("///", &[]).name, "kubernetes");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! It knows nothing about terminals; the fleet owns backends and calls them from its own
 //! tasks, so a slow or dead backend never blocks a front end.
 
+pub mod kube;
 pub mod slurm;
 
 use std::sync::Arc;
@@ -168,6 +169,7 @@ pub fn log_window(size: u64, from: Option<u64>, max_bytes: u64) -> (u64, u64, u6
 pub fn for_cluster(cfg: &ClusterConfig) -> Arc<dyn Backend> {
     match cfg.kind {
         ClusterKind::Slurm => Arc::new(slurm::SlurmBackend::new(cfg)),
+        ClusterKind::Kubernetes => Arc::new(self::kube::KubeBackend::new(cfg)),
     }
 }
 

@@ -1,0 +1,329 @@
+//! `JobSpec` → a `batch/v1` Job.
+//!
+//! * one container `main` running the image (required) with `sh -c COMMAND`, or a script
+//!   under the interpreter its `#!` line names (`/bin/sh` without one);
+//! * GPUs as limits (`nvidia.com/gpu`, a MIG profile's `nvidia.com/mig-…`, or whatever
+//!   resource the GPU type resolved to), CPUs as a request, memory as request and limit;
+//! * the time limit as `activeDeadlineSeconds`; `restartPolicy: Never`, `backoffLimit: 0`
+//!   (a failed run fails the job, as on a batch scheduler);
+//! * several nodes: an Indexed Job with one pod per node;
+//! * with a Kueue LocalQueue: the `kueue.x-k8s.io/queue-name` label and `suspend: true`,
+//!   which Kueue lifts on admission.
+
+use k8s_openapi::api::batch::v1::Job as KJob;
+use serde_json::{Map, Value, json};
+
+use super::kueue::QUEUE_LABEL;
+use super::map::SUBMITTED_BY;
+use crate::backend::BackendError;
+use crate::spec::JobSpec;
+
+/// Where a job's GPUs come from, as resolved against the cluster's nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuPlacement {
+    /// The resource the limits name (`nvidia.com/gpu`, `nvidia.com/mig-1g.10gb`, `amd.com/gpu`).
+    pub resource: String,
+    /// A node label and the values it may take (`nvidia.com/gpu.product` ∈ {…}).
+    pub node_label: Option<(String, Vec<String>)>,
+}
+
+impl GpuPlacement {
+    pub fn any_nvidia() -> Self {
+        Self { resource: super::gpu::NVIDIA_GPU.into(), node_label: None }
+    }
+}
+
+/// Everything about a submission that does not come from the spec itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub namespace: String,
+    /// Kueue LocalQueue, when the job goes through Kueue.
+    pub queue: Option<String>,
+    pub gpus: GpuPlacement,
+    /// Who submits (recorded as an annotation).
+    pub user: String,
+    /// Appended to the name so that the same spec can be submitted twice.
+    pub suffix: String,
+}
+
+/// A MIG profile as written in a GPU type (`1g.10gb`, `3g.40gb`, `1c.2g.20gb`).
+pub fn is_mig_profile(gpu_type: &str) -> bool {
+    let t = gpu_type.to_ascii_lowercase();
+    let parts: Vec<&str> = t.split('.').collect();
+    parts.len() >= 2
+        && parts.last().is_some_and(|m| m.ends_with("gb") && m[..m.len() - 2].chars().all(|c| c.is_ascii_digit()))
+        && parts[..parts.len() - 1]
+            .iter()
+            .all(|p| p.len() >= 2 && p[..p.len() - 1].chars().all(|c| c.is_ascii_digit()) && p.ends_with(['g', 'c']))
+}
+
+/// A DNS-1123 label made from a job name: lower case, `[a-z0-9-]`, at most `max` characters,
+/// starting and ending with a letter or digit; `job` when nothing usable is left.
+pub fn dns_label(name: &str, max: usize) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let mut out: String = out.trim_matches('-').chars().take(max).collect();
+    while out.ends_with('-') {
+        out.pop();
+    }
+    if out.is_empty() { "job".into() } else { out }
+}
+
+/// A short random-enough suffix (`x7k2p`): time and process id in base 36.
+pub fn name_suffix() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let mut n = (nanos ^ (u128::from(std::process::id()) << 40)) % 36u128.pow(5);
+    let mut s = String::new();
+    for _ in 0..5 {
+        let d = (n % 36) as u32;
+        s.push(char::from_digit(d, 36).unwrap_or('0'));
+        n /= 36;
+    }
+    s
+}
+
+/// The command line of the container: `sh -c COMMAND`, or the script under its interpreter.
+pub fn container_command(spec: &JobSpec) -> Vec<String> {
+    if let Some(command) = &spec.command {
+        return vec!["/bin/sh".into(), "-c".into(), command.clone()];
+    }
+    let script = spec.script.clone().unwrap_or_default();
+    let interpreter: Vec<String> = script
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("#!"))
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .filter(|v: &Vec<String>| !v.is_empty())
+        .unwrap_or_else(|| vec!["/bin/sh".into()]);
+    let mut argv = interpreter;
+    argv.push("-c".into());
+    argv.push(script);
+    argv
+}
+
+/// Build the Job. The spec must be valid ([`JobSpec::validate`]); the image is required.
+pub fn job_manifest(spec: &JobSpec, target: &Target) -> Result<KJob, BackendError> {
+    let Some(image) = spec.image.as_deref().filter(|i| !i.trim().is_empty()) else {
+        return Err(BackendError::InvalidSpec(
+            "`image`: a Kubernetes job runs in a container; set `image` (for example \"nvcr.io/nvidia/pytorch:24.01-py3\")"
+                .into(),
+        ));
+    };
+    // Enroot/pyxis write `registry#image`; a container runtime wants `registry/image`.
+    let image = image.replacen('#', "/", 1);
+    let base = dns_label(&spec.name, 63 - 1 - target.suffix.len());
+    let name = if target.suffix.is_empty() { base } else { format!("{base}-{}", target.suffix) };
+
+    let mut limits = Map::new();
+    let mut requests = Map::new();
+    if spec.gpus > 0 {
+        limits.insert(target.gpus.resource.clone(), json!(spec.gpus.to_string()));
+    }
+    if let Some(cpus) = spec.cpus {
+        requests.insert("cpu".into(), json!(cpus.to_string()));
+    }
+    if let Some(mb) = spec.memory_mb() {
+        requests.insert("memory".into(), json!(format!("{mb}Mi")));
+        limits.insert("memory".into(), json!(format!("{mb}Mi")));
+    }
+    let mut container = json!({
+        "name": "main",
+        "image": image,
+        "command": container_command(spec),
+        "resources": {},
+    });
+    if !limits.is_empty() {
+        container["resources"]["limits"] = Value::Object(limits);
+    }
+    if !requests.is_empty() {
+        container["resources"]["requests"] = Value::Object(requests);
+    }
+    if !spec.env.is_empty() {
+        container["env"] = spec.env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect();
+    }
+    if let Some(dir) = &spec.workdir {
+        container["workingDir"] = json!(dir);
+    }
+
+    let mut pod_spec = json!({"restartPolicy": "Never", "containers": [container]});
+    if let Some((label, values)) = &target.gpus.node_label {
+        if let [only] = values.as_slice() {
+            pod_spec["nodeSelector"] = json!({ label: only });
+        } else {
+            pod_spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": label, "operator": "In", "values": values}]}]}}});
+        }
+    }
+
+    let mut labels = Map::new();
+    labels.insert("app.kubernetes.io/managed-by".into(), json!("flightdeck"));
+    if let Some(q) = &target.queue {
+        labels.insert(QUEUE_LABEL.into(), json!(q));
+    }
+    let mut annotations = Map::new();
+    if !target.user.is_empty() {
+        annotations.insert(SUBMITTED_BY.into(), json!(target.user));
+    }
+    annotations.insert("flightdeck.io/name".into(), json!(spec.name));
+
+    let nodes = spec.nodes.unwrap_or(1).max(1);
+    let mut job_spec = json!({
+        "backoffLimit": 0,
+        "template": {"metadata": {"labels": Value::Object(labels.clone())}, "spec": pod_spec},
+    });
+    if nodes > 1 {
+        job_spec["parallelism"] = json!(nodes);
+        job_spec["completions"] = json!(nodes);
+        job_spec["completionMode"] = json!("Indexed");
+    }
+    if let Some(secs) = spec.time_limit_secs() {
+        job_spec["activeDeadlineSeconds"] = json!(secs);
+    }
+    if target.queue.is_some() {
+        job_spec["suspend"] = json!(true);
+    }
+    let job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": target.namespace, "labels": labels, "annotations": annotations},
+        "spec": job_spec,
+    });
+    serde_json::from_value(job).map_err(|e| BackendError::InvalidSpec(format!("cannot build the Job manifest: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(queue: Option<&str>) -> Target {
+        Target {
+            namespace: "ml".into(),
+            queue: queue.map(str::to_string),
+            gpus: GpuPlacement::any_nvidia(),
+            user: "alice".into(),
+            suffix: "abc12".into(),
+        }
+    }
+
+    fn spec() -> JobSpec {
+        JobSpec {
+            name: "Train LLM!".into(),
+            command: Some("python train.py --epochs 3 && echo 'done'".into()),
+            gpus: 4,
+            cpus: Some(16),
+            memory: Some("64G".into()),
+            time_limit: Some("2h".into()),
+            image: Some("nvcr.io#nvidia/pytorch:24.01-py3".into()),
+            workdir: Some("/work".into()),
+            env: [("WANDB_MODE".to_string(), "offline".to_string())].into(),
+            ..JobSpec::default()
+        }
+    }
+
+    #[test]
+    fn the_manifest_matches_the_spec() {
+        let job = job_manifest(&spec(), &target(None)).unwrap();
+        let v = serde_json::to_value(&job).unwrap();
+        assert_eq!(v["metadata"]["name"], "train-llm-abc12");
+        assert_eq!(v["metadata"]["namespace"], "ml");
+        assert_eq!(v["metadata"]["annotations"][SUBMITTED_BY], "alice");
+        assert_eq!(v["metadata"]["annotations"]["flightdeck.io/name"], "Train LLM!");
+        assert_eq!(v["spec"]["activeDeadlineSeconds"], 7200);
+        assert_eq!(v["spec"]["backoffLimit"], 0);
+        assert!(v["spec"].get("suspend").is_none());
+        assert!(v["metadata"]["labels"].get(QUEUE_LABEL).is_none());
+        let pod = &v["spec"]["template"]["spec"];
+        assert_eq!(pod["restartPolicy"], "Never");
+        let c = &pod["containers"][0];
+        assert_eq!(c["image"], "nvcr.io/nvidia/pytorch:24.01-py3");
+        assert_eq!(c["command"], json!(["/bin/sh", "-c", "python train.py --epochs 3 && echo 'done'"]));
+        assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], "4");
+        assert_eq!(c["resources"]["limits"]["memory"], "65536Mi");
+        assert_eq!(c["resources"]["requests"]["cpu"], "16");
+        assert_eq!(c["resources"]["requests"]["memory"], "65536Mi");
+        assert_eq!(c["env"], json!([{"name": "WANDB_MODE", "value": "offline"}]));
+        assert_eq!(c["workingDir"], "/work");
+        // The GPU arithmetic reads the manifest back as 4 GPUs per pod.
+        let pod: k8s_openapi::api::core::v1::Pod =
+            serde_json::from_value(json!({"spec": v["spec"]["template"]["spec"].clone()})).unwrap();
+        assert_eq!(super::super::gpu::pod_demand(&pod).gpus(), 4);
+    }
+
+    #[test]
+    fn kueue_queue_label_and_suspend() {
+        let v = serde_json::to_value(job_manifest(&spec(), &target(Some("team-a"))).unwrap()).unwrap();
+        assert_eq!(v["metadata"]["labels"][QUEUE_LABEL], "team-a");
+        assert_eq!(v["spec"]["template"]["metadata"]["labels"][QUEUE_LABEL], "team-a");
+        assert_eq!(v["spec"]["suspend"], true);
+    }
+
+    #[test]
+    fn image_is_required() {
+        let mut s = spec();
+        s.image = None;
+        let err = job_manifest(&s, &target(None)).unwrap_err();
+        assert!(matches!(err, BackendError::InvalidSpec(_)));
+        assert!(err.to_string().contains("`image`"), "{err}");
+    }
+
+    #[test]
+    fn gpu_placement_mig_and_models() {
+        let mut t = target(None);
+        t.gpus = GpuPlacement { resource: "nvidia.com/mig-1g.10gb".into(), node_label: None };
+        let v = serde_json::to_value(job_manifest(&spec(), &t).unwrap()).unwrap();
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-1g.10gb"],
+            "4"
+        );
+        t.gpus = GpuPlacement {
+            resource: "nvidia.com/gpu".into(),
+            node_label: Some(("nvidia.com/gpu.product".into(), vec!["NVIDIA-H100-80GB-HBM3".into()])),
+        };
+        let v = serde_json::to_value(job_manifest(&spec(), &t).unwrap()).unwrap();
+        assert_eq!(v["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
+        t.gpus.node_label = Some(("nvidia.com/gpu.product".into(), vec!["A".into(), "B".into()]));
+        let v = serde_json::to_value(job_manifest(&spec(), &t).unwrap()).unwrap();
+        let expr = &v["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"][0]["matchExpressions"][0];
+        assert_eq!(expr["values"], json!(["A", "B"]));
+        assert!(is_mig_profile("1g.10gb") && is_mig_profile("3g.40gb") && is_mig_profile("1c.2g.20gb"));
+        assert!(!is_mig_profile("a100") && !is_mig_profile("h100.80gb") && !is_mig_profile("1g"));
+    }
+
+    #[test]
+    fn scripts_multi_node_and_names() {
+        let mut s = spec();
+        s.command = None;
+        s.script = Some("#!/usr/bin/env python3\nprint('hi')\n".into());
+        s.nodes = Some(2);
+        s.time_limit = None;
+        let v = serde_json::to_value(job_manifest(&s, &target(None)).unwrap()).unwrap();
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0]["command"],
+            json!(["/usr/bin/env", "python3", "-c", "#!/usr/bin/env python3\nprint('hi')\n"])
+        );
+        assert_eq!(
+            (v["spec"]["parallelism"].clone(), v["spec"]["completionMode"].clone()),
+            (json!(2), json!("Indexed"))
+        );
+        assert!(v["spec"].get("activeDeadlineSeconds").is_none());
+        s.script = Some("echo plain".into());
+        assert_eq!(container_command(&s), vec!["/bin/sh", "-c", "echo plain"]);
+
+        assert_eq!(dns_label("My_Job.v2", 63), "my-job-v2");
+        assert_eq!(dns_label("---", 63), "job");
+        assert_eq!(dns_label("ünïcode", 63), "n-code");
+        assert_eq!(dns_label(&"a".repeat(100), 57).len(), 57);
+        assert_eq!(dns_label("abc-def", 4), "abc");
+        let sfx = name_suffix();
+        assert_eq!(sfx.len(), 5);
+        assert!(sfx.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
+    }
+}

@@ -1,0 +1,872 @@
+//! Kubernetes through the API server, with watches rather than polling.
+//!
+//! One kube-runtime watcher + reflector store per kind ([`watch`]): nodes, pods and batch
+//! Jobs (required: their failure makes the cluster stale), `FailedScheduling` events, and
+//! Kueue Workloads, LocalQueues and ClusterQueues when their CRDs exist ([`kueue`]). A kind
+//! that is absent or forbidden only reduces the view, with a note ([`KubeBackend::notes`],
+//! `doctor`). GPU allocation per node is kept up to date per pod event ([`gpu`]); a
+//! snapshot is a cheap read of the stores ([`map`]), and every event bumps
+//! [`Backend::changes`] so the fleet re-reads promptly.
+//!
+//! Actions ([`manifest`] for submit, [`drain`] for cordon and drain, [`logs`]) run on a
+//! client that never retries by itself, each bounded by the cluster's `timeout`.
+
+pub mod drain;
+pub mod gpu;
+pub mod kueue;
+pub mod logs;
+pub mod manifest;
+pub mod map;
+pub mod watch;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ::kube::Client;
+use ::kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use ::kube::config::{KubeConfigOptions, Kubeconfig};
+use ::kube::core::DynamicObject;
+use ::kube::runtime::watcher;
+use async_trait::async_trait;
+use chrono::Utc;
+use k8s_openapi::api::batch::v1::Job as KJob;
+use k8s_openapi::api::core::v1::{Event, Node as KNode, Pod};
+use tokio::sync::OnceCell;
+use tokio::task::JoinHandle;
+
+use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
+use crate::config::ClusterConfig;
+use crate::model::{JobRef, Snapshot};
+use crate::spec::JobSpec;
+
+use self::drain::{DrainOptions, DrainReport};
+use self::kueue::{ClusterQueueInfo, KueueKind, LocalQueueInfo, WorkloadInfo};
+use self::manifest::GpuPlacement;
+use self::map::Target;
+use self::watch::{Registry, Scope, Shared};
+
+/// A required watch failing for this long (or the cluster's timeout, if shorter) makes the
+/// cluster stale; a dropped connection that comes back at once does not.
+const STALE_GRACE: Duration = Duration::from_secs(5);
+/// With no event for this long, a snapshot first checks that the server still answers.
+const QUIET: Duration = Duration::from_secs(10);
+
+struct Registries {
+    nodes: Arc<Registry<KNode>>,
+    pods: Arc<Registry<Pod>>,
+    jobs: Arc<Registry<KJob>>,
+    events: Arc<Registry<Event>>,
+    kueue: BTreeMap<KueueKind, Arc<Registry<DynamicObject>>>,
+}
+
+/// One Kubernetes context.
+pub struct KubeBackend {
+    name: String,
+    context: Option<String>,
+    kubeconfig: Option<PathBuf>,
+    namespaces: Vec<String>,
+    queue: Option<String>,
+    timeout: Duration,
+    refresh: Duration,
+    shared: Arc<Shared>,
+    stores: Registries,
+    client: OnceCell<Client>,
+    started: OnceCell<()>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    release: Mutex<Option<String>>,
+    /// `GET /version` was tried once (the release comes from it).
+    version_asked: std::sync::atomic::AtomicBool,
+    cursors: Mutex<logs::Cursors>,
+    /// How `NodeAction::Drain` treats pods (kubectl's defaults: no `--force`, no
+    /// `--delete-emptydir-data`).
+    pub drain_options: DrainOptions,
+}
+
+impl Drop for KubeBackend {
+    fn drop(&mut self) {
+        for t in self.tasks.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            t.abort();
+        }
+    }
+}
+
+/// A kube client error in words: the API's status, or the transport's chain of causes.
+pub fn describe_client_error(err: &::kube::Error) -> String {
+    match err {
+        ::kube::Error::Api(s) => {
+            let reason = if s.reason.is_empty() { String::new() } else { format!(" {}", s.reason) };
+            if s.message.is_empty() {
+                format!("{}{reason}", s.code)
+            } else {
+                format!("{}{reason}: {}", s.code, s.message)
+            }
+        }
+        other => {
+            let mut parts = vec![other.to_string()];
+            let mut source = std::error::Error::source(other);
+            while let Some(s) = source {
+                let text = s.to_string();
+                if !parts.iter().any(|p| p.contains(&text)) {
+                    parts.push(text);
+                }
+                source = s.source();
+            }
+            parts.join(": ")
+        }
+    }
+}
+
+impl KubeBackend {
+    pub fn new(cfg: &ClusterConfig) -> Self {
+        Self {
+            name: cfg.name.clone(),
+            context: cfg.context.clone(),
+            kubeconfig: cfg.kubeconfig.clone(),
+            namespaces: cfg.namespaces.clone(),
+            queue: cfg.queue.clone(),
+            timeout: cfg.timeout,
+            refresh: cfg.refresh,
+            shared: Shared::new(&cfg.name),
+            stores: Registries {
+                nodes: Arc::default(),
+                pods: Arc::default(),
+                jobs: Arc::default(),
+                events: Arc::default(),
+                kueue: KueueKind::ALL.into_iter().map(|k| (k, Arc::default())).collect(),
+            },
+            client: OnceCell::new(),
+            started: OnceCell::new(),
+            tasks: Mutex::new(Vec::new()),
+            release: Mutex::new(None),
+            version_asked: std::sync::atomic::AtomicBool::new(false),
+            cursors: Mutex::new(logs::Cursors::default()),
+            drain_options: DrainOptions::default(),
+        }
+    }
+
+    /// A backend over an existing client (tests; embedding).
+    pub fn with_client(cfg: &ClusterConfig, client: Client) -> Self {
+        let me = Self::new(cfg);
+        let _ = me.client.set(client);
+        me
+    }
+
+    fn target(&self) -> String {
+        let file = self.kubeconfig.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "the kubeconfig".into());
+        match &self.context {
+            Some(c) => format!("context `{c}` of {file}"),
+            None => format!("the current context of {file}"),
+        }
+    }
+
+    fn stale_after(&self) -> Duration {
+        STALE_GRACE.min(self.timeout)
+    }
+
+    /// The client: from the kubeconfig, with kube's own retries off (every call here is
+    /// bounded by the cluster's timeout instead).
+    pub async fn client(&self) -> Result<Client, BackendError> {
+        self.client
+            .get_or_try_init(|| async {
+                let connect = |message: String| BackendError::Connect { target: self.target(), message };
+                let kubeconfig = match &self.kubeconfig {
+                    Some(path) => Kubeconfig::read_from(path),
+                    None => Kubeconfig::read(),
+                }
+                .map_err(|e| connect(format!("cannot read the kubeconfig: {e}")))?;
+                let options = KubeConfigOptions { context: self.context.clone(), ..KubeConfigOptions::default() };
+                let mut config = ::kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                    .await
+                    .map_err(|e| connect(format!("unusable kubeconfig: {e}")))?;
+                config.default_retry = false;
+                config.connect_timeout = Some(self.timeout.min(Duration::from_secs(10)));
+                Client::try_from(config).map_err(|e| connect(describe_client_error(&e)))
+            })
+            .await
+            .cloned()
+    }
+
+    /// The namespace submissions and fallbacks use: the first configured one, else the
+    /// context's.
+    async fn home_namespace(&self) -> Result<String, BackendError> {
+        match self.namespaces.first() {
+            Some(ns) => Ok(ns.clone()),
+            None => Ok(self.client().await?.default_namespace().to_string()),
+        }
+    }
+
+    /// Start the watches (once; `snapshot` does it by itself).
+    pub async fn start(&self) -> Result<(), BackendError> {
+        self.started
+            .get_or_try_init(|| async {
+                let client = self.client().await?;
+                let fallback = client.default_namespace().to_string();
+                let mut tasks = Vec::new();
+                let shared = &self.shared;
+                let scopes = watch::scopes(&self.namespaces, &fallback);
+
+                let c = client.clone();
+                tasks.push(spawn(
+                    shared,
+                    "nodes",
+                    Scope::Cluster,
+                    true,
+                    watcher::Config::default(),
+                    &self.stores.nodes,
+                    None,
+                    move |_, variant| (variant == 0).then(|| (Api::<KNode>::all(c.clone()), ())),
+                    String::new(),
+                ));
+                for scope in &scopes {
+                    let c = client.clone();
+                    tasks.push(spawn(
+                        shared,
+                        "pods",
+                        scope.clone(),
+                        true,
+                        watcher::Config::default(),
+                        &self.stores.pods,
+                        Some(watch::pod_hook),
+                        move |ns, variant| (variant == 0).then(|| (namespaced::<Pod>(&c, ns), ())),
+                        String::new(),
+                    ));
+                    let c = client.clone();
+                    tasks.push(spawn(
+                        shared,
+                        "jobs",
+                        scope.clone(),
+                        true,
+                        watcher::Config::default(),
+                        &self.stores.jobs,
+                        None,
+                        move |ns, variant| (variant == 0).then(|| (namespaced::<KJob>(&c, ns), ())),
+                        String::new(),
+                    ));
+                    let c = client.clone();
+                    tasks.push(spawn(
+                        shared,
+                        "FailedScheduling events",
+                        scope.clone(),
+                        false,
+                        watcher::Config::default().fields("reason=FailedScheduling"),
+                        &self.stores.events,
+                        None,
+                        move |ns, variant| (variant == 0).then(|| (namespaced::<Event>(&c, ns), ())),
+                        String::new(),
+                    ));
+                }
+                // One note for every Kueue kind and scope (notes are shown once each).
+                let absent = format!(
+                    "Kueue is not installed ({}/{} and /{} not served): queues are namespaces and node pools, pending reasons come from the scheduler",
+                    kueue::GROUP,
+                    kueue::VERSIONS[0],
+                    kueue::VERSIONS[1],
+                );
+                for kind in KueueKind::ALL {
+                    let kind_scopes = if kind.namespaced() { scopes.clone() } else { vec![Scope::Cluster] };
+                    for scope in kind_scopes {
+                        let c = client.clone();
+                        tasks.push(spawn(
+                            shared,
+                            &format!("Kueue {}s", kind.kind()),
+                            scope,
+                            false,
+                            watcher::Config::default(),
+                            &self.stores.kueue[&kind],
+                            None,
+                            move |ns, variant| {
+                                let version = kueue::VERSIONS.get(variant)?;
+                                let ar = kind.resource(version);
+                                let api = match ns {
+                                    Some(ns) => Api::<DynamicObject>::namespaced_with(c.clone(), ns, &ar),
+                                    None => Api::<DynamicObject>::all_with(c.clone(), &ar),
+                                };
+                                Some((api, ar))
+                            },
+                            absent.clone(),
+                        ));
+                    }
+                }
+                self.tasks.lock().unwrap_or_else(|e| e.into_inner()).extend(tasks);
+                Ok::<(), BackendError>(())
+            })
+            .await
+            .map(drop)
+    }
+
+    /// Wait (within the timeout) until nodes, pods and jobs have been listed once; a failure
+    /// before that is reported at once.
+    async fn wait_synced(&self) -> Result<(), BackendError> {
+        let mut rx = self.shared.subscribe();
+        let deadline = tokio::time::Instant::now() + self.timeout.mul_f32(0.9);
+        loop {
+            if self.shared.synced() {
+                return Ok(());
+            }
+            if let Some(err) = self.shared.failure(Duration::ZERO) {
+                return Err(BackendError::Connect { target: self.target(), message: err });
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => {
+                    return Err(BackendError::Timeout {
+                        what: "the first list of nodes, pods and jobs".into(),
+                        secs: self.timeout.as_secs(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Ask the server for its version when the watches have been quiet for a while (or the
+    /// release is unknown): a server that went away without closing the watches shows here.
+    async fn check_alive(&self) -> Result<(), BackendError> {
+        let quiet = self.shared.last_event().is_none_or(|t| t.elapsed() >= QUIET.max(self.refresh));
+        let unknown = !self.version_asked.swap(true, std::sync::atomic::Ordering::Relaxed);
+        if !quiet && !unknown {
+            return Ok(());
+        }
+        let client = self.client().await?;
+        let bound = self.timeout.min(Duration::from_secs(5));
+        match tokio::time::timeout(bound, client.apiserver_version()).await {
+            Ok(Ok(info)) => {
+                *self.release.lock().unwrap_or_else(|e| e.into_inner()) = Some(info.git_version);
+                self.shared.mark_alive();
+                Ok(())
+            }
+            // The server answered, if not with a version: it is there.
+            Ok(Err(::kube::Error::Api(s))) if s.code < 500 => {
+                self.shared.mark_alive();
+                Ok(())
+            }
+            Ok(Err(e)) if !quiet => {
+                tracing::debug!(cluster = %self.name, error = %describe_client_error(&e), "no server version");
+                Ok(())
+            }
+            Ok(Err(e)) => Err(BackendError::Connect {
+                target: self.target(),
+                message: format!("the API server does not answer: {}", describe_client_error(&e)),
+            }),
+            Err(_) if !quiet => Ok(()),
+            Err(_) => Err(BackendError::Timeout { what: "GET /version".into(), secs: bound.as_secs() }),
+        }
+    }
+
+    /// What the view lacks and why: absent kinds (Kueue not installed), missing permissions,
+    /// failing watches. (Shown by `doctor`; the model has no place for it yet.)
+    pub fn notes(&self) -> Vec<String> {
+        self.shared.notes()
+    }
+
+    /// Every watch and its health, by label (`nodes`, `pods in ml`, `Kueue workloads` …).
+    pub fn watches(&self) -> BTreeMap<String, watch::WatchHealth> {
+        self.shared.health()
+    }
+
+    /// What the pods hold on each node now (the incremental tallies).
+    pub fn node_tallies(&self) -> HashMap<Box<str>, gpu::NodeTally> {
+        self.shared.ledger.lock().unwrap_or_else(|e| e.into_inner()).nodes().clone()
+    }
+
+    /// The picture as the stores hold it now.
+    pub fn build_snapshot(&self) -> Snapshot {
+        let nodes = self.stores.nodes.all();
+        let pods = self.stores.pods.all();
+        let jobs = self.stores.jobs.all();
+        let events = self.stores.events.all();
+        let workloads: Vec<WorkloadInfo> =
+            self.stores.kueue[&KueueKind::Workload].all().iter().map(|o| WorkloadInfo::from_object(o)).collect();
+        let local_queues: Vec<LocalQueueInfo> =
+            self.stores.kueue[&KueueKind::LocalQueue].all().iter().map(|o| LocalQueueInfo::from_object(o)).collect();
+        let cluster_queues: Vec<ClusterQueueInfo> = self.stores.kueue[&KueueKind::ClusterQueue]
+            .all()
+            .iter()
+            .map(|o| ClusterQueueInfo::from_object(o))
+            .collect();
+
+        let lookup = Index {
+            failed_scheduling: watch::failed_scheduling_index(&events),
+            node_labels: nodes
+                .iter()
+                .filter_map(|n| Some((n.metadata.name.clone()?, n.metadata.labels.clone().unwrap_or_default())))
+                .collect(),
+            local_queues: local_queues
+                .iter()
+                .filter_map(|q| Some(((q.namespace.clone(), q.name.clone()), q.cluster_queue.clone()?)))
+                .collect(),
+        };
+        let mut model_nodes: Vec<crate::model::Node> = {
+            let ledger = self.shared.ledger.lock().unwrap_or_else(|e| e.into_inner());
+            nodes
+                .iter()
+                .map(|n| map::node(&self.name, n, n.metadata.name.as_deref().and_then(|name| ledger.node(name))))
+                .collect()
+        };
+        model_nodes.sort_by(|a, b| a.name.cmp(&b.name));
+
+        let job_keys: std::collections::HashSet<(&str, &str)> = jobs
+            .iter()
+            .map(|j| (j.metadata.namespace.as_deref().unwrap_or(""), j.metadata.name.as_deref().unwrap_or("")))
+            .collect();
+        let mut pods_of: HashMap<(&str, &str), Vec<&Pod>> = HashMap::new();
+        let mut model_jobs = Vec::new();
+        for pod in &pods {
+            match map::owning_job(pod).filter(|k| job_keys.contains(k)) {
+                Some(key) => pods_of.entry(key).or_default().push(pod),
+                None => {
+                    if gpu::pod_demand(pod).gpus() > 0 {
+                        model_jobs.push(map::bare_pod(&self.name, pod, &lookup));
+                    }
+                }
+            }
+        }
+        let workload_of: HashMap<(&str, &str), &WorkloadInfo> = workloads
+            .iter()
+            .filter_map(|w| match &w.owner {
+                Some((kind, name)) if kind == "Job" => Some(((w.namespace.as_str(), name.as_str()), w)),
+                _ => None,
+            })
+            .collect();
+        for job in &jobs {
+            let key = (job.metadata.namespace.as_deref().unwrap_or(""), job.metadata.name.as_deref().unwrap_or(""));
+            let pods = pods_of.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+            model_jobs.push(map::batch_job(&self.name, job, pods, workload_of.get(&key).copied(), &lookup));
+        }
+        model_jobs.sort_by(|a, b| a.job_ref.id.cmp(&b.job_ref.id));
+
+        let mut snap = Snapshot {
+            cluster: self.name.clone(),
+            taken_at: Some(Utc::now()),
+            release: self.release.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            jobs: model_jobs,
+            nodes: model_nodes,
+            queues: Vec::new(),
+            notes: self.notes(),
+        };
+        map::queues(&mut snap, &cluster_queues);
+        snap
+    }
+
+    /// Drain with explicit options, returning what happened to every pod.
+    pub async fn drain_node(
+        &self,
+        node: &str,
+        reason: &str,
+        options: &DrainOptions,
+    ) -> Result<DrainReport, BackendError> {
+        let client = self.client().await?;
+        let by = whoami::username().unwrap_or_else(|_| "unknown".into());
+        // Evictions stop a little before the action's bound, so the report still comes back.
+        let inner = self.timeout.saturating_sub(Duration::from_millis(500)).max(Duration::from_millis(500));
+        let deadline = tokio::time::Instant::now() + inner;
+        self.bounded(
+            format!("drain {node}"),
+            drain::drain(&client, node, reason, &by, &self.namespaces, options, deadline),
+        )
+        .await
+    }
+
+    async fn bounded<T>(
+        &self,
+        what: String,
+        fut: impl std::future::Future<Output = Result<T, BackendError>>,
+    ) -> Result<T, BackendError> {
+        tokio::time::timeout(self.timeout, fut)
+            .await
+            .unwrap_or_else(|_| Err(BackendError::Timeout { what, secs: self.timeout.as_secs() }))
+    }
+
+    /// Where a job's GPUs come from: a MIG profile's resource, or the product labels of the
+    /// nodes whose model matches `gpu_type` (case-insensitive substring: `h100` finds
+    /// `NVIDIA-H100-80GB-HBM3`).
+    async fn gpu_placement(&self, gpu_type: Option<&str>) -> Result<GpuPlacement, BackendError> {
+        let mut nodes = self.stores.nodes.all();
+        if nodes.is_empty() {
+            // Not watching (a one-shot command): one list of the nodes.
+            let client = self.client().await?;
+            let api: Api<KNode> = Api::all(client);
+            if let Ok(list) = tokio::time::timeout(self.timeout, api.list(&ListParams::default())).await {
+                nodes = list.map(|l| l.items.into_iter().map(Arc::new).collect()).unwrap_or_default();
+            }
+        }
+        let advertises = |n: &KNode, r: &str| {
+            n.status
+                .as_ref()
+                .and_then(|s| s.capacity.as_ref())
+                .and_then(|c| c.get(r))
+                .is_some_and(|q| gpu::quantity_milli(q) > 0)
+        };
+        let Some(wanted) = gpu_type else {
+            let resource = [gpu::NVIDIA_GPU, gpu::AMD_GPU, gpu::NVIDIA_SHARED]
+                .into_iter()
+                .find(|r| nodes.iter().any(|n| advertises(n, r)))
+                .unwrap_or(gpu::NVIDIA_GPU);
+            return Ok(GpuPlacement { resource: resource.into(), node_label: None });
+        };
+        if manifest::is_mig_profile(wanted) {
+            return Ok(GpuPlacement { resource: format!("{}{}", gpu::NVIDIA_MIG_PREFIX, wanted), node_label: None });
+        }
+        let needle = wanted.to_ascii_lowercase();
+        let mut known: Vec<String> = Vec::new();
+        for (label, resources) in [
+            (map::NVIDIA_PRODUCT, [gpu::NVIDIA_GPU, gpu::NVIDIA_SHARED]),
+            (map::AMD_PRODUCT, [gpu::AMD_GPU, gpu::AMD_GPU]),
+        ] {
+            let mut values: Vec<String> = Vec::new();
+            let mut resource = None;
+            for n in &nodes {
+                let Some(v) = n.metadata.labels.as_ref().and_then(|l| l.get(label)) else { continue };
+                if !known.contains(v) {
+                    known.push(v.clone());
+                }
+                if v.to_ascii_lowercase().contains(&needle) {
+                    if !values.contains(v) {
+                        values.push(v.clone());
+                    }
+                    resource = resource.or_else(|| resources.into_iter().find(|r| advertises(n, r)));
+                }
+            }
+            if !values.is_empty() {
+                values.sort();
+                return Ok(GpuPlacement {
+                    resource: resource.unwrap_or(resources[0]).to_string(),
+                    node_label: Some((label.to_string(), values)),
+                });
+            }
+        }
+        known.sort();
+        Err(BackendError::InvalidSpec(if known.is_empty() {
+            format!("`gpu_type`: no node carries a GPU model label to match {wanted:?} (GPU Feature Discovery labels)")
+        } else {
+            format!("`gpu_type`: no node has GPU model {wanted:?} (models here: {})", known.join(", "))
+        }))
+    }
+
+    /// The Kueue LocalQueue a submission goes to: the spec's partition when it names a
+    /// LocalQueue of the namespace, else the configured `queue`.
+    fn submission_queue(&self, spec: &JobSpec, namespace: &str) -> Option<String> {
+        if let Some(p) = &spec.partition {
+            let lqs = self.stores.kueue[&KueueKind::LocalQueue].all();
+            if lqs.iter().any(|q| {
+                q.metadata.namespace.as_deref() == Some(namespace) && q.metadata.name.as_deref() == Some(p.as_str())
+            }) {
+                return Some(p.clone());
+            }
+            tracing::info!(cluster = %self.name, partition = %p, namespace, "partition is no LocalQueue here; ignored");
+        }
+        self.queue.clone()
+    }
+}
+
+fn namespaced<K>(client: &Client, ns: Option<&str>) -> Api<K>
+where
+    K: ::kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match ns {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Run the watches of one kind in one scope for ever: switch to the next API version on a
+/// 404 (Kueue `v1beta2` → `v1beta1`), to the fallback namespace on a 403 in all namespaces,
+/// and otherwise note why the kind is off and try again later.
+#[allow(clippy::too_many_arguments)]
+fn spawn<K, F>(
+    shared: &Arc<Shared>,
+    what: &str,
+    scope: Scope,
+    required: bool,
+    config: watcher::Config,
+    registry: &Arc<Registry<K>>,
+    hook: Option<watch::HookFactory<K>>,
+    make_api: F,
+    absent_note: String,
+) -> JoinHandle<()>
+where
+    K: ::kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+    F: Fn(Option<&str>, usize) -> Option<(Api<K>, K::DynamicType)> + Send + 'static,
+{
+    let shared = shared.clone();
+    let registry = registry.clone();
+    let what = what.to_string();
+    // Known before any task runs, so the first snapshot waits for every required kind.
+    shared.register(&scope.label(&what), required);
+    tokio::spawn(async move {
+        let mut scope = scope;
+        let mut variant = 0;
+        let mut last_absent: Option<watch::Disabled> = None;
+        loop {
+            let label = scope.label(&what);
+            let Some((api, dyntype)) = make_api(scope.namespace(), variant) else {
+                let note = match (&last_absent, absent_note.is_empty()) {
+                    (_, false) => absent_note.clone(),
+                    (Some(d), true) => d.describe(&label),
+                    (None, true) => format!("{label}: not served by this cluster"),
+                };
+                shared.set_note(&label, Some(note));
+                tokio::time::sleep(watch::RETRY_DISABLED).await;
+                variant = 0;
+                continue;
+            };
+            let h = hook.map(|f| f(shared.clone(), scope.namespace().map(str::to_string)));
+            let ended =
+                watch::run(shared.clone(), label.clone(), required, api, config.clone(), dyntype, registry.clone(), h)
+                    .await;
+            match (&scope, ended.code) {
+                (_, 404) => {
+                    variant += 1;
+                    last_absent = Some(ended);
+                }
+                (Scope::AllNamespaces { fallback }, 403) => {
+                    shared.set_note(
+                        &label,
+                        Some(format!(
+                            "{}; showing namespace `{fallback}` only (set `namespaces` in the config to choose)",
+                            ended.describe(&format!("{what} in all namespaces"))
+                        )),
+                    );
+                    shared.forget(&label);
+                    scope = Scope::Namespace(fallback.clone());
+                    variant = 0;
+                }
+                _ => {
+                    shared.set_note(&label, Some(ended.describe(&label)));
+                    tokio::time::sleep(watch::RETRY_DISABLED).await;
+                    variant = 0;
+                }
+            }
+        }
+    })
+}
+
+/// What the mapping looks up across kinds.
+struct Index {
+    failed_scheduling: HashMap<(String, String), String>,
+    node_labels: HashMap<String, BTreeMap<String, String>>,
+    local_queues: HashMap<(String, String), String>,
+}
+
+impl map::Lookup for Index {
+    fn failed_scheduling(&self, namespace: &str, pod: &str) -> Option<&str> {
+        self.failed_scheduling.get(&(namespace.to_string(), pod.to_string())).map(String::as_str)
+    }
+
+    fn node_gpu_model(&self, node: &str, resource: &str) -> Option<String> {
+        self.node_labels.get(node).map(|labels| map::gpu_model(resource, Some(labels)))
+    }
+
+    fn cluster_queue_of(&self, namespace: &str, local_queue: &str) -> Option<&str> {
+        self.local_queues.get(&(namespace.to_string(), local_queue.to_string())).map(String::as_str)
+    }
+}
+
+#[async_trait]
+impl Backend for KubeBackend {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            submit: true,
+            cancel: true,
+            hold_release: true,
+            requeue: false,
+            drain_resume: true,
+            cordon_uncordon: true,
+        }
+    }
+
+    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
+        self.start().await?;
+        self.wait_synced().await?;
+        if let Some(err) = self.shared.failure(self.stale_after()) {
+            return Err(BackendError::Connect { target: self.target(), message: err });
+        }
+        self.check_alive().await?;
+        Ok(self.build_snapshot())
+    }
+
+    async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
+        spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
+        if spec.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
+            // Checked before any request, so the message is the same on a dead cluster.
+            manifest::job_manifest(
+                spec,
+                &manifest::Target {
+                    namespace: String::new(),
+                    queue: None,
+                    gpus: GpuPlacement::any_nvidia(),
+                    user: String::new(),
+                    suffix: String::new(),
+                },
+            )?;
+        }
+        self.bounded("submit".into(), async {
+            let client = self.client().await?;
+            let namespace = match &spec.account {
+                Some(ns) if !ns.is_empty() => ns.clone(),
+                _ => self.home_namespace().await?,
+            };
+            let gpus = if spec.gpus > 0 {
+                self.gpu_placement(spec.gpu_type.as_deref()).await?
+            } else {
+                GpuPlacement::any_nvidia()
+            };
+            let target = manifest::Target {
+                queue: self.submission_queue(spec, &namespace),
+                namespace: namespace.clone(),
+                gpus,
+                user: whoami::username().unwrap_or_default(),
+                suffix: manifest::name_suffix(),
+            };
+            let job = manifest::job_manifest(spec, &target)?;
+            let api: Api<KJob> = Api::namespaced(client, &namespace);
+            let created = api.create(&PostParams::default(), &job).await.map_err(|e| BackendError::Command {
+                command: format!("create Job in {namespace}"),
+                status: None,
+                stderr: describe_client_error(&e),
+            })?;
+            let name = created.metadata.name.unwrap_or_default();
+            Ok(JobRef::new(self.name.clone(), map::job_id(&namespace, &name)))
+        })
+        .await
+    }
+
+    async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {
+        let target = map::parse_job_id(&job.id).ok_or_else(|| {
+            BackendError::NotFound(format!(
+                "`{}` is not a Kubernetes job id (NAMESPACE:JOB, or NAMESPACE:pod:POD)",
+                job.id
+            ))
+        })?;
+        let client = self.client().await?;
+        self.bounded(format!("{} {job}", action.verb()), async {
+            match (action, target) {
+                (JobAction::Cancel, Target::Job { namespace, name }) => {
+                    let api: Api<KJob> = Api::namespaced(client, &namespace);
+                    drain::delete(&api, &name, &format!("delete Job {namespace}/{name}")).await
+                }
+                (JobAction::Cancel, Target::Pod { namespace, name }) => {
+                    let api: Api<Pod> = Api::namespaced(client, &namespace);
+                    drain::delete(&api, &name, &format!("delete pod {namespace}/{name}")).await
+                }
+                (JobAction::Hold | JobAction::Release, Target::Job { namespace, name }) => {
+                    let api: Api<KJob> = Api::namespaced(client, &namespace);
+                    let current = api.get(&name).await.map_err(|e| match e {
+                        ::kube::Error::Api(s) if s.code == 404 => {
+                            BackendError::NotFound(format!("no Job {namespace}/{name}"))
+                        }
+                        e => BackendError::Command {
+                            command: format!("get Job {namespace}/{name}"),
+                            status: None,
+                            stderr: describe_client_error(&e),
+                        },
+                    })?;
+                    if current.metadata.labels.as_ref().is_some_and(|l| l.contains_key(kueue::QUEUE_LABEL)) {
+                        return Err(BackendError::Unsupported(format!(
+                            "{namespace}/{name} is queued by Kueue, which owns `spec.suspend`: {} it through its Workload (spec.active)",
+                            action.verb()
+                        )));
+                    }
+                    let suspend = action == JobAction::Hold;
+                    let patch = serde_json::json!({"spec": {"suspend": suspend}});
+                    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await.map(drop).map_err(|e| {
+                        BackendError::Command {
+                            command: format!("{} Job {namespace}/{name}", action.verb()),
+                            status: None,
+                            stderr: describe_client_error(&e),
+                        }
+                    })
+                }
+                (JobAction::Hold | JobAction::Release, Target::Pod { .. }) => Err(BackendError::Unsupported(
+                    "a pod cannot be held or released; only a Job can (spec.suspend)".into(),
+                )),
+                (JobAction::Requeue, _) => Err(BackendError::Unsupported(
+                    "Kubernetes has no requeue: cancel the job and submit it again".into(),
+                )),
+            }
+        })
+        .await
+    }
+
+    async fn node_action(&self, node: &str, action: &NodeAction) -> Result<(), BackendError> {
+        let client = self.client().await?;
+        match action {
+            NodeAction::Cordon => {
+                self.bounded(format!("cordon {node}"), drain::set_schedulable(&client, node, true, None)).await
+            }
+            NodeAction::Uncordon | NodeAction::Resume => {
+                self.bounded(format!("uncordon {node}"), drain::set_schedulable(&client, node, false, None)).await
+            }
+            NodeAction::Drain { reason } => {
+                let report = self.drain_node(node, reason, &self.drain_options).await?;
+                tracing::info!(cluster = %self.name, summary = %report.summary(), "drain");
+                if report.complete() {
+                    Ok(())
+                } else {
+                    Err(BackendError::Command {
+                        command: format!("drain {node}"),
+                        status: None,
+                        stderr: report.summary(),
+                    })
+                }
+            }
+        }
+    }
+
+    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
+        let started = Instant::now();
+        let client = self.client().await?;
+        let version = tokio::time::timeout(self.timeout, client.apiserver_version()).await;
+        let mut d = Diagnosis {
+            transport: format!("kube API via {}", self.target()),
+            connect_ms: Some(started.elapsed().as_millis() as u64),
+            ..Diagnosis::default()
+        };
+        match version {
+            Ok(Ok(info)) => {
+                *self.release.lock().unwrap_or_else(|e| e.into_inner()) = Some(info.git_version.clone());
+                d.release = Some(info.git_version);
+            }
+            Ok(Err(e)) => d.notes.push(format!("GET /version failed: {}", describe_client_error(&e))),
+            Err(_) => d.notes.push(format!("GET /version: no answer in {} s", self.timeout.as_secs())),
+        }
+        self.start().await?;
+        let synced = self.wait_synced().await;
+        d.refresh_commands = self.shared.health().keys().map(|label| format!("watch {label}")).collect();
+        d.notes.push("a refresh reads the watch caches: no API request per refresh".into());
+        if let Err(e) = synced {
+            d.notes.push(e.to_string());
+        }
+        d.notes.push(format!(
+            "watching {}",
+            watch::object_counts(&[
+                ("nodes", self.stores.nodes.len()),
+                ("pods", self.stores.pods.len()),
+                ("jobs", self.stores.jobs.len()),
+                ("Kueue workloads", self.stores.kueue[&KueueKind::Workload].len()),
+                ("ClusterQueues", self.stores.kueue[&KueueKind::ClusterQueue].len()),
+            ])
+        ));
+        for note in self.notes() {
+            tracing::info!(cluster = %self.name, %note, "kubernetes note");
+            d.notes.push(note);
+        }
+        Ok(d)
+    }
+
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.shared.subscribe())
+    }
+
+    async fn read_log(&self, path: &str, from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError> {
+        let client = self.client().await?;
+        self.bounded(format!("read {path}"), logs::read(&client, &self.cursors, path, from, max_bytes)).await
+    }
+}

@@ -1,0 +1,657 @@
+//! The Kubernetes adapter against the wire-protocol fake (`tests/kube_fake`): the real kube
+//! client, watcher and reflector, talking HTTP to an in-process API server.
+//!
+//! Scenarios: GPU allocation equals the hand-computed values of the standard cluster and
+//! follows pod events; a cordon shows after one watch event; drain evicts what it should and
+//! names what stayed (disruption budget, emptyDir, unmanaged); submit creates the Job the
+//! spec describes; dropped and expired (410) watches recover by themselves; the API server
+//! going away makes the cluster stale in a real `Fleet` and it recovers; absent Kueue CRDs
+//! or missing RBAC reduce the view with a note; logs tail and follow; actions are bounded.
+
+mod kube_fake;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use flightdeck::backend::kube::{KubeBackend, drain::DrainOptions, gpu, map};
+use flightdeck::backend::{Backend, BackendError, JobAction, NodeAction};
+use flightdeck::config::{ClusterConfig, ClusterKind};
+use flightdeck::fleet::{Fleet, FleetOptions, Member};
+use flightdeck::model::{Health, JobState, NodeState, Snapshot};
+use flightdeck::spec::JobSpec;
+use k8s_openapi::api::core::v1::Pod;
+use kube_fake::{FakeApi, fixtures};
+use serde_json::{Value, json};
+
+struct Setup {
+    fake: FakeApi,
+    cfg: ClusterConfig,
+    _dir: tempfile::TempDir,
+}
+
+fn setup(objects: Vec<Value>) -> Setup {
+    let fake = FakeApi::start_blocking();
+    fake.put_all(objects);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = ClusterConfig::new("k8s", ClusterKind::Kubernetes);
+    cfg.kubeconfig = Some(fake.kubeconfig(dir.path(), "fake"));
+    cfg.context = Some("fake".into());
+    cfg.timeout = Duration::from_secs(5);
+    cfg.refresh = Duration::from_millis(200);
+    Setup { fake, cfg, _dir: dir }
+}
+
+fn standard() -> Setup {
+    setup(fixtures::standard_cluster())
+}
+
+/// Poll `f` every 20 ms until it gives a value, or fail after `secs`.
+async fn until<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Every watch that is not switched off has listed once.
+async fn all_watches_synced(b: &KubeBackend) {
+    b.start().await.unwrap();
+    until("every watch to sync", 10, async || {
+        let h = b.watches();
+        (!h.is_empty() && h.values().all(|w| w.synced || w.disabled)).then_some(())
+    })
+    .await;
+}
+
+async fn snapshot(b: &KubeBackend) -> Snapshot {
+    b.snapshot().await.unwrap_or_else(|e| panic!("snapshot failed: {e}"))
+}
+
+fn node<'a>(s: &'a Snapshot, name: &str) -> &'a flightdeck::model::Node {
+    s.nodes.iter().find(|n| n.name == name).unwrap_or_else(|| panic!("no node {name}"))
+}
+
+fn job<'a>(s: &'a Snapshot, id: &str) -> &'a flightdeck::model::Job {
+    s.jobs.iter().find(|j| j.job_ref.id == id).unwrap_or_else(|| {
+        let ids: Vec<&str> = s.jobs.iter().map(|j| j.job_ref.id.as_str()).collect();
+        panic!("no job {id} in {ids:?}")
+    })
+}
+
+fn labels_of(fake: &FakeApi, node: &str) -> BTreeMap<String, String> {
+    let n = fake.get("v1", "Node", None, node).unwrap();
+    serde_json::from_value(n["metadata"]["labels"].clone()).unwrap()
+}
+
+fn fake_pods(fake: &FakeApi) -> Vec<Pod> {
+    fake.list("v1", "Pod").into_iter().map(|p| serde_json::from_value(p).unwrap()).collect()
+}
+
+#[tokio::test]
+async fn standard_cluster_gpu_allocation_matches_the_hand_computed_values() {
+    let s = standard();
+    let b = KubeBackend::new(&s.cfg);
+    let snap = snapshot(&b).await;
+    assert_eq!(snap.nodes.len(), 7);
+    for row in fixtures::STANDARD_GPU_ALLOCATION {
+        let n = node(&snap, row.node);
+        let model = map::gpu_model(row.resource, Some(&labels_of(&s.fake, row.node)));
+        let slot = n.gpus.iter().find(|g| g.model == model);
+        if row.capacity == 0 && row.allocated == 0 {
+            assert!(slot.is_none(), "{}: an empty {} has no slot", row.node, row.resource);
+            continue;
+        }
+        let slot = slot.unwrap_or_else(|| panic!("{}: no slot {model} in {:?}", row.node, n.gpus));
+        assert_eq!(
+            (slot.total, slot.allocated, slot.unhealthy),
+            (row.capacity, row.allocated, row.capacity - row.allocatable),
+            "{} {}",
+            row.node,
+            row.resource
+        );
+    }
+    // The incremental tallies equal a full recount of the same pods.
+    let recount = gpu::recount(&fake_pods(&s.fake));
+    assert_eq!(b.node_tallies(), recount);
+    let total: u32 = snap.nodes.iter().map(|n| n.gpus_allocated()).sum();
+    assert_eq!(total, 24 + 2 + 1 + 2, "24 nvidia.com/gpu + 3 MIG slices + 2 amd.com/gpu");
+
+    // Node triage.
+    let degraded = node(&snap, fixtures::NODE_H100_B);
+    assert_eq!(degraded.gpus_unhealthy(), 1);
+    assert_eq!(degraded.state, NodeState::Allocated, "7 of the 7 usable GPUs are held");
+    let cordoned = node(&snap, fixtures::NODE_CORDONED);
+    assert_eq!(cordoned.flags, vec!["MEMORY_PRESSURE", "CORDONED"], "the controller's taints add nothing");
+    assert!(cordoned.is_unavailable());
+    let down = node(&snap, fixtures::NODE_NOT_READY);
+    assert_eq!(down.state, NodeState::Down);
+    assert!(down.has_flag("NOT_READY"), "{:?}", down.flags);
+    assert_eq!(node(&snap, fixtures::NODE_A100_MIG).gpu_model().as_deref(), Some("1g.10gb,3g.40gb"));
+    assert_eq!(node(&snap, fixtures::NODE_MI300).gpus[0].total, 8);
+    assert_eq!(node(&snap, fixtures::NODE_H100_A).partitions, Vec::<String>::new());
+    assert!(snap.release.is_some(), "the server version is the release");
+    assert!(snap.notes.is_empty(), "{:?}", snap.notes);
+}
+
+#[tokio::test]
+async fn jobs_pods_and_kueue_queues_from_the_standard_cluster() {
+    let s = standard();
+    let b = KubeBackend::new(&s.cfg);
+    all_watches_synced(&b).await;
+    let snap = snapshot(&b).await;
+
+    let train = job(&snap, "train:llm-pretrain");
+    assert_eq!(train.state, JobState::Running);
+    assert_eq!((train.gpus_requested, train.gpus_allocated), (12, 12));
+    assert_eq!(train.nodes.len(), 3);
+    assert_eq!(train.partition, "gpu-cluster-queue", "Kueue: the ClusterQueue behind team-train");
+    assert_eq!(train.account.as_deref(), Some("train"));
+    assert_eq!(train.gpu_model.as_deref(), Some("NVIDIA-H100-80GB-HBM3"));
+    assert!(train.stdout_path.as_deref().is_some_and(|p| p.starts_with("pod/train/llm-pretrain-")));
+
+    let sweep = job(&snap, "research:big-sweep");
+    assert_eq!(sweep.state, JobState::Pending);
+    assert_eq!(
+        sweep.reason.as_deref(),
+        Some(format!("Kueue Pending: {}", fixtures::PENDING_WORKLOAD_MESSAGE).as_str())
+    );
+    assert_eq!(sweep.gpus_requested, 16);
+
+    let stuck = job(&snap, "research:pod:big-train-pending");
+    assert_eq!(stuck.state, JobState::Pending);
+    let reason = stuck.reason.as_deref().unwrap();
+    assert!(reason.starts_with("Unschedulable: 0/7 nodes are available"), "{reason}");
+    assert!(reason.contains("3 Insufficient nvidia.com/gpu") && !reason.contains("preemption"), "{reason}");
+
+    // Bare GPU pods are jobs; GPU-less pods (DaemonSets, mirrors) are not; a Job's pods are
+    // folded into their Job.
+    let vllm = job(&snap, "inference:pod:vllm-llama-6f7d9c8b5-x2k4n");
+    assert_eq!((vllm.state, vllm.gpus_allocated), (JobState::Running, 3));
+    assert_eq!(job(&snap, "research:pod:eval-mmlu-h7x9k").state, JobState::Completed);
+    assert!(!snap.jobs.iter().any(|j| j.job_ref.id.contains("dcgm") || j.job_ref.id.contains("gpu-health-probe")));
+    assert!(!snap.jobs.iter().any(|j| j.job_ref.id.contains("llm-pretrain-0")));
+
+    let cq = snap.queues.iter().find(|q| q.name == "gpu-cluster-queue").expect("the ClusterQueue is a queue");
+    assert_eq!((cq.gpus_total, cq.gpus_allocated), (16, 12));
+    assert_eq!(cq.jobs_by_state.get(&JobState::Running), Some(&1));
+    assert_eq!(cq.jobs_by_state.get(&JobState::Pending), Some(&1));
+    assert!(snap.queues.iter().any(|q| q.name == "inference"), "namespaces without Kueue are queues too");
+}
+
+#[tokio::test]
+async fn allocation_follows_pod_events() {
+    let s = standard();
+    let b = KubeBackend::new(&s.cfg);
+    snapshot(&b).await;
+    let held = |b: &KubeBackend| {
+        b.node_tallies().get(fixtures::NODE_H100_A).map(|t| t.amounts.get(gpu::NVIDIA_GPU) / 1000).unwrap_or(0)
+    };
+    assert_eq!(held(&b), 7);
+    let mut extra = fixtures::gpu_pod("research", "one-more", Some(fixtures::NODE_H100_A), "nvidia.com/gpu", 1);
+    s.fake.put(extra.clone());
+    until("the new pod's GPU", 5, async || (held(&b) == 8).then_some(())).await;
+    extra["status"]["phase"] = json!("Succeeded");
+    s.fake.put(extra);
+    until("the finished pod to let go", 5, async || (held(&b) == 7).then_some(())).await;
+    s.fake.put(fixtures::gpu_pod("research", "two-more", Some(fixtures::NODE_H100_A), "nvidia.com/gpu", 1));
+    until("another pod", 5, async || (held(&b) == 8).then_some(())).await;
+    s.fake.delete("v1", "Pod", Some("research"), "two-more");
+    until("the deleted pod to let go", 5, async || (held(&b) == 7).then_some(())).await;
+    assert_eq!(b.node_tallies(), gpu::recount(&fake_pods(&s.fake)));
+    assert_eq!(node(&snapshot(&b).await, fixtures::NODE_H100_A).gpus_allocated(), 7);
+}
+
+#[tokio::test]
+async fn a_cordon_shows_within_one_watch_event() {
+    let s = standard();
+    let b = KubeBackend::new(&s.cfg);
+    all_watches_synced(&b).await;
+    let before = snapshot(&b).await;
+    assert!(!node(&before, fixtures::NODE_H100_A).has_flag("CORDONED"));
+    let mut rx = b.changes().expect("a watching backend announces changes");
+    rx.borrow_and_update();
+
+    // Someone else cordons the node (kubectl): one watch event, one change, and it shows.
+    let mut n = s.fake.get("v1", "Node", None, fixtures::NODE_H100_A).unwrap();
+    n["spec"]["unschedulable"] = json!(true);
+    s.fake.put(n);
+    tokio::time::timeout(Duration::from_secs(5), rx.changed()).await.expect("a change").unwrap();
+    let after = b.build_snapshot();
+    let cordoned = node(&after, fixtures::NODE_H100_A);
+    assert!(cordoned.has_flag("CORDONED"), "{:?}", cordoned.flags);
+    assert!(cordoned.is_unavailable());
+    assert_eq!(cordoned.native_state, "Ready,SchedulingDisabled");
+
+    // Our own uncordon and cordon: strategic-merge patches on the node.
+    b.node_action(fixtures::NODE_H100_A, &NodeAction::Uncordon).await.unwrap();
+    assert_eq!(s.fake.get("v1", "Node", None, fixtures::NODE_H100_A).unwrap()["spec"]["unschedulable"], json!(false));
+    until("the uncordon to show", 5, async || {
+        (!node(&b.build_snapshot(), fixtures::NODE_H100_A).has_flag("CORDONED")).then_some(())
+    })
+    .await;
+    b.node_action(fixtures::NODE_H100_B, &NodeAction::Cordon).await.unwrap();
+    let patches: Vec<_> = s
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "PATCH" && r.path == format!("/api/v1/nodes/{}", fixtures::NODE_H100_B))
+        .collect();
+    assert_eq!(patches.len(), 1);
+    assert_eq!(patches[0].content_type.as_deref(), Some("application/strategic-merge-patch+json"));
+    assert_eq!(patches[0].body.as_ref().unwrap()["spec"]["unschedulable"], json!(true));
+    let err = b.node_action("no-such-node", &NodeAction::Cordon).await.unwrap_err();
+    assert!(matches!(err, BackendError::NotFound(_)), "{err}");
+}
+
+#[tokio::test]
+async fn drain_evicts_what_it_should_and_names_what_stayed() {
+    let s = standard();
+    let b = KubeBackend::new(&s.cfg);
+    s.fake.block_eviction("train", "llm-pretrain-2-m3v8r", None);
+    let started = Instant::now();
+    let err = b
+        .node_action(fixtures::NODE_CORDONED, &NodeAction::Drain { reason: "ECC errors on GPU 3".into() })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(started.elapsed() < Duration::from_secs(5), "bounded by the cluster's timeout");
+    assert!(err.starts_with(&format!("`drain {}` failed", fixtures::NODE_CORDONED)), "{err}");
+    assert!(err.contains("train/llm-pretrain-2-m3v8r (blocked by a disruption budget"), "{err}");
+    assert!(err.contains("research/scratch-cache-5d8f7b6c9-kq4zm (has emptyDir data"), "{err}");
+    assert!(err.contains("research/debug-shell (no controller"), "{err}");
+    assert!(err.contains("3 stayed") && err.contains("2 left alone"), "{err}");
+    // Nothing was evicted: every pod is still there, the node is cordoned with the reason.
+    for (pod, _) in fixtures::CORDONED_NODE_PODS {
+        let (ns, name) = pod.split_once('/').unwrap();
+        assert!(s.fake.get("v1", "Pod", Some(ns), name).is_some(), "{pod} is still there");
+    }
+    let evictions: Vec<_> = s.fake.requests().into_iter().filter(|r| r.path.ends_with("/eviction")).collect();
+    assert_eq!(evictions.len(), 4, "the budget-blocked pod was tried 4 times, nothing else");
+    let n = s.fake.get("v1", "Node", None, fixtures::NODE_CORDONED).unwrap();
+    assert_eq!(n["metadata"]["annotations"][map::DRAIN_REASON], json!("ECC errors on GPU 3"));
+    let snap = snapshot(&b).await;
+    let drained = node(&snap, fixtures::NODE_CORDONED);
+    assert_eq!(drained.state, NodeState::Draining);
+    assert_eq!(drained.reason.as_deref(), Some("ECC errors on GPU 3"));
+
+    // Told to, with a budget that gives way after one 429: everything but the DaemonSet and
+    // mirror pods goes (the Job pod's finalizer keeps it terminating).
+    s.fake.block_eviction("train", "llm-pretrain-2-m3v8r", Some(1));
+    let opts = DrainOptions {
+        force: true,
+        delete_emptydir_data: true,
+        retry_pause: Duration::from_millis(100),
+        ..DrainOptions::default()
+    };
+    let report = b.drain_node(fixtures::NODE_CORDONED, "ECC errors on GPU 3", &opts).await.unwrap();
+    assert!(report.complete(), "{}", report.summary());
+    assert_eq!(
+        report.evicted,
+        vec!["research/debug-shell", "research/scratch-cache-5d8f7b6c9-kq4zm", "train/llm-pretrain-2-m3v8r"]
+    );
+    let skipped: Vec<&str> = report.skipped.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        skipped,
+        vec!["gpu-operator/nvidia-dcgm-exporter-c4d7n", "kube-system/gpu-health-probe-gpu-h100-cordoned"]
+    );
+    assert!(s.fake.get("v1", "Pod", Some("research"), "debug-shell").is_none());
+    assert!(s.fake.get("v1", "Pod", Some("gpu-operator"), "nvidia-dcgm-exporter-c4d7n").is_some());
+
+    // Resume = uncordon, and the drain annotations go.
+    b.node_action(fixtures::NODE_CORDONED, &NodeAction::Resume).await.unwrap();
+    let n = s.fake.get("v1", "Node", None, fixtures::NODE_CORDONED).unwrap();
+    assert_eq!(n["spec"]["unschedulable"], json!(false));
+    assert!(n["metadata"]["annotations"].get(map::DRAIN_REASON).is_none(), "{}", n["metadata"]);
+}
+
+fn train_spec() -> JobSpec {
+    JobSpec {
+        name: "Fine-tune 7B".into(),
+        command: Some("torchrun --nproc-per-node 4 train.py".into()),
+        gpus: 4,
+        gpu_type: Some("h100".into()),
+        cpus: Some(32),
+        memory: Some("256G".into()),
+        time_limit: Some("3h".into()),
+        image: Some("nvcr.io/nvidia/pytorch:25.01-py3".into()),
+        workdir: Some("/workspace".into()),
+        env: [("NCCL_DEBUG".to_string(), "INFO".to_string())].into(),
+        ..JobSpec::default()
+    }
+}
+
+#[tokio::test]
+async fn submit_creates_the_job_the_spec_describes_and_cancel_deletes_it() {
+    let mut s = standard();
+    s.cfg.namespaces = vec!["train".into()];
+    s.cfg.queue = Some("team-train".into());
+    let b = KubeBackend::new(&s.cfg);
+    let spec = train_spec();
+    let job_ref = b.submit(&spec).await.unwrap();
+    let (ns, name) = job_ref.id.split_once(':').unwrap();
+    assert_eq!(ns, "train");
+    assert!(name.starts_with("fine-tune-7b-"), "{name}");
+    let created = s.fake.get("batch/v1", "Job", Some(ns), name).expect("the Job exists");
+    assert_eq!(created["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], json!("team-train"));
+    assert_eq!(created["spec"]["suspend"], json!(true), "Kueue admits it by unsuspending");
+    assert_eq!(created["spec"]["activeDeadlineSeconds"], json!(3 * 3600));
+    let pod = &created["spec"]["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], json!("Never"));
+    assert_eq!(pod["nodeSelector"]["nvidia.com/gpu.product"], json!("NVIDIA-H100-80GB-HBM3"));
+    let c = &pod["containers"][0];
+    assert_eq!(c["image"], json!("nvcr.io/nvidia/pytorch:25.01-py3"));
+    assert_eq!(c["command"], json!(["/bin/sh", "-c", "torchrun --nproc-per-node 4 train.py"]));
+    assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], json!("4"));
+    assert_eq!(c["resources"]["requests"]["cpu"], json!("32"));
+    assert_eq!(c["resources"]["limits"]["memory"], json!(format!("{}Mi", 256 * 1024)));
+    assert_eq!(c["env"], json!([{"name": "NCCL_DEBUG", "value": "INFO"}]));
+    assert_eq!(c["workingDir"], json!("/workspace"));
+
+    // It shows as a pending job in the ClusterQueue.
+    let shown =
+        until("the new job", 5, async || b.snapshot().await.ok()?.jobs.into_iter().find(|j| j.job_ref == job_ref))
+            .await;
+    assert_eq!((shown.state, shown.gpus_requested), (JobState::Pending, 4));
+    assert_eq!(shown.partition, "gpu-cluster-queue");
+    assert_eq!(shown.time_limit_secs, Some(3 * 3600));
+
+    // Without an image: a clear refusal, and no request.
+    s.fake.clear_requests();
+    let mut no_image = train_spec();
+    no_image.image = None;
+    let err = b.submit(&no_image).await.unwrap_err();
+    assert!(matches!(err, BackendError::InvalidSpec(_)) && err.to_string().contains("`image`"), "{err}");
+    assert!(s.fake.requests().iter().all(|r| r.method != "POST"));
+    let mut unknown_model = train_spec();
+    unknown_model.gpu_type = Some("b200".into());
+    let err = b.submit(&unknown_model).await.unwrap_err().to_string();
+    assert!(err.contains("no node has GPU model \"b200\"") && err.contains("NVIDIA-H100-80GB-HBM3"), "{err}");
+
+    // Cancel: delete with background propagation.
+    b.job_action(&job_ref, JobAction::Cancel).await.unwrap();
+    assert!(s.fake.get("batch/v1", "Job", Some(ns), name).is_none());
+    let delete = s.fake.requests().into_iter().find(|r| r.method == "DELETE").unwrap();
+    assert_eq!(delete.body.as_ref().unwrap()["propagationPolicy"], json!("Background"));
+    let err = b.job_action(&job_ref, JobAction::Cancel).await.unwrap_err();
+    assert!(matches!(err, BackendError::NotFound(_)), "{err}");
+    let err = b.job_action(&job_ref, JobAction::Requeue).await.unwrap_err();
+    assert!(matches!(err, BackendError::Unsupported(_)), "{err}");
+}
+
+#[tokio::test]
+async fn hold_and_release_suspend_a_plain_job() {
+    let s = setup(vec![fixtures::node_h100("n1"), fixtures::job("ml", "plain", 1, 1, None, false)]);
+    let b = KubeBackend::new(&s.cfg);
+    let r = flightdeck::model::JobRef::new("k8s", "ml:plain");
+    b.job_action(&r, JobAction::Hold).await.unwrap();
+    assert_eq!(s.fake.get("batch/v1", "Job", Some("ml"), "plain").unwrap()["spec"]["suspend"], json!(true));
+    let held =
+        until("the hold", 5, async || b.snapshot().await.ok()?.jobs.into_iter().find(|j| j.state == JobState::Held))
+            .await;
+    assert_eq!(held.job_ref, r);
+    b.job_action(&r, JobAction::Release).await.unwrap();
+    assert_eq!(s.fake.get("batch/v1", "Job", Some("ml"), "plain").unwrap()["spec"]["suspend"], json!(false));
+    // Kueue owns spec.suspend of a queued job.
+    s.fake.put(fixtures::job("ml", "queued", 1, 1, Some("q"), true));
+    let err = b.job_action(&flightdeck::model::JobRef::new("k8s", "ml:queued"), JobAction::Hold).await.unwrap_err();
+    assert!(matches!(err, BackendError::Unsupported(_)) && err.to_string().contains("Kueue"), "{err}");
+}
+
+#[tokio::test]
+async fn dropped_and_expired_watches_recover_without_a_restart() {
+    let s = standard();
+    let b = KubeBackend::new(&s.cfg);
+    all_watches_synced(&b).await;
+    let count = |b: &KubeBackend| b.build_snapshot().jobs.len();
+    let jobs = count(&b);
+
+    s.fake.drop_watches();
+    s.fake.put(fixtures::gpu_pod("research", "after-drop", Some(fixtures::NODE_MI300), "amd.com/gpu", 1));
+    until("the pod made after the drop", 10, async || (count(&b) == jobs + 1).then_some(())).await;
+
+    s.fake.expire_watches();
+    s.fake.put(fixtures::gpu_pod("research", "after-expiry", Some(fixtures::NODE_MI300), "amd.com/gpu", 1));
+    s.fake.delete("v1", "Pod", Some("research"), "after-drop");
+    until("the changes made after the 410", 10, async || {
+        let snap = b.build_snapshot();
+        let ids: Vec<String> = snap.jobs.iter().map(|j| j.job_ref.id.clone()).collect();
+        (ids.contains(&"research:pod:after-expiry".to_string())
+            && !ids.contains(&"research:pod:after-drop".to_string()))
+        .then_some(())
+    })
+    .await;
+    let snap = snapshot(&b).await;
+    assert_eq!(node(&snap, fixtures::NODE_MI300).gpus_allocated(), 3);
+    assert_eq!(b.node_tallies(), gpu::recount(&fake_pods(&s.fake)), "the re-list reconciled the tallies");
+    // The watcher re-listed after the 410.
+    let lists = s
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/api/v1/pods" && !r.query.iter().any(|(k, _)| k == "watch"));
+    assert!(lists.count() >= 2, "a fresh list after the expiry");
+}
+
+#[tokio::test]
+async fn the_api_server_going_away_makes_the_cluster_stale_and_it_recovers() {
+    let mut s = standard();
+    s.cfg.timeout = Duration::from_secs(2);
+    s.cfg.refresh = Duration::from_millis(100);
+    let backend = Arc::new(KubeBackend::new(&s.cfg));
+    let fleet = Fleet::start(
+        vec![Member { backend, kind: "kubernetes".into(), refresh: s.cfg.refresh, timeout: s.cfg.timeout }],
+        FleetOptions { read_only: false, poll: true, audit: None, actor: "tester".into() },
+    );
+    let state = fleet.wait_for(Duration::from_secs(10), |st| st.clusters[0].health.is_fresh()).await;
+    assert!(state.clusters[0].health.is_fresh(), "{:?}", state.clusters[0].health);
+
+    s.fake.set_down(true);
+    let state =
+        fleet.wait_for(Duration::from_secs(15), |st| matches!(st.clusters[0].health, Health::Stale { .. })).await;
+    let Health::Stale { error, .. } = &state.clusters[0].health else { panic!("still {:?}", state.clusters[0].health) };
+    assert!(error.contains("cannot reach"), "{error}");
+    assert!(state.clusters[0].snapshot.is_some(), "the last good snapshot stays");
+
+    // Changed while the server was away; seen once it is back.
+    s.fake.put(fixtures::gpu_pod("research", "while-away", Some(fixtures::NODE_MI300), "amd.com/gpu", 1));
+    s.fake.set_down(false);
+    let state = fleet
+        .wait_for(Duration::from_secs(30), |st| {
+            st.clusters[0].health.is_fresh()
+                && st.clusters[0]
+                    .snapshot
+                    .as_ref()
+                    .is_some_and(|snap| snap.jobs.iter().any(|j| j.job_ref.id == "research:pod:while-away"))
+        })
+        .await;
+    assert!(state.clusters[0].health.is_fresh(), "{:?}", state.clusters[0].health);
+}
+
+#[tokio::test]
+async fn without_kueue_crds_it_still_works_with_a_note() {
+    let s = standard();
+    for kind in ["Workload", "LocalQueue", "ClusterQueue"] {
+        for version in ["v1beta2", "v1beta1"] {
+            s.fake.disable_kind(&format!("kueue.x-k8s.io/{version}"), kind, 404);
+        }
+    }
+    let b = KubeBackend::new(&s.cfg);
+    all_watches_synced(&b).await;
+    let kueue_off = |b: &KubeBackend| b.watches().iter().filter(|(k, w)| k.starts_with("Kueue") && w.disabled).count();
+    until("every Kueue watch to switch off", 10, async || (kueue_off(&b) == 3).then_some(())).await;
+    let snap = snapshot(&b).await;
+    assert_eq!(snap.notes.len(), 1, "one note for the three kinds: {:?}", snap.notes);
+    assert!(snap.notes[0].starts_with("Kueue is not installed"), "{:?}", snap.notes);
+    assert_eq!(snap.nodes.len(), 7);
+    let train = job(&snap, "train:llm-pretrain");
+    assert_eq!(train.state, JobState::Running);
+    assert_eq!(train.partition, "team-train", "the LocalQueue label, with no ClusterQueue to resolve it");
+    assert_eq!(job(&snap, "research:big-sweep").reason.as_deref(), Some("Kueue: waiting for admission"));
+    assert!(!snap.queues.iter().any(|q| q.name == "gpu-cluster-queue"));
+    let d = b.diagnose().await.unwrap();
+    assert!(d.notes.iter().any(|n| n.contains("Kueue is not installed")), "{:?}", d.notes);
+}
+
+#[tokio::test]
+async fn forbidden_kinds_reduce_the_view_with_a_note() {
+    let s = standard();
+    s.fake.disable_kind("kueue.x-k8s.io/v1beta2", "ClusterQueue", 403);
+    s.fake.disable_kind("v1", "Event", 403);
+    let b = KubeBackend::new(&s.cfg);
+    all_watches_synced(&b).await;
+    let snap = until("the RBAC notes", 10, async || {
+        let snap = b.snapshot().await.ok()?;
+        (snap.notes.len() >= 2).then_some(snap)
+    })
+    .await;
+    assert!(snap.notes.iter().any(|n| n.contains("ClusterQueue") && n.contains("no permission")), "{:?}", snap.notes);
+    assert!(snap.notes.iter().any(|n| n.contains("events") && n.contains("403")), "{:?}", snap.notes);
+    // Still the ClusterQueue's name for the job (from the LocalQueue), but no quota.
+    assert_eq!(job(&snap, "train:llm-pretrain").partition, "gpu-cluster-queue");
+    // Without the event, the pending reason comes from the pod's condition.
+    let stuck = job(&snap, "research:pod:big-train-pending");
+    assert!(stuck.reason.as_deref().unwrap().contains("3 Insufficient nvidia.com/gpu"), "{:?}", stuck.reason);
+
+    // Pods forbidden everywhere: nodes and jobs still show, with a note.
+    let s = standard();
+    s.fake.disable_kind("v1", "Pod", 403);
+    let b = KubeBackend::new(&s.cfg);
+    let snap = until("a snapshot without pods", 10, async || {
+        let snap = b.snapshot().await.ok()?;
+        snap.notes.iter().any(|n| n.contains("pods in default")).then_some(snap)
+    })
+    .await;
+    assert!(snap.notes.iter().any(|n| n.contains("pods in all namespaces: no permission")), "{:?}", snap.notes);
+    assert_eq!(snap.nodes.len(), 7);
+    assert!(snap.jobs.iter().any(|j| j.job_ref.id == "train:llm-pretrain"));
+}
+
+#[tokio::test]
+async fn configured_namespaces_limit_the_view() {
+    let mut s = standard();
+    s.cfg.namespaces = vec!["train".into(), "inference".into()];
+    let b = KubeBackend::new(&s.cfg);
+    all_watches_synced(&b).await;
+    let snap = snapshot(&b).await;
+    assert!(snap.jobs.iter().all(|j| {
+        let ns = j.job_ref.id.split(':').next().unwrap();
+        ns == "train" || ns == "inference"
+    }));
+    assert!(snap.jobs.iter().any(|j| j.job_ref.id == "train:llm-pretrain"));
+    // GPUs held by pods of other namespaces are not seen (and not counted).
+    assert_eq!(node(&snap, fixtures::NODE_H100_A).gpus_allocated(), 4);
+    let watches: Vec<String> = b.watches().into_keys().collect();
+    assert!(watches.contains(&"pods in train".to_string()) && watches.contains(&"pods in inference".to_string()));
+    assert!(s.fake.requests().iter().all(|r| r.path != "/api/v1/pods"), "never lists all namespaces");
+}
+
+#[tokio::test]
+async fn logs_tail_and_follow() {
+    let s = standard();
+    let b = KubeBackend::new(&s.cfg);
+    let snap = snapshot(&b).await;
+    let path = job(&snap, "inference:pod:vllm-llama-6f7d9c8b5-x2k4n").stdout_path.clone().unwrap();
+    assert_eq!(path, "pod/inference/vllm-llama-6f7d9c8b5-x2k4n/vllm");
+    let first = "INFO loading weights\nINFO ready on :8000\n";
+    s.fake.set_pod_log("inference", "vllm-llama-6f7d9c8b5-x2k4n", Some("vllm"), first);
+    let chunk = b.read_log(&path, None, 1 << 20).await.unwrap();
+    assert_eq!((chunk.data.as_str(), chunk.offset, chunk.dropped), (first, first.len() as u64, 0));
+    // Bounded: only the newest bytes.
+    let tail = b.read_log(&path, None, 10).await.unwrap();
+    assert_eq!(tail.data, first[first.len() - 10..]);
+    // Follow: what was appended since.
+    let more = format!("{first}INFO request 1\n");
+    s.fake.set_pod_log("inference", "vllm-llama-6f7d9c8b5-x2k4n", Some("vllm"), &more);
+    let next = b.read_log(&path, Some(chunk.offset), 1 << 20).await.unwrap();
+    assert_eq!((next.data.as_str(), next.offset), ("INFO request 1\n", more.len() as u64));
+    let none = b.read_log(&path, Some(next.offset), 1 << 20).await.unwrap();
+    assert_eq!((none.data.as_str(), none.offset), ("", more.len() as u64));
+    assert!(b.read_log("/home/alice/slurm-1.out", None, 100).await.is_err());
+    let err = b.read_log("pod/inference/gone/main", None, 100).await.unwrap_err();
+    assert!(matches!(err, BackendError::NotFound(_)), "{err}");
+}
+
+#[tokio::test]
+async fn interactive_actions_never_wait_on_kube_retries() {
+    let mut s = standard();
+    s.cfg.timeout = Duration::from_secs(1);
+    let b = KubeBackend::new(&s.cfg);
+    // A 429 is answered at once, not retried fifteen times.
+    s.fake.fail_next(1, 429);
+    let started = Instant::now();
+    let err = b.node_action(fixtures::NODE_H100_A, &NodeAction::Cordon).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_millis(900), "{:?}", started.elapsed());
+    assert!(err.to_string().contains("429"), "{err}");
+    // A server slower than the timeout: a timeout error, on time.
+    s.fake.set_latency(Duration::from_secs(3));
+    let started = Instant::now();
+    let err = b.job_action(&flightdeck::model::JobRef::new("k8s", "train:llm-pretrain"), JobAction::Cancel).await;
+    assert!(matches!(err, Err(BackendError::Timeout { .. })), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn several_contexts_are_separate_clusters() {
+    let (a, b) = (FakeApi::start_blocking(), FakeApi::start_blocking());
+    a.put(fixtures::node_h100("only-in-a"));
+    b.put(fixtures::node_mi300("only-in-b"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config");
+    kube_fake::write_kubeconfig(&path, &[("ctx-a", &a.url()), ("ctx-b", &b.url())], "ctx-b");
+    let cluster = |name: &str, context: Option<&str>| {
+        let mut cfg = ClusterConfig::new(name, ClusterKind::Kubernetes);
+        cfg.kubeconfig = Some(path.clone());
+        cfg.context = context.map(str::to_string);
+        cfg.timeout = Duration::from_secs(5);
+        KubeBackend::new(&cfg)
+    };
+    let names = |s: Snapshot| s.nodes.into_iter().map(|n| n.name).collect::<Vec<_>>();
+    assert_eq!(names(snapshot(&cluster("a", Some("ctx-a"))).await), vec!["only-in-a"]);
+    assert_eq!(names(snapshot(&cluster("b", Some("ctx-b"))).await), vec!["only-in-b"]);
+    assert_eq!(names(snapshot(&cluster("current", None)).await), vec!["only-in-b"], "the current context");
+    let err = cluster("nope", Some("ctx-c")).snapshot().await.unwrap_err();
+    assert!(matches!(err, BackendError::Connect { .. }) && err.to_string().contains("ctx-c"), "{err}");
+}
+
+/// The binary end to end (a fake on its own runtime; no runtime in the test).
+#[test]
+fn the_cli_reads_a_kubernetes_cluster() {
+    let s = standard();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\ntimeout_seconds = 5\n",
+            s.cfg.kubeconfig.as_ref().unwrap().display()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("XDG_STATE_HOME", dir.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), text)
+    };
+    let nodes = run(&["nodes"]);
+    let jobs = run(&["jobs", "--output", "json"]);
+    let cordon = run(&["cordon", "k8s/gpu-h100-a"]);
+    let doctor = run(&["doctor"]);
+    assert!(nodes.0 && nodes.1.contains("gpu-h100-cordoned"), "{}", nodes.1);
+    assert!(jobs.0 && jobs.1.contains("\"train:llm-pretrain\""), "{}", jobs.1);
+    assert!(cordon.0, "{}", cordon.1);
+    assert_eq!(s.fake.get("v1", "Node", None, "gpu-h100-a").unwrap()["spec"]["unschedulable"], json!(true));
+    assert!(doctor.0 && doctor.1.contains("watch pods"), "{}", doctor.1);
+    println!("{}\n{}", nodes.1, doctor.1);
+}
