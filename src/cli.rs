@@ -98,6 +98,9 @@ pub enum Command {
         node: NodeRef,
         #[arg(long, short)]
         reason: String,
+        /// Kubernetes: also evict pods no controller re-creates and pods with emptyDir data.
+        #[arg(long)]
+        force: bool,
     },
     /// Return a drained or down node to service.
     Resume { node: NodeRef },
@@ -134,8 +137,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Hold { jobs }) => job_actions(&config, read_only, jobs, JobAction::Hold).await,
         Some(Command::Release { jobs }) => job_actions(&config, read_only, jobs, JobAction::Release).await,
         Some(Command::Requeue { jobs }) => job_actions(&config, read_only, jobs, JobAction::Requeue).await,
-        Some(Command::Drain { node, reason }) => {
-            act(&config, read_only, vec![Action::Node { node, action: NodeAction::Drain { reason } }]).await
+        Some(Command::Drain { node, reason, force }) => {
+            act(&config, read_only, vec![Action::Node { node, action: NodeAction::Drain { reason, force } }]).await
         }
         Some(Command::Resume { node }) => {
             act(&config, read_only, vec![Action::Node { node, action: NodeAction::Resume }]).await
@@ -306,7 +309,9 @@ async fn act(config: &Config, read_only: bool, actions: Vec<Action>) -> Result<E
         let outcome = fleet.perform(action).await;
         match &outcome.result {
             Ok(msg) if outcome.verb == "submit" => println!("{msg}"),
-            Ok(_) => println!("{} {}", past_tense(outcome.verb), outcome.target),
+            Ok(msg) if msg.is_empty() => println!("{} {}", past_tense(outcome.verb), outcome.target),
+            // A report (a Kubernetes drain): what was done, in the backend's words.
+            Ok(msg) => println!("{} {}: {}", past_tense(outcome.verb), outcome.target, output::printable(msg)),
             Err(e) => {
                 failed = true;
                 eprintln!("flightdeck: {} {}: {}", outcome.verb, outcome.target, output::printable(e));

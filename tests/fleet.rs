@@ -54,8 +54,8 @@ impl Backend for Scripted {
         self.cancels.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
-    async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<(), BackendError> {
-        Ok(())
+    async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
+        Ok(String::new())
     }
     async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
         Ok(Diagnosis::default())

@@ -255,7 +255,7 @@ async fn drain_evicts_what_it_should_and_names_what_stayed() {
     s.fake.block_eviction("train", "llm-pretrain-2-m3v8r", None);
     let started = Instant::now();
     let err = b
-        .node_action(fixtures::NODE_CORDONED, &NodeAction::Drain { reason: "ECC errors on GPU 3".into() })
+        .node_action(fixtures::NODE_CORDONED, &NodeAction::Drain { reason: "ECC errors on GPU 3".into(), force: false })
         .await
         .unwrap_err()
         .to_string();
@@ -654,4 +654,18 @@ fn the_cli_reads_a_kubernetes_cluster() {
     assert_eq!(s.fake.get("v1", "Node", None, "gpu-h100-a").unwrap()["spec"]["unschedulable"], json!(true));
     assert!(doctor.0 && doctor.1.contains("watch pods"), "{}", doctor.1);
     println!("{}\n{}", nodes.1, doctor.1);
+}
+
+/// Through the `Backend` trait, as the fleet calls it: a forced drain reports what it did.
+#[tokio::test]
+async fn a_forced_drain_reports_what_it_did() {
+    let s = standard();
+    let b = KubeBackend::new(&s.cfg);
+    let done = b
+        .node_action(fixtures::NODE_CORDONED, &NodeAction::Drain { reason: "fan".into(), force: true })
+        .await
+        .expect("forced drain");
+    assert!(done.contains("3 evicted"), "{done}");
+    assert!(done.contains("2 left alone"), "{done}");
+    assert!(s.fake.get("v1", "Pod", Some("research"), "debug-shell").is_none(), "the unmanaged pod was evicted");
 }

@@ -193,7 +193,7 @@ async fn drain_with_reason_then_resume(cluster: &str) {
     let b = backend(cluster);
     let node = "h100-01";
     let reason = format!("fd test: bad GPU 'x' $(id) {}", std::process::id());
-    b.node_action(node, &NodeAction::Drain { reason: reason.clone() }).await.expect("drain");
+    b.node_action(node, &NodeAction::Drain { reason: reason.clone(), force: false }).await.expect("drain");
     let snap = wait_snapshot(&b, WAIT, "the node to drain", |s| {
         s.nodes.iter().any(|n| n.name == node && matches!(n.state, NodeState::Drained | NodeState::Draining))
     })
@@ -203,7 +203,7 @@ async fn drain_with_reason_then_resume(cluster: &str) {
     assert!(n.has_flag("DRAIN"), "{:?}", n.flags);
     assert!(n.is_unavailable());
     // A drain without a reason is refused before anything reaches Slurm.
-    assert!(b.node_action(node, &NodeAction::Drain { reason: " ".into() }).await.is_err());
+    assert!(b.node_action(node, &NodeAction::Drain { reason: " ".into(), force: false }).await.is_err());
     b.node_action(node, &NodeAction::Resume).await.expect("resume");
     wait_snapshot(&b, WAIT, "the node to return", |s| {
         s.nodes.iter().any(|n| {

@@ -370,7 +370,7 @@ fn drain_needs_a_reason() {
     assert!(app.dialog().is_some());
     let sent = code(&mut app, KeyCode::Enter);
     match sent.as_slice() {
-        [Command::Fleet(Action::Node { node, action: NodeAction::Drain { reason } })] => {
+        [Command::Fleet(Action::Node { node, action: NodeAction::Drain { reason, force: false } })] => {
             assert_eq!(node.to_string(), "fd22/gpu-01");
             assert_eq!(reason, "bad nvlink, y n");
         }
@@ -781,8 +781,8 @@ mod event_loop {
             self.cancels.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
-        async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<(), BackendError> {
-            Ok(())
+        async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
+            Ok(String::new())
         }
         async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
             Ok(Diagnosis::default())

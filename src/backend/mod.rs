@@ -57,8 +57,14 @@ impl JobAction {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "action")]
 pub enum NodeAction {
-    /// Stop scheduling new work; running jobs finish. A reason is required.
-    Drain { reason: String },
+    /// Stop scheduling new work (Slurm: running jobs finish; Kubernetes: pods are evicted
+    /// as `kubectl drain` does). A reason is required. `force` also evicts pods nothing will
+    /// re-create and pods with `emptyDir` data (Kubernetes; Slurm ignores it).
+    Drain {
+        reason: String,
+        #[serde(default)]
+        force: bool,
+    },
     /// Return a drained or down node to service.
     Resume,
     /// Mark the node unschedulable without touching what runs there (Kubernetes).
@@ -138,7 +144,8 @@ pub trait Backend: Send + Sync {
     /// Submit a portable job; returns the new job's reference.
     async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError>;
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError>;
-    async fn node_action(&self, node: &str, action: &NodeAction) -> Result<(), BackendError>;
+    /// Returns what was done, when there is more to say than "done" (a drain's report).
+    async fn node_action(&self, node: &str, action: &NodeAction) -> Result<String, BackendError>;
     /// Connection, release and cost facts for `flightdeck doctor`.
     async fn diagnose(&self) -> Result<Diagnosis, BackendError>;
     /// Backends that watch their system instead of polling it return a channel whose value

@@ -44,7 +44,7 @@ impl Action {
     pub fn detail(&self) -> Option<String> {
         match self {
             Action::Submit { spec, .. } => Some(format!("name={}", spec.name)),
-            Action::Node { action: NodeAction::Drain { reason }, .. } => Some(format!("reason={reason}")),
+            Action::Node { action: NodeAction::Drain { reason, .. }, .. } => Some(format!("reason={reason}")),
             _ => None,
         }
     }

@@ -214,7 +214,7 @@ impl Runner {
         outcome.result = match action {
             Action::Submit { spec, .. } => backend.submit(spec).await.map(|r| r.to_string()),
             Action::Job { job, action } => backend.job_action(job, *action).await.map(|()| String::new()),
-            Action::Node { node, action } => backend.node_action(&node.name, action).await.map(|()| String::new()),
+            Action::Node { node, action } => backend.node_action(&node.name, action).await,
         }
         .map_err(|e| e.to_string());
         outcome

@@ -795,20 +795,27 @@ impl Backend for KubeBackend {
         .await
     }
 
-    async fn node_action(&self, node: &str, action: &NodeAction) -> Result<(), BackendError> {
+    async fn node_action(&self, node: &str, action: &NodeAction) -> Result<String, BackendError> {
         let client = self.client().await?;
         match action {
             NodeAction::Cordon => {
-                self.bounded(format!("cordon {node}"), drain::set_schedulable(&client, node, true, None)).await
+                self.bounded(format!("cordon {node}"), drain::set_schedulable(&client, node, true, None)).await?;
+                Ok(String::new())
             }
             NodeAction::Uncordon | NodeAction::Resume => {
-                self.bounded(format!("uncordon {node}"), drain::set_schedulable(&client, node, false, None)).await
+                self.bounded(format!("uncordon {node}"), drain::set_schedulable(&client, node, false, None)).await?;
+                Ok(String::new())
             }
-            NodeAction::Drain { reason } => {
-                let report = self.drain_node(node, reason, &self.drain_options).await?;
+            NodeAction::Drain { reason, force } => {
+                let mut options = self.drain_options.clone();
+                if *force {
+                    options.force = true;
+                    options.delete_emptydir_data = true;
+                }
+                let report = self.drain_node(node, reason, &options).await?;
                 tracing::info!(cluster = %self.name, summary = %report.summary(), "drain");
                 if report.complete() {
-                    Ok(())
+                    Ok(report.summary())
                 } else {
                     Err(BackendError::Command {
                         command: format!("drain {node}"),

@@ -271,9 +271,9 @@ impl Backend for SlurmBackend {
         self.act(argv, None).await.map(drop)
     }
 
-    async fn node_action(&self, node: &str, action: &NodeAction) -> Result<(), BackendError> {
+    async fn node_action(&self, node: &str, action: &NodeAction) -> Result<String, BackendError> {
         let argv = match action {
-            NodeAction::Drain { reason } => commands::drain(node, reason)?,
+            NodeAction::Drain { reason, .. } => commands::drain(node, reason)?,
             NodeAction::Resume => commands::resume(node)?,
             NodeAction::Cordon | NodeAction::Uncordon => {
                 return Err(BackendError::Unsupported(format!(
@@ -282,7 +282,7 @@ impl Backend for SlurmBackend {
                 )));
             }
         };
-        self.act(argv, None).await.map(drop)
+        self.act(argv, None).await.map(|_| String::new())
     }
 
     async fn read_log(&self, path: &str, from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError> {

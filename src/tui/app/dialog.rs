@@ -77,7 +77,7 @@ impl Dialog {
                     .iter()
                     .map(|node| Action::Node {
                         node: node.clone(),
-                        action: NodeAction::Drain { reason: reason.to_string() },
+                        action: NodeAction::Drain { reason: reason.to_string(), force: false },
                     })
                     .collect())
             }
