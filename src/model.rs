@@ -437,6 +437,29 @@ pub struct Queue {
     pub jobs_by_state: BTreeMap<JobState, u32>,
     /// Waiting jobs counted by their reason (`Resources`, `Priority` …).
     pub pending_by_reason: BTreeMap<String, u32>,
+    /// Quota and use per flavor and resource, for queues that have quotas (Kueue).
+    #[serde(default)]
+    pub quota: Vec<QueueQuota>,
+    /// The cohort a Kueue ClusterQueue borrows within.
+    #[serde(default)]
+    pub cohort: Option<String>,
+    /// Workloads waiting for and holding quota (Kueue), as the queue itself counts them.
+    #[serde(default)]
+    pub workloads_pending: u32,
+    #[serde(default)]
+    pub workloads_admitted: u32,
+}
+
+/// One resource of one flavor in a queue's quota. Quantities are in milli-units (GPUs ×
+/// 1000, CPUs in millicores, memory in milli-bytes) as Kubernetes quantities parse.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueQuota {
+    pub flavor: String,
+    pub resource: String,
+    pub nominal_milli: i64,
+    pub borrowing_limit_milli: Option<i64>,
+    pub used_milli: i64,
+    pub borrowed_milli: i64,
 }
 
 /// One cluster's state as of one refresh.

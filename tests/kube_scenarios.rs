@@ -178,6 +178,10 @@ async fn jobs_pods_and_kueue_queues_from_the_standard_cluster() {
 
     let cq = snap.queues.iter().find(|q| q.name == "gpu-cluster-queue").expect("the ClusterQueue is a queue");
     assert_eq!((cq.gpus_total, cq.gpus_allocated), (16, 12));
+    assert_eq!(cq.cohort.as_deref(), Some("gpu-cohort"));
+    let gpu = cq.quota.iter().find(|q| q.resource == "nvidia.com/gpu").expect("GPU quota per flavor");
+    assert_eq!((gpu.flavor.as_str(), gpu.nominal_milli, gpu.used_milli), ("h100", 16_000, 12_000));
+    assert_eq!(cq.quota.len(), 3, "cpu, memory and GPUs of flavor h100: {:?}", cq.quota);
     assert_eq!(cq.jobs_by_state.get(&JobState::Running), Some(&1));
     assert_eq!(cq.jobs_by_state.get(&JobState::Pending), Some(&1));
     assert!(snap.queues.iter().any(|q| q.name == "inference"), "namespaces without Kueue are queues too");

@@ -164,6 +164,21 @@ fn fleet_state(read_only: bool) -> Arc<FleetState> {
             snapshot: snapshot("fd24", fd24_jobs, fd24_nodes, at(11, 54, 30), "24.11.5").map(|s| {
                 let mut s = (*s).clone();
                 s.notes.push("node JSON unavailable: allocated GPUs and memory are not in sinfo's text output".into());
+                s.queues.push(flightdeck::model::Queue {
+                    cluster: "fd24".into(),
+                    name: "gpu-cq".into(),
+                    cohort: Some("ml".into()),
+                    workloads_pending: 3,
+                    workloads_admitted: 2,
+                    quota: vec![flightdeck::model::QueueQuota {
+                        flavor: "h100".into(),
+                        resource: "nvidia.com/gpu".into(),
+                        nominal_milli: 16_000,
+                        used_milli: 12_000,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                });
                 Arc::new(s)
             }),
             attempts: 30,

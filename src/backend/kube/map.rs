@@ -14,7 +14,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::gpu::{self, Amounts, NodeTally};
 use super::kueue::{ClusterQueueInfo, QUEUE_LABEL, WorkloadInfo};
-use crate::model::{ExitStatus, GpuAllocation, GpuSlot, Job, JobRef, JobState, Node, NodeState, Queue, Snapshot};
+use crate::model::{
+    ExitStatus, GpuAllocation, GpuSlot, Job, JobRef, JobState, Node, NodeState, Queue, QueueQuota, Snapshot,
+};
 
 /// Annotations flightdeck writes on objects it touches.
 pub const DRAIN_REASON: &str = "flightdeck.io/drain-reason";
@@ -628,6 +630,21 @@ pub fn queues(snap: &mut Snapshot, cluster_queues: &[ClusterQueueInfo]) {
             snap.queues.len() - 1
         });
         let q = &mut snap.queues[i];
+        q.cohort = cq.cohort.clone();
+        q.workloads_pending = cq.pending_workloads;
+        q.workloads_admitted = cq.admitted_workloads;
+        q.quota = cq
+            .quotas
+            .iter()
+            .map(|f| QueueQuota {
+                flavor: f.flavor.clone(),
+                resource: f.resource.clone(),
+                nominal_milli: f.nominal,
+                borrowing_limit_milli: f.borrowing_limit,
+                used_milli: f.used,
+                borrowed_milli: f.borrowed,
+            })
+            .collect();
         q.gpus_total = cq.gpu_quota() as u32;
         q.gpus_allocated = cq.gpu_used() as u32;
         if cq.inactive_reason.is_some() {

@@ -93,6 +93,8 @@ pub struct ClusterSummary {
     pub nodes_total: u32,
     pub problem_nodes: u32,
     pub unhealthy_gpus: u64,
+    /// One line per queue with a GPU quota (Kueue ClusterQueues), ready to show.
+    pub quota_lines: Vec<String>,
 }
 
 /// Everything derived from one `FleetState`.
@@ -121,6 +123,40 @@ impl std::fmt::Debug for Data {
             .field("nodes", &self.nodes.len())
             .finish_non_exhaustive()
     }
+}
+
+/// `queue gpu-cq (cohort c): h100 12/16 GPUs · 3 pending, 2 admitted` for each queue with a
+/// GPU quota, in whole GPUs.
+fn quota_lines(queues: &[crate::model::Queue]) -> Vec<String> {
+    queues
+        .iter()
+        .filter_map(|q| {
+            let gpus: Vec<String> = q
+                .quota
+                .iter()
+                .filter(|r| r.resource.contains("gpu"))
+                .map(|r| {
+                    let borrowed = if r.borrowed_milli > 0 {
+                        format!(" (+{} borrowed)", r.borrowed_milli / 1000)
+                    } else {
+                        String::new()
+                    };
+                    format!("{} {}/{}{borrowed}", r.flavor, r.used_milli / 1000, r.nominal_milli / 1000)
+                })
+                .collect();
+            if gpus.is_empty() {
+                return None;
+            }
+            let cohort = q.cohort.as_deref().map(|c| format!(" (cohort {c})")).unwrap_or_default();
+            Some(format!(
+                "queue {}{cohort}: {} GPUs · {} pending, {} admitted",
+                q.name,
+                gpus.join(", "),
+                q.workloads_pending,
+                q.workloads_admitted
+            ))
+        })
+        .collect()
 }
 
 /// A node that needs a human: down, drained, draining, not responding, invalid or failed.
@@ -321,6 +357,7 @@ impl Data {
                 nodes_total: 0,
                 problem_nodes: 0,
                 unhealthy_gpus: 0,
+                quota_lines: c.snapshot.as_ref().map(|s| quota_lines(&s.queues)).unwrap_or_default(),
             })
             .collect();
         for (cluster, snap) in &self.snaps {

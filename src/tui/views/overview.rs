@@ -142,6 +142,10 @@ fn cluster_lines<'a>(
         ]));
     }
 
+    for line in &c.quota_lines {
+        lines.push(Line::styled(format!("  {}", text::clean(line)), theme.style(Slot::Dim)));
+    }
+
     // Node health.
     let mut n = vec![Span::raw(format!("  nodes {}: ", c.nodes_total))];
     let parts: Vec<(String, Style)> =
