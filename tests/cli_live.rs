@@ -2,6 +2,7 @@
 //! shell sees (stdout, stderr, exit status), plus the config errors that stop it early.
 
 mod common;
+mod kube_fake;
 
 use std::process::{Command, Output};
 
@@ -177,4 +178,36 @@ fn without_a_config_it_watches_the_local_slurm() {
     assert!(text.starts_with("local (slurm 22.05"), "{text}");
     assert!(text.contains("a100") && text.contains("h100"), "{text}");
     assert!(home.path().join("state/flightdeck/flightdeck.log").exists(), "logs go to the state dir");
+}
+
+/// Slurm (the test bed's 22.05 over SSH) and Kubernetes (the fake API server) side by side in
+/// one fleet: both in `status`, both in `nodes --output json`.
+#[test]
+fn slurm_and_kubernetes_side_by_side() {
+    let testbed = std::fs::read_to_string(config()).unwrap();
+    let fake = kube_fake::FakeApi::start_blocking();
+    fake.put_all(kube_fake::fixtures::standard_cluster());
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = fake.kubeconfig(dir.path(), "fake");
+    let path = dir.path().join("config.toml");
+    let fd22 = testbed.split("[[cluster]]").find(|c| c.contains("\"fd22\"")).expect("fd22 in the test bed config");
+    std::fs::write(
+        &path,
+        format!(
+            "[[cluster]]{fd22}\n[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\n",
+            kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    let cfg = path.to_str().unwrap();
+    let out = flightdeck(&["--config", cfg, "status"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("fd22 (slurm 22.05") && text.contains("k8s (kubernetes"), "{text}");
+    assert!(text.contains("a100") && text.contains("NVIDIA-H100-80GB-HBM3"), "{text}");
+    let out = flightdeck(&["--config", cfg, "nodes", "--output", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let clusters: std::collections::BTreeSet<&str> = rows.iter().filter_map(|r| r["cluster"].as_str()).collect();
+    assert_eq!(clusters, ["fd22", "k8s"].into_iter().collect());
 }
