@@ -242,11 +242,13 @@ impl KnownHosts {
 }
 
 /// Why a configuration was refused. `Display` is the text the user reads.
+/// Why a TOML file of ours (the config, a keymap, a theme) was refused. `Display` is the
+/// text the user reads: the file, the 1-based line and what is wrong there.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// `--config FILE` named a file that does not exist.
-    #[error("{}: no such config file", path.display())]
-    NotFound { path: PathBuf },
+pub enum FileError {
+    /// A file named explicitly (`--config FILE`, `keymap = "…"`) does not exist.
+    #[error("{}: no such {what} file", path.display())]
+    NotFound { what: &'static str, path: PathBuf },
     #[error("cannot read {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -258,10 +260,44 @@ pub enum ConfigError {
     Invalid {
         path: PathBuf,
         line: usize,
-        /// The key at fault, where there is one (`hostt`, `port`).
+        /// The key at fault, where there is one (`hostt`, `port`, `C` in a keymap, `error.fg`
+        /// in a theme).
         key: Option<String>,
         message: String,
     },
+}
+
+/// Errors of the config file.
+pub type ConfigError = FileError;
+
+impl FileError {
+    /// The 1-based line, for [`FileError::Invalid`].
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            FileError::Invalid { line, .. } => Some(*line),
+            _ => None,
+        }
+    }
+
+    /// The key at fault, for [`FileError::Invalid`].
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            FileError::Invalid { key, .. } => key.as_deref(),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn invalid(path: &Path, problem: tomlpos::Problem) -> FileError {
+        FileError::Invalid { path: path.to_path_buf(), line: problem.line, key: problem.key, message: problem.message }
+    }
+}
+
+/// Read a whole `what` file (`config`, `keymap`, `theme`), a missing one named as such.
+pub(crate) fn read_file(path: &Path, what: &'static str) -> Result<String, FileError> {
+    std::fs::read_to_string(path).map_err(|err| match err.kind() {
+        std::io::ErrorKind::NotFound => FileError::NotFound { what, path: path.to_path_buf() },
+        _ => FileError::Io { path: path.to_path_buf(), source: err },
+    })
 }
 
 impl Config {
@@ -284,7 +320,7 @@ impl Config {
             Ok(text) => Self::from_toml_str(&text, path),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 if must_exist {
-                    Err(ConfigError::NotFound { path: path.to_path_buf() })
+                    Err(ConfigError::NotFound { what: "config", path: path.to_path_buf() })
                 } else {
                     Ok(Self::embedded_default())
                 }
@@ -857,6 +893,12 @@ pub(crate) mod tomlpos {
         pub line: usize,
         pub key: Option<String>,
         pub message: String,
+    }
+
+    impl Problem {
+        pub fn new(line: usize, key: impl Into<String>, message: impl Into<String>) -> Problem {
+            Problem { line, key: Some(key.into()), message: message.into() }
+        }
     }
 
     /// The 1-based line holding byte `offset` of `text`.

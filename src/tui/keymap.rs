@@ -60,54 +60,8 @@ pub enum Resolution {
     None,
 }
 
-/// Why a keymap file was refused. `Display` is the text the user reads.
-#[derive(Debug, thiserror::Error)]
-pub enum KeymapError {
-    #[error("{}: no such keymap file", path.display())]
-    NotFound { path: PathBuf },
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A problem at `line` (1-based) of `path`.
-    #[error("{}:{line}: {message}", path.display())]
-    Invalid {
-        path: PathBuf,
-        line: usize,
-        /// The key at fault (`C`, `inherit`, `jobs` for a table), where there is one.
-        key: Option<String>,
-        message: String,
-    },
-}
-
-impl KeymapError {
-    /// The 1-based line, for [`KeymapError::Invalid`].
-    pub fn line(&self) -> Option<usize> {
-        match self {
-            KeymapError::Invalid { line, .. } => Some(*line),
-            _ => None,
-        }
-    }
-
-    /// The key at fault, for [`KeymapError::Invalid`].
-    pub fn key(&self) -> Option<&str> {
-        match self {
-            KeymapError::Invalid { key, .. } => key.as_deref(),
-            _ => None,
-        }
-    }
-
-    fn invalid(path: &Path, problem: Problem) -> KeymapError {
-        KeymapError::Invalid {
-            path: path.to_path_buf(),
-            line: problem.line,
-            key: problem.key,
-            message: problem.message,
-        }
-    }
-}
+/// Why a keymap file was refused (shared with the config file's errors).
+pub type KeymapError = crate::config::FileError;
 
 /// Where a binding was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -415,10 +369,7 @@ fn with_parent<T>(
 }
 
 fn read(path: &Path) -> Result<String, KeymapError> {
-    std::fs::read_to_string(path).map_err(|err| match err.kind() {
-        std::io::ErrorKind::NotFound => KeymapError::NotFound { path: path.to_path_buf() },
-        _ => KeymapError::Io { path: path.to_path_buf(), source: err },
-    })
+    crate::config::read_file(path, "keymap")
 }
 
 fn mode_names() -> impl Iterator<Item = &'static str> {

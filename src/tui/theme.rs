@@ -125,49 +125,8 @@ const MODIFIERS: &[(&str, Modifier)] = &[
 
 const SLOT_KEYS: &str = "fg, bg, bold, italic, underline, reversed, dim";
 
-/// Why a theme file was refused. `Display` is the text the user reads.
-#[derive(Debug, thiserror::Error)]
-pub enum ThemeError {
-    #[error("{}: no such theme file", path.display())]
-    NotFound { path: PathBuf },
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A problem at `line` (1-based) of `path`.
-    #[error("{}:{line}: {message}", path.display())]
-    Invalid {
-        path: PathBuf,
-        line: usize,
-        /// The key at fault (`error.fg`, `inherit`, `errror` for a slot), where there is one.
-        key: Option<String>,
-        message: String,
-    },
-}
-
-impl ThemeError {
-    /// The 1-based line, for [`ThemeError::Invalid`].
-    pub fn line(&self) -> Option<usize> {
-        match self {
-            ThemeError::Invalid { line, .. } => Some(*line),
-            _ => None,
-        }
-    }
-
-    /// The key at fault, for [`ThemeError::Invalid`].
-    pub fn key(&self) -> Option<&str> {
-        match self {
-            ThemeError::Invalid { key, .. } => key.as_deref(),
-            _ => None,
-        }
-    }
-
-    fn invalid(path: &Path, problem: Problem) -> ThemeError {
-        ThemeError::Invalid { path: path.to_path_buf(), line: problem.line, key: problem.key, message: problem.message }
-    }
-}
+/// Why a theme file was refused (shared with the config file's errors).
+pub type ThemeError = crate::config::FileError;
 
 /// One slot as written, before the colour depth is applied; unset fields are inherited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -320,10 +279,7 @@ fn builtin_specs(name: &str) -> Result<Specs, ThemeError> {
 }
 
 fn read(path: &Path) -> Result<String, ThemeError> {
-    std::fs::read_to_string(path).map_err(|err| match err.kind() {
-        std::io::ErrorKind::NotFound => ThemeError::NotFound { path: path.to_path_buf() },
-        _ => ThemeError::Io { path: path.to_path_buf(), source: err },
-    })
+    crate::config::read_file(path, "theme")
 }
 
 /// Parse `text`, build its parent (`inherit`, else `implicit`), and lay the file over it.

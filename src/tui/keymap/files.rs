@@ -9,19 +9,7 @@ use toml::de::{DeString, DeTable, DeValue};
 
 use crate::config::tomlpos;
 
-/// A problem found in a file: 1-based line, the key at fault, the message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Problem {
-    pub line: usize,
-    pub key: Option<String>,
-    pub message: String,
-}
-
-impl Problem {
-    pub fn new(line: usize, key: impl Into<String>, message: impl Into<String>) -> Problem {
-        Problem { line, key: Some(key.into()), message: message.into() }
-    }
-}
+pub(crate) use crate::config::tomlpos::Problem;
 
 /// A parsed document whose entries keep their positions.
 pub(crate) struct Doc<'t> {
