@@ -62,13 +62,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         return;
     }
     let list = &app.jobs;
-    let height = (inner.height - 1) as usize;
-    list.cursor.height.set(height);
-    let offset = table::scroll(list.cursor.offset.get(), list.cursor.pos, height, list.cursor.len());
-    list.cursor.offset.set(offset);
+    let (offset, window) = table::window(&list.cursor, (inner.height - 1) as usize);
 
     let base = theme.style(Slot::Base);
-    let rows: Vec<RowCells> = list.cursor.visible[offset..(offset + height).min(list.cursor.len())]
+    let rows: Vec<RowCells> = window
         .iter()
         .enumerate()
         .map(|(i, &row)| {

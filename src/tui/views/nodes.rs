@@ -102,11 +102,8 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         return;
     }
     let list = &app.nodes;
-    let height = (inner.height - 1) as usize;
-    list.cursor.height.set(height);
-    let offset = table::scroll(list.cursor.offset.get(), list.cursor.pos, height, list.cursor.len());
-    list.cursor.offset.set(offset);
-    let rows: Vec<RowCells> = list.cursor.visible[offset..(offset + height).min(list.cursor.len())]
+    let (offset, window) = table::window(&list.cursor, (inner.height - 1) as usize);
+    let rows: Vec<RowCells> = window
         .iter()
         .enumerate()
         .map(|(i, &row)| {

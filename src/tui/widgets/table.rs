@@ -143,6 +143,15 @@ pub fn render(buf: &mut Buffer, area: Rect, columns: &[Column], fitted: &Fitted,
     }
 }
 
+/// The rows of `cursor` that fit in `height` lines, scrolled as little as possible to keep
+/// the cursor in view; records the page size and offset for the next key and frame.
+pub fn window(cursor: &crate::tui::app::lists::Cursor, height: usize) -> (usize, &[u32]) {
+    cursor.height.set(height);
+    let offset = scroll(cursor.offset.get(), cursor.pos, height, cursor.len());
+    cursor.offset.set(offset);
+    (offset, &cursor.visible[offset..(offset + height).min(cursor.len())])
+}
+
 /// The first row to show so that `cursor` is visible in a window of `height` rows, moving
 /// the previous `offset` as little as possible.
 pub fn scroll(offset: usize, cursor: usize, height: usize, len: usize) -> usize {
