@@ -113,6 +113,8 @@ pub struct Data {
     pub users: Vec<String>,
     /// The widest cell of each jobs-table column over every job (see `lists::JobColumn`).
     pub job_widths: Vec<usize>,
+    /// The same for the nodes table.
+    pub node_widths: Vec<usize>,
 }
 
 impl std::fmt::Debug for Data {
@@ -184,6 +186,7 @@ impl Data {
         let mut users: Vec<String> = Vec::new();
         let mut hay = String::new();
         let mut job_widths = super::lists::initial_job_widths();
+        let mut node_widths = vec![0; super::lists::NodeColumn::ALL.len()];
         for (snap, (_, s)) in snaps.iter().enumerate() {
             for (index, job) in s.jobs.iter().enumerate() {
                 super::lists::widen_job_columns(&mut job_widths, job);
@@ -196,6 +199,7 @@ impl Data {
                 }
             }
             for (index, node) in s.nodes.iter().enumerate() {
+                super::lists::widen_node_columns(&mut node_widths, node);
                 hay.clear();
                 node_haystack(&mut hay, node);
                 node_index
@@ -217,6 +221,7 @@ impl Data {
             summaries: Vec::new(),
             users,
             job_widths,
+            node_widths,
         };
         data.gpu_nodes = data.build_gpu_map();
         data.summaries = data.build_summaries();

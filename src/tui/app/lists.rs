@@ -10,7 +10,7 @@ use nucleo::Matcher;
 use nucleo::pattern::{Atom, AtomKind, CaseMatching, Normalization};
 
 use super::data::{Cell as GpuCell, Data, is_problem_node};
-use crate::model::{Job, JobRef, JobState, NodeRef};
+use crate::model::{Job, JobRef, JobState, Node, NodeRef};
 
 /// A cursor over a list of visible rows, plus the scroll offset the view last used.
 #[derive(Debug, Default)]
@@ -397,6 +397,72 @@ pub fn nodes_cell(job: &Job) -> String {
 
 pub fn limit_cell(job: &Job) -> String {
     job.time_limit_secs.map_or_else(|| "∞".to_string(), crate::tui::widgets::text::duration)
+}
+
+/// `drained+drain+not_responding`: the base state, then the flags that add to it.
+pub fn state_cell(node: &Node) -> String {
+    let mut s = node.state.as_str().to_string();
+    for f in &node.flags {
+        let f = f.to_ascii_lowercase();
+        // `drained` already says `drain`.
+        if !s.split('+').any(|part| part == f || part.starts_with(&f)) {
+            s.push('+');
+            s.push_str(&f);
+        }
+    }
+    s
+}
+
+/// `a100 3/4, h100 0/8`: allocated of total, per model.
+pub fn node_gpus_cell(node: &Node) -> String {
+    if node.gpus.is_empty() {
+        return "-".into();
+    }
+    node.gpus.iter().map(|g| format!("{} {}/{}", g.model, g.allocated, g.total)).collect::<Vec<_>>().join(", ")
+}
+
+pub fn gib(mb: u64) -> String {
+    match mb {
+        0 => "0".into(),
+        m if m >= 10 * 1024 => format!("{}G", m / 1024),
+        m => format!("{:.1}G", m as f64 / 1024.0),
+    }
+}
+
+/// `why · by root 05-01 12:00`
+pub fn reason_cell(node: &Node) -> String {
+    let Some(reason) = &node.reason else { return String::new() };
+    let mut s = reason.clone();
+    if node.reason_user.is_some() || node.reason_time.is_some() {
+        s.push_str(" ·");
+        if let Some(u) = &node.reason_user {
+            s.push_str(" by ");
+            s.push_str(u);
+        }
+        if let Some(t) = node.reason_time {
+            s.push_str(&t.format(" %m-%d %H:%M").to_string());
+        }
+    }
+    s
+}
+
+/// Widen `widths` (one per nodes-table column) to fit `node`'s cells.
+pub fn widen_node_columns(widths: &mut [usize], node: &Node) {
+    use crate::tui::widgets::text::width;
+    let bad = node.gpus_unhealthy();
+    let cells = [
+        width(&node.cluster),
+        width(&node.name),
+        width(&state_cell(node)),
+        width(&node_gpus_cell(node)),
+        if bad == 0 { 1 } else { bad.to_string().len() },
+        format!("{}/{}", node.cpus_allocated, node.cpus_total).len(),
+        format!("{}/{}", gib(node.memory_allocated_mb), gib(node.memory_total_mb)).len(),
+        width(&reason_cell(node)),
+    ];
+    for (w, c) in widths.iter_mut().zip(cells) {
+        *w = (*w).max(c);
+    }
 }
 
 /// Column widths before any job is seen: the state column starts wide enough for every

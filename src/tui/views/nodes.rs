@@ -7,7 +7,6 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::block;
-use crate::model::Node;
 use crate::tui::app::App;
 use crate::tui::app::lists::NodeColumn;
 use crate::tui::theme::Slot;
@@ -26,52 +25,7 @@ pub const COLUMNS: [Column; 8] = [
     Column::new("REASON", 12, 70, 1),
 ];
 
-/// `drained+drain+not_responding`: the base state, then the flags that add to it.
-pub fn state_cell(node: &Node) -> String {
-    let mut s = node.state.as_str().to_string();
-    for f in &node.flags {
-        let f = f.to_ascii_lowercase();
-        // `drained` already says `drain`.
-        if !s.split('+').any(|part| part == f || part.starts_with(&f)) {
-            s.push('+');
-            s.push_str(&f);
-        }
-    }
-    s
-}
-
-/// `a100 3/4, h100 0/8`: allocated of total, per model.
-pub fn gpus_cell(node: &Node) -> String {
-    if node.gpus.is_empty() {
-        return "-".into();
-    }
-    node.gpus.iter().map(|g| format!("{} {}/{}", g.model, g.allocated, g.total)).collect::<Vec<_>>().join(", ")
-}
-
-fn gib(mb: u64) -> String {
-    match mb {
-        0 => "0".into(),
-        m if m >= 10 * 1024 => format!("{}G", m / 1024),
-        m => format!("{:.1}G", m as f64 / 1024.0),
-    }
-}
-
-/// `why · by root 05-01 12:00`
-pub fn reason_cell(node: &Node) -> String {
-    let Some(reason) = &node.reason else { return String::new() };
-    let mut s = reason.clone();
-    if node.reason_user.is_some() || node.reason_time.is_some() {
-        s.push_str(" ·");
-        if let Some(u) = &node.reason_user {
-            s.push_str(" by ");
-            s.push_str(u);
-        }
-        if let Some(t) = node.reason_time {
-            s.push_str(&t.format(" %m-%d %H:%M").to_string());
-        }
-    }
-    s
-}
+pub use crate::tui::app::lists::{gib, node_gpus_cell as gpus_cell, reason_cell, state_cell};
 
 pub fn title(app: &App) -> String {
     let mut t =
@@ -164,9 +118,8 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             }
         })
         .collect();
-    let natural: Vec<usize> =
-        (0..COLUMNS.len()).map(|c| rows.iter().map(|r| text::width(&r.cells[c])).max().unwrap_or(0)).collect();
-    let fitted = table::fit(&COLUMNS, &natural, inner.width.saturating_sub(GUTTER));
+    // Widths from every node, so a refresh that changes one row redraws that row only.
+    let fitted = table::fit(&COLUMNS, &app.data.node_widths, inner.width.saturating_sub(GUTTER));
     table::render(frame.buffer_mut(), inner, &COLUMNS, &fitted, theme.style(Slot::Header), &rows);
     if list.cursor.is_empty() {
         let msg = if app.data.nodes.is_empty() { "no nodes" } else { "no node matches the filters" };
