@@ -177,3 +177,26 @@ async fn a_watching_backend_is_reread_when_it_changes_not_at_the_interval() {
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(b.calls.load(Ordering::SeqCst), 2, "the burst cost one refresh");
 }
+
+#[tokio::test]
+async fn a_change_after_failures_cuts_the_back_off_short() {
+    let (tx, _rx) = tokio::sync::watch::channel(0u64);
+    let b = Arc::new(Scripted { changes: Some(tx.clone()), ..Scripted::default() });
+    b.failing.store(true, Ordering::SeqCst);
+    let f = Fleet::start(
+        vec![Member {
+            backend: b.clone(),
+            kind: "sim".into(),
+            refresh: Duration::from_millis(500),
+            timeout: Duration::from_secs(2),
+        }],
+        FleetOptions { read_only: true, poll: true, audit: None, actor: "t".into() },
+    );
+    // Four failures: the next attempt would be 500 ms × 2³ = 4 s away.
+    f.wait_for(Duration::from_secs(10), |s| s.clusters[0].attempts >= 4).await;
+    b.failing.store(false, Ordering::SeqCst);
+    tx.send_replace(1);
+    // The change brings the refresh forward to within one interval (500 ms), well before 4 s.
+    let s = f.wait_for(Duration::from_secs(2), |s| s.clusters[0].health.is_fresh()).await;
+    assert!(s.clusters[0].health.is_fresh(), "{:?}", s.clusters[0].health);
+}

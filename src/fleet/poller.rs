@@ -63,15 +63,18 @@ impl Poller {
             let index = self.index;
             self.state.send_modify(|s| Arc::make_mut(s).record_refresh(index, result, took, Utc::now()));
             let delay = next_delay(self.interval, failures);
+            // While failing, a change (the watches are back) still cuts the back-off short,
+            // but at most once per interval so a half-broken backend cannot spin.
+            let gap = if failures == 0 { MIN_GAP } else { self.interval };
             let changed = async {
                 match changes.as_mut() {
-                    Some(rx) if failures == 0 => {
+                    Some(rx) => {
                         if rx.changed().await.is_err() {
                             std::future::pending::<()>().await;
                         }
-                        tokio::time::sleep(MIN_GAP).await;
+                        tokio::time::sleep(gap).await;
                     }
-                    _ => std::future::pending::<()>().await,
+                    None => std::future::pending::<()>().await,
                 }
             };
             tokio::select! {
