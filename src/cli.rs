@@ -181,7 +181,9 @@ fn start_fleet(config: &Config, read_only: bool, only: &[String], poll: bool) ->
 /// One refresh of every cluster in the fleet; stale clusters are reported on stderr.
 async fn first_refresh(config: &Config, fleet: &Fleet) -> (Arc<FleetState>, bool) {
     let longest = config.clusters.iter().map(|c| c.timeout).max().unwrap_or(Duration::from_secs(30));
-    let state = fleet.wait_for(longest * 2 + Duration::from_secs(5), FleetState::all_attempted).await;
+    let state = fleet
+        .wait_for(longest.saturating_mul(2).saturating_add(Duration::from_secs(5)), FleetState::all_attempted)
+        .await;
     let mut failed = false;
     for c in &state.clusters {
         match &c.health {

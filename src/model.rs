@@ -396,15 +396,15 @@ impl Node {
     }
 
     pub fn gpus_total(&self) -> u32 {
-        self.gpus.iter().map(|g| g.total).sum()
+        self.gpus.iter().fold(0u32, |n, g| n.saturating_add(g.total))
     }
 
     pub fn gpus_allocated(&self) -> u32 {
-        self.gpus.iter().map(|g| g.allocated).sum()
+        self.gpus.iter().fold(0u32, |n, g| n.saturating_add(g.allocated))
     }
 
     pub fn gpus_unhealthy(&self) -> u32 {
-        self.gpus.iter().map(|g| g.unhealthy).sum()
+        self.gpus.iter().fold(0u32, |n, g| n.saturating_add(g.unhealthy))
     }
 
     /// The node's GPU models joined with `,`, or `None` without GPUs.

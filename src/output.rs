@@ -234,19 +234,22 @@ pub fn summary(state: &FleetState) -> String {
         for n in &snap.nodes {
             for g in &n.gpus {
                 let e = by_model.entry(g.model.as_str()).or_default();
-                e[0] += g.total;
-                e[1] += g.allocated;
-                if n.is_unavailable() {
-                    e[2] += g.total.saturating_sub(g.allocated);
-                } else {
-                    e[2] += g.unhealthy;
-                }
+                let unavailable = if n.is_unavailable() { g.total.saturating_sub(g.allocated) } else { g.unhealthy };
+                e[0] = e[0].saturating_add(g.total);
+                e[1] = e[1].saturating_add(g.allocated);
+                e[2] = e[2].saturating_add(unavailable);
             }
         }
         let rows: Vec<Vec<String>> = by_model
             .iter()
             .map(|(m, [t, a, u])| {
-                vec![format!("  {m}"), t.to_string(), a.to_string(), (t - a - u).to_string(), u.to_string()]
+                vec![
+                    format!("  {m}"),
+                    t.to_string(),
+                    a.to_string(),
+                    t.saturating_sub(a.saturating_add(*u)).to_string(),
+                    u.to_string(),
+                ]
             })
             .collect();
         out.push_str(&table(&["  GPU", "TOTAL", "ALLOCATED", "IDLE", "UNAVAILABLE"], &rows));

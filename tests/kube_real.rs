@@ -109,10 +109,8 @@ async fn real_notes_say_what_is_missing() {
 #[tokio::test]
 #[ignore = "needs a real cluster (KUBECONFIG) and FLIGHTDECK_KUBE_NODE"]
 async fn real_cordon_shows_within_one_watch_event() {
-    let Some(node) = env("FLIGHTDECK_KUBE_NODE") else {
-        println!("FLIGHTDECK_KUBE_NODE not set: skipped");
-        return;
-    };
+    let node = env("FLIGHTDECK_KUBE_NODE")
+        .expect("FLIGHTDECK_KUBE_NODE must be set for this test (it names what the test may change)");
     let b = backend().await;
     let before = snapshot(&b).await;
     let was_cordoned = before.nodes.iter().find(|n| n.name == node).expect("the node exists").has_flag("CORDONED");
@@ -135,10 +133,8 @@ async fn real_cordon_shows_within_one_watch_event() {
 #[tokio::test]
 #[ignore = "needs a real cluster (KUBECONFIG) and FLIGHTDECK_KUBE_DRAIN_NODE"]
 async fn real_drain_reports_what_stayed() {
-    let Some(node) = env("FLIGHTDECK_KUBE_DRAIN_NODE") else {
-        println!("FLIGHTDECK_KUBE_DRAIN_NODE not set: skipped");
-        return;
-    };
+    let node = env("FLIGHTDECK_KUBE_DRAIN_NODE")
+        .expect("FLIGHTDECK_KUBE_DRAIN_NODE must be set for this test (it names what the test may change)");
     let b = backend().await;
     let report = b.drain_node(&node, "flightdeck kube_real test", &DrainOptions::default()).await.expect("drain");
     println!("{}", report.summary());
@@ -154,10 +150,8 @@ async fn real_drain_reports_what_stayed() {
 #[tokio::test]
 #[ignore = "needs a real cluster (KUBECONFIG) and FLIGHTDECK_KUBE_NAMESPACE"]
 async fn real_submit_creates_the_job_the_spec_describes() {
-    let Some(namespace) = env("FLIGHTDECK_KUBE_NAMESPACE") else {
-        println!("FLIGHTDECK_KUBE_NAMESPACE not set: skipped");
-        return;
-    };
+    let namespace = env("FLIGHTDECK_KUBE_NAMESPACE")
+        .expect("FLIGHTDECK_KUBE_NAMESPACE must be set for this test (it names what the test may change)");
     let mut cfg = config();
     cfg.namespaces = vec![namespace.clone()];
     cfg.queue = env("FLIGHTDECK_KUBE_QUEUE");

@@ -629,7 +629,7 @@ fn submit_form_validates_on_the_field_and_confirms() {
     }
     typed(&mut app, "64G");
     let preview = app.form().preview.clone().expect("a script");
-    assert!(preview.contains("#SBATCH --gpus-per-node=a100:2") || preview.contains("a100:2"), "{preview}");
+    assert!(preview.contains("#SBATCH --gres=gpu:a100:2") && preview.contains("#SBATCH --mem=65536M"), "{preview}");
     assert!(preview.contains("python train.py"));
     // The cluster field cycles the configured clusters with left/right.
     while app.form().focused() != Field::Cluster {

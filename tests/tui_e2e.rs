@@ -179,7 +179,6 @@ fn the_cockpit_over_the_test_bed() {
     pane.wait_text("Drain");
     pane.text("e2e: fan failure");
     pane.keys(&["Enter"]);
-    // Some layouts confirm the reason and then the drain; a second Enter is harmless here.
     snapshot_until(&rt, &b, "h100-01 drained with the reason", |s| {
         s.nodes.iter().any(|n| {
             n.name == "h100-01"

@@ -189,7 +189,7 @@ impl Runner {
             let me = me.clone();
             tokio::spawn(async move {
                 let outcome = me.execute(&req.action).await;
-                me.audit(&req.action, &outcome);
+                me.audit(&req.action, &outcome).await;
                 if let Some(w) = me.wakes.get(req.action.cluster()) {
                     w.notify_one();
                 }
@@ -220,8 +220,10 @@ impl Runner {
         outcome
     }
 
-    fn audit(&self, action: &Action, outcome: &ActionOutcome) {
-        let Some(log) = &self.opts.audit else { return };
+    /// Write the record before the outcome is reported (so whoever sees the outcome finds it
+    /// in the log), on a blocking thread: the state directory may be on a slow NFS home.
+    async fn audit(&self, action: &Action, outcome: &ActionOutcome) {
+        let Some(log) = self.opts.audit.clone() else { return };
         let (status, message) = match &outcome.result {
             Ok(m) => ("ok", m.clone()),
             Err(e) if self.opts.read_only => ("refused", e.clone()),
@@ -236,7 +238,8 @@ impl Runner {
             outcome: status.to_string(),
             message,
         };
-        if let Err(e) = log.append(&record) {
+        let written = tokio::task::spawn_blocking(move || log.append(&record).map_err(|e| (log, e))).await;
+        if let Ok(Err((log, e))) = written {
             tracing::error!(path = %log.path().display(), error = %e, "cannot write the audit log");
         }
     }

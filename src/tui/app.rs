@@ -48,6 +48,8 @@ pub enum Msg {
     /// A new fleet state with its row cache already built (off the UI thread: at 100,000
     /// jobs that takes longer than a keystroke may wait).
     Prepared(Box<Data>),
+    /// Building that row cache failed (a bug); the last one stays.
+    PrepareFailed(String),
     /// An action finished.
     Outcome(ActionOutcome),
     /// The answer to [`Command::FetchLog`] number `seq`.
@@ -403,6 +405,7 @@ impl App {
             }
             Msg::Fleet(state) => self.on_data(Data::new(state)),
             Msg::Prepared(data) => self.on_data(*data),
+            Msg::PrepareFailed(why) => self.toast(why, true),
             Msg::Outcome(outcome) => {
                 let text = match &outcome.result {
                     Ok(m) if m.is_empty() => format!("{} {}: done", outcome.verb, outcome.target),

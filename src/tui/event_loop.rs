@@ -112,7 +112,14 @@ fn expand_home(path: &Path) -> PathBuf {
 fn prepare(state: Arc<FleetState>, tx: &mpsc::UnboundedSender<Msg>) {
     let tx = tx.clone();
     tokio::task::spawn_blocking(move || {
-        let _ = tx.send(Msg::Prepared(Box::new(Data::new(state))));
+        // A bug in building the cache must not leave the cockpit waiting for it forever.
+        let msg = match std::panic::catch_unwind(|| Data::new(state)) {
+            Ok(data) => Msg::Prepared(Box::new(data)),
+            Err(_) => {
+                Msg::PrepareFailed("could not read the new fleet state (see the log); showing the last one".into())
+            }
+        };
+        let _ = tx.send(msg);
     });
 }
 
@@ -185,7 +192,7 @@ where
                 }
             },
             Some(msg) = results.recv() => {
-                if matches!(msg, Msg::Prepared(_)) {
+                if matches!(msg, Msg::Prepared(_) | Msg::PrepareFailed(_)) {
                     building = waiting;
                     if std::mem::take(&mut waiting) {
                         prepare(states.borrow_and_update().clone(), &results_tx);
@@ -222,8 +229,13 @@ where
             match command {
                 Command::Quit => return Ok(()),
                 Command::Suspend => {
+                    // Failing to stop is harmless; failing to take the terminal back is not.
                     if let Err(e) = surface.suspend() {
                         tracing::warn!(error = %e, "cannot suspend");
+                        if !surface.alive() {
+                            return Err(lost(format!("cannot take it back after Ctrl-Z: {e}")));
+                        }
+                        surface.resume().map_err(|e| lost(format!("cannot take it back after Ctrl-Z: {e}")))?;
                     }
                     drawn = 0;
                     if let Ok((w, h)) = surface.size() {

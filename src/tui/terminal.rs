@@ -54,12 +54,23 @@ fn take_terminal() -> io::Result<()> {
     Ok(())
 }
 
+/// The thread the cockpit draws from: its panic ends the cockpit, others' do not.
+static UI_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
+
 fn install_panic_hook() {
+    let _ = UI_THREAD.set(std::thread::current().id());
     PANIC_HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let _ = restore_terminal();
-            previous(info);
+            let on_ui = UI_THREAD.get().is_none_or(|id| *id == std::thread::current().id());
+            if on_ui || !ACTIVE.load(Ordering::SeqCst) {
+                let _ = restore_terminal();
+                previous(info);
+            } else {
+                // A background task (tokio catches its panic, the cockpit goes on): restoring
+                // the terminal or printing here would wreck a screen that is still in use.
+                tracing::error!(panic = %info, "a background task panicked");
+            }
         }));
     });
 }
@@ -170,7 +181,10 @@ impl Surface for TerminalGuard {
     fn resume(&mut self) -> io::Result<()> {
         // The shell may have reset the terminal modes while we were stopped: take them again
         // even if we think we hold them, and redraw every cell.
+        // crossterm's enable_raw_mode does nothing while it thinks raw mode is on, so turn
+        // it off first: the shell may have reset the modes behind its back.
         ACTIVE.store(false, Ordering::SeqCst);
+        let _ = disable_raw_mode();
         take_terminal()?;
         execute!(io::stdout(), Clear(ClearType::All))?;
         self.painter.forget_screen();

@@ -82,10 +82,15 @@ pub fn parse_quantity_milli(text: &str) -> Option<i64> {
         "Ti" => pow2 = 40,
         "Pi" => pow2 = 50,
         "Ei" => pow2 = 60,
-        s if s.starts_with(['e', 'E']) => pow10 += s[1..].parse::<i32>().ok()?,
+        s if s.starts_with(['e', 'E']) => pow10 = pow10.saturating_add(s[1..].parse::<i32>().ok()?),
         _ => return None,
     }
     let saturated = if negative { i64::MIN } else { i64::MAX };
+    if mantissa == 0 {
+        return Some(0);
+    }
+    // Anything past 10^±40 is beyond i64 or below one milli-unit: no need to loop there.
+    let pow10 = pow10.clamp(-40, 40);
     let mut value = mantissa;
     if pow2 > 0 {
         value = match value.checked_mul(1i128 << pow2) {
@@ -101,8 +106,11 @@ pub fn parse_quantity_milli(text: &str) -> Option<i64> {
             };
         }
     } else {
-        let divisor = 10i128.checked_pow(pow10.unsigned_abs()).unwrap_or(i128::MAX);
-        value = (value + divisor - 1) / divisor;
+        // Rounded up, so a tiny positive request still counts as one milli-unit.
+        value = match 10i128.checked_pow(pow10.unsigned_abs()) {
+            Some(divisor) => value.checked_add(divisor - 1).map_or(value / divisor + 1, |v| v / divisor),
+            None => 1,
+        };
     }
     let value = i64::try_from(value).unwrap_or(i64::MAX);
     Some(if negative { -value } else { value })
@@ -386,6 +394,15 @@ pub fn recount<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> HashMap<Box<str>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostile_quantities_neither_panic_nor_spin() {
+        assert_eq!(parse_quantity_milli("1e2147483647"), Some(i64::MAX));
+        assert_eq!(parse_quantity_milli("2e-42"), Some(1));
+        assert_eq!(parse_quantity_milli("0e999999999"), Some(0));
+        assert_eq!(parse_quantity_milli("-3e-2147483648"), Some(-1));
+        assert_eq!(parse_quantity_milli("1.5Gi"), Some(1_610_612_736_000));
+    }
     use serde_json::json;
 
     fn pod(v: serde_json::Value) -> Pod {

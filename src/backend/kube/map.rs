@@ -128,9 +128,9 @@ pub fn node(cluster: &str, n: &KNode, tally: Option<&NodeTally>) -> Node {
         };
         match gpus.iter_mut().find(|g| g.model == slot.model) {
             Some(g) => {
-                g.total += slot.total;
-                g.allocated += slot.allocated;
-                g.unhealthy += slot.unhealthy;
+                g.total = g.total.saturating_add(slot.total);
+                g.allocated = g.allocated.saturating_add(slot.allocated);
+                g.unhealthy = g.unhealthy.saturating_add(slot.unhealthy);
             }
             None => gpus.push(slot),
         }
@@ -420,7 +420,8 @@ fn gpu_allocations(pods: &[&Pod], lookup: &dyn Lookup) -> (Vec<GpuAllocation>, V
         nodes.insert(node.clone());
         for (resource, count) in gpu::pod_demand(pod).gpu_resources() {
             let model = lookup.node_gpu_model(&node, resource).unwrap_or_else(|| gpu_model(resource, None));
-            *by_node.entry((node.clone(), model)).or_default() += count as u32;
+            let held = by_node.entry((node.clone(), model)).or_default();
+            *held = held.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
         }
     }
     let allocs = by_node

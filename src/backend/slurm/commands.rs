@@ -93,13 +93,19 @@ pub fn read_bytes(path: &str, start: u64, len: u64) -> Result<Vec<String>, Backe
     ])
 }
 
-/// Output paths come from Slurm and are absolute; anything else is refused.
+/// Output paths come from Slurm (any user's `--output`) and are absolute; anything else is
+/// refused. Characters that a non-POSIX login shell (csh, tcsh) would still expand inside
+/// our quoting (`` ` ``, `$`, `!`, `\`, `"`) are refused too: such a log is not read.
 pub fn checked_path(path: &str) -> Result<&str, BackendError> {
-    if path.starts_with('/') && !path.contains(['\0', '\n']) {
-        Ok(path)
-    } else {
-        Err(BackendError::NotFound(format!("`{path}` is not an absolute file path")))
+    if !path.starts_with('/') || path.contains(['\0', '\n', '\r']) {
+        return Err(BackendError::NotFound(format!("`{path}` is not an absolute file path")));
     }
+    if path.contains(['`', '$', '!', '\\', '"']) {
+        return Err(BackendError::Unsupported(format!(
+            "flightdeck does not read `{path}`: its name holds characters a login shell could expand"
+        )));
+    }
+    Ok(path)
 }
 
 pub fn srun_help() -> Vec<String> {
@@ -157,6 +163,14 @@ mod tests {
         assert_eq!(checked_job_id("123_[1,3,5-6]").unwrap(), "123_[1,3,5-6]");
         for bad in ["", "--help", "-u", "12a", "1_", "1_[]", "1_[a]", "1 2", "1;id", "_4"] {
             assert!(checked_job_id(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn paths() {
+        assert!(checked_path("/home/a b/slurm-1.out").is_ok());
+        for bad in ["rel/x.out", "/x\n.out", "/x`id`.out", "/x$(id).out", "/x!1.out", "/x\\y", "/x\"y"] {
+            assert!(checked_path(bad).is_err(), "{bad:?} accepted");
         }
     }
 

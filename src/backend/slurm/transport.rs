@@ -412,7 +412,9 @@ mod tests {
         let line = shell_line(&v(&["scontrol", "update", &format!("reason={name}")])).unwrap();
         let words = shlex::split(&line).unwrap();
         assert_eq!(words, v(&["scontrol", "update", &format!("reason={name}")]));
-        assert!(!line.contains("$(id)") || line.contains("'"), "substitution must be quoted: {line}");
+        // And a real shell agrees: the words it prints are exactly the argv, nothing ran.
+        let out = std::process::Command::new("sh").arg("-c").arg(format!("printf '%s\\n' {line}")).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("scontrol\nupdate\nreason={name}\n"));
     }
 
     #[test]

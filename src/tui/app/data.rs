@@ -13,6 +13,9 @@ use nucleo::Utf32String;
 use crate::fleet::FleetState;
 use crate::model::{Health, Job, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
 
+/// The GPU map's cells per node at most.
+pub const MAX_CELLS_PER_NODE: usize = 1024;
+
 /// A job holding GPUs on a node: job row, model, count, device indices.
 type Holder<'a> = (u32, Option<&'a str>, u32, &'a [u32]);
 
@@ -279,9 +282,12 @@ impl Data {
             if node.gpus_total() == 0 {
                 continue;
             }
+            // A node claiming billions of GPUs (a broken gres line) must not take the memory
+            // with it: the map draws at most MAX_CELLS_PER_NODE, the counts stay exact.
             let mut models = Vec::new();
             for (m, slot) in node.gpus.iter().enumerate() {
-                models.extend(std::iter::repeat_n(m as u16, slot.total as usize));
+                let room = MAX_CELLS_PER_NODE.saturating_sub(models.len());
+                models.extend(std::iter::repeat_n(m as u16, (slot.total as usize).min(room)));
             }
             let mut cells = vec![Cell::Free; models.len()];
             let model_of = |i: usize| node.gpus[models[i] as usize].model.as_str();
