@@ -435,6 +435,8 @@ fn live_json_jobs_match_text_output() {
         }
         let text_ids: BTreeSet<_> = text.iter().map(|j| j.job_ref.id.clone()).collect();
         assert_eq!(text_ids, by_text_id.keys().cloned().collect::<BTreeSet<_>>(), "{rel}");
+        // The GPU comparison below must not pass by reading zero everywhere.
+        assert!(text.iter().any(|t| t.gpus_requested > 0 && t.gpu_model.is_some()), "{rel}: no GPU job read from text");
         for t in &text {
             let j = by_text_id[&t.job_ref.id];
             let what = format!("{rel} {}", t.job_ref.id);
