@@ -10,7 +10,7 @@ use super::block;
 use crate::tui::app::App;
 use crate::tui::app::lists::{JobColumn, elapsed_secs, gpus_cell, limit_cell, nodes_cell};
 use crate::tui::theme::Slot;
-use crate::tui::widgets::table::{self, Column, GUTTER, RowCells};
+use crate::tui::widgets::table::{self, Column, RowCells};
 use crate::tui::widgets::text;
 
 /// Shapes, in [`JobColumn::ALL`] order.
@@ -112,19 +112,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             }
         })
         .collect();
-    // Column widths come from every job, not just the rows on screen, so that scrolling or a
-    // refresh that changes one row does not move every column (and redraw the whole table).
-    let fitted = table::fit(&COLUMNS, &app.data.job_widths, inner.width.saturating_sub(GUTTER));
-    table::render(frame.buffer_mut(), inner, &COLUMNS, &fitted, theme.style(Slot::Header), &rows);
-    if list.cursor.is_empty() {
-        let msg = if app.data.jobs.is_empty() { "no jobs" } else { "no job matches the filters" };
-        super::put(
-            frame.buffer_mut(),
-            inner.x + GUTTER,
-            inner.y + 1,
-            inner.width - GUTTER,
-            msg,
-            theme.style(Slot::Dim),
-        );
-    }
+    let empty = list.cursor.is_empty().then_some(if app.data.jobs.is_empty() {
+        "no jobs"
+    } else {
+        "no job matches the filters"
+    });
+    super::draw_table(app, frame, inner, &COLUMNS, &app.data.job_widths, &rows, empty);
 }

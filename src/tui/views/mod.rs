@@ -23,7 +23,7 @@ use ratatui::widgets::Block;
 
 use super::app::{App, Screen};
 use super::theme::Slot;
-use super::widgets::text;
+use super::widgets::{table, text};
 
 /// Smallest terminal the cockpit draws in; below it, one line says so.
 pub const MIN_WIDTH: u16 = 40;
@@ -104,6 +104,28 @@ pub fn block<'a>(app: &App, title: impl Into<Line<'a>>, focused: bool) -> Block<
 }
 
 /// A centered rectangle of at most `w`×`h` inside `area`.
+/// Fit `columns` to `area` and draw `rows` with their header; `empty` is shown when there is
+/// no row. `widths` come from every row of the table, not just the ones on screen, so that
+/// scrolling or a refresh that changes one row does not move every column (and redraw the
+/// whole table).
+pub fn draw_table(
+    app: &App,
+    frame: &mut Frame,
+    area: Rect,
+    columns: &[table::Column],
+    widths: &[usize],
+    rows: &[table::RowCells],
+    empty: Option<&str>,
+) {
+    let theme = app.theme();
+    let fitted = table::fit(columns, widths, area.width.saturating_sub(table::GUTTER));
+    table::render(frame.buffer_mut(), area, columns, &fitted, theme.style(Slot::Header), rows);
+    if let Some(msg) = empty {
+        let gutter = table::GUTTER;
+        put(frame.buffer_mut(), area.x + gutter, area.y + 1, area.width - gutter, msg, theme.style(Slot::Dim));
+    }
+}
+
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);

@@ -10,7 +10,7 @@ use super::block;
 use crate::tui::app::App;
 use crate::tui::app::lists::NodeColumn;
 use crate::tui::theme::Slot;
-use crate::tui::widgets::table::{self, Column, GUTTER, RowCells};
+use crate::tui::widgets::table::{self, Column, RowCells};
 use crate::tui::widgets::text;
 
 /// Shapes, in [`NodeColumn::ALL`] order.
@@ -118,18 +118,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             }
         })
         .collect();
-    // Widths from every node, so a refresh that changes one row redraws that row only.
-    let fitted = table::fit(&COLUMNS, &app.data.node_widths, inner.width.saturating_sub(GUTTER));
-    table::render(frame.buffer_mut(), inner, &COLUMNS, &fitted, theme.style(Slot::Header), &rows);
-    if list.cursor.is_empty() {
-        let msg = if app.data.nodes.is_empty() { "no nodes" } else { "no node matches the filters" };
-        super::put(
-            frame.buffer_mut(),
-            inner.x + GUTTER,
-            inner.y + 1,
-            inner.width - GUTTER,
-            msg,
-            theme.style(Slot::Dim),
-        );
-    }
+    let empty = list.cursor.is_empty().then_some(if app.data.nodes.is_empty() {
+        "no nodes"
+    } else {
+        "no node matches the filters"
+    });
+    super::draw_table(app, frame, inner, &COLUMNS, &app.data.node_widths, &rows, empty);
 }
