@@ -29,7 +29,7 @@
 mod files;
 mod keys;
 
-pub(crate) use files::{Doc, Parent, Problem, cycle_text, describe_value, expected_parents, parse_parent, suggestion};
+pub(crate) use files::{Doc, Parent, Problem, cycle_text, describe_value, resolve_parent, suggestion};
 pub(crate) use files::{identity_of_builtin, identity_of_file};
 pub use keys::{KeyPress, KeySeq};
 
@@ -235,19 +235,8 @@ impl Keymap {
         let doc = Doc::parse(text).map_err(refuse)?;
         let (inherit, entries) = parse_entries(&doc).map_err(refuse)?;
 
-        let (parent, inherit_line) = match inherit {
-            Some((value, line)) => match parse_parent(&value, origin, BUILTIN_NAMES) {
-                Some(parent) => (parent, line),
-                None => {
-                    return Err(refuse(Problem::new(
-                        line,
-                        "inherit",
-                        format!("unknown keymap {value:?} for `inherit` ({})", expected_parents(BUILTIN_NAMES)),
-                    )));
-                }
-            },
-            None => (implicit, 1),
-        };
+        let (parent, inherit_line) =
+            resolve_parent(inherit, origin, BUILTIN_NAMES, implicit, "keymap").map_err(refuse)?;
         let mut keymap = match parent {
             Parent::Nothing => Keymap::empty(name),
             Parent::Builtin(parent_name) => {

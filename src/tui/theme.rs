@@ -30,8 +30,7 @@ use toml::de::DeValue;
 
 use self::color::{COLOR_HELP, ThemeColor};
 use super::keymap::{
-    Doc, Parent, Problem, cycle_text, describe_value, expected_parents, identity_of_builtin, identity_of_file,
-    parse_parent, suggestion,
+    Doc, Parent, Problem, cycle_text, describe_value, identity_of_builtin, identity_of_file, resolve_parent, suggestion,
 };
 use crate::model::{JobState, NodeState};
 
@@ -288,19 +287,7 @@ fn build(text: &str, origin: &Path, implicit: Parent, stack: &mut Vec<(String, S
     let doc = Doc::parse(text).map_err(refuse)?;
     let (inherit, own) = parse_slots(&doc).map_err(refuse)?;
 
-    let (parent, inherit_line) = match inherit {
-        Some((value, line)) => match parse_parent(&value, origin, BUILTIN_NAMES) {
-            Some(parent) => (parent, line),
-            None => {
-                return Err(refuse(Problem::new(
-                    line,
-                    "inherit",
-                    format!("unknown theme {value:?} for `inherit` ({})", expected_parents(BUILTIN_NAMES)),
-                )));
-            }
-        },
-        None => (implicit, 1),
-    };
+    let (parent, inherit_line) = resolve_parent(inherit, origin, BUILTIN_NAMES, implicit, "theme").map_err(refuse)?;
     let (id, parent_origin) = match &parent {
         Parent::Nothing => (None, PathBuf::new()),
         Parent::Builtin(name) => (Some(identity_of_builtin(name)), PathBuf::from(format!("themes/{name}.toml"))),

@@ -109,6 +109,26 @@ pub(crate) fn expected_parents(builtins: &[&str]) -> String {
     format!("expected one of: {}, none, or a path to a .toml file", builtins.join(", "))
 }
 
+/// The parent a `what` file (`keymap`, `theme`) builds on, with the line of its `inherit`:
+/// what the file names, else `implicit` (line 1).
+pub(crate) fn resolve_parent(
+    inherit: Option<(String, usize)>,
+    origin: &Path,
+    builtins: &'static [&'static str],
+    implicit: Parent,
+    what: &str,
+) -> Result<(Parent, usize), Problem> {
+    let Some((value, line)) = inherit else { return Ok((implicit, 1)) };
+    match parse_parent(&value, origin, builtins) {
+        Some(parent) => Ok((parent, line)),
+        None => Err(Problem::new(
+            line,
+            "inherit",
+            format!("unknown {what} {value:?} for `inherit` ({})", expected_parents(builtins)),
+        )),
+    }
+}
+
 /// How a file is known on the inheritance stack: builtins by name, files by their
 /// canonical path when it exists.
 pub(crate) fn identity_of_file(path: &Path) -> String {
