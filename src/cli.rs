@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::backend::{JobAction, NodeAction};
 use crate::config::Config;
-use crate::fleet::{Action, AuditLog, Fleet, FleetOptions, FleetState, Member};
-use crate::model::{Health, JobRef, JobState, NodeRef};
+use crate::fleet::{AuditLog, Fleet, FleetOptions, FleetState, Member};
+use crate::model::{Action, Health, JobAction, JobRef, JobState, NodeAction, NodeRef, Verb};
 use crate::output;
 use crate::spec::JobSpec;
 
@@ -307,13 +306,20 @@ async fn act(config: &Config, read_only: bool, actions: Vec<Action>) -> Result<E
     let clusters: Vec<String> = actions.iter().map(|a| a.cluster().to_string()).collect();
     let fleet = start_fleet(config, read_only, &clusters, false)?;
     let mut failed = false;
+    let state = fleet.state();
     for action in actions {
+        // What the cluster's kind cannot do is refused here, before anyone is contacted.
+        if let Err(why) = state.check(action.cluster(), action.verb()) {
+            failed = true;
+            eprintln!("flightdeck: {why}");
+            continue;
+        }
         let outcome = fleet.perform(action).await;
         match &outcome.result {
-            Ok(msg) if outcome.verb == "submit" => println!("{msg}"),
-            Ok(msg) if msg.is_empty() => println!("{} {}", past_tense(outcome.verb), outcome.target),
+            Ok(msg) if outcome.verb == Verb::Submit => println!("{msg}"),
+            Ok(msg) if msg.is_empty() => println!("{} {}", outcome.verb.past_tense(), outcome.target),
             // A report (a Kubernetes drain): what was done, in the backend's words.
-            Ok(msg) => println!("{} {}: {}", past_tense(outcome.verb), outcome.target, output::printable(msg)),
+            Ok(msg) => println!("{} {}: {}", outcome.verb.past_tense(), outcome.target, output::printable(msg)),
             Err(e) => {
                 failed = true;
                 eprintln!("flightdeck: {} {}: {}", outcome.verb, outcome.target, output::printable(e));
@@ -321,18 +327,6 @@ async fn act(config: &Config, read_only: bool, actions: Vec<Action>) -> Result<E
         }
     }
     Ok(exit(failed))
-}
-
-fn past_tense(verb: &str) -> String {
-    match verb {
-        "cancel" => "cancelled".into(),
-        "hold" => "held".into(),
-        "cordon" => "cordoned".into(),
-        "uncordon" => "uncordoned".into(),
-        "drain" => "draining".into(),
-        v if v.ends_with('e') => format!("{v}d"),
-        v => format!("{v}ed"),
-    }
 }
 
 async fn doctor(config: &Config) -> Result<ExitCode, Failure> {
@@ -347,23 +341,15 @@ async fn doctor(config: &Config) -> Result<ExitCode, Failure> {
         println!("{} ({})", c.name, c.kind);
         match fleet.diagnose(&c.name).await {
             Ok(d) => {
-                println!("  transport:      {}", d.transport);
-                if let Some(ms) = d.connect_ms {
-                    println!("  first answer:   {ms} ms");
+                let line =
+                    |key: &str, value: &str| println!("  {:<15} {}", format!("{key}:"), output::printable(value));
+                line("transport", &d.transport);
+                if let Some(ms) = d.latency_ms {
+                    line("first answer", &format!("{ms} ms"));
                 }
-                println!("  release:        {}", d.release.as_deref().unwrap_or("unknown"));
-                let json = match d.json_supported {
-                    Some(true) => "yes",
-                    Some(false) => "no (text fallback)",
-                    None => "unknown",
-                };
-                println!("  JSON output:    {json}");
-                for cmd in &d.refresh_commands {
-                    println!("  refresh runs:   {cmd}");
-                }
-                match d.rpcs_per_refresh {
-                    Some(n) => println!("  controller RPCs per refresh: {n} (measured with sdiag)"),
-                    None => println!("  controller RPCs per refresh: not measured"),
+                line("release", d.release.as_deref().unwrap_or("unknown"));
+                for fact in &d.facts {
+                    line(&fact.key, &fact.value);
                 }
                 for note in &d.notes {
                     println!("  note: {}", output::printable(note));

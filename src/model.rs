@@ -1,8 +1,20 @@
 //! Plain data shared by every backend, the fleet and the front ends.
 //!
 //! Backends translate their native objects into these types; nothing here knows about
-//! Slurm, Kubernetes or the terminal. Everything is `Serialize` so the CLI's JSON output
-//! and (later) the hub's wire format come from one definition.
+//! Slurm, Kubernetes or the terminal. This is also the vocabulary the fleet and the front
+//! ends speak ([`Action`], [`ActionOutcome`], [`Capabilities`], [`FleetState`], [`LogChunk`],
+//! [`Diagnosis`]): everything is `Serialize + Deserialize`, so the CLI's JSON output, the
+//! audit log and the hub's wire format come from one definition.
+
+pub mod action;
+pub mod diagnosis;
+pub mod fleet_state;
+pub mod log;
+
+pub use self::action::{Action, ActionOutcome, Capabilities, JobAction, NodeAction, Verb};
+pub use self::diagnosis::{Diagnosis, Fact};
+pub use self::fleet_state::{ClusterState, FleetState};
+pub use self::log::{LogChunk, LogStream};
 
 use std::collections::BTreeMap;
 use std::fmt;

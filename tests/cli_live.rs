@@ -211,3 +211,28 @@ fn slurm_and_kubernetes_side_by_side() {
     let clusters: std::collections::BTreeSet<&str> = rows.iter().filter_map(|r| r["cluster"].as_str()).collect();
     assert_eq!(clusters, ["fd22", "k8s"].into_iter().collect());
 }
+
+#[test]
+fn what_a_cluster_kind_cannot_do_is_refused_before_contacting_it() {
+    // A Kubernetes cluster whose API server does not exist: a refusal that needed the server
+    // would hang or say "cannot reach"; the capability check answers at once.
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n\
+         contexts:\n- name: prod\n  context:\n    cluster: c\n    user: u\ncurrent-context: prod\nusers:\n- name: u\n  user:\n    token: t\n",
+    )
+    .unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(
+        &path,
+        format!("[[cluster]]\nname = \"k8s-prod\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\n", kubeconfig.display()),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = flightdeck(&["--config", path.to_str().unwrap(), "requeue", "k8s-prod/ml:train"]);
+    assert!(!out.status.success());
+    assert_eq!(stderr(&out).trim(), "flightdeck: cluster k8s-prod (kubernetes) cannot requeue");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "answered without waiting on the server");
+}

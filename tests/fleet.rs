@@ -200,3 +200,21 @@ async fn a_change_after_failures_cuts_the_back_off_short() {
     let s = f.wait_for(Duration::from_secs(2), |s| s.clusters[0].health.is_fresh()).await;
     assert!(s.clusters[0].health.is_fresh(), "{:?}", s.clusters[0].health);
 }
+
+#[tokio::test]
+async fn what_a_cluster_cannot_do_is_refused_by_the_fleet_without_calling_it() {
+    let b = Arc::new(Scripted::default());
+    let f = fleet(b.clone(), false, None);
+    let state = f.state();
+    assert!(!state.clusters[0].capabilities.allows(flightdeck::model::Verb::Requeue));
+    let refusal = state.check("sim", flightdeck::model::Verb::Requeue).unwrap_err();
+    assert_eq!(refusal, "cluster sim (sim) cannot requeue");
+    assert!(state.check("sim", flightdeck::model::Verb::Cancel).is_ok());
+
+    let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Requeue }).await;
+    assert_eq!(out.result.unwrap_err(), refusal, "the fleet says the same as the front ends");
+    assert_eq!(b.cancels.load(Ordering::SeqCst), 0, "the backend was never called");
+    let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel }).await;
+    assert!(out.is_ok(), "{out:?}");
+    assert_eq!(b.cancels.load(Ordering::SeqCst), 1);
+}

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use chrono::{DateTime, TimeZone, Utc};
 use flightdeck::backend::{JobAction, LogChunk, NodeAction};
 use flightdeck::fleet::{Action, ActionOutcome, ClusterState, FleetState};
-use flightdeck::model::{GpuAllocation, GpuSlot, Health, Job, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
+use flightdeck::model::{
+    GpuAllocation, GpuSlot, Health, Job, JobRef, JobState, Node, NodeRef, NodeState, Snapshot, Verb,
+};
 use flightdeck::spec::JobSpec;
 use flightdeck::tui::action::{Mode, UiAction};
 use flightdeck::tui::app::data::Cell;
@@ -295,9 +297,9 @@ fn hold_and_release_act_at_once_and_results_come_back_as_toasts() {
     let sent = ch(&mut app, 'U');
     assert_eq!(job_actions(&sent), vec![(JobRef::new("fd22", "1"), JobAction::Release)]);
 
-    app.update(Msg::Outcome(ActionOutcome { verb: "hold", target: "fd22/1".into(), result: Ok(String::new()) }));
+    app.update(Msg::Outcome(ActionOutcome { verb: Verb::Hold, target: "fd22/1".into(), result: Ok(String::new()) }));
     app.update(Msg::Outcome(ActionOutcome {
-        verb: "release",
+        verb: Verb::Release,
         target: "fd22/1".into(),
         result: Err("`scontrol release 1` failed (exit 1): Access/permission denied".into()),
     }));
@@ -329,7 +331,7 @@ fn read_only_still_sends_and_the_fleet_refusal_is_shown() {
     let sent = ch(&mut app, 'y');
     assert_eq!(job_actions(&sent).len(), 1, "the fleet is the authority");
     app.update(Msg::Outcome(ActionOutcome {
-        verb: "cancel",
+        verb: Verb::Cancel,
         target: "fd22/1".into(),
         result: Err("refused: flightdeck runs read-only".into()),
     }));

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use flightdeck::backend::LogChunk;
 use flightdeck::fleet::{ActionOutcome, ClusterState, FleetState};
-use flightdeck::model::{GpuAllocation, GpuSlot, Health, Job, JobRef, JobState, Node, NodeState, Snapshot};
+use flightdeck::model::{GpuAllocation, GpuSlot, Health, Job, JobRef, JobState, Node, NodeState, Snapshot, Verb};
 use flightdeck::tui::keymap::Keymap;
 use flightdeck::tui::theme::{ColorDepth, Theme};
 use flightdeck::tui::{App, Command, Msg, TuiOptions, views};
@@ -370,9 +370,13 @@ fn toasts() {
     both("toasts", || {
         let mut app = new_app(false);
         keys(&mut app, "2");
-        app.update(Msg::Outcome(ActionOutcome { verb: "hold", target: "fd22/1001".into(), result: Ok(String::new()) }));
         app.update(Msg::Outcome(ActionOutcome {
-            verb: "cancel",
+            verb: Verb::Hold,
+            target: "fd22/1001".into(),
+            result: Ok(String::new()),
+        }));
+        app.update(Msg::Outcome(ActionOutcome {
+            verb: Verb::Cancel,
             target: "fd24/77".into(),
             result: Err("cannot reach login.fd24: ssh: connect to host login.fd24 port 22: Connection timed out".into()),
         }));
@@ -402,7 +406,11 @@ fn every_screen_at_many_sizes() {
     for (name, setup) in &setups {
         let mut app = new_app(false);
         setup(&mut app);
-        app.update(Msg::Outcome(ActionOutcome { verb: "hold", target: "fd22/1".into(), result: Ok(String::new()) }));
+        app.update(Msg::Outcome(ActionOutcome {
+            verb: Verb::Hold,
+            target: "fd22/1".into(),
+            result: Ok(String::new()),
+        }));
         for w in [0u16, 1, 2, 5, 10, 20, 39, 40, 41, 50, 60, 79, 80, 81, 100, 120, 200, 300] {
             for h in [0u16, 1, 2, 3, 5, 7, 8, 9, 10, 12, 24, 48, 100] {
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

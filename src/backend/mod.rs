@@ -10,106 +10,11 @@ pub mod slurm;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde::Serialize;
 
 use crate::config::{ClusterConfig, ClusterKind};
+pub use crate::model::{Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
 use crate::model::{JobRef, Snapshot};
 use crate::spec::JobSpec;
-
-/// What a backend can do beyond reading state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Capabilities {
-    pub submit: bool,
-    pub cancel: bool,
-    pub hold_release: bool,
-    pub requeue: bool,
-    pub drain_resume: bool,
-    pub cordon_uncordon: bool,
-}
-
-/// An action on one job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JobAction {
-    Cancel,
-    Hold,
-    Release,
-    Requeue,
-}
-
-impl JobAction {
-    pub fn verb(self) -> &'static str {
-        match self {
-            JobAction::Cancel => "cancel",
-            JobAction::Hold => "hold",
-            JobAction::Release => "release",
-            JobAction::Requeue => "requeue",
-        }
-    }
-
-    /// Loses work or takes resources away: the cockpit confirms these first.
-    pub fn is_destructive(self) -> bool {
-        matches!(self, JobAction::Cancel | JobAction::Requeue)
-    }
-}
-
-/// An action on one node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "action")]
-pub enum NodeAction {
-    /// Stop scheduling new work (Slurm: running jobs finish; Kubernetes: pods are evicted
-    /// as `kubectl drain` does). A reason is required. `force` also evicts pods nothing will
-    /// re-create and pods with `emptyDir` data (Kubernetes; Slurm ignores it).
-    Drain {
-        reason: String,
-        #[serde(default)]
-        force: bool,
-    },
-    /// Return a drained or down node to service.
-    Resume,
-    /// Mark the node unschedulable without touching what runs there (Kubernetes).
-    Cordon,
-    /// Make a cordoned node schedulable again (Kubernetes).
-    Uncordon,
-}
-
-impl NodeAction {
-    pub fn verb(&self) -> &'static str {
-        match self {
-            NodeAction::Drain { .. } => "drain",
-            NodeAction::Resume => "resume",
-            NodeAction::Cordon => "cordon",
-            NodeAction::Uncordon => "uncordon",
-        }
-    }
-}
-
-/// What `flightdeck doctor` learns about one backend.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Diagnosis {
-    /// How the backend is reached (`ssh root@login:22`, `local`).
-    pub transport: String,
-    pub connect_ms: Option<u64>,
-    pub release: Option<String>,
-    pub json_supported: Option<bool>,
-    /// The remote commands one refresh runs.
-    pub refresh_commands: Vec<String>,
-    /// Controller RPCs one refresh costs (from the backend's own accounting).
-    pub rpcs_per_refresh: Option<u32>,
-    pub notes: Vec<String>,
-}
-
-/// A piece of a job's output file, read from byte `offset - data.len()` up to `offset`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct LogChunk {
-    /// The bytes read, decoded lossily as UTF-8.
-    pub data: String,
-    /// Where the next read should start (the end of what was read).
-    pub offset: u64,
-    /// Bytes skipped between the requested start and `data`, because more arrived than the
-    /// caller's bound allows (or the file was truncated and read again from its start).
-    pub dropped: u64,
-}
 
 /// Typed failures of a backend. The `Display` text is what the user reads, so it carries
 /// the backend's own words (Slurm's stderr, the API's message) rather than a generic label.

@@ -4,10 +4,8 @@
 //! `tokio::sync::watch` channel of `Arc<FleetState>` and send [`Action`]s; they never call a
 //! backend themselves.
 
-pub mod actions;
 pub mod audit;
 pub mod poller;
-pub mod state;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,11 +15,12 @@ use chrono::Utc;
 use tokio::sync::{Notify, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::backend::{Backend, BackendError, Diagnosis, LogChunk};
+use crate::backend::{Backend, BackendError};
+use crate::model::{Diagnosis, LogChunk};
 
-pub use self::actions::{Action, ActionOutcome};
 pub use self::audit::{AuditLog, AuditRecord};
-pub use self::state::{ClusterState, FleetState};
+// The vocabulary lives in `model`; re-exported because front ends meet it here first.
+pub use crate::model::{Action, ActionOutcome, ClusterState, FleetState};
 
 /// A backend with the polling settings the fleet needs for it.
 pub struct Member {
@@ -68,10 +67,17 @@ impl Fleet {
     /// Start one poller per member and the action runner. Needs a tokio runtime.
     pub fn start(members: Vec<Member>, opts: FleetOptions) -> Fleet {
         let initial = FleetState {
-            clusters: members.iter().map(|m| ClusterState::new(m.backend.name(), m.kind.clone())).collect(),
+            clusters: members
+                .iter()
+                .map(|m| ClusterState {
+                    capabilities: m.backend.capabilities(),
+                    ..ClusterState::new(m.backend.name(), m.kind.clone())
+                })
+                .collect(),
             read_only: opts.read_only,
             version: 0,
         };
+        let initial_kinds = initial.clusters.iter().map(|c| (c.name.clone(), c.kind.clone())).collect();
         let (state_tx, state_rx) = watch::channel(Arc::new(initial));
         let (req_tx, req_rx) = mpsc::channel(256);
         let (out_tx, _) = broadcast::channel(256);
@@ -94,7 +100,8 @@ impl Fleet {
                 tasks.push(tokio::spawn(poller.run()));
             }
         }
-        let runner = Runner { backends: backends.clone(), wakes: wakes.clone(), opts, outcomes: out_tx.clone() };
+        let kinds = initial_kinds;
+        let runner = Runner { backends: backends.clone(), kinds, wakes: wakes.clone(), opts, outcomes: out_tx.clone() };
         tasks.push(tokio::spawn(runner.run(req_rx)));
         // The state sender lives as long as the pollers; keep one so an empty fleet still has a state.
         tasks.push(tokio::spawn(async move {
@@ -176,6 +183,7 @@ impl Fleet {
 
 struct Runner {
     backends: HashMap<String, Arc<dyn Backend>>,
+    kinds: HashMap<String, String>,
     wakes: HashMap<String, Arc<Notify>>,
     opts: FleetOptions,
     outcomes: broadcast::Sender<ActionOutcome>,
@@ -211,6 +219,12 @@ impl Runner {
             outcome.result = Err(format!("no cluster named `{}` is configured", action.cluster()));
             return outcome;
         };
+        // Front ends check too; this is the check that holds whoever asks.
+        if !backend.capabilities().allows(action.verb()) {
+            let kind = self.kinds.get(action.cluster()).map_or("unknown", String::as_str);
+            outcome.result = Err(crate::model::action::cannot(action.cluster(), kind, action.verb()));
+            return outcome;
+        }
         outcome.result = match action {
             Action::Submit { spec, .. } => backend.submit(spec).await.map(|r| r.to_string()),
             Action::Job { job, action } => backend.job_action(job, *action).await.map(|()| String::new()),
@@ -232,7 +246,7 @@ impl Runner {
         let record = AuditRecord {
             time: Utc::now(),
             who: self.opts.actor.clone(),
-            action: action.verb().to_string(),
+            action: action.verb().as_str().to_string(),
             target: action.target(),
             detail: action.detail(),
             outcome: status.to_string(),

@@ -8,7 +8,7 @@ use chrono::Utc;
 use tokio::sync::{Notify, watch};
 
 use crate::backend::{Backend, BackendError};
-use crate::fleet::state::FleetState;
+use crate::model::FleetState;
 
 /// Watching backends are re-read at most this often, however fast their events arrive.
 const MIN_GAP: Duration = Duration::from_millis(200);

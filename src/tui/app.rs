@@ -32,9 +32,9 @@ use super::TuiOptions;
 use super::action::{Mode, UiAction};
 use super::keymap::{Keymap, Resolution};
 use super::theme::Theme;
-use crate::backend::{JobAction, NodeAction};
 use crate::fleet::{Action, ActionOutcome, FleetState};
 use crate::model::{Job, JobRef, NodeRef};
+use crate::model::{JobAction, NodeAction};
 use crate::spec::JobSpec;
 
 /// Something that happened.
@@ -52,6 +52,8 @@ pub enum Msg {
     PrepareFailed(String),
     /// An action finished.
     Outcome(ActionOutcome),
+    /// This many outcomes finished faster than they could be shown (see the audit log).
+    OutcomesLost(u64),
     /// The answer to [`Command::FetchLog`] number `seq`.
     Log {
         seq: u64,
@@ -413,6 +415,9 @@ impl App {
                     Err(e) => format!("{} {} failed: {e}", outcome.verb, outcome.target),
                 };
                 self.toast(text, outcome.result.is_err());
+            }
+            Msg::OutcomesLost(n) => {
+                self.toast(format!("{n} action results not shown: too many finished at once (see the audit log)"), true)
             }
             Msg::Log { seq, result } => self.on_log(seq, result),
             Msg::SpecLoaded { path, result } => match result {

@@ -181,11 +181,7 @@ where
             }
             outcome = outcomes.recv(), if outcomes_open => match outcome {
                 Ok(outcome) => Msg::Outcome(outcome),
-                Err(RecvError::Lagged(n)) => Msg::Outcome(ActionOutcome {
-                    verb: "actions",
-                    target: format!("{n} results"),
-                    result: Err("not shown: too many finished at once (see the audit log)".into()),
-                }),
+                Err(RecvError::Lagged(n)) => Msg::OutcomesLost(n),
                 Err(RecvError::Closed) => {
                     outcomes_open = false;
                     continue;

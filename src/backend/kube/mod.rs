@@ -833,7 +833,7 @@ impl Backend for KubeBackend {
         let version = tokio::time::timeout(self.timeout, client.apiserver_version()).await;
         let mut d = Diagnosis {
             transport: format!("kube API via {}", self.target()),
-            connect_ms: Some(started.elapsed().as_millis() as u64),
+            latency_ms: Some(started.elapsed().as_millis() as u64),
             ..Diagnosis::default()
         };
         match version {
@@ -846,7 +846,9 @@ impl Backend for KubeBackend {
         }
         self.start().await?;
         let synced = self.wait_synced().await;
-        d.refresh_commands = self.shared.health().keys().map(|label| format!("watch {label}")).collect();
+        for label in self.shared.health().keys() {
+            d.fact("refresh runs", format!("watch {label}"));
+        }
         d.notes.push("a refresh reads the watch caches: no API request per refresh".into());
         if let Err(e) = synced {
             d.notes.push(e.to_string());

@@ -309,24 +309,26 @@ impl Backend for SlurmBackend {
         let mut d = Diagnosis { transport: self.transport.describe(), ..Diagnosis::default() };
         let started = Instant::now();
         let probe = self.probe().await?;
-        d.connect_ms = Some(started.elapsed().as_millis() as u64);
+        d.latency_ms = Some(started.elapsed().as_millis() as u64);
         d.release = probe.release.clone();
         let before = self.rpc_counts().await;
         let snap = self.snapshot().await;
         let after = self.rpc_counts().await;
         let probe = self.probe.lock().await.clone().unwrap_or(probe);
-        d.json_supported = Some(probe.jobs_json && probe.nodes_json);
-        d.refresh_commands = vec![
-            display_argv(&if probe.jobs_json { commands::jobs_json() } else { commands::jobs_text() }),
-            display_argv(&if probe.nodes_json {
-                commands::nodes_json(probe.per_node_sinfo)
-            } else {
-                commands::nodes_text()
-            }),
-        ];
+        d.fact("JSON output", if probe.jobs_json && probe.nodes_json { "yes" } else { "no (text fallback)" });
+        let jobs = if probe.jobs_json { commands::jobs_json() } else { commands::jobs_text() };
+        let nodes = if probe.nodes_json { commands::nodes_json(probe.per_node_sinfo) } else { commands::nodes_text() };
+        for argv in [jobs, nodes] {
+            d.fact("refresh runs", display_argv(&argv));
+        }
         match (&before, &after) {
-            (Ok(b), Ok(a)) => d.rpcs_per_refresh = Some(a.queries_since(b) as u32),
-            (Err(e), _) | (_, Err(e)) => d.notes.push(format!("sdiag unavailable, RPC cost not measured: {e}")),
+            (Ok(b), Ok(a)) => {
+                d.fact("controller RPCs per refresh", format!("{} (measured with sdiag)", a.queries_since(b)))
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                d.fact("controller RPCs per refresh", "not measured");
+                d.notes.push(format!("sdiag unavailable, RPC cost not measured: {e}"));
+            }
         }
         match snap {
             Ok(s) => d.notes.push(format!("one refresh read {} jobs and {} nodes", s.jobs.len(), s.nodes.len())),

@@ -2,8 +2,8 @@
 //! it is open do not touch them, confirming sends exactly those, dismissing sends nothing.
 
 use super::input::TextInput;
-use crate::backend::{JobAction, NodeAction};
 use crate::fleet::Action;
+use crate::model::{JobAction, NodeAction};
 use crate::model::{JobRef, NodeRef};
 use crate::spec::JobSpec;
 
@@ -21,8 +21,7 @@ impl Dialog {
     pub fn title(&self) -> String {
         match self {
             Dialog::Jobs { action, targets } => {
-                let verb = action.verb();
-                let mut v = verb.to_string();
+                let mut v = action.verb().to_string();
                 if let Some(first) = v.get_mut(0..1) {
                     first.make_ascii_uppercase();
                 }

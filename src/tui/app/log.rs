@@ -7,30 +7,7 @@ pub const LOG_LINES: usize = 2000;
 /// Bytes asked for per fetch.
 pub const LOG_FETCH_BYTES: u64 = 64 * 1024;
 
-/// Which of the job's output files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LogStream {
-    Stdout,
-    Stderr,
-}
-
-impl LogStream {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LogStream::Stdout => "stdout",
-            LogStream::Stderr => "stderr",
-        }
-    }
-
-    pub fn other(self) -> LogStream {
-        match self {
-            LogStream::Stdout => LogStream::Stderr,
-            LogStream::Stderr => LogStream::Stdout,
-        }
-    }
-}
-
-pub use crate::backend::LogChunk;
+pub use crate::model::{LogChunk, LogStream};
 
 /// A marker line in the buffer (drawn dimmed).
 pub const SKIP_MARK: char = '\u{0}';

@@ -3,15 +3,17 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::model::{Health, Snapshot};
+use super::{Capabilities, Health, Snapshot};
 
 /// One cluster as the front ends see it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClusterState {
     pub name: String,
     pub kind: String,
+    /// What its backend can do: the front ends offer only these actions.
+    pub capabilities: Capabilities,
     pub health: Health,
     /// The last good snapshot; kept (and shown as stale) when later refreshes fail.
     pub snapshot: Option<Arc<Snapshot>>,
@@ -22,10 +24,13 @@ pub struct ClusterState {
 }
 
 impl ClusterState {
+    /// A cluster not heard from yet, allowed every action until told otherwise (the fleet
+    /// sets the backend's own [`Capabilities`]).
     pub fn new(name: impl Into<String>, kind: impl Into<String>) -> Self {
         Self {
             name: name.into(),
             kind: kind.into(),
+            capabilities: Capabilities::ALL,
             health: Health::Connecting,
             snapshot: None,
             attempts: 0,
@@ -35,7 +40,7 @@ impl ClusterState {
 }
 
 /// Everything, cheap to clone: snapshots are shared, never copied.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FleetState {
     pub clusters: Vec<ClusterState>,
     pub read_only: bool,
@@ -75,6 +80,15 @@ impl FleetState {
         c.last_refresh_ms = Some(took_ms);
         c.attempts += 1;
         self.version += 1;
+    }
+
+    /// Whether `verb` may be asked of `cluster`; `Err` says why not, in the words every
+    /// front end uses (an unknown cluster is left for the fleet to refuse).
+    pub fn check(&self, cluster: &str, verb: super::Verb) -> Result<(), String> {
+        match self.cluster(cluster) {
+            Some(c) if !c.capabilities.allows(verb) => Err(super::action::cannot(&c.name, &c.kind, verb)),
+            _ => Ok(()),
+        }
     }
 
     /// Every cluster has answered at least once (well or badly).

@@ -1,0 +1,39 @@
+//! Reading a job's output: which stream, and the pieces that come back.
+
+use serde::{Deserialize, Serialize};
+
+/// Which of a job's output streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogStream {
+    Stdout,
+    Stderr,
+}
+
+impl LogStream {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogStream::Stdout => "stdout",
+            LogStream::Stderr => "stderr",
+        }
+    }
+
+    pub fn other(self) -> LogStream {
+        match self {
+            LogStream::Stdout => LogStream::Stderr,
+            LogStream::Stderr => LogStream::Stdout,
+        }
+    }
+}
+
+/// A piece of a job's output, read from byte `offset - data.len()` up to `offset`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogChunk {
+    /// The bytes read, decoded lossily as UTF-8.
+    pub data: String,
+    /// Where the next read should start (the end of what was read).
+    pub offset: u64,
+    /// Bytes skipped between the requested start and `data`, because more arrived than the
+    /// caller's bound allows (or the file was truncated and read again from its start).
+    pub dropped: u64,
+}
