@@ -1032,3 +1032,90 @@ fn cordon_and_uncordon_act_at_once_on_the_cursor_node() {
         other => panic!("uncordon sent {other:?}"),
     }
 }
+
+/// `fd22` (Slurm, can do everything) beside `k8s` (Kubernetes: no requeue, as its backend says).
+fn slurm_and_kubernetes() -> Msg {
+    let Msg::Fleet(state) =
+        fleet(1, vec![("fd22", jobs("fd22", &["1", "2"]), vec![]), ("k8s", jobs("k8s", &["ml:a", "ml:b"]), vec![])])
+    else {
+        unreachable!()
+    };
+    let mut state = (*state).clone();
+    state.clusters[1].kind = "kubernetes".into();
+    state.clusters[1].capabilities =
+        flightdeck::model::Capabilities { requeue: false, ..flightdeck::model::Capabilities::ALL };
+    Msg::Fleet(Arc::new(state))
+}
+
+#[test]
+fn a_key_the_rows_cluster_cannot_honour_says_why_and_sends_nothing() {
+    let mut app = app();
+    app.update(slurm_and_kubernetes());
+    on_jobs(&mut app);
+    while app.cursor_job().is_some_and(|j| j.cluster != "k8s") {
+        ch(&mut app, 'j');
+    }
+    assert_eq!(app.unavailable(UiAction::Requeue).as_deref(), Some("cluster k8s (kubernetes) cannot requeue"));
+    assert_eq!(app.unavailable(UiAction::Cancel), None);
+    let sent = ch(&mut app, 'R');
+    assert!(sent.is_empty() && app.dialog().is_none(), "no dialog, nothing sent: {sent:?}");
+    let toast = app.toasts().last().expect("a toast says why");
+    assert!(toast.error);
+    assert_eq!(toast.text, "cluster k8s (kubernetes) cannot requeue");
+    // The help marks the key for this row.
+    let marked: Vec<_> = app
+        .help_sections()
+        .into_iter()
+        .flat_map(|s| s.entries)
+        .filter(|e| e.action == Some(UiAction::Requeue))
+        .map(|e| e.unavailable)
+        .collect();
+    assert!(!marked.is_empty() && marked.iter().all(|u| u.is_some()), "{marked:?}");
+
+    // On a Slurm row the same key asks for confirmation.
+    for _ in 0..4 {
+        if app.cursor_job().is_some_and(|j| j.cluster == "fd22") {
+            break;
+        }
+        ch(&mut app, 'k');
+    }
+    assert_eq!(app.cursor_job().map(|j| j.cluster.as_str()), Some("fd22"));
+    assert_eq!(app.unavailable(UiAction::Requeue), None);
+    ch(&mut app, 'R');
+    assert!(matches!(app.dialog(), Some(Dialog::Jobs { action: JobAction::Requeue, .. })));
+}
+
+#[test]
+fn a_mixed_selection_acts_where_it_can_and_says_what_was_left_out() {
+    let mut app = app();
+    app.update(slurm_and_kubernetes());
+    on_jobs(&mut app);
+    ch(&mut app, 'a');
+    assert_eq!(app.marked_jobs().len(), 4);
+    ch(&mut app, 'R');
+    let Some(Dialog::Jobs { action: JobAction::Requeue, targets }) = app.dialog() else { panic!("no requeue dialog") };
+    assert!(targets.iter().all(|t| t.cluster == "fd22"), "{targets:?}");
+    assert_eq!(targets.len(), 2);
+    let toast = app.toasts().last().expect("toast");
+    assert_eq!(toast.text, "cluster k8s (kubernetes) cannot requeue; 2 left out");
+}
+
+#[test]
+fn whether_a_job_key_confirms_comes_from_its_verb() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1"]), vec![])]));
+    on_jobs(&mut app);
+    for (key, action) in
+        [('C', JobAction::Cancel), ('R', JobAction::Requeue), ('H', JobAction::Hold), ('U', JobAction::Release)]
+    {
+        let sent = ch(&mut app, key);
+        if action.is_destructive() {
+            assert!(sent.is_empty(), "{key}: confirms first");
+            assert!(matches!(app.dialog(), Some(Dialog::Jobs { action: a, .. }) if *a == action), "{key}");
+            code(&mut app, KeyCode::Esc);
+        } else {
+            assert_eq!(job_actions(&sent), vec![(JobRef::new("fd22", "1"), action)], "{key}: sent at once");
+            assert!(app.dialog().is_none());
+        }
+    }
+}

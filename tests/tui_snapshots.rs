@@ -186,6 +186,12 @@ fn fleet_state(read_only: bool) -> Arc<FleetState> {
         },
         ClusterState::new("lab", "slurm"),
     ];
+    let mut clusters = clusters;
+    for c in &mut clusters {
+        // What the Slurm adapter declares: everything but cordon/uncordon.
+        c.capabilities =
+            flightdeck::model::Capabilities { cordon_uncordon: false, ..flightdeck::model::Capabilities::ALL };
+    }
     Arc::new(FleetState { clusters, read_only, version: 1 })
 }
 
@@ -436,4 +442,28 @@ fn stale_age_moves_with_the_clock() {
     app.update(Msg::Tick(now() + Duration::seconds(31)));
     assert!(app.generation() > generation, "a new minute: the age changes");
     assert!(render(&mut app, 160, 48).contains("STALE for 9m"));
+}
+
+#[test]
+fn the_footer_offers_only_what_the_selected_rows_cluster_can_do() {
+    let footer = |kube: bool| {
+        let mut state = (*fleet_state(false)).clone();
+        if kube {
+            for c in &mut state.clusters {
+                c.kind = "kubernetes".into();
+                c.capabilities =
+                    flightdeck::model::Capabilities { requeue: false, ..flightdeck::model::Capabilities::ALL };
+            }
+        }
+        let mut app = new_app(false);
+        app.update(Msg::Fleet(Arc::new(state)));
+        keys(&mut app, "2");
+        let screen = render(&mut app, 200, 30);
+        screen.lines().rev().find(|l| !l.trim_matches(['"', ' ']).is_empty()).unwrap_or_default().to_string()
+    };
+    let slurm = footer(false);
+    assert!(slurm.contains(" requeue "), "{slurm}");
+    let kube = footer(true);
+    assert!(!kube.contains("requeue"), "{kube}");
+    assert!(kube.contains(" cancel "), "{kube}");
 }

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::{JobAction, Verb};
+
 /// Where a binding applies. `Global` bindings work everywhere unless a screen's own table
 /// binds the same key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -57,8 +59,9 @@ macro_rules! ui_actions {
             }
 
             /// Changes or kills work: must never sit on a bare Ctrl chord that tmux or a
-            /// shell uses, and always asks for confirmation.
-            pub fn is_destructive(self) -> bool {
+            /// shell uses. (Whether it asks for confirmation first is the verb's call:
+            /// [`crate::model::Verb::is_destructive`].)
+            pub fn changes_work(self) -> bool {
                 match self { $(UiAction::$variant => $destructive),* }
             }
 
@@ -118,6 +121,36 @@ ui_actions! {
     LoadSpec => "load_spec", "load a spec file into the form", false;
     Confirm => "confirm", "confirm", true;
     Dismiss => "dismiss", "dismiss", false;
+}
+
+impl UiAction {
+    /// The change this key asks a cluster for, if it asks for one: what capabilities are
+    /// checked against and what decides whether it confirms first.
+    pub fn verb(self) -> Option<Verb> {
+        Some(match self {
+            UiAction::Cancel => Verb::Cancel,
+            UiAction::Hold => Verb::Hold,
+            UiAction::Release => Verb::Release,
+            UiAction::Requeue => Verb::Requeue,
+            UiAction::Drain => Verb::Drain,
+            UiAction::Resume => Verb::Resume,
+            UiAction::Cordon => Verb::Cordon,
+            UiAction::Uncordon => Verb::Uncordon,
+            UiAction::SubmitForm | UiAction::NewJob => Verb::Submit,
+            _ => return None,
+        })
+    }
+
+    /// The job action this key asks for.
+    pub fn job_action(self) -> Option<JobAction> {
+        Some(match self {
+            UiAction::Cancel => JobAction::Cancel,
+            UiAction::Hold => JobAction::Hold,
+            UiAction::Release => JobAction::Release,
+            UiAction::Requeue => JobAction::Requeue,
+            _ => return None,
+        })
+    }
 }
 
 impl std::fmt::Display for UiAction {

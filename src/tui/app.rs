@@ -34,7 +34,7 @@ use super::keymap::{Keymap, Resolution};
 use super::theme::Theme;
 use crate::fleet::{Action, ActionOutcome, FleetState};
 use crate::model::{Job, JobRef, NodeRef};
-use crate::model::{JobAction, NodeAction};
+use crate::model::{JobAction, NodeAction, Verb};
 use crate::spec::JobSpec;
 
 /// Something that happened.
@@ -370,6 +370,9 @@ impl App {
     /// own first.
     pub fn help_sections(&self) -> Vec<help::HelpSection> {
         let mut sections = help::sections(&self.keymap);
+        for entry in sections.iter_mut().flat_map(|s| s.entries.iter_mut()) {
+            entry.unavailable = entry.action.and_then(|a| self.unavailable(a));
+        }
         let own = help::mode_title(self.screen.mode());
         if let Some(i) = sections.iter().position(|s| s.title == own) {
             let s = sections.remove(i);
@@ -954,22 +957,77 @@ impl App {
                 self.refilter_jobs();
             }
             UiAction::FilterCluster => self.cycle_cluster(),
-            UiAction::Cancel | UiAction::Requeue => {
-                let targets = self.job_targets();
-                if targets.is_empty() {
-                    return;
-                }
-                let action = if action == UiAction::Cancel { JobAction::Cancel } else { JobAction::Requeue };
-                self.dialog = Some(Dialog::Jobs { action, targets });
-            }
-            UiAction::Hold | UiAction::Release => {
-                let action = if action == UiAction::Hold { JobAction::Hold } else { JobAction::Release };
-                for job in self.job_targets() {
-                    out.push(Command::Fleet(Action::Job { job, action }));
+            _ => {
+                if let Some(job_action) = action.job_action() {
+                    let targets = self.job_targets();
+                    self.ask_job_action(job_action, targets, out);
                 }
             }
-            _ => {}
         }
+    }
+
+    /// Ask for `action` on `targets`: left out (and said why) where the job's cluster cannot
+    /// do it; confirmed first when the verb is destructive, sent at once otherwise.
+    fn ask_job_action(&mut self, action: JobAction, targets: Vec<JobRef>, out: &mut Vec<Command>) {
+        let targets = self.permitted(action.verb(), targets, |j| &j.cluster);
+        if targets.is_empty() {
+            return;
+        }
+        if action.is_destructive() {
+            self.dialog = Some(Dialog::Jobs { action, targets });
+        } else {
+            out.extend(targets.into_iter().map(|job| Command::Fleet(Action::Job { job, action })));
+        }
+    }
+
+    /// The targets whose cluster can do `verb`; for the rest a toast says which cluster
+    /// cannot, in the words the CLI and the fleet use.
+    fn permitted<T>(&mut self, verb: Verb, targets: Vec<T>, cluster_of: impl Fn(&T) -> &str) -> Vec<T> {
+        let state = self.data.fleet.clone();
+        let mut refused: Vec<String> = Vec::new();
+        let mut left_out = 0usize;
+        let kept: Vec<T> = targets
+            .into_iter()
+            .filter(|t| match state.check(cluster_of(t), verb) {
+                Ok(()) => true,
+                Err(why) => {
+                    left_out += 1;
+                    if !refused.contains(&why) {
+                        refused.push(why);
+                    }
+                    false
+                }
+            })
+            .collect();
+        if !refused.is_empty() {
+            let text = if kept.is_empty() {
+                refused.join("; ")
+            } else {
+                format!("{}; {left_out} left out", refused.join("; "))
+            };
+            self.toast(text, true);
+        }
+        kept
+    }
+
+    /// The cluster of the row an action key would act on: the detail's job, or the row under
+    /// the cursor on the jobs and nodes screens.
+    fn selected_cluster(&self) -> Option<String> {
+        match self.screen {
+            Screen::Detail => self.detail.as_ref().map(|d| d.job.cluster.clone()),
+            Screen::Jobs => self.cursor_job().map(|j| j.cluster.clone()),
+            Screen::Nodes => self.cursor_node().map(|n| n.cluster),
+            Screen::Submit => Some(self.form.value(Field::Cluster).to_string()).filter(|c| !c.is_empty()),
+            _ => None,
+        }
+    }
+
+    /// Why the selected row's cluster cannot do what `action` asks, if it cannot: the
+    /// footer leaves such keys out and the help screen marks them.
+    pub fn unavailable(&self, action: UiAction) -> Option<String> {
+        let verb = action.verb()?;
+        let cluster = self.selected_cluster()?;
+        self.data.fleet.check(&cluster, verb).err()
     }
 
     /// What a job action applies to: the marked jobs if any, else the one under the cursor.
@@ -1026,7 +1084,9 @@ impl App {
             }
             UiAction::Drain => {
                 let targets = self.node_targets();
+                let targets = self.permitted(Verb::Drain, targets, |n| &n.cluster);
                 if !targets.is_empty() {
+                    // Always a dialog: a drain needs a reason, and it is destructive.
                     self.dialog = Some(Dialog::Drain { targets, reason: TextInput::default(), error: None });
                 }
             }
@@ -1036,7 +1096,8 @@ impl App {
                     UiAction::Cordon => NodeAction::Cordon,
                     _ => NodeAction::Uncordon,
                 };
-                for node in self.node_targets() {
+                let targets = self.node_targets();
+                for node in self.permitted(act.verb(), targets, |n| &n.cluster) {
                     out.push(Command::Fleet(Action::Node { node, action: act.clone() }));
                 }
             }
@@ -1167,15 +1228,12 @@ impl App {
                 d.scroll = 0;
                 self.fetch_log(out, true);
             }
-            UiAction::Cancel | UiAction::Requeue => {
-                let action = if action == UiAction::Cancel { JobAction::Cancel } else { JobAction::Requeue };
-                self.dialog = Some(Dialog::Jobs { action, targets: vec![d.job.clone()] });
+            _ => {
+                if let Some(job_action) = action.job_action() {
+                    let job = d.job.clone();
+                    self.ask_job_action(job_action, vec![job], out);
+                }
             }
-            UiAction::Hold | UiAction::Release => {
-                let action = if action == UiAction::Hold { JobAction::Hold } else { JobAction::Release };
-                out.push(Command::Fleet(Action::Job { job: d.job.clone(), action }));
-            }
-            _ => {}
         }
     }
 
@@ -1208,7 +1266,11 @@ impl App {
                 let spec = self.form.spec();
                 let cluster = self.form.cluster(&clusters);
                 match (spec, cluster) {
-                    (Ok(spec), Ok(cluster)) => self.dialog = Some(Dialog::Submit { cluster, spec: Box::new(spec) }),
+                    (Ok(spec), Ok(cluster)) => {
+                        if let Some(cluster) = self.permitted(Verb::Submit, vec![cluster], |c| c).pop() {
+                            self.dialog = Some(Dialog::Submit { cluster, spec: Box::new(spec) });
+                        }
+                    }
                     (Err(problem), _) | (_, Err(problem)) => {
                         if let Some(f) = problem.field {
                             self.form.focus = f as usize;

@@ -24,7 +24,7 @@
 //! Files are refused, naming the file, the line and the key, for an unknown action, key or
 //! table, for a key that is the prefix of another key in the same table (`g` and `g g`: the
 //! second could never be typed), and for a destructive action on a bare Ctrl chord (see
-//! [`UiAction::is_destructive`]).
+//! [`UiAction::changes_work`]).
 
 mod files;
 mod keys;
@@ -457,7 +457,7 @@ fn parse_entries(doc: &Doc<'_>) -> Result<(Option<(String, usize)>, Vec<Entry>),
                 }
             };
             if let Some(action) = action
-                && action.is_destructive()
+                && action.changes_work()
                 && let Some(chord) = seq.presses().iter().find(|p| p.is_bare_ctrl_chord())
             {
                 return Err(Problem::new(

@@ -9,6 +9,9 @@ pub struct HelpEntry {
     pub keys: String,
     pub action: Option<UiAction>,
     pub text: &'static str,
+    /// Why the selected row's cluster cannot do this (`cluster k8s (kubernetes) cannot
+    /// requeue`): the entry is shown greyed with the reason.
+    pub unavailable: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +45,9 @@ pub fn sections(keymap: &Keymap) -> Vec<HelpSection> {
                     last.keys.push_str(", ");
                     last.keys.push_str(&key);
                 }
-                _ => entries.push(HelpEntry { keys: key, action: Some(action), text: action.help() }),
+                _ => {
+                    entries.push(HelpEntry { keys: key, action: Some(action), text: action.help(), unavailable: None })
+                }
             }
         }
         if !entries.is_empty() {
@@ -52,10 +57,25 @@ pub fn sections(keymap: &Keymap) -> Vec<HelpSection> {
     out.push(HelpSection {
         title: "Built in",
         entries: vec![
-            HelpEntry { keys: "ctrl+z".into(), action: None, text: "suspend to the shell (`fg` returns)" },
-            HelpEntry { keys: "ctrl+c".into(), action: None, text: "quit, whatever the keymap says" },
-            HelpEntry { keys: "enter / esc".into(), action: None, text: "in a text field: keep / clear and close" },
-            HelpEntry { keys: "tab".into(), action: None, text: "on the command line: complete" },
+            HelpEntry {
+                keys: "ctrl+z".into(),
+                action: None,
+                text: "suspend to the shell (`fg` returns)",
+                unavailable: None,
+            },
+            HelpEntry {
+                keys: "ctrl+c".into(),
+                action: None,
+                text: "quit, whatever the keymap says",
+                unavailable: None,
+            },
+            HelpEntry {
+                keys: "enter / esc".into(),
+                action: None,
+                text: "in a text field: keep / clear and close",
+                unavailable: None,
+            },
+            HelpEntry { keys: "tab".into(), action: None, text: "on the command line: complete", unavailable: None },
         ],
     });
     out

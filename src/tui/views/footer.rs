@@ -79,6 +79,7 @@ fn hints_for(app: &App) -> (Mode, &'static [UiAction]) {
             Cancel,
             Hold,
             Release,
+            Requeue,
             SortNext,
             FilterMine,
             FilterState,
@@ -86,9 +87,20 @@ fn hints_for(app: &App) -> (Mode, &'static [UiAction]) {
             Help,
             Quit,
         ],
-        Screen::Nodes => {
-            &[Filter, ProblemNodes, Drain, Resume, ToggleSelect, SortNext, FilterCluster, Open, Help, Quit]
-        }
+        Screen::Nodes => &[
+            Filter,
+            ProblemNodes,
+            Drain,
+            Resume,
+            Cordon,
+            Uncordon,
+            ToggleSelect,
+            SortNext,
+            FilterCluster,
+            Open,
+            Help,
+            Quit,
+        ],
         Screen::Gpus => &[Open, ProblemNodes, SortNext, FilterCluster, Help, Quit],
         Screen::Detail => &[Follow, SwitchLog, Cancel, Hold, Release, Back, Help],
         Screen::Submit => &[NextField, SubmitForm, LoadSpec, Back],
@@ -131,6 +143,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             app.keymap().hint(mode, *action)
         };
         let Some(key) = key else { continue };
+        // Keys the selected row's cluster cannot honour are not offered.
+        if app.unavailable(*action).is_some() {
+            continue;
+        }
         let l = label(*action);
         if seen_labels.contains(&l) {
             continue;

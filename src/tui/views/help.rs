@@ -27,10 +27,19 @@ pub fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
         }
         out.push(Line::styled(s.title.to_string(), theme.style(Slot::Title)));
         for e in &s.entries {
-            let help = text::truncate(e.text, (width as usize).saturating_sub(keys_w + 3)).into_owned();
+            // A key the selected row's cluster cannot honour is greyed, with the reason.
+            let full = match &e.unavailable {
+                Some(why) => format!("{} ({why})", e.text),
+                None => e.text.to_string(),
+            };
+            let help = text::truncate(&full, (width as usize).saturating_sub(keys_w + 3)).into_owned();
+            let (key_style, text_style) = match e.unavailable {
+                Some(_) => (theme.style(Slot::Dim), theme.style(Slot::Dim)),
+                None => (theme.style(Slot::FooterKey), theme.style(Slot::Base)),
+            };
             out.push(Line::from(vec![
-                Span::styled(format!("  {}", text::fit(&e.keys, keys_w, false)), theme.style(Slot::FooterKey)),
-                Span::raw(format!(" {help}")),
+                Span::styled(format!("  {}", text::fit(&e.keys, keys_w, false)), key_style),
+                Span::styled(format!(" {help}"), text_style),
             ]));
         }
     }
