@@ -10,11 +10,13 @@ pub mod action;
 pub mod diagnosis;
 pub mod fleet_state;
 pub mod log;
+pub mod native;
 
 pub use self::action::{Action, ActionOutcome, Capabilities, JobAction, NodeAction, Verb};
 pub use self::diagnosis::{Diagnosis, Fact};
 pub use self::fleet_state::{ClusterState, FleetState};
 pub use self::log::{LogChunk, LogStream};
+pub use self::native::{Dialect, FieldUse, Native, Need, SpecFields};
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -673,3 +673,38 @@ async fn a_forced_drain_reports_what_it_did() {
     assert!(done.contains("2 left alone"), "{done}");
     assert!(s.fake.get("v1", "Pod", Some("research"), "debug-shell").is_none(), "the unmanaged pod was evicted");
 }
+
+#[tokio::test]
+async fn the_preview_is_the_job_manifest_submit_creates() {
+    let mut s = standard();
+    s.cfg.namespaces = vec!["train".into()];
+    s.cfg.queue = Some("team-train".into());
+    let b = KubeBackend::new(&s.cfg);
+    let mut spec = train_spec();
+    spec.partition = Some("no-such-queue".into());
+    s.fake.clear_requests();
+    let native = b.render(&spec).await.unwrap();
+    assert_eq!(native.dialect, flightdeck::model::Dialect::KubernetesJob);
+    assert!(s.fake.requests().iter().all(|r| r.method != "POST"), "a preview creates nothing");
+    assert!(native.text.contains("kind: Job"), "{}", native.text);
+    let shown: Value = serde_saphyr::from_str(&native.text).expect("the preview is YAML");
+    // What was shown is what gets created, but for the name's random suffix.
+    let job_ref = b.submit(&spec).await.unwrap();
+    let (ns, name) = job_ref.id.split_once(':').unwrap();
+    let created = s.fake.get("batch/v1", "Job", Some(ns), name).expect("the Job exists");
+    assert_eq!(shown["spec"]["template"]["spec"], created["spec"]["template"]["spec"]);
+    assert_eq!(shown["metadata"]["labels"], created["metadata"]["labels"]);
+    assert_eq!(shown["metadata"]["namespace"], json!("train"));
+    assert_eq!(shown["spec"]["suspend"], json!(true));
+    assert_eq!(shown["metadata"]["name"], json!("fine-tune-7b-xxxxx"));
+    // What the cluster does not use is named, never dropped silently.
+    assert!(
+        native.warnings.iter().any(|w| w.starts_with("`partition`: \"no-such-queue\"") && w.contains("team-train")),
+        "{:?}",
+        native.warnings
+    );
+    // Without an image the preview says what submit would.
+    spec.image = None;
+    let err = b.render(&spec).await.unwrap_err().to_string();
+    assert!(err.contains("`image`"), "{err}");
+}

@@ -58,6 +58,7 @@ on_both_clusters!(
     slurm_errors_reach_the_user,
     job_output_is_tailed_and_followed,
     text_fallback_agrees_with_json,
+    the_preview_is_the_script_sbatch_gets,
 );
 
 async fn release_is_detected(cluster: &str) {
@@ -386,4 +387,24 @@ async fn text_fallback_agrees_with_json(cluster: &str) {
         |s: &Snapshot| s.nodes.iter().map(|n| (n.name.clone(), (n.state, n.gpus_total()))).collect::<BTreeMap<_, _>>();
     assert_eq!(nodes(&b), nodes(&a));
     cancel_quietly(&json, &r).await;
+}
+
+/// The submit form's preview comes from the cluster: the sbatch call and script the adapter
+/// sends, with the cluster's real pyxis answer (none on the test bed).
+async fn the_preview_is_the_script_sbatch_gets(cluster: &str) {
+    let b = backend(cluster);
+    let mut s = spec("fd-preview", "python train.py");
+    s.gpus = 2;
+    s.gpu_type = Some("h100".into());
+    let native = b.render(&s).await.expect("render");
+    assert_eq!(native.dialect, flightdeck::model::Dialect::Sbatch);
+    let (call, script) = native.text.split_once('\n').expect("two parts");
+    assert!(call.starts_with("# sbatch ") && call.contains("--job-name=fd-preview"), "{call}");
+    let sent = flightdeck::backend::slurm::script::render_sbatch(&s, &Default::default()).unwrap();
+    assert_eq!(script, sent, "the preview is byte for byte the script submit sends");
+    assert!(script.contains("#SBATCH --gres=gpu:h100:2"), "{script}");
+    // With an image, the preview asks the cluster about pyxis and says what submit would.
+    s.image = Some("nvcr.io#nvidia/pytorch:24.01-py3".into());
+    let err = b.render(&s).await.unwrap_err().to_string();
+    assert!(err.contains("pyxis"), "{err}");
 }

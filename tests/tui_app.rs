@@ -613,6 +613,8 @@ fn submit_form_validates_on_the_field_and_confirms() {
     code(&mut app, KeyCode::Tab);
     typed(&mut app, "python train.py");
     code(&mut app, KeyCode::Tab);
+    assert_eq!(app.form().focused(), Field::Image);
+    code(&mut app, KeyCode::Tab);
     typed(&mut app, "x");
     assert_eq!(app.form().problem_on(Field::Gpus), Some("\"x\" is not a whole number"));
     code(&mut app, KeyCode::Backspace);
@@ -629,10 +631,20 @@ fn submit_form_validates_on_the_field_and_confirms() {
     for _ in 0..4 {
         code(&mut app, KeyCode::Backspace);
     }
-    typed(&mut app, "64G");
-    let preview = app.form().preview.clone().expect("a script");
-    assert!(preview.contains("#SBATCH --gres=gpu:a100:2") && preview.contains("#SBATCH --mem=65536M"), "{preview}");
-    assert!(preview.contains("python train.py"));
+    typed(&mut app, "64");
+    // Every edit of a valid form asks the target cluster for its own form of the job.
+    let sent = typed(&mut app, "G");
+    let [Command::Render { cluster, spec, seq }] = sent.as_slice() else { panic!("no render asked: {sent:?}") };
+    assert_eq!((cluster.as_str(), spec.gpus, spec.memory.as_deref()), ("fd22", 2, Some("64G")));
+    assert!(app.form().rendering);
+    // An older answer is dropped; the one asked for is shown.
+    app.update(Msg::Rendered { seq: seq - 1, result: Ok(native("old")) });
+    assert!(app.form().preview.is_err());
+    app.update(Msg::Rendered { seq: *seq, result: Ok(native("#SBATCH --gres=gpu:a100:2")) });
+    assert_eq!(app.form().preview.as_ref().unwrap().text, "#SBATCH --gres=gpu:a100:2");
+    assert!(!app.form().rendering);
+    // Nothing changed: nothing asked again.
+    assert!(app.update(Msg::Tick(t0())).iter().all(|c| !matches!(c, Command::Render { .. })));
     // The cluster field cycles the configured clusters with left/right.
     while app.form().focused() != Field::Cluster {
         code(&mut app, KeyCode::Tab);
@@ -671,10 +683,14 @@ fn loading_a_spec_goes_through_a_command() {
         account: Some("ml".into()),
         ..JobSpec::default()
     };
-    app.update(Msg::SpecLoaded { path: "job.toml".into(), result: Ok(Box::new(spec)) });
+    let sent = app.update(Msg::SpecLoaded { path: "job.toml".into(), result: Ok(Box::new(spec)) });
     assert_eq!(app.form().value(Field::Name), "loaded");
+    assert_eq!(app.form().value(Field::Account), "ml");
     assert!(app.form().script.is_some());
-    assert!(app.form().preview.as_ref().unwrap().contains("--account=ml"));
+    assert!(
+        matches!(sent.as_slice(), [Command::Render { spec, .. }] if spec.account.as_deref() == Some("ml") && spec.script.is_some()),
+        "{sent:?}"
+    );
     app.update(Msg::SpecLoaded {
         path: "bad.toml".into(),
         result: Err("bad.toml:3: `cpus`: must be 1 or more".into()),
@@ -1118,4 +1134,55 @@ fn whether_a_job_key_confirms_comes_from_its_verb() {
             assert!(app.dialog().is_none());
         }
     }
+}
+
+fn native(text: &str) -> flightdeck::model::Native {
+    flightdeck::model::Native { dialect: flightdeck::model::Dialect::Sbatch, text: text.into(), warnings: vec![] }
+}
+
+#[test]
+fn the_submit_form_follows_the_target_clusters_fields() {
+    use flightdeck::model::{FieldUse, Need, SpecFields};
+    let Msg::Fleet(state) = slurm_and_kubernetes() else { unreachable!() };
+    let mut state = (*state).clone();
+    state.clusters[1].spec_fields = SpecFields {
+        image: FieldUse::new("image", Need::Required, "a Kubernetes job runs in a container"),
+        account: FieldUse::new("namespace", Need::Optional, ""),
+        partition: FieldUse::new("queue", Need::Optional, "a Kueue LocalQueue"),
+    };
+    let mut app = app();
+    app.update(Msg::Fleet(Arc::new(state)));
+    ch(&mut app, 'n');
+    typed(&mut app, "train");
+    code(&mut app, KeyCode::Tab);
+    typed(&mut app, "python train.py");
+    while app.form().focused() != Field::Cluster {
+        code(&mut app, KeyCode::Tab);
+    }
+    code(&mut app, KeyCode::Right);
+    assert_eq!(app.form().value(Field::Cluster), "k8s");
+    assert_eq!(
+        app.form().problem_on(Field::Image),
+        Some("`image` is required on k8s: a Kubernetes job runs in a container")
+    );
+    assert!(app.form().wanted.is_none(), "no preview for a form the cluster would refuse");
+    let sent = press(&mut app, KeyEvent::new(KeyCode::F(5), KeyModifiers::NONE));
+    assert!(sent.is_empty() && app.dialog().is_none());
+    assert_eq!(app.form().focused(), Field::Image, "the cursor goes to what is missing");
+    let sent = typed(&mut app, "pytorch:24");
+    let asked: Vec<_> = sent
+        .iter()
+        .filter_map(|c| match c {
+            Command::Render { cluster, spec, .. } => Some((cluster.clone(), spec.image.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked.last(), Some(&("k8s".to_string(), Some("pytorch:24".to_string()))));
+    // Back on the Slurm cluster the image is optional again.
+    while app.form().focused() != Field::Cluster {
+        code(&mut app, KeyCode::Tab);
+    }
+    code(&mut app, KeyCode::Left);
+    assert_eq!(app.form().value(Field::Cluster), "fd22");
+    assert!(app.form().problem.is_none());
 }

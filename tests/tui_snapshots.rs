@@ -306,6 +306,7 @@ fn submit_form() {
         key(&mut app, KeyCode::Tab);
         keys(&mut app, "torchrun --nproc-per-node 4 train.py --config configs/llama.yaml");
         key(&mut app, KeyCode::Tab);
+        key(&mut app, KeyCode::Tab);
         keys(&mut app, "4");
         key(&mut app, KeyCode::Tab);
         keys(&mut app, "a100");
@@ -321,6 +322,7 @@ fn submit_form() {
         key(&mut app, KeyCode::Tab);
         keys(&mut app, "python train.py");
         key(&mut app, KeyCode::Tab);
+        key(&mut app, KeyCode::Tab);
         keys(&mut app, "4");
         key(&mut app, KeyCode::Tab);
         keys(&mut app, "a100");
@@ -328,7 +330,12 @@ fn submit_form() {
         key(&mut app, KeyCode::Tab);
         keys(&mut app, "64G");
         key(&mut app, KeyCode::Tab);
-        keys(&mut app, "2h");
+        let sent = keys(&mut app, "2h");
+        // The fleet's answer, made by the Slurm adapter's own renderer.
+        let Some(Command::Render { spec, seq, .. }) = sent.last() else { panic!("no render asked") };
+        let text = flightdeck::backend::slurm::script::render_sbatch(spec, &Default::default()).unwrap();
+        let native = flightdeck::model::Native { dialect: flightdeck::model::Dialect::Sbatch, text, warnings: vec![] };
+        app.update(Msg::Rendered { seq: *seq, result: Ok(native) });
         app
     });
 }

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 use crate::config::{ClusterConfig, ClusterKind};
 pub use crate::model::{Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
-use crate::model::{JobRef, Snapshot};
+use crate::model::{JobRef, Native, Snapshot, SpecFields};
 use crate::spec::JobSpec;
 
 /// Typed failures of a backend. The `Display` text is what the user reads, so it carries
@@ -44,10 +44,20 @@ pub trait Backend: Send + Sync {
     /// The configured cluster name.
     fn name(&self) -> &str;
     fn capabilities(&self) -> Capabilities;
+    /// What the spec fields that differ between kinds are called here, and which it needs.
+    fn spec_fields(&self) -> SpecFields {
+        SpecFields::default()
+    }
     /// A full picture of jobs and nodes, as cheaply for the remote side as possible.
     async fn snapshot(&self) -> Result<Snapshot, BackendError>;
     /// Submit a portable job; returns the new job's reference.
     async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError>;
+    /// The job `submit` would send for `spec`, in this backend's own form, with the same
+    /// choices `submit` makes (pyxis or not, namespace, queue, GPU resource).
+    async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
+        let _ = spec;
+        Err(BackendError::Unsupported(format!("cluster {} cannot show a native preview", self.name())))
+    }
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError>;
     /// Returns what was done, when there is more to say than "done" (a drain's report).
     async fn node_action(&self, node: &str, action: &NodeAction) -> Result<String, BackendError>;

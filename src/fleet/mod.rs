@@ -16,7 +16,8 @@ use tokio::sync::{Notify, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, BackendError};
-use crate::model::{Diagnosis, LogChunk};
+use crate::model::{Diagnosis, LogChunk, Native};
+use crate::spec::JobSpec;
 
 pub use self::audit::{AuditLog, AuditRecord};
 // The vocabulary lives in `model`; re-exported because front ends meet it here first.
@@ -71,6 +72,7 @@ impl Fleet {
                 .iter()
                 .map(|m| ClusterState {
                     capabilities: m.backend.capabilities(),
+                    spec_fields: m.backend.spec_fields(),
                     ..ClusterState::new(m.backend.name(), m.kind.clone())
                 })
                 .collect(),
@@ -144,6 +146,15 @@ impl Fleet {
     pub async fn diagnose(&self, cluster: &str) -> Result<Diagnosis, BackendError> {
         match self.backends.get(cluster) {
             Some(b) => b.diagnose().await,
+            None => Err(BackendError::NotFound(format!("no cluster named `{cluster}` is configured"))),
+        }
+    }
+
+    /// The native form `cluster` would submit `spec` as (see [`Backend::render`]): a read,
+    /// not an action; allowed read-only.
+    pub async fn render(&self, cluster: &str, spec: &JobSpec) -> Result<Native, BackendError> {
+        match self.backends.get(cluster) {
+            Some(b) => b.render(spec).await,
             None => Err(BackendError::NotFound(format!("no cluster named `{cluster}` is configured"))),
         }
     }

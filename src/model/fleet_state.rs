@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{Capabilities, Health, Snapshot};
+use super::{Capabilities, Health, Snapshot, SpecFields};
 
 /// One cluster as the front ends see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -14,6 +14,9 @@ pub struct ClusterState {
     pub kind: String,
     /// What its backend can do: the front ends offer only these actions.
     pub capabilities: Capabilities,
+    /// How its kind uses the spec fields that differ between kinds (the submit form's labels).
+    #[serde(default)]
+    pub spec_fields: SpecFields,
     pub health: Health,
     /// The last good snapshot; kept (and shown as stale) when later refreshes fail.
     pub snapshot: Option<Arc<Snapshot>>,
@@ -31,6 +34,7 @@ impl ClusterState {
             name: name.into(),
             kind: kind.into(),
             capabilities: Capabilities::ALL,
+            spec_fields: SpecFields::default(),
             health: Health::Connecting,
             snapshot: None,
             attempts: 0,

@@ -34,7 +34,7 @@ use super::keymap::{Keymap, Resolution};
 use super::theme::Theme;
 use crate::fleet::{Action, ActionOutcome, FleetState};
 use crate::model::{Job, JobRef, NodeRef};
-use crate::model::{JobAction, NodeAction, Verb};
+use crate::model::{JobAction, Native, NodeAction, Verb};
 use crate::spec::JobSpec;
 
 /// Something that happened.
@@ -58,6 +58,11 @@ pub enum Msg {
     Log {
         seq: u64,
         result: Result<LogChunk, String>,
+    },
+    /// The answer to [`Command::Render`] number `seq`.
+    Rendered {
+        seq: u64,
+        result: Result<Native, String>,
     },
     /// The answer to [`Command::LoadSpec`].
     SpecLoaded {
@@ -88,6 +93,13 @@ pub enum Command {
     },
     /// Read and validate a spec file (off the UI); answer with [`Msg::SpecLoaded`].
     LoadSpec(PathBuf),
+    /// Ask `cluster` for its native form of `spec` (the submit form's preview); answer with
+    /// [`Msg::Rendered`] carrying `seq`.
+    Render {
+        cluster: String,
+        spec: Box<JobSpec>,
+        seq: u64,
+    },
     Quit,
     /// Give the terminal back and stop (Ctrl-Z); the loop restores the screen on `fg`.
     Suspend,
@@ -226,7 +238,7 @@ pub struct App {
 impl App {
     pub fn new(opts: TuiOptions) -> App {
         let mut form = SubmitForm::default();
-        form.recheck(&[]);
+        form.recheck(&FleetState::default());
         App {
             keymap: opts.keymap,
             theme: opts.theme,
@@ -425,8 +437,7 @@ impl App {
             Msg::Log { seq, result } => self.on_log(seq, result),
             Msg::SpecLoaded { path, result } => match result {
                 Ok(spec) => {
-                    let clusters = self.data.cluster_names();
-                    self.form.load(*spec, path.clone(), &clusters);
+                    self.form.load(*spec, path.clone(), &self.data.fleet);
                     self.toast(format!("loaded {path}"), false);
                 }
                 Err(e) => self.toast(e, true),
@@ -436,6 +447,17 @@ impl App {
                 self.touch();
             }
             Msg::Tick(now) => self.on_tick(now, &mut out),
+            Msg::Rendered { seq, result } => {
+                self.form.rendered(seq, result);
+                self.touch();
+            }
+        }
+        // The submit form's preview comes from the target cluster itself: ask again when
+        // the spec or the cluster changed.
+        if self.screen == Screen::Submit
+            && let Some((seq, cluster, spec)) = self.form.next_render()
+        {
+            out.push(Command::Render { cluster, spec: Box::new(spec), seq });
         }
         out
     }
@@ -486,8 +508,7 @@ impl App {
                 None => d.gone = true,
             }
         }
-        let clusters = self.data.cluster_names();
-        self.form.recheck(&clusters);
+        self.form.recheck(&self.data.fleet);
         self.touch();
     }
 
@@ -533,7 +554,6 @@ impl App {
     }
 
     fn on_paste(&mut self, text: &str) {
-        let clusters = self.data.cluster_names();
         if let Some(Dialog::Drain { reason, error, .. }) = &mut self.dialog {
             reason.insert_str(text);
             *error = None;
@@ -551,7 +571,7 @@ impl App {
             } else if !(self.form.focused() == Field::Command && self.form.script.is_some()) {
                 let f = self.form.focused();
                 self.form.input_mut(f).insert_str(text);
-                self.form.recheck(&clusters);
+                self.form.recheck(&self.data.fleet);
             }
         }
     }
@@ -724,7 +744,6 @@ impl App {
     /// Typing in the submit form: characters and editing keys go to the focused field (or the
     /// path prompt). Returns false for keys the keymap should see.
     fn form_text_key(&mut self, key: &KeyEvent, out: &mut Vec<Command>) -> bool {
-        let clusters = self.data.cluster_names();
         if let Some(prompt) = &mut self.form.path_prompt {
             match key.code {
                 KeyCode::Enter => {
@@ -745,19 +764,19 @@ impl App {
         if field == Field::Command && self.form.script.is_some() {
             if key.code == KeyCode::Backspace {
                 self.form.script = None;
-                self.form.recheck(&clusters);
+                self.form.recheck(&self.data.fleet);
                 return true;
             }
             return plain_char(key).is_some();
         }
         if field == Field::Cluster && matches!(key.code, KeyCode::Left | KeyCode::Right) {
-            self.form.cycle_cluster(&clusters, if key.code == KeyCode::Left { -1 } else { 1 });
-            self.form.recheck(&clusters);
+            self.form.cycle_cluster(&self.data.cluster_names(), if key.code == KeyCode::Left { -1 } else { 1 });
+            self.form.recheck(&self.data.fleet);
             return true;
         }
         match self.form.input_mut(field).edit(key) {
             Edit::Changed => {
-                self.form.recheck(&clusters);
+                self.form.recheck(&self.data.fleet);
                 true
             }
             Edit::Moved => true,
@@ -1241,13 +1260,12 @@ impl App {
         if Screen::MAIN.contains(&self.screen) {
             self.back_to = self.screen;
         }
-        let clusters = self.data.cluster_names();
         if let Some(c) = &self.cluster
             && self.form.value(Field::Cluster).is_empty()
         {
             self.form.input_mut(Field::Cluster).set(c.clone());
         }
-        self.form.recheck(&clusters);
+        self.form.recheck(&self.data.fleet);
         self.screen = Screen::Submit;
     }
 
@@ -1261,17 +1279,16 @@ impl App {
                 self.form.path_prompt = Some(TextInput::new(last));
             }
             UiAction::SubmitForm => {
-                let clusters = self.data.cluster_names();
-                self.form.recheck(&clusters);
-                let spec = self.form.spec();
-                let cluster = self.form.cluster(&clusters);
-                match (spec, cluster) {
-                    (Ok(spec), Ok(cluster)) => {
+                self.form.recheck(&self.data.fleet);
+                match (self.form.wanted.clone(), self.form.problem.clone()) {
+                    (Some((cluster, spec)), _) => {
                         if let Some(cluster) = self.permitted(Verb::Submit, vec![cluster], |c| c).pop() {
                             self.dialog = Some(Dialog::Submit { cluster, spec: Box::new(spec) });
                         }
                     }
-                    (Err(problem), _) | (_, Err(problem)) => {
+                    (None, problem) => {
+                        let problem =
+                            problem.unwrap_or(form::Problem { field: None, message: "the form is empty".into() });
                         if let Some(f) = problem.field {
                             self.form.focus = f as usize;
                         }

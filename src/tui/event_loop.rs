@@ -261,6 +261,18 @@ where
                         let _ = tx.send(Msg::Log { seq, result });
                     });
                 }
+                Command::Render { cluster, spec, seq } => {
+                    let fleet = fleet.clone();
+                    let tx = results_tx.clone();
+                    tokio::spawn(async move {
+                        let render = fleet.render(&cluster, &spec);
+                        let result = match tokio::time::timeout(LOG_TIMEOUT, render).await {
+                            Ok(r) => r.map_err(|e| e.to_string()),
+                            Err(_) => Err(format!("{cluster}: no answer in {} s", LOG_TIMEOUT.as_secs())),
+                        };
+                        let _ = tx.send(Msg::Rendered { seq, result });
+                    });
+                }
                 Command::LoadSpec(path) => {
                     let tx = results_tx.clone();
                     tokio::task::spawn_blocking(move || {

@@ -38,7 +38,7 @@ use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
-use crate::model::{JobRef, Snapshot};
+use crate::model::{Dialect, FieldUse, JobRef, Native, Need, Snapshot, SpecFields};
 use crate::spec::JobSpec;
 
 use self::drain::{DrainOptions, DrainReport};
@@ -546,6 +546,54 @@ impl KubeBackend {
 
     /// The Kueue LocalQueue a submission goes to: the spec's partition when it names a
     /// LocalQueue of the namespace, else the configured `queue`.
+    /// The Job `submit` creates for `spec` (named with `suffix`), its namespace, and what of
+    /// the spec the cluster does not use, by field.
+    async fn plan_submission(
+        &self,
+        spec: &JobSpec,
+        suffix: String,
+    ) -> Result<(KJob, String, Vec<String>), BackendError> {
+        spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
+        if spec.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
+            // Checked before any request, so the message is the same on a dead cluster.
+            manifest::job_manifest(
+                spec,
+                &manifest::Target {
+                    namespace: String::new(),
+                    queue: None,
+                    gpus: GpuPlacement::any_nvidia(),
+                    user: String::new(),
+                    suffix: String::new(),
+                },
+            )?;
+        }
+        let namespace = match &spec.account {
+            Some(ns) if !ns.is_empty() => ns.clone(),
+            _ => self.home_namespace().await?,
+        };
+        let gpus = if spec.gpus > 0 {
+            self.gpu_placement(spec.gpu_type.as_deref()).await?
+        } else {
+            GpuPlacement::any_nvidia()
+        };
+        let queue = self.submission_queue(spec, &namespace);
+        let mut warnings = Vec::new();
+        if let Some(p) = spec.partition.as_deref().filter(|p| queue.as_deref() != Some(*p)) {
+            warnings.push(format!(
+                "`partition`: {p:?} is no Kueue LocalQueue in namespace {namespace}; ignored{}",
+                queue.as_deref().map(|q| format!(" (the job goes to {q})")).unwrap_or_default()
+            ));
+        }
+        let target = manifest::Target {
+            queue,
+            namespace: namespace.clone(),
+            gpus,
+            user: whoami::username().unwrap_or_default(),
+            suffix,
+        };
+        Ok((manifest::job_manifest(spec, &target)?, namespace, warnings))
+    }
+
     fn submission_queue(&self, spec: &JobSpec, namespace: &str) -> Option<String> {
         if let Some(p) = &spec.partition {
             let lqs = self.stores.kueue[&KueueKind::LocalQueue].all();
@@ -682,6 +730,14 @@ impl Backend for KubeBackend {
         }
     }
 
+    fn spec_fields(&self) -> SpecFields {
+        SpecFields {
+            image: FieldUse::new("image", Need::Required, "a Kubernetes job runs in a container"),
+            account: FieldUse::new("namespace", Need::Optional, "default: the context's namespace"),
+            partition: FieldUse::new("queue", Need::Optional, "a Kueue LocalQueue in the namespace"),
+        }
+    }
+
     async fn snapshot(&self) -> Result<Snapshot, BackendError> {
         self.start().await?;
         self.wait_synced().await?;
@@ -693,40 +749,9 @@ impl Backend for KubeBackend {
     }
 
     async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
-        spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
-        if spec.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
-            // Checked before any request, so the message is the same on a dead cluster.
-            manifest::job_manifest(
-                spec,
-                &manifest::Target {
-                    namespace: String::new(),
-                    queue: None,
-                    gpus: GpuPlacement::any_nvidia(),
-                    user: String::new(),
-                    suffix: String::new(),
-                },
-            )?;
-        }
         self.bounded("submit".into(), async {
-            let client = self.client().await?;
-            let namespace = match &spec.account {
-                Some(ns) if !ns.is_empty() => ns.clone(),
-                _ => self.home_namespace().await?,
-            };
-            let gpus = if spec.gpus > 0 {
-                self.gpu_placement(spec.gpu_type.as_deref()).await?
-            } else {
-                GpuPlacement::any_nvidia()
-            };
-            let target = manifest::Target {
-                queue: self.submission_queue(spec, &namespace),
-                namespace: namespace.clone(),
-                gpus,
-                user: whoami::username().unwrap_or_default(),
-                suffix: manifest::name_suffix(),
-            };
-            let job = manifest::job_manifest(spec, &target)?;
-            let api: Api<KJob> = Api::namespaced(client, &namespace);
+            let (job, namespace, _) = self.plan_submission(spec, manifest::name_suffix()).await?;
+            let api: Api<KJob> = Api::namespaced(self.client().await?, &namespace);
             let created = api.create(&PostParams::default(), &job).await.map_err(|e| BackendError::Command {
                 command: format!("create Job in {namespace}"),
                 status: None,
@@ -734,6 +759,18 @@ impl Backend for KubeBackend {
             })?;
             let name = created.metadata.name.unwrap_or_default();
             Ok(JobRef::new(self.name.clone(), map::job_id(&namespace, &name)))
+        })
+        .await
+    }
+
+    async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
+        self.bounded("preview".into(), async {
+            // The name's random suffix is drawn at submit; the preview shows where it goes.
+            let (job, _, mut warnings) = self.plan_submission(spec, "xxxxx".into()).await?;
+            warnings.push("`name`: the Job's name gets a random 5-character suffix (xxxxx here) at submit".into());
+            let text = serde_saphyr::to_string(&job)
+                .map_err(|e| BackendError::Parse { what: "the Job manifest".into(), message: e.to_string() })?;
+            Ok(Native { dialect: Dialect::KubernetesJob, text, warnings })
         })
         .await
     }

@@ -19,7 +19,7 @@ use tokio::sync::Mutex;
 
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
-use crate::model::{JobRef, Snapshot};
+use crate::model::{Dialect, FieldUse, JobRef, Native, Need, Snapshot, SpecFields};
 use crate::spec::JobSpec;
 
 use self::parse::{JobsDoc, NodesDoc};
@@ -170,6 +170,14 @@ impl SlurmBackend {
         Ok(found)
     }
 
+    /// The script `sbatch` gets for `spec`: a container image only where pyxis is there
+    /// (asked once per connection, and only when the spec has an image).
+    async fn sbatch_script(&self, spec: &JobSpec) -> Result<String, BackendError> {
+        spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
+        let pyxis = if spec.image.is_some() { self.pyxis().await? } else { false };
+        script::render_sbatch(spec, &script::SbatchOptions { pyxis })
+    }
+
     /// Run an action command; Slurm's own complaint becomes the error.
     async fn act(&self, argv: Vec<String>, stdin: Option<&[u8]>) -> Result<String, BackendError> {
         let out = self.transport.output(&argv, stdin, self.timeout).await?;
@@ -222,6 +230,14 @@ impl Backend for SlurmBackend {
         }
     }
 
+    fn spec_fields(&self) -> SpecFields {
+        SpecFields {
+            image: FieldUse::new("image", Need::Optional, "runs under pyxis, where the cluster has it"),
+            account: FieldUse::new("account", Need::Optional, "Slurm account to charge"),
+            partition: FieldUse::new("partition", Need::Optional, "default: the cluster's default"),
+        }
+    }
+
     async fn snapshot(&self) -> Result<Snapshot, BackendError> {
         let probe = self.probe().await?;
         let (jobs, nodes) = tokio::join!(self.fetch_jobs(&probe), self.fetch_nodes(&probe));
@@ -249,9 +265,7 @@ impl Backend for SlurmBackend {
     }
 
     async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
-        spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
-        let pyxis = if spec.image.is_some() { self.pyxis().await? } else { false };
-        let script = script::render_sbatch(spec, &script::SbatchOptions { pyxis })?;
+        let script = self.sbatch_script(spec).await?;
         let argv = commands::sbatch(&script::sbatch_argv(spec));
         let out = self.act(argv, Some(script.as_bytes())).await?;
         let id = script::parse_sbatch_output(&out).ok_or_else(|| BackendError::Parse {
@@ -259,6 +273,14 @@ impl Backend for SlurmBackend {
             message: format!("no job id in `{}`", out.trim()),
         })?;
         Ok(JobRef::new(self.name.clone(), id))
+    }
+
+    async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
+        let mut text = self.sbatch_script(spec).await?;
+        // The name also travels as one argv element (`--job-name=…`): show the whole call.
+        let call = display_argv(&commands::sbatch(&script::sbatch_argv(spec)));
+        text.insert_str(0, &format!("# {call} < this script\n"));
+        Ok(Native { dialect: Dialect::Sbatch, text, warnings: Vec::new() })
     }
 
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {

@@ -1,8 +1,12 @@
 //! The submit form: fields, the `JobSpec` they make, the first problem shown on its field,
-//! and the live sbatch preview.
+//! and the live preview of what the target cluster will really get (its native form, asked
+//! of the fleet: an sbatch script, a Kubernetes Job manifest …).
+//!
+//! Which fields a cluster needs and what it calls them come from its [`SpecFields`]: the
+//! form knows no cluster kind by name.
 
 use super::input::TextInput;
-use crate::backend::slurm::script::{SbatchOptions, render_sbatch};
+use crate::model::{FieldUse, FleetState, Native, Need, SpecFields};
 use crate::spec::{JobSpec, SpecError};
 
 /// The form's fields, in order.
@@ -10,25 +14,31 @@ use crate::spec::{JobSpec, SpecError};
 pub enum Field {
     Name,
     Command,
+    Image,
     Gpus,
     Model,
     Cpus,
     Memory,
     Time,
     Partition,
+    Account,
+    Env,
     Cluster,
 }
 
 impl Field {
-    pub const ALL: [Field; 9] = [
+    pub const ALL: [Field; 12] = [
         Field::Name,
         Field::Command,
+        Field::Image,
         Field::Gpus,
         Field::Model,
         Field::Cpus,
         Field::Memory,
         Field::Time,
         Field::Partition,
+        Field::Account,
+        Field::Env,
         Field::Cluster,
     ];
 
@@ -42,7 +52,35 @@ impl Field {
             Field::Memory => "memory",
             Field::Time => "time limit",
             Field::Partition => "partition",
+            Field::Image => "image",
+            Field::Account => "account",
+            Field::Env => "env",
             Field::Cluster => "cluster",
+        }
+    }
+
+    /// How the target cluster uses this field, for the fields whose meaning differs by kind.
+    pub fn usage(self, fields: &SpecFields) -> Option<&FieldUse> {
+        match self {
+            Field::Image => Some(&fields.image),
+            Field::Account => Some(&fields.account),
+            Field::Partition => Some(&fields.partition),
+            _ => None,
+        }
+    }
+
+    /// The label on the target cluster (`queue` for a Kueue queue, `namespace` …).
+    pub fn label_on(self, fields: &SpecFields) -> &str {
+        self.usage(fields).map_or(self.label(), |u| u.label.as_str())
+    }
+
+    /// The hint on the target cluster; a required field says so.
+    pub fn hint_on(self, fields: &SpecFields) -> String {
+        match self.usage(fields) {
+            Some(u) if u.need == Need::Required => format!("required: {}", u.hint),
+            Some(u) if u.need == Need::Ignored => "ignored by this cluster".to_string(),
+            Some(u) => u.hint.clone(),
+            None => self.hint().to_string(),
         }
     }
 
@@ -56,6 +94,9 @@ impl Field {
             Field::Memory => "32G, 500M",
             Field::Time => "2h, 90m, 1-00:00:00",
             Field::Partition => "",
+            Field::Image => "container image",
+            Field::Account => "",
+            Field::Env => "KEY=value KEY2='two words'",
             Field::Cluster => "",
         }
     }
@@ -71,6 +112,10 @@ impl Field {
             "memory" => Field::Memory,
             "time_limit" => Field::Time,
             "partition" => Field::Partition,
+            "image" => Field::Image,
+            "account" => Field::Account,
+            "env" => Field::Env,
+            _ if key.starts_with("env.") => Field::Env,
             _ => return None,
         })
     }
@@ -86,18 +131,28 @@ pub struct Problem {
 
 #[derive(Debug, Clone)]
 pub struct SubmitForm {
-    pub values: [TextInput; 9],
+    pub values: [TextInput; 12],
     pub focus: usize,
     /// A loaded spec's script (it stands in for `command` until cleared with Backspace).
     pub script: Option<String>,
-    /// The loaded spec, for the keys the form has no field for (account, env, image …).
+    /// The loaded spec, for the keys the form has no field for (workdir, nodes …).
     pub base: JobSpec,
     pub loaded_from: Option<String>,
     /// The `load spec` path prompt, while open.
     pub path_prompt: Option<TextInput>,
     /// Recomputed after every edit.
     pub problem: Option<Problem>,
-    pub preview: Result<String, String>,
+    /// The target cluster's native form of the spec, or why there is none (the form's
+    /// problem, or the cluster's refusal).
+    pub preview: Result<Native, String>,
+    /// The cluster and spec a preview should be shown for (set while the form is valid).
+    pub wanted: Option<(String, JobSpec)>,
+    /// What the last preview was asked for; differs from `wanted` until it is asked again.
+    pub requested: Option<(String, JobSpec)>,
+    /// The number of the last preview asked for; older answers are ignored.
+    pub render_seq: u64,
+    /// A preview was asked for and has not come back.
+    pub rendering: bool,
 }
 
 impl Default for SubmitForm {
@@ -111,6 +166,10 @@ impl Default for SubmitForm {
             path_prompt: None,
             problem: None,
             preview: Err(String::new()),
+            wanted: None,
+            requested: None,
+            render_seq: 0,
+            rendering: false,
         }
     }
 }
@@ -129,25 +188,28 @@ impl SubmitForm {
     }
 
     /// Fill the fields from a spec (a loaded file).
-    pub fn load(&mut self, spec: JobSpec, from: String, clusters: &[String]) {
+    pub fn load(&mut self, spec: JobSpec, from: String, fleet: &FleetState) {
         let keep_cluster = self.value(Field::Cluster).to_string();
         let opt = |v: &Option<String>| v.clone().unwrap_or_default();
         self.values = [
             TextInput::new(spec.name.clone()),
             TextInput::new(opt(&spec.command)),
+            TextInput::new(opt(&spec.image)),
             TextInput::new(if spec.gpus > 0 { spec.gpus.to_string() } else { String::new() }),
             TextInput::new(opt(&spec.gpu_type)),
             TextInput::new(spec.cpus.map(|c| c.to_string()).unwrap_or_default()),
             TextInput::new(opt(&spec.memory)),
             TextInput::new(opt(&spec.time_limit)),
             TextInput::new(opt(&spec.partition)),
+            TextInput::new(opt(&spec.account)),
+            TextInput::new(env_text(&spec.env)),
             TextInput::new(keep_cluster),
         ];
         self.script = spec.script.clone();
         self.base = spec;
         self.loaded_from = Some(from);
         self.focus = 0;
-        self.recheck(clusters);
+        self.recheck(fleet);
     }
 
     /// The spec the form describes, or its first problem.
@@ -178,6 +240,9 @@ impl SubmitForm {
         spec.memory = text(Field::Memory);
         spec.time_limit = text(Field::Time);
         spec.partition = text(Field::Partition);
+        spec.image = text(Field::Image);
+        spec.account = text(Field::Account);
+        spec.env = parse_env(self.value(Field::Env)).map_err(|message| on(Field::Env, message))?;
         spec.validate().map_err(|e| match e {
             SpecError::Invalid { field, message } => {
                 Problem { field: Field::of_spec_key(&field), message: format!("`{field}`: {message}") }
@@ -200,22 +265,54 @@ impl SubmitForm {
         Ok(want.to_string())
     }
 
-    /// Recompute the problem and the preview after an edit.
-    pub fn recheck(&mut self, clusters: &[String]) {
+    /// Recompute the problem after an edit, and what a preview is wanted for: the App asks
+    /// the fleet for it ([`crate::tui::app::Command::Render`]) when that changes.
+    pub fn recheck(&mut self, fleet: &FleetState) {
+        let clusters: Vec<String> = fleet.clusters.iter().map(|c| c.name.clone()).collect();
         if self.value(Field::Cluster).trim().is_empty()
             && let Some(first) = clusters.first()
         {
             self.values[Field::Cluster as usize].set(first.clone());
         }
-        match self.spec() {
-            Ok(spec) => {
-                self.problem = self.cluster(clusters).err();
-                self.preview = render_sbatch(&spec, &SbatchOptions::default()).map_err(|e| e.to_string());
+        let checked = self.spec().and_then(|spec| {
+            let cluster = self.cluster(&clusters)?;
+            let fields = fleet.cluster(&cluster).map(|c| c.spec_fields.clone()).unwrap_or_default();
+            required_fields(&spec, &fields, &cluster)?;
+            Ok((cluster, spec))
+        });
+        match checked {
+            Ok(wanted) => {
+                self.problem = None;
+                self.wanted = Some(wanted);
             }
             Err(problem) => {
                 self.preview = Err(problem.message.clone());
                 self.problem = Some(problem);
+                self.wanted = None;
+                self.requested = None;
+                self.rendering = false;
             }
+        }
+    }
+
+    /// The next preview to ask for, if the wanted one has not been asked yet: its number,
+    /// cluster and spec.
+    pub fn next_render(&mut self) -> Option<(u64, String, JobSpec)> {
+        let wanted = self.wanted.clone()?;
+        if self.requested.as_ref() == Some(&wanted) {
+            return None;
+        }
+        self.requested = Some(wanted.clone());
+        self.render_seq += 1;
+        self.rendering = true;
+        Some((self.render_seq, wanted.0, wanted.1))
+    }
+
+    /// The fleet's answer to preview number `seq`; a stale one is dropped.
+    pub fn rendered(&mut self, seq: u64, result: Result<Native, String>) {
+        if seq == self.render_seq && self.wanted.is_some() {
+            self.preview = result;
+            self.rendering = false;
         }
     }
 
@@ -235,5 +332,58 @@ impl SubmitForm {
             None => 0,
         };
         self.values[Field::Cluster as usize].set(clusters[next].clone());
+    }
+}
+
+/// What the target cluster requires and the spec lacks, as a problem on that field.
+fn required_fields(spec: &JobSpec, fields: &SpecFields, cluster: &str) -> Result<(), Problem> {
+    for (field, value) in
+        [(Field::Image, &spec.image), (Field::Account, &spec.account), (Field::Partition, &spec.partition)]
+    {
+        let Some(usage) = field.usage(fields) else { continue };
+        if usage.need == Need::Required && value.as_deref().is_none_or(|v| v.trim().is_empty()) {
+            return Err(Problem {
+                field: Some(field),
+                message: format!("`{}` is required on {cluster}: {}", usage.label, usage.hint),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `KEY=value KEY2='two words'` → the environment; words are split the way a shell would.
+pub fn parse_env(text: &str) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let words =
+        shlex::split(text).ok_or_else(|| format!("cannot split {text:?} into KEY=value words (an open quote?)"))?;
+    let mut env = std::collections::BTreeMap::new();
+    for word in words {
+        let Some((key, value)) = word.split_once('=') else {
+            return Err(format!("{word:?} is not KEY=value"));
+        };
+        env.insert(key.to_string(), value.to_string());
+    }
+    Ok(env)
+}
+
+/// The environment as the env field shows it (values quoted where a shell would need it).
+pub fn env_text(env: &std::collections::BTreeMap<String, String>) -> String {
+    env.iter()
+        .map(|(k, v)| format!("{k}={}", shlex::try_quote(v).map(|q| q.into_owned()).unwrap_or_else(|_| v.clone())))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_words_round_trip_through_the_field() {
+        let env = parse_env("A=1 B='two words' C=").unwrap();
+        assert_eq!(env["B"], "two words");
+        assert_eq!(env["C"], "");
+        assert_eq!(parse_env(&env_text(&env)).unwrap(), env);
+        assert!(parse_env("NOEQUALS").unwrap_err().contains("KEY=value"));
+        assert!(parse_env("A='open").is_err());
     }
 }

@@ -1,5 +1,6 @@
-//! The submit form: one line per field (the first problem shown under its field), and the
-//! sbatch script it makes, live.
+//! The submit form: one line per field, labelled as the target cluster calls it (the first
+//! problem shown under its field), and the target's own form of the job (an sbatch script, a
+//! Job manifest …), live, with what it will not carry.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
@@ -15,6 +16,8 @@ use crate::tui::widgets::text;
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let theme = app.theme();
     let form = app.form();
+    let target = app.fleet().cluster(form.value(Field::Cluster).trim());
+    let fields = target.map(|c| c.spec_fields.clone()).unwrap_or_default();
     let side_by_side = area.width >= 110;
     let form_h = Field::ALL.len() as u16 + 5;
     let [left, right] = if side_by_side {
@@ -43,7 +46,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         }
         let focused = i == form.focus && form.path_prompt.is_none();
         let label_style = if focused { theme.style(Slot::Selection) } else { theme.style(Slot::Dim) };
-        put(buf, inner.x, y, label_w, &text::fit(field.label(), label_w as usize, false), label_style);
+        put(buf, inner.x, y, label_w, &text::fit(field.label_on(&fields), label_w as usize, false), label_style);
         let x = inner.x + label_w + 1;
         if *field == Field::Command
             && let Some(script) = &form.script
@@ -56,8 +59,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             let input = &form.values[i];
             let value = input.text();
             if value.is_empty() && !focused {
-                if !field.hint().is_empty() {
-                    put(buf, x, y, value_w, &format!("({})", field.hint()), theme.style(Slot::Dim));
+                let hint = field.hint_on(&fields);
+                if !hint.is_empty() {
+                    put(buf, x, y, value_w, &format!("({hint})"), theme.style(Slot::Dim));
                 }
             } else {
                 // Keep the cursor in view for long values.
@@ -106,23 +110,44 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         super::text_cursor(frame, pos);
     }
 
-    let (ptitle, body, style) = match &form.preview {
-        Ok(script) => (" sbatch script ", script.clone(), theme.style(Slot::Base)),
-        Err(e) => (" sbatch script · not ready ", e.clone(), theme.style(Slot::Error)),
+    let updating = if form.rendering { " · updating" } else { "" };
+    let (ptitle, lines) = match &form.preview {
+        Ok(native) => {
+            let mut lines: Vec<Line> = native
+                .warnings
+                .iter()
+                .map(|w| Line::styled(format!("! {}", text::clean(w)), theme.style(Slot::Warning)))
+                .collect();
+            lines.extend(
+                native.text.lines().map(|l| Line::styled(text::clean(l).into_owned(), theme.style(Slot::Base))),
+            );
+            (format!(" {}{updating} ", native.dialect.title()), lines)
+        }
+        Err(e) if e.is_empty() && form.rendering => {
+            let cluster = text::clean(form.value(Field::Cluster)).into_owned();
+            (" preview ".to_string(), vec![Line::styled(format!("asking {cluster}…"), theme.style(Slot::Dim))])
+        }
+        Err(e) => {
+            let b = block(app, format!(" preview · not ready{updating} "), false);
+            let inner = b.inner(right);
+            frame.render_widget(b, right);
+            // The whole message, wrapped: it says what to fix.
+            let p =
+                Paragraph::new(text::clean(e).into_owned()).style(theme.style(Slot::Error)).wrap(Wrap { trim: false });
+            frame.render_widget(p, inner);
+            return;
+        }
     };
     let b = block(app, ptitle, false);
     let inner = b.inner(right);
     frame.render_widget(b, right);
-    if form.preview.is_err() {
-        // The whole message, wrapped: it says what to fix.
-        let p = Paragraph::new(text::clean(&body).into_owned()).style(style).wrap(Wrap { trim: false });
-        frame.render_widget(p, inner);
-        return;
-    }
-    let lines: Vec<Line> = body
-        .lines()
+    let lines: Vec<Line> = lines
+        .into_iter()
         .take(inner.height as usize)
-        .map(|l| Line::styled(text::truncate(l, inner.width as usize).into_owned(), style))
+        .map(|l| {
+            let style = l.style;
+            Line::styled(text::truncate(&l.to_string(), inner.width as usize).into_owned(), style)
+        })
         .collect();
     frame.render_widget(Paragraph::new(lines), inner);
 }

@@ -1,0 +1,80 @@
+//! A job in a backend's own words: what will really be sent when a portable spec is
+//! submitted (an sbatch script, a Kubernetes Job manifest …), for previews and, later,
+//! `spec convert`.
+
+use serde::{Deserialize, Serialize};
+
+/// The native forms a job can take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dialect {
+    /// A batch script with `#SBATCH` directives, sent to `sbatch` on its standard input.
+    Sbatch,
+    /// A `batch/v1` Job manifest (YAML).
+    KubernetesJob,
+}
+
+impl Dialect {
+    /// How a preview is titled.
+    pub fn title(self) -> &'static str {
+        match self {
+            Dialect::Sbatch => "sbatch script",
+            Dialect::KubernetesJob => "Kubernetes Job manifest",
+        }
+    }
+}
+
+/// A rendered job: its dialect, the text, and what of the spec it could not carry (by name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Native {
+    pub dialect: Dialect,
+    pub text: String,
+    /// Spec fields the target ignores or changes, one sentence each, naming the field.
+    pub warnings: Vec<String>,
+}
+
+/// How a cluster uses the spec fields that mean different things (or nothing) on different
+/// kinds: the submit form labels, requires and greys its fields from this, so a new kind
+/// says it in its own module instead of the form knowing every kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpecFields {
+    pub image: FieldUse,
+    pub account: FieldUse,
+    pub partition: FieldUse,
+}
+
+/// One field's use on a cluster: what it is called there and whether it is needed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldUse {
+    /// The cluster's own word for it (`partition`, `queue`, `namespace`).
+    pub label: String,
+    pub need: Need,
+    /// What it does there, for the form's hint (`a Kueue LocalQueue`).
+    pub hint: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Need {
+    Required,
+    Optional,
+    /// The cluster does nothing with it: shown greyed, left out of the submission's meaning.
+    Ignored,
+}
+
+impl FieldUse {
+    pub fn new(label: &str, need: Need, hint: &str) -> Self {
+        Self { label: label.into(), need, hint: hint.into() }
+    }
+}
+
+impl Default for SpecFields {
+    /// Every field optional, under its portable name.
+    fn default() -> Self {
+        Self {
+            image: FieldUse::new("image", Need::Optional, "container image"),
+            account: FieldUse::new("account", Need::Optional, ""),
+            partition: FieldUse::new("partition", Need::Optional, ""),
+        }
+    }
+}
