@@ -15,7 +15,7 @@ pub mod native;
 pub use self::action::{Action, ActionOutcome, Capabilities, JobAction, NodeAction, Verb};
 pub use self::diagnosis::{Diagnosis, Fact};
 pub use self::fleet_state::{ClusterState, FleetState};
-pub use self::log::{LogChunk, LogStream};
+pub use self::log::{LogChunk, LogHandle, LogStream};
 pub use self::native::{Dialect, FieldUse, Native, Need, SpecFields};
 
 use std::collections::BTreeMap;
@@ -251,8 +251,10 @@ pub struct Job {
     pub time_limit_secs: Option<u64>,
     pub priority: Option<u64>,
     pub exit: Option<ExitStatus>,
-    pub stdout_path: Option<String>,
-    pub stderr_path: Option<String>,
+    /// Where its standard output can be read (see [`LogHandle`]).
+    pub stdout: Option<LogHandle>,
+    /// Where its standard error can be read; Slurm writes both to one file unless told not to.
+    pub stderr: Option<LogHandle>,
     pub workdir: Option<String>,
     pub array: Option<ArrayInfo>,
 }
@@ -283,10 +285,18 @@ impl Job {
             time_limit_secs: None,
             priority: None,
             exit: None,
-            stdout_path: None,
-            stderr_path: None,
+            stdout: None,
+            stderr: None,
             workdir: None,
             array: None,
+        }
+    }
+
+    /// Where `stream` can be read.
+    pub fn log(&self, stream: LogStream) -> Option<&LogHandle> {
+        match stream {
+            LogStream::Stdout => self.stdout.as_ref(),
+            LogStream::Stderr => self.stderr.as_ref(),
         }
     }
 

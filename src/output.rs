@@ -67,8 +67,8 @@ impl<'a> From<&'a Job> for JobRow<'a> {
             exit_signal: j.exit.and_then(|e| e.signal),
             array_id: j.array.as_ref().map(|a| a.array_id.as_str()),
             array_task_id: j.array.as_ref().and_then(|a| a.task_id),
-            stdout: j.stdout_path.as_deref(),
-            stderr: j.stderr_path.as_deref(),
+            stdout: j.stdout.as_deref(),
+            stderr: j.stderr.as_deref(),
         }
     }
 }

@@ -60,7 +60,12 @@ impl Backend for Scripted {
     async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
         Ok(Diagnosis::default())
     }
-    async fn read_log(&self, _path: &str, _from: Option<u64>, _max: u64) -> Result<LogChunk, BackendError> {
+    async fn read_log(
+        &self,
+        _log: &flightdeck::model::LogHandle,
+        _from: Option<u64>,
+        _max: u64,
+    ) -> Result<LogChunk, BackendError> {
         Ok(LogChunk::default())
     }
     fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {

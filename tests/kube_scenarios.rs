@@ -152,7 +152,7 @@ async fn jobs_pods_and_kueue_queues_from_the_standard_cluster() {
     assert_eq!(train.partition, "gpu-cluster-queue", "Kueue: the ClusterQueue behind team-train");
     assert_eq!(train.account.as_deref(), Some("train"));
     assert_eq!(train.gpu_model.as_deref(), Some("NVIDIA-H100-80GB-HBM3"));
-    assert!(train.stdout_path.as_deref().is_some_and(|p| p.starts_with("pod/train/llm-pretrain-")));
+    assert!(train.stdout.as_deref().is_some_and(|p| p.starts_with("pod/train/llm-pretrain-")));
 
     let sweep = job(&snap, "research:big-sweep");
     assert_eq!(sweep.state, JobState::Pending);
@@ -559,8 +559,8 @@ async fn logs_tail_and_follow() {
     let s = standard();
     let b = KubeBackend::new(&s.cfg);
     let snap = snapshot(&b).await;
-    let path = job(&snap, "inference:pod:vllm-llama-6f7d9c8b5-x2k4n").stdout_path.clone().unwrap();
-    assert_eq!(path, "pod/inference/vllm-llama-6f7d9c8b5-x2k4n/vllm");
+    let path = job(&snap, "inference:pod:vllm-llama-6f7d9c8b5-x2k4n").stdout.clone().unwrap();
+    assert_eq!(path.as_str(), "pod/inference/vllm-llama-6f7d9c8b5-x2k4n/vllm");
     let first = "INFO loading weights\nINFO ready on :8000\n";
     s.fake.set_pod_log("inference", "vllm-llama-6f7d9c8b5-x2k4n", Some("vllm"), first);
     let chunk = b.read_log(&path, None, 1 << 20).await.unwrap();
@@ -575,8 +575,8 @@ async fn logs_tail_and_follow() {
     assert_eq!((next.data.as_str(), next.offset), ("INFO request 1\n", more.len() as u64));
     let none = b.read_log(&path, Some(next.offset), 1 << 20).await.unwrap();
     assert_eq!((none.data.as_str(), none.offset), ("", more.len() as u64));
-    assert!(b.read_log("/home/alice/slurm-1.out", None, 100).await.is_err());
-    let err = b.read_log("pod/inference/gone/main", None, 100).await.unwrap_err();
+    assert!(b.read_log(&"/home/alice/slurm-1.out".into(), None, 100).await.is_err());
+    let err = b.read_log(&"pod/inference/gone/main".into(), None, 100).await.unwrap_err();
     assert!(matches!(err, BackendError::NotFound(_)), "{err}");
 }
 

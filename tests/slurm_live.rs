@@ -340,7 +340,7 @@ async fn job_output_is_tailed_and_followed(cluster: &str) {
     let r = b.submit(&spec("fd-log", "seq 1 2000; echo 'it said: $(id)'; sleep 300")).await.expect("submit");
     let snap =
         wait_snapshot(&b, WAIT, "the job to run", |s| job(s, &r).is_some_and(|j| j.state == JobState::Running)).await;
-    let path = job(&snap, &r).unwrap().stdout_path.clone().expect("stdout path");
+    let path = job(&snap, &r).unwrap().stdout.clone().expect("stdout path");
     assert!(path.starts_with('/') && !path.contains('%'), "expanded stdout path: {path}");
     // The job writes a little after it starts; poll until the last line is there.
     let started = std::time::Instant::now();

@@ -126,7 +126,7 @@ fn rest_23_02_jobs() {
     assert_eq!((j.node_count, j.cpus), (16, 32));
     assert_eq!(j.time_limit_secs, Some(3600));
     assert_eq!(j.user, "cgross");
-    assert_eq!(j.stdout_path.as_deref(), Some("/home/cgross/slurm-310.out"));
+    assert_eq!(j.stdout.as_deref(), Some("/home/cgross/slurm-310.out"));
     assert_eq!(j.start_time.unwrap().timestamp(), 1727358533);
     let p = job(&doc, "326");
     assert_eq!((p.state, p.reason.as_deref()), (JobState::Pending, Some("Resources")));
@@ -213,8 +213,8 @@ fn rest_gpu_jobs() {
 fn rest_25_prefers_expanded_output_paths() {
     let doc = jobs("slurm-rest/25.11-v0.0.44/slurm-job-running.json");
     let j = job(&doc, "5748");
-    assert_eq!(j.stdout_path.as_deref(), Some("/home/vhartman/slurm-5748.out"));
-    assert_eq!(j.stderr_path.as_deref(), Some("/home/vhartman/slurm-5748.out"), "empty stderr goes to stdout");
+    assert_eq!(j.stdout.as_deref(), Some("/home/vhartman/slurm-5748.out"));
+    assert_eq!(j.stderr.as_deref(), Some("/home/vhartman/slurm-5748.out"), "empty stderr goes to stdout");
     assert_eq!(j.workdir.as_deref(), Some("/home/vhartman"));
     assert_eq!((j.cpus, j.memory_mb), (1, Some(512)));
 }
@@ -227,7 +227,7 @@ fn rest_sacct_records() {
     assert_eq!((j.user.as_str(), j.partition.as_str(), j.account.as_deref()), ("vhartman", "ia", Some("biology")));
     assert_eq!(j.nodes, vec!["ia1"]);
     assert_eq!(j.time_limit_secs, Some(60));
-    assert_eq!(j.stdout_path.as_deref(), Some("/home/vhartman/slurm-6374.out"));
+    assert_eq!(j.stdout.as_deref(), Some("/home/vhartman/slurm-6374.out"));
     let doc = jobs("slurm-rest/23.02-v0.0.39/slurmdb-job-completed.json");
     let j = job(&doc, "307");
     assert_eq!((j.state, j.cpus, j.node_count), (JobState::Completed, 128, 64));
@@ -367,7 +367,7 @@ fn live_json_jobs_match_the_fixture_notes() {
             assert_eq!(j.state, JobState::Running, "{rel}");
             let a = j.array.as_ref().unwrap();
             assert_eq!((a.array_id.as_str(), a.task_id, a.pending_tasks.as_deref()), ("16", Some(t), None), "{rel}");
-            assert_eq!(j.stdout_path, Some(format!("/tmp/fd-fixture-16_{t}.out")), "{rel}");
+            assert_eq!(j.stdout.as_deref(), Some(format!("/tmp/fd-fixture-16_{t}.out").as_str()), "{rel}");
         }
         let parent = job(&doc, "16_[2-5%2]");
         assert_eq!((parent.state, parent.reason.as_deref()), (JobState::Pending, Some("JobArrayTaskLimit")));
@@ -395,8 +395,8 @@ fn live_json_jobs_match_the_fixture_notes() {
 
         // 22.05 prints the raw pattern `/tmp/fd-fixture-%A_%a.out`; 24.11 the expanded one.
         // Both must read the same.
-        assert_eq!(job(&doc, "9").stdout_path.as_deref(), Some("/tmp/fd-fixture-9_4294967294.out"), "{rel}");
-        assert_eq!(job(&doc, "1").stdout_path.as_deref(), Some("/tmp/fd-smoke-1.out"), "{rel}");
+        assert_eq!(job(&doc, "9").stdout.as_deref(), Some("/tmp/fd-fixture-9_4294967294.out"), "{rel}");
+        assert_eq!(job(&doc, "1").stdout.as_deref(), Some("/tmp/fd-smoke-1.out"), "{rel}");
         assert_eq!(job(&doc, "1").user, "root");
     }
 }
@@ -417,7 +417,7 @@ fn live_families_agree_with_each_other() {
         assert_eq!((ja.cpus, ja.memory_mb, ja.node_count), (jc.cpus, jc.memory_mb, jc.node_count), "{what}");
         assert_eq!(ja.exit, jc.exit, "{what}");
         assert_eq!(ja.array, jc.array, "{what}");
-        assert_eq!(ja.stdout_path, jc.stdout_path, "{what}");
+        assert_eq!(ja.stdout, jc.stdout, "{what}");
         assert_eq!(ja.priority, jc.priority, "{what}");
     }
 }

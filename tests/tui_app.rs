@@ -547,7 +547,7 @@ fn fetches(commands: &[Command]) -> Vec<(Option<u64>, u64, String)> {
     commands
         .iter()
         .filter_map(|c| match c {
-            Command::FetchLog { from, seq, path, .. } => Some((*from, *seq, path.clone())),
+            Command::FetchLog { from, seq, log, .. } => Some((*from, *seq, log.to_string())),
             _ => None,
         })
         .collect()
@@ -557,8 +557,8 @@ fn fetches(commands: &[Command]) -> Vec<(Option<u64>, u64, String)> {
 fn detail_reads_and_follows_the_log() {
     let mut app = app();
     let mut j = job("fd22", "1", JobState::Running, "alice", "train");
-    j.stdout_path = Some("/home/alice/train.out".into());
-    j.stderr_path = Some("/home/alice/train.err".into());
+    j.stdout = Some("/home/alice/train.out".into());
+    j.stderr = Some("/home/alice/train.err".into());
     app.update(fleet(1, vec![("fd22", vec![j], vec![])]));
     on_jobs(&mut app);
     let sent = code(&mut app, KeyCode::Enter);
@@ -787,9 +787,9 @@ mod event_loop {
         async fn snapshot(&self) -> Result<Snapshot, BackendError> {
             self.snapshots.fetch_add(1, Ordering::SeqCst);
             let mut job = Job::new(JobRef::new("sim", "1"), JobState::Running);
-            job.stdout_path = Some("/out".into());
+            job.stdout = Some("/out".into());
             let mut hung = Job::new(JobRef::new("sim", "2"), JobState::Running);
-            hung.stdout_path = Some("/hang".into());
+            hung.stdout = Some("/hang".into());
             Ok(Snapshot { cluster: "sim".into(), jobs: vec![job, hung], ..Snapshot::default() })
         }
         async fn submit(&self, _spec: &JobSpec) -> Result<JobRef, BackendError> {
@@ -805,8 +805,13 @@ mod event_loop {
         async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
             Ok(Diagnosis::default())
         }
-        async fn read_log(&self, path: &str, _from: Option<u64>, _max: u64) -> Result<LogChunk, BackendError> {
-            if path == "/hang" {
+        async fn read_log(
+            &self,
+            path: &flightdeck::model::LogHandle,
+            _from: Option<u64>,
+            _max: u64,
+        ) -> Result<LogChunk, BackendError> {
+            if path.as_str() == "/hang" {
                 std::future::pending::<()>().await;
             }
             Ok(LogChunk { data: "hello\nworld\n".into(), offset: 12, dropped: 0 })

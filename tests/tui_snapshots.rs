@@ -67,7 +67,7 @@ fn job(
     j.submit_time = Some(at(9, 30, 0));
     j.time_limit_secs = Some(24 * 3600);
     j.priority = Some(4294);
-    j.stdout_path = Some(format!("/home/{user}/slurm-{id}.out"));
+    j.stdout = Some(format!("/home/{user}/slurm-{id}.out").into());
     j.workdir = Some(format!("/home/{user}"));
     j
 }

@@ -43,7 +43,7 @@ fn busy_snapshot() -> Snapshot {
     job.time_limit_secs = Some(3600);
     job.priority = Some(42);
     job.exit = Some(ExitStatus { code: 0, signal: Some(9) });
-    job.stdout_path = Some("/home/alice/slurm-12_3.out".into());
+    job.stdout = Some("/home/alice/slurm-12_3.out".into());
     job.array = Some(ArrayInfo { array_id: "12".into(), task_id: Some(3), pending_tasks: None });
     let mut pending = Job::new(JobRef::new("fd22", "13"), JobState::Pending);
     pending.reason = Some("Resources".into());
@@ -159,4 +159,5 @@ fn diagnosis_capabilities_and_log_chunks_round_trip() {
     round_trip(&Capabilities::default());
     round_trip(&LogChunk { data: "line\n\u{fffd}".into(), offset: u64::MAX, dropped: 9 });
     round_trip(&LogStream::Stderr);
+    round_trip(&flightdeck::model::LogHandle::new("pod/ml/train-0/main"));
 }

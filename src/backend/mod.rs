@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 use crate::config::{ClusterConfig, ClusterKind};
 pub use crate::model::{Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
-use crate::model::{JobRef, Native, Snapshot, SpecFields};
+use crate::model::{JobRef, LogHandle, Native, Snapshot, SpecFields};
 use crate::spec::JobSpec;
 
 /// Typed failures of a backend. The `Display` text is what the user reads, so it carries
@@ -69,9 +69,10 @@ pub trait Backend: Send + Sync {
     fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         None
     }
-    /// Read a job's output file: the last `max_bytes` when `from` is `None`, else what
-    /// was appended since `from` (at most `max_bytes`, newest kept).
-    async fn read_log(&self, path: &str, from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError>;
+    /// Read one of a job's output streams by the handle this backend put on the job: the
+    /// last `max_bytes` when `from` is `None`, else what was appended since `from` (at most
+    /// `max_bytes`, newest kept).
+    async fn read_log(&self, log: &LogHandle, from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError>;
 }
 
 /// Which bytes of a file of `size` bytes to read, for [`Backend::read_log`]: returns

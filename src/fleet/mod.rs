@@ -16,7 +16,7 @@ use tokio::sync::{Notify, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, BackendError};
-use crate::model::{Diagnosis, LogChunk, Native};
+use crate::model::{Diagnosis, LogChunk, LogHandle, Native};
 use crate::spec::JobSpec;
 
 pub use self::audit::{AuditLog, AuditRecord};
@@ -159,17 +159,18 @@ impl Fleet {
         }
     }
 
-    /// Read a job's output file on its cluster (see [`Backend::read_log`]). A read, not an
-    /// action: not audited, allowed read-only.
+    /// Read one of a job's output streams by its handle, on the cluster that made the handle
+    /// (see [`Backend::read_log`]), at most `max_bytes`. A read, not an action: not audited,
+    /// allowed read-only.
     pub async fn read_log(
         &self,
         cluster: &str,
-        path: &str,
+        log: &LogHandle,
         from: Option<u64>,
         max_bytes: u64,
     ) -> Result<LogChunk, BackendError> {
         match self.backends.get(cluster) {
-            Some(b) => b.read_log(path, from, max_bytes).await,
+            Some(b) => b.read_log(log, from, max_bytes).await,
             None => Err(BackendError::NotFound(format!("no cluster named `{cluster}` is configured"))),
         }
     }

@@ -26,6 +26,48 @@ impl LogStream {
     }
 }
 
+/// Where one of a job's output streams can be read, in its backend's own terms: a file path
+/// on the cluster (Slurm), `pod/NAMESPACE/POD/CONTAINER` (Kubernetes). Front ends show it and
+/// hand it back to the fleet; only the backend that made it reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LogHandle(String);
+
+impl LogHandle {
+    pub fn new(locator: impl Into<String>) -> Self {
+        Self(locator.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for LogHandle {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for LogHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for LogHandle {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
+impl From<&str> for LogHandle {
+    fn from(s: &str) -> Self {
+        Self(s.to_string())
+    }
+}
+
 /// A piece of a job's output, read from byte `offset - data.len()` up to `offset`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogChunk {

@@ -34,7 +34,7 @@ use super::keymap::{Keymap, Resolution};
 use super::theme::Theme;
 use crate::fleet::{Action, ActionOutcome, FleetState};
 use crate::model::{Job, JobRef, NodeRef};
-use crate::model::{JobAction, Native, NodeAction, Verb};
+use crate::model::{JobAction, LogHandle, Native, NodeAction, Verb};
 use crate::spec::JobSpec;
 
 /// Something that happened.
@@ -86,7 +86,7 @@ pub enum Command {
     FetchLog {
         job: JobRef,
         stream: LogStream,
-        path: String,
+        log: LogHandle,
         from: Option<u64>,
         max_bytes: u64,
         seq: u64,
@@ -186,13 +186,11 @@ pub struct Detail {
 }
 
 impl Detail {
-    /// The file of the current stream, or why there is none to read.
-    pub fn path(&self) -> Result<&str, &'static str> {
+    /// The handle of the current stream, or why there is none to read.
+    pub fn log_handle(&self) -> Result<&LogHandle, &'static str> {
         match self.stream {
-            LogStream::Stdout => {
-                self.last.stdout_path.as_deref().ok_or("the cluster reports no stdout file for this job")
-            }
-            LogStream::Stderr => match (&self.last.stderr_path, &self.last.stdout_path) {
+            LogStream::Stdout => self.last.stdout.as_ref().ok_or("the cluster reports no stdout file for this job"),
+            LogStream::Stderr => match (&self.last.stderr, &self.last.stdout) {
                 (Some(e), Some(o)) if e == o => Err("stderr goes to the stdout file"),
                 (Some(e), _) => Ok(e),
                 (None, _) => Err("stderr goes to the stdout file"),
@@ -1204,8 +1202,8 @@ impl App {
     /// Ask for the detail's current log: from the tail (`first`) or on from the last offset.
     fn fetch_log(&mut self, out: &mut Vec<Command>, first: bool) {
         let Some(d) = &mut self.detail else { return };
-        let Ok(path) = d.path() else { return };
-        let path = path.to_string();
+        let Ok(log) = d.log_handle() else { return };
+        let log = log.clone();
         let from = if first { None } else { d.log.offset };
         self.log_seq += 1;
         d.log.waiting = Some(self.log_seq);
@@ -1213,7 +1211,7 @@ impl App {
         out.push(Command::FetchLog {
             job: d.job.clone(),
             stream: d.stream,
-            path,
+            log,
             from,
             max_bytes: LOG_FETCH_BYTES,
             seq: self.log_seq,

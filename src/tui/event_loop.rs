@@ -249,11 +249,11 @@ where
                     }
                 }
                 Command::Refresh(cluster) => fleet.refresh_now(cluster.as_deref()),
-                Command::FetchLog { job, stream: _, path, from, max_bytes, seq } => {
+                Command::FetchLog { job, stream: _, log, from, max_bytes, seq } => {
                     let fleet = fleet.clone();
                     let tx = results_tx.clone();
                     tokio::spawn(async move {
-                        let read = fleet.read_log(&job.cluster, &path, from, max_bytes);
+                        let read = fleet.read_log(&job.cluster, &log, from, max_bytes);
                         let result = match tokio::time::timeout(LOG_TIMEOUT, read).await {
                             Ok(r) => r.map_err(|e| e.to_string()),
                             Err(_) => Err(format!("no answer in {} s", LOG_TIMEOUT.as_secs())),

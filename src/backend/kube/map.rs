@@ -560,7 +560,7 @@ pub fn batch_job(
         _ => None,
     };
     let newest = pods_sorted.last();
-    out.stdout_path = newest.and_then(|p| log_path(p));
+    out.stdout = newest.and_then(|p| log_path(p)).map(Into::into);
     out.workdir = template.and_then(|t| t.containers.first()).and_then(|c| c.working_dir.clone());
     out
 }
@@ -607,7 +607,7 @@ pub fn bare_pod(cluster: &str, pod: &Pod, lookup: &dyn Lookup) -> Job {
     }
     out.time_limit_secs = spec.and_then(|s| s.active_deadline_seconds).map(|s| s.max(0) as u64);
     out.priority = spec.and_then(|s| s.priority).map(|p| p.max(0) as u64);
-    out.stdout_path = log_path(pod);
+    out.stdout = log_path(pod).map(Into::into);
     out.workdir = spec.and_then(|s| s.containers.first()).and_then(|c| c.working_dir.clone());
     out
 }
@@ -826,7 +826,7 @@ mod tests {
         assert_eq!(j.gpus_requested, 8);
         assert_eq!(j.gpus_allocated, 0);
         assert_eq!(j.partition, "ml");
-        assert_eq!(j.stdout_path.as_deref(), Some("pod/ml/stuck/main"));
+        assert_eq!(j.stdout.as_deref(), Some("pod/ml/stuck/main"));
         // Without an event, the condition's message.
         let j = bare_pod("k", &pending_pod("other"), &NoLookup);
         assert_eq!(j.reason.as_deref(), Some("Unschedulable: 0/7 nodes are available: 7 Insufficient nvidia.com/gpu"));
@@ -906,7 +906,7 @@ mod tests {
         assert_eq!(j.account.as_deref(), Some("ml"));
         assert_eq!(j.partition, "ml");
         assert_eq!(owning_job(&pods[0]), Some(("ml", "train")));
-        assert!(j.stdout_path.as_deref().is_some_and(|p| p.starts_with("pod/ml/train-")));
+        assert!(j.stdout.as_deref().is_some_and(|p| p.starts_with("pod/ml/train-")));
     }
 
     #[test]

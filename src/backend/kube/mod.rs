@@ -38,7 +38,7 @@ use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
-use crate::model::{Dialect, FieldUse, JobRef, Native, Need, Snapshot, SpecFields};
+use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
 use crate::spec::JobSpec;
 
 use self::drain::{DrainOptions, DrainReport};
@@ -911,8 +911,8 @@ impl Backend for KubeBackend {
         Some(self.shared.subscribe())
     }
 
-    async fn read_log(&self, path: &str, from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError> {
+    async fn read_log(&self, log: &LogHandle, from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError> {
         let client = self.client().await?;
-        self.bounded(format!("read {path}"), logs::read(&client, &self.cursors, path, from, max_bytes)).await
+        self.bounded(format!("read {log}"), logs::read(&client, &self.cursors, log, from, max_bytes)).await
     }
 }

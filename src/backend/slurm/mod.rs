@@ -19,7 +19,7 @@ use tokio::sync::Mutex;
 
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
-use crate::model::{Dialect, FieldUse, JobRef, Native, Need, Snapshot, SpecFields};
+use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
 use crate::spec::JobSpec;
 
 use self::parse::{JobsDoc, NodesDoc};
@@ -307,7 +307,9 @@ impl Backend for SlurmBackend {
         self.act(argv, None).await.map(|_| String::new())
     }
 
-    async fn read_log(&self, path: &str, from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError> {
+    async fn read_log(&self, log: &LogHandle, from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError> {
+        // Slurm's handle is the output file's path on the cluster.
+        let path = log.as_str();
         let argv = commands::file_size(path)?;
         let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
         let size: u64 = String::from_utf8_lossy(&out.stdout)

@@ -55,8 +55,8 @@ pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec
         ("time limit", job.time_limit_secs.map_or_else(|| "unlimited".into(), text::duration)),
         ("ended", when(job.end_time)),
         ("exit", job.exit.map_or_else(|| "-".into(), |e| e.to_string())),
-        ("stdout", opt(&job.stdout_path)),
-        ("stderr", opt(&job.stderr_path)),
+        ("stdout", job.stdout.as_ref().map_or_else(|| "-".into(), ToString::to_string)),
+        ("stderr", job.stderr.as_ref().map_or_else(|| "-".into(), ToString::to_string)),
         ("workdir", opt(&job.workdir)),
         ("account", opt(&job.account)),
         ("priority", job.priority.map_or_else(|| "-".into(), |p| p.to_string())),
@@ -115,7 +115,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
 
 fn render_log(app: &App, d: &Detail, frame: &mut Frame, area: Rect) {
     let theme = app.theme();
-    let path = d.path();
+    let path = d.log_handle();
     let mut title = format!(" {}", d.stream.as_str());
     if let Ok(p) = path {
         title.push_str(&format!(": {p}"));

@@ -335,8 +335,8 @@ impl<'a> JobRecord<'a> {
             .map(str::to_string)
             .or_else(|| err_pattern.map(|p| output_path(p, &fields, workdir)))
             .or_else(|| stdout.clone());
-        job.stdout_path = stdout;
-        job.stderr_path = stderr;
+        job.stdout = stdout.map(Into::into);
+        job.stderr = stderr.map(Into::into);
         Some(job)
     }
 }
@@ -394,8 +394,8 @@ mod tests {
         assert_eq!(j.memory_mb, Some(4096));
         assert_eq!(j.time_limit_secs, Some(3600));
         assert_eq!(j.exit, None, "a running job has no exit status yet");
-        assert_eq!(j.stdout_path.as_deref(), Some("/home/alice/train-42.out"));
-        assert_eq!(j.stderr_path, j.stdout_path);
+        assert_eq!(j.stdout.as_deref(), Some("/home/alice/train-42.out"));
+        assert_eq!(j.stderr, j.stdout);
     }
 
     #[test]
@@ -403,13 +403,13 @@ mod tests {
         let j =
             job(r#"{"job_id": 42, "batch_flag": true, "standard_output": "", "current_working_directory": "/tmp"}"#)
                 .unwrap();
-        assert_eq!(j.stdout_path.as_deref(), Some("/tmp/slurm-42.out"));
+        assert_eq!(j.stdout.as_deref(), Some("/tmp/slurm-42.out"));
         let t = job(r#"{"job_id": 15, "array_job_id": 12, "array_task_id": 3, "batch_flag": true,
                         "current_working_directory": "/w"}"#)
         .unwrap();
-        assert_eq!(t.stdout_path.as_deref(), Some("/w/slurm-12_3.out"));
+        assert_eq!(t.stdout.as_deref(), Some("/w/slurm-12_3.out"));
         let interactive = job(r#"{"job_id": 7, "batch_flag": false, "standard_output": ""}"#).unwrap();
-        assert_eq!(interactive.stdout_path, None);
+        assert_eq!(interactive.stdout, None);
     }
 
     #[test]
