@@ -109,6 +109,15 @@ pub enum Command {
     Uncordon { node: NodeRef },
     /// Check every configured cluster: connection, release, JSON support, cost per refresh.
     Doctor,
+    /// Print the audit log: every action, who asked, and how it ended (`unknown`: it was
+    /// under way when flightdeck stopped).
+    Audit {
+        /// Only actions this recent: 30m, 1h, 2d …
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long, short, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
 }
 
 /// A failure the user can act on: printed as one line, exit status 1.
@@ -149,6 +158,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             act(&config, read_only, vec![Action::Node { node, action: NodeAction::Uncordon }]).await
         }
         Some(Command::Doctor) => doctor(&config).await,
+        Some(Command::Audit { since, output }) => audit(since.as_deref(), output),
     }
 }
 
@@ -170,7 +180,7 @@ fn start_fleet(config: &Config, read_only: bool, only: &[String], poll: bool) ->
             timeout: c.timeout,
         })
         .collect();
-    let audit = AuditLog::new(crate::config::state_dir().join("audit.jsonl"));
+    let audit = audit_log();
     Ok(Fleet::start(
         members,
         FleetOptions { read_only, poll, audit: Some(audit), actor: crate::fleet::audit::current_actor() },
@@ -327,6 +337,49 @@ async fn act(config: &Config, read_only: bool, actions: Vec<Action>) -> Result<E
         }
     }
     Ok(exit(failed))
+}
+
+/// The audit log this process writes to.
+fn audit_log() -> AuditLog {
+    AuditLog::new(crate::config::state_dir().join("audit.jsonl"))
+}
+
+fn audit(since: Option<&str>, format: OutputFormat) -> Result<ExitCode, Failure> {
+    let cutoff = since
+        .map(|s| {
+            crate::spec::parse_time_limit_secs(s)
+                .map(|secs| chrono::Utc::now() - chrono::Duration::seconds(secs.min(i64::MAX as u64) as i64))
+                .map_err(|why| Failure(format!("--since: {why}")))
+        })
+        .transpose()?;
+    let log = audit_log();
+    let records = log.read_all().map_err(|e| Failure(format!("cannot read {}: {e}", log.path().display())))?;
+    let entries: Vec<_> =
+        crate::fleet::audit::entries(records).into_iter().filter(|e| cutoff.is_none_or(|c| e.time >= c)).collect();
+    match format {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&entries).expect("entries serialise")),
+        OutputFormat::Table => {
+            let rows: Vec<Vec<String>> = entries
+                .iter()
+                .map(|e| {
+                    vec![
+                        e.time.format("%Y-%m-%d %H:%M:%S").to_string(),
+                        e.who.clone(),
+                        e.action.clone(),
+                        e.target.clone(),
+                        e.outcome.clone(),
+                        [e.detail.clone().unwrap_or_default(), e.message.clone()]
+                            .into_iter()
+                            .filter(|s| !s.is_empty())
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    ]
+                })
+                .collect();
+            print!("{}", output::table(&["TIME", "WHO", "ACTION", "TARGET", "OUTCOME", "MESSAGE"], &rows));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn doctor(config: &Config) -> Result<ExitCode, Failure> {

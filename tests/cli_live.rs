@@ -236,3 +236,45 @@ fn what_a_cluster_kind_cannot_do_is_refused_before_contacting_it() {
     assert_eq!(stderr(&out).trim(), "flightdeck: cluster k8s-prod (kubernetes) cannot requeue");
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "answered without waiting on the server");
 }
+
+#[test]
+fn the_audit_command_prints_every_action_and_what_became_of_it() {
+    let cfg = config();
+    let state = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .args(args)
+            .env("XDG_STATE_HOME", state.path())
+            .env_remove("FLIGHTDECK_CONFIG")
+            .output()
+            .expect("run flightdeck")
+    };
+    let out = run(&["--config", &cfg, "cancel", "fd22/999999"]);
+    assert!(!out.status.success(), "an unknown job id fails");
+    // An action whose process died mid-way: an intent with no outcome.
+    let log = state.path().join("flightdeck/audit.jsonl");
+    let orphan = r#"{"id":"dead-1","time":"2026-01-01T06:00:00Z","who":"bob@login","action":"drain","target":"fd22/a100-01","detail":"reason=XID","outcome":"intent","message":""}"#;
+    let mut text = std::fs::read_to_string(&log).expect("the audit log exists");
+    assert_eq!(text.lines().count(), 2, "intent then outcome: {text}");
+    text.push_str(orphan);
+    text.push('\n');
+    std::fs::write(&log, text).unwrap();
+
+    let out = run(&["audit", "--output", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!((rows[0]["action"].as_str(), rows[0]["target"].as_str()), (Some("cancel"), Some("fd22/999999")));
+    assert_eq!(rows[0]["outcome"], "error");
+    assert!(rows[0]["message"].as_str().unwrap().to_lowercase().contains("invalid job id"), "{rows:?}");
+    assert_eq!(rows[1]["outcome"], "unknown");
+
+    let table = stdout(&run(&["audit", "--since", "1h"]));
+    assert!(table.starts_with("TIME"), "{table}");
+    assert!(
+        table.contains("fd22/999999") && !table.contains("a100-01"),
+        "the old orphan is before the last hour: {table}"
+    );
+    let err = stderr(&run(&["audit", "--since", "soon"]));
+    assert!(err.starts_with("flightdeck: --since: cannot read \"soon\""), "{err}");
+}

@@ -15,6 +15,8 @@ use flightdeck::spec::JobSpec;
 #[derive(Default)]
 struct Scripted {
     failing: AtomicBool,
+    /// Set: `snapshot` panics (a bug in an adapter).
+    panicking: AtomicBool,
     calls: AtomicU32,
     cancels: AtomicU32,
     /// Set: the backend announces changes like a watching backend does.
@@ -31,6 +33,9 @@ impl Backend for Scripted {
     }
     async fn snapshot(&self) -> Result<Snapshot, BackendError> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.panicking.load(Ordering::SeqCst) {
+            panic!("index out of bounds: the len is 0 but the index is 3");
+        }
         if self.failing.load(Ordering::SeqCst) {
             return Err(BackendError::Connect { target: "sim".into(), message: "link down".into() });
         }
@@ -44,6 +49,9 @@ impl Backend for Scripted {
         Ok(JobRef::new("sim", "99"))
     }
     async fn job_action(&self, job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
+        if job.id == "boom" {
+            panic!("cancel of {job} panicked");
+        }
         if job.id == "404" {
             return Err(BackendError::Command {
                 command: "scancel 404".into(),
@@ -137,12 +145,21 @@ async fn actions_are_audited_and_errors_keep_the_backends_words() {
     let unknown = f.perform(Action::Job { job: JobRef::new("nope", "1"), action: JobAction::Hold }).await;
     assert!(unknown.result.unwrap_err().contains("no cluster named `nope`"));
 
+    // On disk: an intent before each action reached the cluster, then its outcome.
     let recs = log.read_all().unwrap();
-    assert_eq!(recs.len(), 3);
-    assert_eq!((recs[0].action.as_str(), recs[0].target.as_str(), recs[0].outcome.as_str()), ("cancel", "sim/7", "ok"));
-    assert_eq!(recs[1].outcome, "error");
-    assert!(recs[1].message.contains("Invalid job id"));
-    assert_eq!(recs[0].who, "tester@host");
+    let lines: Vec<(&str, &str)> = recs.iter().map(|r| (r.target.as_str(), r.outcome.as_str())).collect();
+    assert_eq!(
+        lines,
+        [("sim/7", "intent"), ("sim/7", "ok"), ("sim/404", "intent"), ("sim/404", "error"), ("nope/1", "refused")]
+    );
+    assert_eq!(recs[0].id, recs[1].id);
+    assert_ne!(recs[0].id, recs[2].id);
+    let entries = flightdeck::fleet::audit::entries(recs);
+    assert_eq!(entries.len(), 3);
+    assert_eq!((entries[0].action.as_str(), entries[0].outcome.as_str()), ("cancel", "ok"));
+    assert_eq!(entries[1].outcome, "error");
+    assert!(entries[1].message.contains("Invalid job id"));
+    assert_eq!(entries[0].who, "tester@host");
     assert_eq!(b.cancels.load(Ordering::SeqCst), 1);
 }
 
@@ -222,4 +239,55 @@ async fn what_a_cluster_cannot_do_is_refused_by_the_fleet_without_calling_it() {
     let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel }).await;
     assert!(out.is_ok(), "{out:?}");
     assert_eq!(b.cancels.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_panicking_backend_goes_stale_with_an_internal_error_and_is_retried() {
+    let b = Arc::new(Scripted::default());
+    let f = fleet(b.clone(), true, None);
+    f.wait_for(Duration::from_secs(5), |s| s.clusters[0].health.is_fresh()).await;
+    b.panicking.store(true, Ordering::SeqCst);
+    let s = f.wait_for(Duration::from_secs(5), |s| matches!(s.clusters[0].health, Health::Stale { .. })).await;
+    match &s.clusters[0].health {
+        Health::Stale { error, .. } => {
+            assert_eq!(error, "internal error: index out of bounds: the len is 0 but the index is 3")
+        }
+        h => panic!("a panic must not pass for fresh: {h:?}"),
+    }
+    assert!(s.clusters[0].snapshot.is_some(), "the last good snapshot stays");
+    // The poller lives on: it keeps trying, and recovers once the bug stops biting.
+    let before = b.calls.load(Ordering::SeqCst);
+    b.panicking.store(false, Ordering::SeqCst);
+    f.refresh_now(None);
+    let s = f.wait_for(Duration::from_secs(5), |s| s.clusters[0].health.is_fresh()).await;
+    assert!(s.clusters[0].health.is_fresh(), "{:?}", s.clusters[0].health);
+    assert!(b.calls.load(Ordering::SeqCst) > before);
+}
+
+#[tokio::test]
+async fn an_action_the_audit_log_cannot_record_is_not_done() {
+    let dir = tempfile::tempdir().unwrap();
+    // The log's directory is a file: nothing can be created under it.
+    let blocker = dir.path().join("state");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    let log = AuditLog::new(blocker.join("audit.jsonl"));
+    let b = Arc::new(Scripted::default());
+    let f = fleet(b.clone(), false, Some(log));
+    let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel }).await;
+    let err = out.result.unwrap_err();
+    assert!(
+        err.starts_with(&format!("cannot write the audit log ({}: ", blocker.join("audit.jsonl").display()))
+            && err.ends_with("); nothing was done"),
+        "{err}"
+    );
+    assert_eq!(b.cancels.load(Ordering::SeqCst), 0, "the cluster was never asked");
+}
+
+#[tokio::test]
+async fn a_panicking_action_answers_with_an_internal_error() {
+    let b = Arc::new(Scripted::default());
+    let f = fleet(b.clone(), false, None);
+    b.panicking.store(true, Ordering::SeqCst);
+    let out = f.perform(Action::Job { job: JobRef::new("sim", "boom"), action: JobAction::Cancel }).await;
+    assert_eq!(out.result.unwrap_err(), "internal error: cancel of sim/boom panicked");
 }

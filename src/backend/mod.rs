@@ -36,6 +36,9 @@ pub enum BackendError {
     ReadOnly,
     #[error("{0}")]
     NotFound(String),
+    /// A bug in flightdeck (a panic caught at a task's edge), not the cluster's fault.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 /// One orchestrator (a Slurm cluster, a Kubernetes context, a cloud API server).

@@ -1,17 +1,26 @@
-//! The append-only audit log: one JSON line per action, whatever its outcome.
+//! The append-only audit log: an `intent` line before an action reaches its cluster, and an
+//! outcome line after, both carrying the action's `id`.
 //!
-//! Each record is written with a single `write` on a file opened with `O_APPEND`, so lines
-//! from several flightdeck processes never interleave.
+//! The intent is written and fsynced before the backend is called; if it cannot be written
+//! the action is refused, so nothing happens that the log does not know of. An intent with
+//! no outcome (the process was killed mid-action) reads as `unknown`. Each record is one
+//! `write` on a file opened with `O_APPEND`, so lines from several flightdeck processes never
+//! interleave. The file is created `0600` in a `0700` directory: it names users and targets.
 
 use std::fs::OpenOptions;
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditRecord {
+    /// Pairs an action's intent with its outcome (unique per process and time).
+    #[serde(default)]
+    pub id: String,
     pub time: DateTime<Utc>,
     /// `user@host` of the person at the keyboard.
     pub who: String,
@@ -22,7 +31,7 @@ pub struct AuditRecord {
     /// Extra input that shaped the action: the drain reason, the submitted job's name.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub detail: Option<String>,
-    /// `ok`, `error` or `refused`.
+    /// `intent` (about to act), then `ok` or `error`; `refused` when nothing was tried.
     pub outcome: String,
     /// The result (a new job ref) or the backend's error text.
     pub message: String,
@@ -42,14 +51,16 @@ impl AuditLog {
         &self.path
     }
 
+    /// Append one record and wait until it is on disk.
     pub fn append(&self, record: &AuditRecord) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         }
         let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        let mut f = OpenOptions::new().create(true).append(true).open(&self.path)?;
-        f.write_all(&line)
+        let mut f = OpenOptions::new().create(true).append(true).mode(0o600).open(&self.path)?;
+        f.write_all(&line)?;
+        f.sync_data()
     }
 
     /// Every record, oldest first; lines that do not parse are skipped.
@@ -61,6 +72,60 @@ impl AuditLog {
         };
         Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
     }
+}
+
+/// A new record id: time, process and a counter, so two processes acting in the same
+/// nanosecond still differ.
+pub fn new_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = Utc::now().timestamp_nanos_opt().unwrap_or_default();
+    format!("{nanos:x}-{:x}-{:x}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// One action as the log tells it: the intent joined with its outcome (`unknown` while an
+/// intent has none).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditEntry {
+    pub id: String,
+    pub time: DateTime<Utc>,
+    pub who: String,
+    pub action: String,
+    pub target: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// `ok`, `error`, `refused`, or `unknown` (an intent without an outcome).
+    pub outcome: String,
+    pub message: String,
+}
+
+/// Join intents with their outcomes, oldest first.
+pub fn entries(records: Vec<AuditRecord>) -> Vec<AuditEntry> {
+    let mut out: Vec<AuditEntry> = Vec::new();
+    let mut open: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for r in records {
+        if r.outcome != "intent"
+            && let Some(at) = open.remove(&r.id).filter(|_| !r.id.is_empty())
+        {
+            out[at].outcome = r.outcome;
+            out[at].message = r.message;
+            continue;
+        }
+        let intent = r.outcome == "intent";
+        if intent {
+            open.insert(r.id.clone(), out.len());
+        }
+        out.push(AuditEntry {
+            id: r.id,
+            time: r.time,
+            who: r.who,
+            action: r.action,
+            target: r.target,
+            detail: r.detail,
+            outcome: if intent { "unknown".into() } else { r.outcome },
+            message: r.message,
+        });
+    }
+    out
 }
 
 /// The login name of whoever runs flightdeck: the account of the process's user id (what
@@ -99,6 +164,7 @@ mod tests {
         let log = AuditLog::new(dir.path().join("sub/audit.jsonl"));
         for i in 0..3 {
             log.append(&AuditRecord {
+                id: new_id(),
                 time: Utc::now(),
                 who: "a@b".into(),
                 action: "cancel".into(),
@@ -114,5 +180,43 @@ mod tests {
         assert_eq!(recs[2].target, "hpc/2");
         let text = std::fs::read_to_string(log.path()).unwrap();
         assert_eq!(text.lines().count(), 3);
+    }
+
+    fn record(id: &str, target: &str, outcome: &str) -> AuditRecord {
+        AuditRecord {
+            id: id.into(),
+            time: Utc::now(),
+            who: "a@b".into(),
+            action: "cancel".into(),
+            target: target.into(),
+            detail: None,
+            outcome: outcome.into(),
+            message: format!("{outcome} message"),
+        }
+    }
+
+    #[test]
+    fn intents_join_their_outcomes_and_an_orphan_is_unknown() {
+        let e = entries(vec![
+            record("1", "hpc/1", "intent"),
+            record("2", "hpc/2", "intent"),
+            record("3", "hpc/3", "refused"),
+            record("1", "hpc/1", "ok"),
+        ]);
+        let shown: Vec<(&str, &str)> = e.iter().map(|e| (e.target.as_str(), e.outcome.as_str())).collect();
+        assert_eq!(shown, [("hpc/1", "ok"), ("hpc/2", "unknown"), ("hpc/3", "refused")]);
+        assert_eq!(e[0].message, "ok message");
+        assert_ne!(new_id(), new_id());
+    }
+
+    #[test]
+    fn the_log_is_private_to_its_owner() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::new(dir.path().join("state/audit.jsonl"));
+        log.append(&record("1", "hpc/1", "intent")).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(log.path()), 0o600);
+        assert_eq!(mode(log.path().parent().unwrap()), 0o700);
     }
 }

@@ -11,7 +11,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::panic::AssertUnwindSafe;
+
 use chrono::Utc;
+use futures_util::FutureExt;
 use tokio::sync::{Notify, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
@@ -94,7 +97,7 @@ impl Fleet {
                 index,
                 backend: m.backend,
                 interval: m.refresh,
-                timeout: m.timeout,
+                timeout: poller::refresh_bound(m.timeout),
                 state: state_tx.clone(),
                 wake,
             };
@@ -208,8 +211,7 @@ impl Runner {
             // Each action runs on its own task: a hung cluster must not hold up the others.
             let me = me.clone();
             tokio::spawn(async move {
-                let outcome = me.execute(&req.action).await;
-                me.audit(&req.action, &outcome).await;
+                let outcome = me.carry_out(&req.action).await;
                 if let Some(w) = me.wakes.get(req.action.cluster()) {
                     w.notify_one();
                 }
@@ -221,52 +223,94 @@ impl Runner {
         }
     }
 
-    async fn execute(&self, action: &Action) -> ActionOutcome {
-        let mut outcome = ActionOutcome { verb: action.verb(), target: action.target(), result: Ok(String::new()) };
+    /// Refuse what may not happen; else record the intent (on disk before anything is
+    /// asked of the cluster), act, and record the outcome.
+    async fn carry_out(&self, action: &Action) -> ActionOutcome {
+        let outcome = |result| ActionOutcome { verb: action.verb(), target: action.target(), result };
+        if let Err(why) = self.refusal(action) {
+            self.audit(action, "", "refused", &why).await.ok();
+            return outcome(Err(why));
+        }
+        let id = audit::new_id();
+        if let Err(e) = self.audit(action, &id, "intent", "").await {
+            return outcome(Err(e));
+        }
+        let mut result = self.execute(action).await;
+        let (status, message) = match &result {
+            Ok(m) => ("ok", m.clone()),
+            Err(e) => ("error", e.clone()),
+        };
+        if let Err(e) = self.audit(action, &id, status, &message).await {
+            // Done, but the log does not say how it ended: the user must know.
+            let note = format!("(done, but {e})");
+            match &mut result {
+                Ok(m) if m.is_empty() => *m = note,
+                Ok(m) | Err(m) => *m = format!("{m} {note}"),
+            }
+        }
+        outcome(result)
+    }
+
+    /// Why the fleet will not try `action` at all.
+    fn refusal(&self, action: &Action) -> Result<(), String> {
         if self.opts.read_only {
-            outcome.result = Err(BackendError::ReadOnly.to_string());
-            return outcome;
+            return Err(BackendError::ReadOnly.to_string());
         }
         let Some(backend) = self.backends.get(action.cluster()) else {
-            outcome.result = Err(format!("no cluster named `{}` is configured", action.cluster()));
-            return outcome;
+            return Err(format!("no cluster named `{}` is configured", action.cluster()));
         };
         // Front ends check too; this is the check that holds whoever asks.
         if !backend.capabilities().allows(action.verb()) {
             let kind = self.kinds.get(action.cluster()).map_or("unknown", String::as_str);
-            outcome.result = Err(crate::model::action::cannot(action.cluster(), kind, action.verb()));
-            return outcome;
+            return Err(crate::model::action::cannot(action.cluster(), kind, action.verb()));
         }
-        outcome.result = match action {
-            Action::Submit { spec, .. } => backend.submit(spec).await.map(|r| r.to_string()),
-            Action::Job { job, action } => backend.job_action(job, *action).await.map(|()| String::new()),
-            Action::Node { node, action } => backend.node_action(&node.name, action).await,
-        }
-        .map_err(|e| e.to_string());
-        outcome
+        Ok(())
     }
 
-    /// Write the record before the outcome is reported (so whoever sees the outcome finds it
-    /// in the log), on a blocking thread: the state directory may be on a slow NFS home.
-    async fn audit(&self, action: &Action, outcome: &ActionOutcome) {
-        let Some(log) = self.opts.audit.clone() else { return };
-        let (status, message) = match &outcome.result {
-            Ok(m) => ("ok", m.clone()),
-            Err(e) if self.opts.read_only => ("refused", e.clone()),
-            Err(e) => ("error", e.clone()),
+    /// Ask the backend; a panic in it is an internal error, never a lost answer.
+    async fn execute(&self, action: &Action) -> Result<String, String> {
+        let Some(backend) = self.backends.get(action.cluster()) else {
+            return Err(format!("no cluster named `{}` is configured", action.cluster()));
         };
+        let asked = async {
+            match action {
+                Action::Submit { spec, .. } => backend.submit(spec).await.map(|r| r.to_string()),
+                Action::Job { job, action } => backend.job_action(job, *action).await.map(|()| String::new()),
+                Action::Node { node, action } => backend.node_action(&node.name, action).await,
+            }
+        };
+        match AssertUnwindSafe(asked).catch_unwind().await {
+            Ok(result) => result.map_err(|e| e.to_string()),
+            Err(panic) => Err(BackendError::Internal(poller::panic_text(panic.as_ref())).to_string()),
+        }
+    }
+
+    /// Append one record on a blocking thread (the state directory may be on a slow NFS
+    /// home); the error is the sentence the user reads.
+    async fn audit(&self, action: &Action, id: &str, outcome: &str, message: &str) -> Result<(), String> {
+        let Some(log) = self.opts.audit.clone() else { return Ok(()) };
         let record = AuditRecord {
+            id: id.to_string(),
             time: Utc::now(),
             who: self.opts.actor.clone(),
             action: action.verb().as_str().to_string(),
             target: action.target(),
             detail: action.detail(),
-            outcome: status.to_string(),
-            message,
+            outcome: outcome.to_string(),
+            message: message.to_string(),
         };
-        let written = tokio::task::spawn_blocking(move || log.append(&record).map_err(|e| (log, e))).await;
-        if let Ok(Err((log, e))) = written {
-            tracing::error!(path = %log.path().display(), error = %e, "cannot write the audit log");
-        }
+        let path = log.path().to_path_buf();
+        let written = tokio::task::spawn_blocking(move || log.append(&record)).await;
+        let failed = match written {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        };
+        tracing::error!(path = %path.display(), error = %failed, outcome, "cannot write the audit log");
+        Err(if outcome == "intent" {
+            format!("cannot write the audit log ({}: {failed}); nothing was done", path.display())
+        } else {
+            format!("cannot write the audit log ({}: {failed})", path.display())
+        })
     }
 }

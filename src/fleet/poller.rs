@@ -4,7 +4,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::panic::AssertUnwindSafe;
+
 use chrono::Utc;
+use futures_util::FutureExt;
 use tokio::sync::{Notify, watch};
 
 use crate::backend::{Backend, BackendError};
@@ -27,6 +30,22 @@ pub(crate) struct Poller {
     pub wake: Arc<Notify>,
 }
 
+/// The bound on one whole refresh for a cluster whose commands are bounded by `command`:
+/// a refresh may run two commands one after the other (the release probe, then the queries),
+/// and the transport's own timeout must fire first, since it also resets a dead connection.
+pub fn refresh_bound(command: Duration) -> Duration {
+    command.saturating_mul(2).saturating_add(Duration::from_secs(5))
+}
+
+/// The message a panic carried (`panic!("…")` gives a `&str` or a `String`).
+pub fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
+}
+
 /// How long to wait before the next attempt after `failures` failures in a row.
 pub fn next_delay(interval: Duration, failures: u32) -> Duration {
     if failures == 0 {
@@ -37,6 +56,22 @@ pub fn next_delay(interval: Duration, failures: u32) -> Duration {
 }
 
 impl Poller {
+    /// One refresh, bounded, with a backend panic turned into an error: the cluster then
+    /// shows stale with `internal error: …` and is retried with back-off, instead of the
+    /// task dying and the last snapshot passing for fresh forever.
+    async fn refresh_once(&self) -> Result<crate::model::Snapshot, BackendError> {
+        let guarded = AssertUnwindSafe(self.backend.snapshot()).catch_unwind();
+        match tokio::time::timeout(self.timeout, guarded).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(panic)) => {
+                let what = panic_text(panic.as_ref());
+                tracing::error!(cluster = %self.backend.name(), panic = %what, "the backend panicked during a refresh");
+                Err(BackendError::Internal(what))
+            }
+            Err(_) => Err(BackendError::Timeout { what: "refresh".into(), secs: self.timeout.as_secs() }),
+        }
+    }
+
     pub async fn run(self) {
         let mut failures = 0u32;
         // A watching backend says when its picture moved; refresh then rather than waiting
@@ -44,10 +79,7 @@ impl Poller {
         let mut changes = self.backend.changes();
         loop {
             let started = Instant::now();
-            let result = match tokio::time::timeout(self.timeout, self.backend.snapshot()).await {
-                Ok(r) => r,
-                Err(_) => Err(BackendError::Timeout { what: "refresh".into(), secs: self.timeout.as_secs() }),
-            };
+            let result = self.refresh_once().await;
             let took = started.elapsed().as_millis() as u64;
             let result = match result {
                 Ok(snapshot) => {
