@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::backend::Registry;
 use crate::config::Config;
-use crate::fleet::{AuditLog, Fleet, FleetOptions, FleetState, Member};
+use crate::fleet::{AuditLog, Fleet, FleetOptions, FleetState};
 use crate::model::{Action, Health, JobAction, JobRef, JobState, NodeAction, NodeRef, Verb};
 use crate::output;
 use crate::spec::JobSpec;
@@ -125,7 +126,7 @@ pub enum Command {
 pub struct Failure(pub String);
 
 pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
-    let config = Config::load(cli.config.as_deref()).map_err(|e| Failure(e.to_string()))?;
+    let config = Config::load(cli.config.as_deref(), &Registry::builtin()).map_err(|e| Failure(e.to_string()))?;
     let read_only = cli.read_only || config.read_only;
     match cli.command {
         None if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() => {
@@ -162,29 +163,11 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     }
 }
 
-/// Start a fleet over the configured clusters named in `only` (all when empty).
+/// Start a fleet over the configured clusters named in `only` (all when empty), auditing
+/// to the state directory.
 fn start_fleet(config: &Config, read_only: bool, only: &[String], poll: bool) -> Result<Fleet, Failure> {
-    for name in only {
-        if !config.clusters.iter().any(|c| &c.name == name) {
-            return Err(Failure(format!("no cluster named `{name}` in {}", config.source)));
-        }
-    }
-    let members = config
-        .clusters
-        .iter()
-        .filter(|c| only.is_empty() || only.contains(&c.name))
-        .map(|c| Member {
-            backend: crate::backend::for_cluster(c),
-            kind: c.kind.to_string(),
-            refresh: c.refresh,
-            timeout: c.timeout,
-        })
-        .collect();
-    let audit = audit_log();
-    Ok(Fleet::start(
-        members,
-        FleetOptions { read_only, poll, audit: Some(audit), actor: crate::fleet::audit::current_actor() },
-    ))
+    let opts = FleetOptions { read_only, poll, audit: Some(audit_log()), actor: crate::fleet::audit::current_actor() };
+    Fleet::builder(config).only(only).start(opts).map_err(|e| Failure(e.to_string()))
 }
 
 /// One refresh of every cluster in the fleet; stale clusters are reported on stderr.
@@ -391,7 +374,7 @@ async fn doctor(config: &Config) -> Result<ExitCode, Failure> {
     let fleet = start_fleet(config, true, &[], false)?;
     let mut failed = false;
     for c in &config.clusters {
-        println!("{} ({})", c.name, c.kind);
+        println!("{} ({})", c.name, c.kind());
         match fleet.diagnose(&c.name).await {
             Ok(d) => {
                 let line =

@@ -10,4 +10,5 @@ pub mod logging;
 pub mod model;
 pub mod output;
 pub mod spec;
+pub mod tomlfile;
 pub mod tui;

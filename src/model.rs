@@ -561,3 +561,71 @@ impl Health {
         matches!(self, Health::Fresh { .. })
     }
 }
+
+/// What a cluster is (`slurm`, `kubernetes`, …), as the config file writes it. Open rather
+/// than an enum: a backend kind registered at run time (see `backend::Registry`) brings its
+/// own name, and the name crosses a wire as a plain string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ClusterKind(std::borrow::Cow<'static, str>);
+
+impl ClusterKind {
+    pub const SLURM: ClusterKind = ClusterKind::from_static("slurm");
+    pub const KUBERNETES: ClusterKind = ClusterKind::from_static("kubernetes");
+
+    /// A kind named by a constant (what a backend's own module declares).
+    pub const fn from_static(name: &'static str) -> ClusterKind {
+        ClusterKind(std::borrow::Cow::Borrowed(name))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ClusterKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for ClusterKind {
+    fn from(name: &str) -> Self {
+        ClusterKind(std::borrow::Cow::Owned(name.to_string()))
+    }
+}
+
+impl From<String> for ClusterKind {
+    fn from(name: String) -> Self {
+        ClusterKind(std::borrow::Cow::Owned(name))
+    }
+}
+
+impl PartialEq<str> for ClusterKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ClusterKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+#[cfg(test)]
+mod cluster_kind_tests {
+    use super::ClusterKind;
+
+    #[test]
+    fn kind_is_its_name_everywhere() {
+        assert_eq!(ClusterKind::SLURM.as_str(), "slurm");
+        assert_eq!(ClusterKind::KUBERNETES.to_string(), "kubernetes");
+        // A kind read back from text equals the constant it names.
+        assert_eq!(ClusterKind::from("slurm"), ClusterKind::SLURM);
+        assert_eq!(serde_json::to_string(&ClusterKind::SLURM).unwrap(), "\"slurm\"");
+        let back: ClusterKind = serde_json::from_str("\"stub\"").unwrap();
+        assert_eq!(back, ClusterKind::from_static("stub"));
+        assert!(ClusterKind::KUBERNETES == "kubernetes");
+    }
+}

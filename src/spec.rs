@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::config::tomlpos;
+use crate::tomlfile::pos as tomlpos;
 
 /// A job as the user describes it, independent of where it runs.
 ///

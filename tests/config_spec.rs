@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use flightdeck::backend::BackendError;
 use flightdeck::backend::slurm::script::{SbatchOptions, parse_sbatch_output, render_sbatch, sbatch_argv};
-use flightdeck::config::{ClusterKind, Config, ConfigError, ConfigSource, KnownHosts, find_program};
+use flightdeck::backend::slurm::{KnownHosts, SlurmConfig};
+use flightdeck::backend::{BackendError, Registry};
+use flightdeck::config::{ClusterKind, Config, ConfigError, ConfigSource, find_program};
 use flightdeck::spec::{JobSpec, SpecError};
 
 fn examples_dir() -> PathBuf {
@@ -41,17 +42,19 @@ kind = "slurm"
 "#,
     )
     .unwrap();
-    let config = Config::load(Some(&path)).unwrap();
+    let config = Config::load(Some(&path), &Registry::builtin()).unwrap();
     assert!(config.read_only);
     assert_eq!(config.source, ConfigSource::File(path.clone()));
     let hpc = config.cluster("hpc").unwrap();
-    assert_eq!(hpc.kind, ClusterKind::Slurm);
-    assert_eq!(hpc.host.as_deref(), Some("login.example.org"));
-    assert_eq!(hpc.port, Some(2222));
-    assert_eq!(hpc.known_hosts, KnownHosts::AcceptNew);
+    assert_eq!(hpc.kind(), ClusterKind::SLURM);
+    let ssh = hpc.section::<SlurmConfig>().unwrap();
+    assert_eq!(ssh.host.as_deref(), Some("login.example.org"));
+    assert_eq!(ssh.port, Some(2222));
+    assert_eq!(ssh.known_hosts, KnownHosts::AcceptNew);
     assert_eq!(hpc.refresh, Duration::from_secs(20));
     assert_eq!(hpc.timeout, Duration::from_secs(30));
     let lab = config.cluster("lab").unwrap();
+    let lab = lab.section::<SlurmConfig>().unwrap();
     assert!(lab.is_local());
     assert_eq!(lab.known_hosts, KnownHosts::Strict);
 }
@@ -82,7 +85,7 @@ fn config_errors_name_file_line_and_key() {
     ];
     for (text, line, key, words) in cases {
         std::fs::write(&path, text).unwrap();
-        let err = Config::load(Some(&path)).unwrap_err();
+        let err = Config::load(Some(&path), &Registry::builtin()).unwrap_err();
         let shown = err.to_string();
         assert!(shown.starts_with(&format!("{}:{line}: ", path.display())), "{shown}");
         assert!(shown.contains(&format!("`{key}`")), "{shown}");
@@ -99,7 +102,7 @@ fn config_errors_name_file_line_and_key() {
 
 #[test]
 fn missing_explicit_config_is_an_error() {
-    let err = Config::load(Some(Path::new("/nonexistent/flightdeck.toml"))).unwrap_err();
+    let err = Config::load(Some(Path::new("/nonexistent/flightdeck.toml")), &Registry::builtin()).unwrap_err();
     assert!(matches!(err, ConfigError::NotFound { .. }));
     assert_eq!(err.to_string(), "/nonexistent/flightdeck.toml: no such config file");
 }

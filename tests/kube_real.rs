@@ -22,20 +22,19 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use flightdeck::backend::kube::KubeConfig;
 use flightdeck::backend::kube::{KubeBackend, drain::DrainOptions, gpu};
 use flightdeck::backend::{Backend, JobAction, NodeAction};
-use flightdeck::config::{ClusterConfig, ClusterKind};
+use flightdeck::config::ClusterConfig;
 use flightdeck::model::Snapshot;
 use flightdeck::spec::JobSpec;
 use k8s_openapi::api::batch::v1::Job as KJob;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
-fn config() -> ClusterConfig {
-    let mut cfg = ClusterConfig::new("real", ClusterKind::Kubernetes);
-    cfg.context = std::env::var("FLIGHTDECK_KUBE_CONTEXT").ok().filter(|c| !c.is_empty());
-    cfg.timeout = Duration::from_secs(30);
-    cfg
+fn config() -> ClusterConfig<KubeConfig> {
+    let context = std::env::var("FLIGHTDECK_KUBE_CONTEXT").ok().filter(|c| !c.is_empty());
+    ClusterConfig::new("real", KubeConfig { context, ..KubeConfig::default() }).with_timeout(Duration::from_secs(30))
 }
 
 async fn backend() -> KubeBackend {
@@ -153,8 +152,8 @@ async fn real_submit_creates_the_job_the_spec_describes() {
     let namespace = env("FLIGHTDECK_KUBE_NAMESPACE")
         .expect("FLIGHTDECK_KUBE_NAMESPACE must be set for this test (it names what the test may change)");
     let mut cfg = config();
-    cfg.namespaces = vec![namespace.clone()];
-    cfg.queue = env("FLIGHTDECK_KUBE_QUEUE");
+    cfg.settings.namespaces = vec![namespace.clone()];
+    cfg.settings.queue = env("FLIGHTDECK_KUBE_QUEUE");
     let b = KubeBackend::new(&cfg);
     let spec = JobSpec {
         name: "flightdeck-kube-real".into(),
@@ -174,7 +173,7 @@ async fn real_submit_creates_the_job_the_spec_describes() {
     let job_spec = created.spec.as_ref().unwrap();
     assert_eq!(job_spec.active_deadline_seconds, Some(600));
     let queue_label = created.metadata.labels.as_ref().and_then(|l| l.get("kueue.x-k8s.io/queue-name")).cloned();
-    assert_eq!(queue_label, cfg.queue);
+    assert_eq!(queue_label, cfg.settings.queue);
     let c = &job_spec.template.spec.as_ref().unwrap().containers[0];
     assert_eq!(c.command.as_deref(), Some(&["/bin/sh".to_string(), "-c".into(), spec.command.clone().unwrap()][..]));
     assert_eq!(c.image, spec.image);

@@ -14,9 +14,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use flightdeck::backend::kube::KubeConfig;
 use flightdeck::backend::kube::{KubeBackend, drain::DrainOptions, gpu, map};
 use flightdeck::backend::{Backend, BackendError, JobAction, NodeAction};
-use flightdeck::config::{ClusterConfig, ClusterKind};
+use flightdeck::config::ClusterConfig;
 use flightdeck::fleet::{Fleet, FleetOptions, Member};
 use flightdeck::model::{Health, JobState, NodeState, Snapshot};
 use flightdeck::spec::JobSpec;
@@ -26,7 +27,7 @@ use serde_json::{Value, json};
 
 struct Setup {
     fake: FakeApi,
-    cfg: ClusterConfig,
+    cfg: ClusterConfig<KubeConfig>,
     _dir: tempfile::TempDir,
 }
 
@@ -34,11 +35,9 @@ fn setup(objects: Vec<Value>) -> Setup {
     let fake = FakeApi::start_blocking();
     fake.put_all(objects);
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = ClusterConfig::new("k8s", ClusterKind::Kubernetes);
-    cfg.kubeconfig = Some(fake.kubeconfig(dir.path(), "fake"));
-    cfg.context = Some("fake".into());
-    cfg.timeout = Duration::from_secs(5);
-    cfg.refresh = Duration::from_millis(200);
+    let cfg = ClusterConfig::new("k8s", KubeConfig::context_of(fake.kubeconfig(dir.path(), "fake"), "fake"))
+        .with_timeout(Duration::from_secs(5))
+        .with_refresh(Duration::from_millis(200));
     Setup { fake, cfg, _dir: dir }
 }
 
@@ -332,8 +331,8 @@ fn train_spec() -> JobSpec {
 #[tokio::test]
 async fn submit_creates_the_job_the_spec_describes_and_cancel_deletes_it() {
     let mut s = standard();
-    s.cfg.namespaces = vec!["train".into()];
-    s.cfg.queue = Some("team-train".into());
+    s.cfg.settings.namespaces = vec!["train".into()];
+    s.cfg.settings.queue = Some("team-train".into());
     let b = KubeBackend::new(&s.cfg);
     let spec = train_spec();
     let job_ref = b.submit(&spec).await.unwrap();
@@ -538,7 +537,7 @@ async fn forbidden_kinds_reduce_the_view_with_a_note() {
 #[tokio::test]
 async fn configured_namespaces_limit_the_view() {
     let mut s = standard();
-    s.cfg.namespaces = vec!["train".into(), "inference".into()];
+    s.cfg.settings.namespaces = vec!["train".into(), "inference".into()];
     let b = KubeBackend::new(&s.cfg);
     all_watches_synced(&b).await;
     let snap = snapshot(&b).await;
@@ -608,10 +607,9 @@ async fn several_contexts_are_separate_clusters() {
     let path = dir.path().join("config");
     kube_fake::write_kubeconfig(&path, &[("ctx-a", &a.url()), ("ctx-b", &b.url())], "ctx-b");
     let cluster = |name: &str, context: Option<&str>| {
-        let mut cfg = ClusterConfig::new(name, ClusterKind::Kubernetes);
-        cfg.kubeconfig = Some(path.clone());
-        cfg.context = context.map(str::to_string);
-        cfg.timeout = Duration::from_secs(5);
+        let kube =
+            KubeConfig { kubeconfig: Some(path.clone()), context: context.map(str::to_string), ..Default::default() };
+        let cfg = ClusterConfig::new(name, kube).with_timeout(Duration::from_secs(5));
         KubeBackend::new(&cfg)
     };
     let names = |s: Snapshot| s.nodes.into_iter().map(|n| n.name).collect::<Vec<_>>();
@@ -632,7 +630,7 @@ fn the_cli_reads_a_kubernetes_cluster() {
         &config,
         format!(
             "[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\ntimeout_seconds = 5\n",
-            s.cfg.kubeconfig.as_ref().unwrap().display()
+            s.cfg.settings.kubeconfig.as_ref().unwrap().display()
         ),
     )
     .unwrap();
@@ -677,8 +675,8 @@ async fn a_forced_drain_reports_what_it_did() {
 #[tokio::test]
 async fn the_preview_is_the_job_manifest_submit_creates() {
     let mut s = standard();
-    s.cfg.namespaces = vec!["train".into()];
-    s.cfg.queue = Some("team-train".into());
+    s.cfg.settings.namespaces = vec!["train".into()];
+    s.cfg.settings.queue = Some("team-train".into());
     let b = KubeBackend::new(&s.cfg);
     let mut spec = train_spec();
     spec.partition = Some("no-such-queue".into());

@@ -277,7 +277,7 @@ async fn dropped_ssh_link_goes_stale_then_recovers(cluster: &str) {
     let cfg = cluster_config(cluster);
     let fleet = Fleet::start(
         vec![Member {
-            backend: flightdeck::backend::for_cluster(&cfg),
+            backend: flightdeck::backend::Registry::builtin().build(&cfg).expect("a slurm backend"),
             kind: "slurm".into(),
             refresh: Duration::from_secs(1),
             timeout: Duration::from_secs(20),
@@ -367,7 +367,7 @@ async fn job_output_is_tailed_and_followed(cluster: &str) {
 async fn text_fallback_agrees_with_json(cluster: &str) {
     let _lock = cluster_lock(cluster);
     let json = backend(cluster);
-    let text = SlurmBackend::text_only(&cluster_config(cluster));
+    let text = SlurmBackend::text_only(&slurm_config(cluster));
     let mut s = spec("fd-text-vs-json", "sleep 300");
     s.gpus = 1;
     let r = json.submit(&s).await.expect("submit");

@@ -5,16 +5,16 @@
 //! tasks, so a slow or dead backend never blocks a front end.
 
 pub mod kube;
+pub mod registry;
 pub mod slurm;
-
-use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::config::{ClusterConfig, ClusterKind};
 pub use crate::model::{Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
 use crate::model::{JobRef, LogHandle, Native, Snapshot, SpecFields};
 use crate::spec::JobSpec;
+
+pub use self::registry::{KindEntry, Registry};
 
 /// Typed failures of a backend. The `Display` text is what the user reads, so it carries
 /// the backend's own words (Slurm's stderr, the API's message) rather than a generic label.
@@ -89,14 +89,6 @@ pub fn log_window(size: u64, from: Option<u64>, max_bytes: u64) -> (u64, u64, u6
     };
     let start = wanted_from.max(size.saturating_sub(max_bytes));
     (start, size - start, start - wanted_from)
-}
-
-/// The adapter for one configured cluster.
-pub fn for_cluster(cfg: &ClusterConfig) -> Arc<dyn Backend> {
-    match cfg.kind {
-        ClusterKind::Slurm => Arc::new(slurm::SlurmBackend::new(cfg)),
-        ClusterKind::Kubernetes => Arc::new(self::kube::KubeBackend::new(cfg)),
-    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! backend themselves.
 
 pub mod audit;
+pub mod build;
 pub mod poller;
 
 use std::collections::HashMap;
@@ -19,17 +20,19 @@ use tokio::sync::{Notify, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, BackendError};
-use crate::model::{Diagnosis, LogChunk, LogHandle, Native};
+use crate::model::{ClusterKind, Diagnosis, LogChunk, LogHandle, Native};
 use crate::spec::JobSpec;
 
 pub use self::audit::{AuditLog, AuditRecord};
 // The vocabulary lives in `model`; re-exported because front ends meet it here first.
 pub use crate::model::{Action, ActionOutcome, ClusterState, FleetState};
 
+pub use self::build::{BuildError, FleetBuilder};
+
 /// A backend with the polling settings the fleet needs for it.
 pub struct Member {
     pub backend: Arc<dyn Backend>,
-    pub kind: String,
+    pub kind: ClusterKind,
     pub refresh: Duration,
     pub timeout: Duration,
 }
@@ -198,7 +201,7 @@ impl Fleet {
 
 struct Runner {
     backends: HashMap<String, Arc<dyn Backend>>,
-    kinds: HashMap<String, String>,
+    kinds: HashMap<String, ClusterKind>,
     wakes: HashMap<String, Arc<Notify>>,
     opts: FleetOptions,
     outcomes: broadcast::Sender<ActionOutcome>,
@@ -261,7 +264,7 @@ impl Runner {
         };
         // Front ends check too; this is the check that holds whoever asks.
         if !backend.capabilities().allows(action.verb()) {
-            let kind = self.kinds.get(action.cluster()).map_or("unknown", String::as_str);
+            let kind = self.kinds.get(action.cluster()).map_or("unknown", ClusterKind::as_str);
             return Err(crate::model::action::cannot(action.cluster(), kind, action.verb()));
         }
         Ok(())

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{Capabilities, Health, Snapshot, SpecFields};
+use super::{Capabilities, ClusterKind, Health, Snapshot, SpecFields};
 
 /// One cluster as the front ends see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClusterState {
     pub name: String,
-    pub kind: String,
+    pub kind: ClusterKind,
     /// What its backend can do: the front ends offer only these actions.
     pub capabilities: Capabilities,
     /// How its kind uses the spec fields that differ between kinds (the submit form's labels).
@@ -29,7 +29,7 @@ pub struct ClusterState {
 impl ClusterState {
     /// A cluster not heard from yet, allowed every action until told otherwise (the fleet
     /// sets the backend's own [`Capabilities`]).
-    pub fn new(name: impl Into<String>, kind: impl Into<String>) -> Self {
+    pub fn new(name: impl Into<String>, kind: impl Into<ClusterKind>) -> Self {
         Self {
             name: name.into(),
             kind: kind.into(),
@@ -90,7 +90,7 @@ impl FleetState {
     /// front end uses (an unknown cluster is left for the fleet to refuse).
     pub fn check(&self, cluster: &str, verb: super::Verb) -> Result<(), String> {
         match self.cluster(cluster) {
-            Some(c) if !c.capabilities.allows(verb) => Err(super::action::cannot(&c.name, &c.kind, verb)),
+            Some(c) if !c.capabilities.allows(verb) => Err(super::action::cannot(&c.name, c.kind.as_str(), verb)),
             _ => Ok(()),
         }
     }

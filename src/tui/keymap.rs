@@ -44,7 +44,8 @@ use super::action::{Mode, UiAction};
 const BUILTIN: &[(&str, &str)] =
     &[("default", include_str!("../../keymaps/default.toml")), ("vim", include_str!("../../keymaps/vim.toml"))];
 
-const BUILTIN_NAMES: &[&str] = &["default", "vim"];
+/// The names live in `config` (which checks `keymap = "…"` without knowing the cockpit).
+const BUILTIN_NAMES: &[&str] = crate::config::BUILTIN_KEYMAPS;
 
 /// The word that unbinds a key.
 pub const UNBIND: &str = "none";
@@ -61,7 +62,7 @@ pub enum Resolution {
 }
 
 /// Why a keymap file was refused (shared with the config file's errors).
-pub type KeymapError = crate::config::FileError;
+pub type KeymapError = crate::tomlfile::FileError;
 
 /// Where a binding was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -358,7 +359,7 @@ fn with_parent<T>(
 }
 
 fn read(path: &Path) -> Result<String, KeymapError> {
-    crate::config::read_file(path, "keymap")
+    crate::tomlfile::read_file(path, "keymap")
 }
 
 fn mode_names() -> impl Iterator<Item = &'static str> {

@@ -42,7 +42,8 @@ const BUILTIN: &[(&str, &str)] = &[
     ("mono", include_str!("../../themes/mono.toml")),
 ];
 
-const BUILTIN_NAMES: &[&str] = &["default", "light", "high-contrast", "mono"];
+/// The names live in `config` (which checks `theme = "…"` without knowing the cockpit).
+const BUILTIN_NAMES: &[&str] = crate::config::BUILTIN_THEMES;
 
 /// The theme shown when there is no colour.
 const MONO: &str = "mono";
@@ -125,7 +126,7 @@ const MODIFIERS: &[(&str, Modifier)] = &[
 const SLOT_KEYS: &str = "fg, bg, bold, italic, underline, reversed, dim";
 
 /// Why a theme file was refused (shared with the config file's errors).
-pub type ThemeError = crate::config::FileError;
+pub type ThemeError = crate::tomlfile::FileError;
 
 /// One slot as written, before the colour depth is applied; unset fields are inherited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -278,7 +279,7 @@ fn builtin_specs(name: &str) -> Result<Specs, ThemeError> {
 }
 
 fn read(path: &Path) -> Result<String, ThemeError> {
-    crate::config::read_file(path, "theme")
+    crate::tomlfile::read_file(path, "theme")
 }
 
 /// Parse `text`, build its parent (`inherit`, else `implicit`), and lay the file over it.

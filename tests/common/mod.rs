@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use flightdeck::backend::Backend;
-use flightdeck::backend::slurm::SlurmBackend;
+use flightdeck::backend::Registry;
+use flightdeck::backend::slurm::{SlurmBackend, SlurmConfig};
 use flightdeck::config::{ClusterConfig, Config};
 use flightdeck::model::Snapshot;
 
@@ -24,7 +25,7 @@ pub fn testbed_config() -> Config {
         "the Slurm test bed is not up: {} is missing. Run `sudo tests/testbed/up.sh` (or ./tests/run.sh) first.",
         path.display()
     );
-    Config::load(Some(&path)).unwrap_or_else(|e| panic!("test bed config unreadable: {e}"))
+    Config::load(Some(&path), &Registry::builtin()).unwrap_or_else(|e| panic!("test bed config unreadable: {e}"))
 }
 
 pub fn cluster_config(name: &str) -> ClusterConfig {
@@ -35,8 +36,13 @@ pub fn cluster_config(name: &str) -> ClusterConfig {
         .unwrap_or_else(|| panic!("cluster {name} missing from the test bed config"))
 }
 
+/// A test bed cluster with its Slurm section typed, as `SlurmBackend::new` takes it.
+pub fn slurm_config(name: &str) -> ClusterConfig<SlurmConfig> {
+    cluster_config(name).typed().unwrap_or_else(|| panic!("cluster {name} of the test bed is not a Slurm cluster"))
+}
+
 pub fn backend(name: &str) -> Arc<SlurmBackend> {
-    Arc::new(SlurmBackend::new(&cluster_config(name)))
+    Arc::new(SlurmBackend::new(&slurm_config(name)))
 }
 
 /// Tests that change a cluster (submit, drain, kill its SSH link) take its lock, so they

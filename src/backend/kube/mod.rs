@@ -11,6 +11,7 @@
 //! Actions ([`manifest`] for submit, [`drain`] for cordon and drain, [`logs`]) run on a
 //! client that never retries by itself, each bounded by the cluster's `timeout`.
 
+pub mod config;
 pub mod drain;
 pub mod gpu;
 pub mod kueue;
@@ -36,11 +37,12 @@ use k8s_openapi::api::core::v1::{Event, Node as KNode, Pod};
 use tokio::sync::OnceCell;
 use tokio::task::JoinHandle;
 
-use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
+use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
 use crate::spec::JobSpec;
 
+pub use self::config::KubeConfig;
 use self::drain::{DrainOptions, DrainReport};
 use self::kueue::{ClusterQueueInfo, KueueKind, LocalQueueInfo, WorkloadInfo};
 use self::manifest::GpuPlacement;
@@ -118,14 +120,37 @@ pub fn describe_client_error(err: &::kube::Error) -> String {
     }
 }
 
+/// What a Kubernetes cluster can do.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    submit: true,
+    cancel: true,
+    hold_release: true,
+    requeue: false,
+    drain_resume: true,
+    cordon_uncordon: true,
+};
+
+/// The kind's line in the backend registry.
+pub fn kind_entry() -> KindEntry {
+    KindEntry {
+        config: config::kind_config(),
+        build: |cluster| {
+            let cluster = crate::backend::registry::typed::<KubeConfig>(cluster)?;
+            Ok(Arc::new(KubeBackend::new(&cluster)))
+        },
+        capabilities: CAPABILITIES,
+    }
+}
+
 impl KubeBackend {
-    pub fn new(cfg: &ClusterConfig) -> Self {
+    pub fn new(cfg: &ClusterConfig<KubeConfig>) -> Self {
+        let kube = &cfg.settings;
         Self {
             name: cfg.name.clone(),
-            context: cfg.context.clone(),
-            kubeconfig: cfg.kubeconfig.clone(),
-            namespaces: cfg.namespaces.clone(),
-            queue: cfg.queue.clone(),
+            context: kube.context.clone(),
+            kubeconfig: kube.kubeconfig.clone(),
+            namespaces: kube.namespaces.clone(),
+            queue: kube.queue.clone(),
             timeout: cfg.timeout,
             refresh: cfg.refresh,
             shared: Shared::new(&cfg.name),
@@ -147,7 +172,7 @@ impl KubeBackend {
     }
 
     /// A backend over an existing client (tests; embedding).
-    pub fn with_client(cfg: &ClusterConfig, client: Client) -> Self {
+    pub fn with_client(cfg: &ClusterConfig<KubeConfig>, client: Client) -> Self {
         let me = Self::new(cfg);
         let _ = me.client.set(client);
         me
@@ -720,14 +745,7 @@ impl Backend for KubeBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            submit: true,
-            cancel: true,
-            hold_release: true,
-            requeue: false,
-            drain_resume: true,
-            cordon_uncordon: true,
-        }
+        CAPABILITIES
     }
 
     fn spec_fields(&self) -> SpecFields {

@@ -6,22 +6,25 @@
 //! backend falls back to pipe-separated text for the rest of the connection.
 
 pub mod commands;
+pub mod config;
 pub mod parse;
 pub mod script;
 pub mod sdiag;
 pub mod transport;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chrono::Utc;
 use tokio::sync::Mutex;
 
-use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
+use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
 use crate::spec::JobSpec;
 
+pub use self::config::{KnownHosts, SlurmConfig};
 use self::parse::{JobsDoc, NodesDoc};
 use self::transport::{Transport, display_argv};
 
@@ -47,8 +50,30 @@ pub struct SlurmBackend {
     probe: Mutex<Option<Probe>>,
 }
 
+/// What a Slurm cluster can do.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    submit: true,
+    cancel: true,
+    hold_release: true,
+    requeue: true,
+    drain_resume: true,
+    cordon_uncordon: false,
+};
+
+/// The kind's line in the backend registry.
+pub fn kind_entry() -> KindEntry {
+    KindEntry {
+        config: config::kind_config(),
+        build: |cluster| {
+            let cluster = crate::backend::registry::typed::<SlurmConfig>(cluster)?;
+            Ok(Arc::new(SlurmBackend::new(&cluster)))
+        },
+        capabilities: CAPABILITIES,
+    }
+}
+
 impl SlurmBackend {
-    pub fn new(cfg: &ClusterConfig) -> Self {
+    pub fn new(cfg: &ClusterConfig<SlurmConfig>) -> Self {
         Self {
             name: cfg.name.clone(),
             transport: Transport::for_cluster(cfg),
@@ -60,7 +85,7 @@ impl SlurmBackend {
 
     /// A backend that reads the pipe-separated text formats only, as it does by itself
     /// when a cluster's `--json` is missing or broken.
-    pub fn text_only(cfg: &ClusterConfig) -> Self {
+    pub fn text_only(cfg: &ClusterConfig<SlurmConfig>) -> Self {
         Self { text_only: true, ..Self::new(cfg) }
     }
 
@@ -220,14 +245,7 @@ impl Backend for SlurmBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            submit: true,
-            cancel: true,
-            hold_release: true,
-            requeue: true,
-            drain_resume: true,
-            cordon_uncordon: false,
-        }
+        CAPABILITIES
     }
 
     fn spec_fields(&self) -> SpecFields {

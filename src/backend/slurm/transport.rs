@@ -15,8 +15,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{Mutex, Semaphore};
 use tokio_util::io::SyncIoBridge;
 
+use super::config::{KnownHosts, SlurmConfig};
 use crate::backend::BackendError;
-use crate::config::{ClusterConfig, KnownHosts};
+use crate::config::ClusterConfig;
 
 /// sshd refuses more than `MaxSessions` (default 10) sessions on one connection, and the
 /// openssh crate reports that as an error rather than opening a second connection.
@@ -78,8 +79,8 @@ pub enum Transport {
 }
 
 impl Transport {
-    pub fn for_cluster(cfg: &ClusterConfig) -> Self {
-        match &cfg.host {
+    pub fn for_cluster(cfg: &ClusterConfig<SlurmConfig>) -> Self {
+        match &cfg.settings.host {
             None => Transport::Local,
             Some(host) => Transport::Ssh(SshTransport::new(cfg, host)),
         }
@@ -305,14 +306,15 @@ pub struct SshTransport {
 }
 
 impl SshTransport {
-    fn new(cfg: &ClusterConfig, host: &str) -> Self {
+    fn new(cfg: &ClusterConfig<SlurmConfig>, host: &str) -> Self {
+        let ssh = &cfg.settings;
         Self {
             host: host.to_string(),
-            user: cfg.user.clone(),
-            port: cfg.port,
-            identity_file: cfg.identity_file.clone(),
-            known_hosts: cfg.known_hosts,
-            known_hosts_file: cfg.known_hosts_file.clone(),
+            user: ssh.user.clone(),
+            port: ssh.port,
+            identity_file: ssh.identity_file.clone(),
+            known_hosts: ssh.known_hosts,
+            known_hosts_file: ssh.known_hosts_file.clone(),
             connect_timeout: cfg.timeout.min(Duration::from_secs(30)),
             session: Mutex::new(None),
             generation: Default::default(),

@@ -355,7 +355,7 @@ impl Data {
             .iter()
             .map(|c| ClusterSummary {
                 name: c.name.clone(),
-                kind: c.kind.clone(),
+                kind: c.kind.to_string(),
                 health: c.health.clone(),
                 release: c.snapshot.as_ref().and_then(|s| s.release.clone()),
                 notes: c.snapshot.as_ref().map(|s| s.notes.clone()).unwrap_or_default(),

@@ -1,15 +1,13 @@
-//! What keymap and theme files share: reading the TOML with positions, `inherit = "…"`
-//! (a builtin name, `"none"`, or a path relative to the file), cycle detection, and the
-//! "did you mean" hint.
-
-use std::path::{Path, PathBuf};
+//! What keymap and theme files share beyond [`crate::tomlfile`]: the document with its
+//! entries in file order, value descriptions, and the "did you mean" hint.
 
 use toml::Spanned;
 use toml::de::{DeString, DeTable, DeValue};
 
-use crate::config::tomlpos;
+use crate::tomlfile::pos as tomlpos;
 
-pub(crate) use crate::config::tomlpos::Problem;
+pub(crate) use crate::tomlfile::inherit::{Parent, cycle_text, identity_of_builtin, identity_of_file, resolve_parent};
+pub(crate) use crate::tomlfile::pos::Problem;
 
 /// A parsed document whose entries keep their positions.
 pub(crate) struct Doc<'t> {
@@ -69,83 +67,6 @@ pub(crate) fn describe_value(value: &DeValue<'_>) -> String {
         DeValue::Array(_) => "an array".into(),
         DeValue::Table(_) => "a table".into(),
     }
-}
-
-/// What `inherit = "…"` names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Parent {
-    /// `"none"`: start from nothing.
-    Nothing,
-    /// One of the shipped files.
-    Builtin(&'static str),
-    /// Another file; relative paths are taken from the directory of the file that names it.
-    File(PathBuf),
-}
-
-/// Read an `inherit` value. `None` when it names neither a builtin, `"none"`, nor a path.
-pub(crate) fn parse_parent(value: &str, origin: &Path, builtins: &'static [&'static str]) -> Option<Parent> {
-    if value == "none" {
-        return Some(Parent::Nothing);
-    }
-    if let Some(name) = builtins.iter().find(|name| **name == value) {
-        return Some(Parent::Builtin(name));
-    }
-    if value.contains('/') || value.ends_with(".toml") {
-        let path = match value.strip_prefix("~/") {
-            Some(rest) => match directories::BaseDirs::new() {
-                Some(dirs) => dirs.home_dir().join(rest),
-                None => PathBuf::from(value),
-            },
-            None => PathBuf::from(value),
-        };
-        let path = if path.is_absolute() { path } else { origin.parent().map(|dir| dir.join(&path)).unwrap_or(path) };
-        return Some(Parent::File(path));
-    }
-    None
-}
-
-/// `(expected one of: default, vim, none, or a path to a .toml file)`.
-pub(crate) fn expected_parents(builtins: &[&str]) -> String {
-    format!("expected one of: {}, none, or a path to a .toml file", builtins.join(", "))
-}
-
-/// The parent a `what` file (`keymap`, `theme`) builds on, with the line of its `inherit`:
-/// what the file names, else `implicit` (line 1).
-pub(crate) fn resolve_parent(
-    inherit: Option<(String, usize)>,
-    origin: &Path,
-    builtins: &'static [&'static str],
-    implicit: Parent,
-    what: &str,
-) -> Result<(Parent, usize), Problem> {
-    let Some((value, line)) = inherit else { return Ok((implicit, 1)) };
-    match parse_parent(&value, origin, builtins) {
-        Some(parent) => Ok((parent, line)),
-        None => Err(Problem::new(
-            line,
-            "inherit",
-            format!("unknown {what} {value:?} for `inherit` ({})", expected_parents(builtins)),
-        )),
-    }
-}
-
-/// How a file is known on the inheritance stack: builtins by name, files by their
-/// canonical path when it exists.
-pub(crate) fn identity_of_file(path: &Path) -> String {
-    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    format!("file:{}", path.display())
-}
-
-pub(crate) fn identity_of_builtin(name: &str) -> String {
-    format!("builtin:{name}")
-}
-
-/// `a.toml → b.toml → a.toml` for a cycle message.
-pub(crate) fn cycle_text(stack: &[(String, String)], again: &str) -> String {
-    let start = stack.iter().position(|(id, _)| id == again).unwrap_or(0);
-    let mut names: Vec<&str> = stack[start..].iter().map(|(_, shown)| shown.as_str()).collect();
-    names.push(stack[start].1.as_str());
-    names.join(" → ")
 }
 
 /// The candidate closest to `word`, when it is close enough to be a likely typo.
@@ -209,26 +130,5 @@ mod tests {
         assert_eq!(did_you_mean("Quit", names), Some("quit"));
         assert_eq!(did_you_mean("xyzzy", names), None);
         assert_eq!(suggestion("qit", names), " (did you mean \"quit\"?)");
-    }
-
-    #[test]
-    fn parents() {
-        let origin = Path::new("/home/a/.config/flightdeck/my.toml");
-        let builtins: &'static [&'static str] = &["default", "vim"];
-        assert_eq!(parse_parent("none", origin, builtins), Some(Parent::Nothing));
-        assert_eq!(parse_parent("vim", origin, builtins), Some(Parent::Builtin("vim")));
-        assert_eq!(
-            parse_parent("base.toml", origin, builtins),
-            Some(Parent::File(PathBuf::from("/home/a/.config/flightdeck/base.toml")))
-        );
-        assert_eq!(parse_parent("/etc/x.toml", origin, builtins), Some(Parent::File(PathBuf::from("/etc/x.toml"))));
-        assert_eq!(parse_parent("emacs", origin, builtins), None);
-    }
-
-    #[test]
-    fn cycles_are_spelled_out() {
-        let stack =
-            vec![("x".to_string(), "x.toml".to_string()), ("a".into(), "a.toml".into()), ("b".into(), "b.toml".into())];
-        assert_eq!(cycle_text(&stack, "a"), "a.toml → b.toml → a.toml");
     }
 }

@@ -1,0 +1,279 @@
+//! A Kubernetes cluster's section of `[[cluster]]`: which kubeconfig context, which
+//! namespaces, which Kueue queue. Several contexts are several `[[cluster]]` entries.
+//!
+//! ```toml
+//! [[cluster]]
+//! name = "k8s-prod"
+//! kind = "kubernetes"
+//! context = "prod"             # optional: a kubeconfig context (default: the current one)
+//! kubeconfig = "~/.kube/config" # optional (default: $KUBECONFIG, else ~/.kube/config)
+//! namespaces = ["ml", "infer"] # optional (default: every namespace the user may list)
+//! queue = "team-a"             # optional: Kueue LocalQueue for submissions
+//! refresh_seconds = 10         # how often the (watched) picture is re-read at the latest
+//! timeout_seconds = 30         # bound on every request and action
+//! ```
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::config::{
+    ClusterConfig, ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings, check_cluster_name,
+};
+
+/// Which part of which Kubernetes cluster to watch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KubeConfig {
+    /// The kubeconfig context; `None` is the current one.
+    pub context: Option<String>,
+    /// The kubeconfig file (`~` already expanded); `None` is `$KUBECONFIG`, else
+    /// `~/.kube/config`.
+    pub kubeconfig: Option<PathBuf>,
+    /// The namespaces to watch; empty means every namespace the user may list.
+    pub namespaces: Vec<String>,
+    /// The Kueue LocalQueue that submissions go to.
+    pub queue: Option<String>,
+}
+
+impl KindSettings for KubeConfig {
+    const KIND: ClusterKind = ClusterKind::KUBERNETES;
+}
+
+impl KubeConfig {
+    /// The keys of the section, as written in the file.
+    pub const KEYS: &'static [&'static str] = &["context", "kubeconfig", "namespaces", "queue"];
+
+    /// A context of a kubeconfig file, every other setting at its default.
+    pub fn context_of(kubeconfig: impl Into<PathBuf>, context: impl Into<String>) -> Self {
+        Self { context: Some(context.into()), kubeconfig: Some(kubeconfig.into()), ..Self::default() }
+    }
+
+    /// Read and check the section.
+    pub fn parse(section: &ClusterSection<'_>) -> Result<KubeConfig, FileError> {
+        let raw: Raw = section.deserialize()?;
+        let mut out = KubeConfig::default();
+
+        // context, queue: one word each.
+        if let Some(value) = &raw.context {
+            check_context(value.get_ref()).map_err(|why| section.bad_value("context", value, why))?;
+            out.context = Some(value.get_ref().clone());
+        }
+        if let Some(value) = &raw.queue {
+            check_k8s_name(value.get_ref(), 63, true).map_err(|why| section.bad_value("queue", value, why))?;
+            out.queue = Some(value.get_ref().clone());
+        }
+        if let Some(value) = &raw.kubeconfig {
+            out.kubeconfig = Some(section.file_path("kubeconfig", value)?);
+        }
+        if let Some(list) = &raw.namespaces {
+            if list.get_ref().is_empty() {
+                return Err(section.bad_value(
+                    "namespaces",
+                    list,
+                    "the list is empty (leave `namespaces` out to watch every namespace you may list)",
+                ));
+            }
+            for ns in list.get_ref() {
+                let value = ns.get_ref();
+                let why = check_k8s_name(value, 63, false)
+                    .err()
+                    .or_else(|| out.namespaces.contains(value).then(|| format!("{value:?} is listed twice")));
+                if let Some(why) = why {
+                    return Err(section.bad_value("namespaces", ns, why));
+                }
+                out.namespaces.push(value.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The embedded default: the kubeconfig's current context, when there is one.
+    pub fn default_clusters(taken: &[ClusterConfig]) -> Vec<ClusterConfig> {
+        current_kube_context().map(|context| default_cluster(&context, taken).erase()).into_iter().collect()
+    }
+}
+
+/// The config module's view of the kind (its line in the backend registry).
+pub fn kind_config() -> KindConfig {
+    KindConfig {
+        kind: ClusterKind::KUBERNETES,
+        keys: KubeConfig::KEYS,
+        parse: |section| KubeConfig::parse(section).map(Settings::new),
+        defaults: KubeConfig::default_clusters,
+    }
+}
+
+/// The current context of the user's kubeconfig (`$KUBECONFIG`, else `~/.kube/config`), when
+/// one is set and names a context the file defines.
+pub fn current_kube_context() -> Option<String> {
+    let kubeconfig = ::kube::config::Kubeconfig::read().ok()?;
+    let current = kubeconfig.current_context.clone().filter(|c| !c.is_empty())?;
+    kubeconfig.contexts.iter().any(|c| c.name == current).then_some(current)
+}
+
+/// The embedded default's cluster for a kubeconfig context: named after the context (made
+/// a usable cluster name, not one of `taken`), pinned to it.
+pub fn default_cluster(context: &str, taken: &[ClusterConfig]) -> ClusterConfig<KubeConfig> {
+    let mut name: String = context
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '-' })
+        .collect();
+    name = name.trim_start_matches(['-', '.']).to_string();
+    if name.is_empty() || check_cluster_name(&name).is_err() {
+        name = "kubernetes".into();
+    }
+    if taken.iter().any(|c| c.name == name) {
+        name.push_str("-k8s");
+    }
+    ClusterConfig::new(name, KubeConfig { context: Some(context.to_string()), ..KubeConfig::default() })
+}
+
+/// The section as written (shared keys are read by the config module).
+#[derive(Deserialize)]
+struct Raw {
+    #[serde(default)]
+    context: Option<Spanned<String>>,
+    #[serde(default)]
+    kubeconfig: Option<Spanned<String>>,
+    #[serde(default)]
+    namespaces: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    queue: Option<Spanned<String>>,
+}
+
+/// A kubeconfig context name: non-empty, no control characters.
+fn check_context(value: &str) -> Result<(), String> {
+    if value.trim().is_empty() {
+        return Err("the value is empty".into());
+    }
+    if value.chars().any(char::is_control) {
+        return Err(format!("{value:?} contains a control character"));
+    }
+    Ok(())
+}
+
+/// A Kubernetes name: a namespace (DNS-1123 label: `[a-z0-9-]`, starting and ending with a
+/// letter or digit) or, with `label_value`, a label value (also `A-Z`, `_`, `.`), at most
+/// `max` characters.
+fn check_k8s_name(value: &str, max: usize, label_value: bool) -> Result<(), String> {
+    let what = if label_value { "a queue name" } else { "a namespace name" };
+    if value.is_empty() {
+        return Err("the value is empty".into());
+    }
+    if value.len() > max {
+        return Err(format!("{value:?} is longer than {max} characters"));
+    }
+    let allowed = |c: char| {
+        c.is_ascii_digit()
+            || c == '-'
+            || c.is_ascii_lowercase()
+            || (label_value && (c.is_ascii_uppercase() || c == '_' || c == '.'))
+    };
+    if let Some(bad) = value.chars().find(|c| !allowed(*c)) {
+        return Err(format!("{value:?} contains {bad:?}, which {what} cannot hold"));
+    }
+    if !value.starts_with(|c: char| c.is_ascii_alphanumeric()) || !value.ends_with(|c: char| c.is_ascii_alphanumeric())
+    {
+        return Err(format!("{what} starts and ends with a letter or digit, {value:?} does not"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::backend::Registry;
+    use crate::backend::slurm::config::SlurmConfig;
+    use crate::config::{Config, ConfigError};
+
+    const FILE: &str = "/home/a/.config/flightdeck/config.toml";
+    const BASE: &str = "[[cluster]]\nname = \"k\"\nkind = \"kubernetes\"\n";
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml_str(text, Path::new(FILE), &Registry::builtin())
+    }
+
+    /// The error's text, after checking it names the file, the line and the key.
+    fn refused(text: &str, line: usize, key: &str) -> String {
+        let err = parse(text).expect_err("config should be refused");
+        let shown = err.to_string();
+        assert_eq!((err.line(), err.key()), (Some(line), Some(key)), "{shown}");
+        assert!(shown.starts_with(&format!("{FILE}:{line}: ")), "{shown}");
+        assert!(shown.contains(&format!("`{key}`")), "{shown}");
+        shown
+    }
+
+    #[test]
+    fn kubernetes_clusters() {
+        let text = "[[cluster]]\nname = \"prod\"\nkind = \"kubernetes\"\ncontext = \"gke_proj_zone_prod\"\n\
+                    kubeconfig = \"/etc/kube/config\"\nnamespaces = [\"ml\", \"infer\"]\nqueue = \"team-a\"\n\
+                    timeout_seconds = 5\n\n[[cluster]]\nname = \"dev\"\nkind = \"kubernetes\"\n";
+        let config = parse(text).unwrap();
+        let prod = &config.clusters[0];
+        assert_eq!(prod.kind(), ClusterKind::KUBERNETES);
+        assert_eq!(prod.timeout, Duration::from_secs(5));
+        assert_eq!(
+            prod.section::<KubeConfig>(),
+            Some(&KubeConfig {
+                context: Some("gke_proj_zone_prod".into()),
+                kubeconfig: Some(PathBuf::from("/etc/kube/config")),
+                namespaces: vec!["ml".to_string(), "infer".to_string()],
+                queue: Some("team-a".into()),
+            })
+        );
+        assert!(prod.section::<SlurmConfig>().is_none(), "a kubernetes cluster has no slurm section");
+        assert_eq!(config.clusters[1], ClusterConfig::new("dev", KubeConfig::default()).erase());
+        assert_eq!(ClusterKind::KUBERNETES.to_string(), "kubernetes");
+    }
+
+    #[test]
+    fn kubernetes_keys_are_checked() {
+        let shown = refused(&format!("{BASE}host = \"login\"\n"), 4, "host");
+        assert!(shown.contains("`host` does not apply to a kubernetes cluster in [[cluster]] \"k\""), "{shown}");
+        assert!(shown.contains("context, kubeconfig, namespaces, queue"), "{shown}");
+        let shown = refused("[[cluster]]\nname = \"s\"\nkind = \"slurm\"\nqueue = \"a\"\n", 4, "queue");
+        assert!(shown.contains("`queue` does not apply to a slurm cluster"), "{shown}");
+        let shown = refused(&format!("{BASE}namespaces = []\n"), 4, "namespaces");
+        assert!(shown.contains("the list is empty"), "{shown}");
+        let shown = refused(&format!("{BASE}namespaces = [\n  \"ml\",\n  \"ML_x\",\n]\n"), 6, "namespaces");
+        assert!(shown.contains("\"ML_x\" contains 'M'"), "{shown}");
+        let shown = refused(&format!("{BASE}namespaces = [\"ml\", \"ml\"]\n"), 4, "namespaces");
+        assert!(shown.contains("listed twice"), "{shown}");
+        refused(&format!("{BASE}namespaces = [\"-ml\"]\n"), 4, "namespaces");
+        refused(&format!("{BASE}queue = \"team a\"\n"), 4, "queue");
+        refused(&format!("{BASE}context = \"\"\n"), 4, "context");
+        refused(&format!("{BASE}kubeconfig = \"\"\n"), 4, "kubeconfig");
+        let shown = refused(&format!("{BASE}namespaces = \"ml\"\n"), 4, "namespaces");
+        assert!(shown.contains("namespaces"), "{shown}");
+        let ok = parse(&format!("{BASE}kubeconfig = \"~/.kube/other\"\nqueue = \"Team_A.1\"\n")).unwrap();
+        let kube = ok.clusters[0].section::<KubeConfig>().unwrap();
+        assert!(kube.kubeconfig.as_ref().unwrap().ends_with(".kube/other"));
+    }
+
+    #[test]
+    fn kube_default_cluster_names() {
+        let c = default_cluster("arn:aws:eks:us-west-2:1234:cluster/prod", &[]);
+        assert_eq!(c.name, "arn-aws-eks-us-west-2-1234-cluster-prod");
+        assert_eq!(c.settings.context.as_deref(), Some("arn:aws:eks:us-west-2:1234:cluster/prod"));
+        let local = ClusterConfig::new("local", SlurmConfig::default()).erase();
+        assert_eq!(default_cluster("local", std::slice::from_ref(&local)).name, "local-k8s");
+        assert_eq!(default_cluster("///", &[]).name, "kubernetes");
+    }
+
+    #[test]
+    fn embedded_default_follows_the_current_context() {
+        let found = KubeConfig::default_clusters(&[]);
+        match current_kube_context() {
+            Some(ctx) => {
+                let contexts: Vec<_> =
+                    found.iter().map(|c| c.section::<KubeConfig>().unwrap().context.clone()).collect();
+                assert_eq!(contexts, vec![Some(ctx)]);
+            }
+            None => assert!(found.is_empty()),
+        }
+    }
+}

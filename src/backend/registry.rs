@@ -1,0 +1,267 @@
+//! The table of cluster kinds: kind name → config section parser → constructor →
+//! capabilities. The config module reads `[[cluster]]` through it, the fleet builds
+//! backends through it.
+//!
+//! Adding a kind is a new folder under `backend/` (its `Backend`, its `config.rs` with the
+//! section type, and a `kind_entry()`) plus one line in [`BUILTIN`]. Tests and embedders add
+//! kinds at run time with [`Registry::with`].
+
+use std::sync::Arc;
+
+use crate::backend::{Backend, BackendError, Capabilities, kube, slurm};
+use crate::config::{ClusterConfig, ClusterKind, KindConfig, KindSettings, KindTable};
+
+/// The kinds flightdeck ships, in the order messages list them. One line per kind.
+const BUILTIN: &[fn() -> KindEntry] = &[slurm::kind_entry, kube::kind_entry];
+
+/// Everything flightdeck knows about one cluster kind.
+#[derive(Clone)]
+pub struct KindEntry {
+    /// Its name, keys, section parser and embedded default (`config.kind` is the kind).
+    pub config: KindConfig,
+    /// A backend for one configured cluster of this kind.
+    pub build: fn(&ClusterConfig) -> Result<Arc<dyn Backend>, BackendError>,
+    /// What clusters of this kind can do beyond reading state.
+    pub capabilities: Capabilities,
+}
+
+impl KindEntry {
+    pub fn kind(&self) -> &ClusterKind {
+        &self.config.kind
+    }
+}
+
+impl std::fmt::Debug for KindEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KindEntry")
+            .field("config", &self.config)
+            .field("capabilities", &self.capabilities)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The cluster kinds of one run.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    entries: Vec<KindEntry>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+impl Registry {
+    /// The kinds flightdeck ships.
+    pub fn builtin() -> Registry {
+        Registry { entries: BUILTIN.iter().map(|entry| entry()).collect() }
+    }
+
+    /// No kinds at all.
+    pub fn empty() -> Registry {
+        Registry { entries: Vec::new() }
+    }
+
+    /// This registry plus `entry`, which replaces a kind of the same name.
+    pub fn with(mut self, entry: KindEntry) -> Registry {
+        match self.entries.iter_mut().find(|e| e.kind() == entry.kind()) {
+            Some(same) => *same = entry,
+            None => self.entries.push(entry),
+        }
+        self
+    }
+
+    pub fn get(&self, kind: &ClusterKind) -> Option<&KindEntry> {
+        self.entries.iter().find(|e| e.kind() == kind)
+    }
+
+    pub fn entries(&self) -> &[KindEntry] {
+        &self.entries
+    }
+
+    /// The backend for one configured cluster.
+    pub fn build(&self, cluster: &ClusterConfig) -> Result<Arc<dyn Backend>, BackendError> {
+        let kind = cluster.kind();
+        match self.get(&kind) {
+            Some(entry) => (entry.build)(cluster),
+            None => Err(BackendError::Unsupported(format!(
+                "cluster {} is of kind `{kind}`, which this flightdeck has no backend for",
+                cluster.name
+            ))),
+        }
+    }
+
+    /// What clusters of `kind` can do; `None` for a kind not in the table.
+    pub fn capabilities(&self, kind: &ClusterKind) -> Option<Capabilities> {
+        self.get(kind).map(|e| e.capabilities)
+    }
+}
+
+impl KindTable for Registry {
+    fn kinds(&self) -> Vec<&KindConfig> {
+        self.entries.iter().map(|e| &e.config).collect()
+    }
+}
+
+/// `cluster` with its section as `T`, for a kind's `build`: a cluster of another kind is
+/// refused rather than read as defaults.
+pub fn typed<T: KindSettings>(cluster: &ClusterConfig) -> Result<ClusterConfig<T>, BackendError> {
+    cluster.typed::<T>().ok_or_else(|| {
+        BackendError::Unsupported(format!(
+            "cluster {} is a {} cluster, not a {} one",
+            cluster.name,
+            cluster.kind(),
+            T::KIND
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    //! The config file through the shipped kinds: what the messages list depends on the table.
+
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::backend::kube::config::KubeConfig;
+    use crate::backend::slurm::config::{KnownHosts, SlurmConfig};
+    use crate::config::{Config, ConfigError, ConfigSource, DEFAULT_REFRESH, DEFAULT_TIMEOUT};
+
+    const FILE: &str = "/home/a/.config/flightdeck/config.toml";
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml_str(text, Path::new(FILE), &Registry::builtin())
+    }
+
+    /// The error's text, after checking it names the file, the line and the key.
+    fn refused(text: &str, line: usize, key: &str) -> String {
+        let err = parse(text).expect_err("config should be refused");
+        let shown = err.to_string();
+        assert_eq!((err.line(), err.key()), (Some(line), Some(key)), "{shown}");
+        assert!(shown.starts_with(&format!("{FILE}:{line}: ")), "{shown}");
+        shown
+    }
+
+    const FULL: &str = r#"read_only = true
+
+[[cluster]]
+name = "hpc"
+kind = "slurm"
+host = "login.example.org"
+user = "alice"
+port = 2222
+identity_file = "/keys/id_ed25519"
+known_hosts = "accept-new"
+known_hosts_file = "/etc/fd/known_hosts"
+refresh_seconds = 5
+timeout_seconds = 12
+
+[[cluster]]
+name = "local-box"
+kind = "slurm"
+"#;
+
+    #[test]
+    fn full_file_is_read() {
+        let config = parse(FULL).unwrap();
+        assert!(config.read_only);
+        assert_eq!(config.source, ConfigSource::File(PathBuf::from(FILE)));
+        assert_eq!(config.clusters.len(), 2);
+        let hpc = ClusterConfig {
+            name: "hpc".into(),
+            refresh: Duration::from_secs(5),
+            timeout: Duration::from_secs(12),
+            settings: SlurmConfig {
+                host: Some("login.example.org".into()),
+                user: Some("alice".into()),
+                port: Some(2222),
+                identity_file: Some(PathBuf::from("/keys/id_ed25519")),
+                known_hosts: KnownHosts::AcceptNew,
+                known_hosts_file: Some(PathBuf::from("/etc/fd/known_hosts")),
+            },
+        };
+        assert_eq!(config.clusters[0], hpc.erase());
+        let local = config.cluster("local-box").unwrap();
+        assert_eq!(local, &ClusterConfig::new("local-box", SlurmConfig::default()).erase());
+        assert!(local.section::<SlurmConfig>().unwrap().is_local());
+        assert_eq!((local.refresh, local.timeout), (DEFAULT_REFRESH, DEFAULT_TIMEOUT));
+    }
+
+    #[test]
+    fn unknown_key_lists_every_kinds_keys() {
+        let text = "read_only = false\n\n[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\n\nhostt = \"x\"\n";
+        let shown = refused(text, 7, "hostt");
+        assert_eq!(
+            shown,
+            format!(
+                "{FILE}:7: unknown key `hostt` in [[cluster]] \"hpc\" (expected one of: name, kind, host, user, port, \
+                 identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, context, kubeconfig, \
+                 namespaces, queue)"
+            )
+        );
+    }
+
+    #[test]
+    fn key_of_another_kind_names_this_kinds_keys() {
+        let shown = refused("[[cluster]]\nname = \"k\"\nkind = \"kubernetes\"\nport = 22\n", 4, "port");
+        assert_eq!(
+            shown,
+            format!(
+                "{FILE}:4: `port` does not apply to a kubernetes cluster in [[cluster]] \"k\" (keys for kind = \
+                 \"kubernetes\": name, kind, context, kubeconfig, namespaces, queue, refresh_seconds, timeout_seconds)"
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_kind_lists_accepted_kinds() {
+        let text = "[[cluster]]\nname = \"k\"\nkind = \"k8s\"\n";
+        let shown = refused(text, 3, "kind");
+        assert_eq!(
+            shown,
+            format!(
+                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"k8s\" (accepted kinds: slurm, kubernetes)"
+            )
+        );
+        let shown = refused("read_only = true\n[[cluster]]\nname = \"hpc\"\n", 2, "kind");
+        assert_eq!(
+            shown,
+            format!("{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm, kubernetes)")
+        );
+    }
+
+    #[test]
+    fn duplicate_key_names_line_key_and_cluster() {
+        let text = "[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nhost = \"a\"\nhost = \"b\"\n";
+        let shown = refused(text, 5, "host");
+        assert_eq!(shown, format!("{FILE}:5: duplicate key `host` in [[cluster]] \"hpc\""));
+    }
+
+    #[test]
+    fn builds_each_kind_and_refuses_a_stranger() {
+        let registry = Registry::builtin();
+        let slurm = ClusterConfig::new("hpc", SlurmConfig::default()).erase();
+        let kube = ClusterConfig::new("k8s", KubeConfig::default()).erase();
+        assert_eq!(registry.build(&slurm).unwrap().name(), "hpc");
+        assert_eq!(registry.build(&kube).unwrap().name(), "k8s");
+        assert!(!registry.capabilities(&ClusterKind::KUBERNETES).unwrap().requeue);
+        assert!(registry.capabilities(&ClusterKind::SLURM).unwrap().requeue);
+        let err = Registry::empty().build(&slurm).err().expect("no slurm kind in an empty registry");
+        assert!(err.to_string().contains("kind `slurm`"), "{err}");
+        let err = typed::<KubeConfig>(&slurm).unwrap_err();
+        assert_eq!(err.to_string(), "cluster hpc is a slurm cluster, not a kubernetes one");
+    }
+
+    #[test]
+    fn embedded_default_asks_each_kind_in_order() {
+        let config = Config::embedded_default(&Registry::builtin());
+        assert_eq!(config.source, ConfigSource::EmbeddedDefault);
+        let mut want = SlurmConfig::default_clusters(&[]);
+        let kube = KubeConfig::default_clusters(&want);
+        want.extend(kube);
+        assert_eq!(config.clusters, want);
+        assert!(Config::embedded_default(&Registry::empty()).clusters.is_empty());
+    }
+}

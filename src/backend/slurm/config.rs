@@ -1,0 +1,319 @@
+//! A Slurm cluster's section of `[[cluster]]`: how its commands are reached.
+//!
+//! ```toml
+//! [[cluster]]
+//! name = "hpc"
+//! kind = "slurm"
+//! host = "login.example.org"   # ssh destination (an ~/.ssh/config alias works); omit for local commands
+//! user = "alice"               # optional
+//! port = 22                    # optional
+//! identity_file = "~/.ssh/id_ed25519"   # optional, ~ expanded
+//! known_hosts = "strict"       # strict (default) | accept-new | off
+//! known_hosts_file = "/path"   # optional: use this known_hosts file instead of the user's
+//! ```
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::config::{
+    ClusterConfig, ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, LOCAL_CLUSTER_NAME, Settings,
+    find_program,
+};
+
+/// How to reach one Slurm cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlurmConfig {
+    /// The ssh destination; `None` runs the commands on this machine.
+    pub host: Option<String>,
+    pub user: Option<String>,
+    pub port: Option<u16>,
+    /// `~` already expanded.
+    pub identity_file: Option<PathBuf>,
+    pub known_hosts: KnownHosts,
+    /// `~` already expanded.
+    pub known_hosts_file: Option<PathBuf>,
+}
+
+impl KindSettings for SlurmConfig {
+    const KIND: ClusterKind = ClusterKind::SLURM;
+}
+
+impl SlurmConfig {
+    /// The keys of the section, as written in the file.
+    pub const KEYS: &'static [&'static str] =
+        &["host", "user", "port", "identity_file", "known_hosts", "known_hosts_file"];
+
+    /// Commands over ssh to `host`, every other setting at its default.
+    pub fn over_ssh(host: impl Into<String>) -> Self {
+        Self { host: Some(host.into()), ..Self::default() }
+    }
+
+    /// Commands run on this machine rather than over ssh.
+    pub fn is_local(&self) -> bool {
+        self.host.is_none()
+    }
+
+    /// Read and check the section.
+    pub fn parse(section: &ClusterSection<'_>) -> Result<SlurmConfig, FileError> {
+        let raw: Raw = section.deserialize()?;
+        let mut out = SlurmConfig::default();
+
+        // host, user: handed to ssh as arguments; refuse what ssh would read as an option.
+        for (key, value, slot) in [("host", &raw.host, &mut out.host), ("user", &raw.user, &mut out.user)] {
+            if let Some(value) = value {
+                check_ssh_word(value.get_ref()).map_err(|why| section.bad_value(key, value, why))?;
+                *slot = Some(value.get_ref().clone());
+            }
+        }
+        if let Some(port) = &raw.port {
+            if *port.get_ref() == 0 {
+                return Err(section.bad_value("port", port, "0 is not a port (use 1–65535)"));
+            }
+            out.port = Some(*port.get_ref());
+        }
+        for (key, value, slot) in [
+            ("identity_file", &raw.identity_file, &mut out.identity_file),
+            ("known_hosts_file", &raw.known_hosts_file, &mut out.known_hosts_file),
+        ] {
+            if let Some(value) = value {
+                *slot = Some(section.file_path(key, value)?);
+            }
+        }
+        if let Some(value) = &raw.known_hosts {
+            let text = value.get_ref();
+            out.known_hosts = KnownHosts::parse(text).ok_or_else(|| {
+                section.bad_value(
+                    "known_hosts",
+                    value,
+                    format!("{text:?} (expected one of: {})", KnownHosts::ACCEPTED.join(", ")),
+                )
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// The embedded default: this machine, when it has Slurm's commands.
+    pub fn default_clusters(_taken: &[ClusterConfig]) -> Vec<ClusterConfig> {
+        match find_program("squeue") {
+            Some(_) => vec![ClusterConfig::new(LOCAL_CLUSTER_NAME, SlurmConfig::default()).erase()],
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The config module's view of the kind (its line in the backend registry).
+pub fn kind_config() -> KindConfig {
+    KindConfig {
+        kind: ClusterKind::SLURM,
+        keys: SlurmConfig::KEYS,
+        parse: |section| SlurmConfig::parse(section).map(Settings::new),
+        defaults: SlurmConfig::default_clusters,
+    }
+}
+
+/// How the ssh transport treats host keys it does not know yet.
+///
+/// The default is strict: an unknown or changed host key stops the connection. Nothing
+/// accepts keys silently unless the user wrote so.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum KnownHosts {
+    /// Only hosts already in known_hosts (`StrictHostKeyChecking=yes`).
+    #[default]
+    Strict,
+    /// Record keys of new hosts, refuse changed ones (`StrictHostKeyChecking=accept-new`).
+    AcceptNew,
+    /// No checking at all (`StrictHostKeyChecking=no`); for throw-away test beds only.
+    Off,
+}
+
+impl KnownHosts {
+    /// Every value the config file accepts, as written there.
+    pub const ACCEPTED: &'static [&'static str] = &["strict", "accept-new", "off"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KnownHosts::Strict => "strict",
+            KnownHosts::AcceptNew => "accept-new",
+            KnownHosts::Off => "off",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "strict" => Some(KnownHosts::Strict),
+            "accept-new" => Some(KnownHosts::AcceptNew),
+            "off" => Some(KnownHosts::Off),
+            _ => None,
+        }
+    }
+
+    /// The value of ssh's `StrictHostKeyChecking` option.
+    pub fn ssh_option_value(self) -> &'static str {
+        match self {
+            KnownHosts::Strict => "yes",
+            KnownHosts::AcceptNew => "accept-new",
+            KnownHosts::Off => "no",
+        }
+    }
+}
+
+/// The section as written (shared keys are read by the config module).
+#[derive(Deserialize)]
+struct Raw {
+    #[serde(default)]
+    host: Option<Spanned<String>>,
+    #[serde(default)]
+    user: Option<Spanned<String>>,
+    #[serde(default)]
+    port: Option<Spanned<u16>>,
+    #[serde(default)]
+    identity_file: Option<Spanned<String>>,
+    #[serde(default)]
+    known_hosts: Option<Spanned<String>>,
+    #[serde(default)]
+    known_hosts_file: Option<Spanned<String>>,
+}
+
+/// Host and user names go to ssh as separate arguments: refuse empty ones, whitespace and
+/// control characters, and a leading `-` (ssh would read it as an option).
+fn check_ssh_word(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Err("the value is empty".into());
+    }
+    if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{value:?} contains whitespace or a control character"));
+    }
+    if value.starts_with('-') {
+        return Err(format!("{value:?} starts with '-', which ssh would read as an option"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::backend::Registry;
+    use crate::config::{Config, ConfigError};
+
+    const FILE: &str = "/home/a/.config/flightdeck/config.toml";
+    const BASE: &str = "[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\n";
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml_str(text, Path::new(FILE), &Registry::builtin())
+    }
+
+    fn slurm(text: &str) -> SlurmConfig {
+        parse(text).unwrap().clusters[0].section::<SlurmConfig>().expect("a slurm cluster").clone()
+    }
+
+    /// The error's text, after checking it names the file, the line and the key.
+    fn refused(text: &str, line: usize, key: &str) -> String {
+        let err = parse(text).expect_err("config should be refused");
+        let shown = err.to_string();
+        assert_eq!((err.line(), err.key()), (Some(line), Some(key)), "{shown}");
+        assert!(shown.starts_with(&format!("{FILE}:{line}: ")), "{shown}");
+        assert!(shown.contains(&format!("`{key}`")), "{shown}");
+        shown
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let text = format!(
+            "{BASE}host = \"login.example.org\"\nuser = \"alice\"\nport = 2222\nidentity_file = \"/keys/id\"\n\
+             known_hosts = \"accept-new\"\nknown_hosts_file = \"/etc/fd/known_hosts\"\nrefresh_seconds = 5\n"
+        );
+        let config = parse(&text).unwrap();
+        let hpc = &config.clusters[0];
+        assert_eq!(hpc.kind(), ClusterKind::SLURM);
+        assert_eq!(hpc.refresh, Duration::from_secs(5));
+        assert_eq!(
+            hpc.section::<SlurmConfig>(),
+            Some(&SlurmConfig {
+                host: Some("login.example.org".into()),
+                user: Some("alice".into()),
+                port: Some(2222),
+                identity_file: Some(PathBuf::from("/keys/id")),
+                known_hosts: KnownHosts::AcceptNew,
+                known_hosts_file: Some(PathBuf::from("/etc/fd/known_hosts")),
+            })
+        );
+        let local = slurm(BASE);
+        assert!(local.is_local());
+        assert_eq!(local, SlurmConfig::default());
+        assert!(!SlurmConfig::over_ssh("login").is_local());
+    }
+
+    #[test]
+    fn wrong_type_names_the_key() {
+        let shown = refused(&format!("{BASE}port = \"22\"\n"), 4, "port");
+        assert_eq!(
+            shown,
+            format!(
+                "{FILE}:4: bad value for `port` in [[cluster]] \"hpc\": expected an integer from 1 to 65535, found string \"22\""
+            )
+        );
+    }
+
+    #[test]
+    fn port_out_of_range_and_zero() {
+        let shown = refused(&format!("{BASE}port = 70000\n"), 4, "port");
+        assert!(shown.contains("70000"), "{shown}");
+        let shown = refused(&format!("{BASE}port = -1\n"), 4, "port");
+        assert!(shown.contains("-1"), "{shown}");
+        let shown = refused(&format!("{BASE}port = 0\n"), 4, "port");
+        assert!(shown.contains("0 is not a port"), "{shown}");
+    }
+
+    #[test]
+    fn known_hosts_values() {
+        for (text, want) in
+            [("strict", KnownHosts::Strict), ("accept-new", KnownHosts::AcceptNew), ("off", KnownHosts::Off)]
+        {
+            assert_eq!(slurm(&format!("{BASE}known_hosts = {text:?}\n")).known_hosts, want);
+            assert_eq!(want.as_str(), text);
+        }
+        let shown = refused(&format!("{BASE}known_hosts = \"yes\"\n"), 4, "known_hosts");
+        assert!(shown.contains("expected one of: strict, accept-new, off"), "{shown}");
+        assert_eq!(KnownHosts::default().ssh_option_value(), "yes");
+        assert_eq!(KnownHosts::AcceptNew.ssh_option_value(), "accept-new");
+        assert_eq!(KnownHosts::Off.ssh_option_value(), "no");
+    }
+
+    #[test]
+    fn host_and_user_that_ssh_would_misread() {
+        let shown = refused(&format!("{BASE}host = \"-oProxyCommand=x\"\n"), 4, "host");
+        assert!(shown.contains("option"), "{shown}");
+        refused(&format!("{BASE}host = \"\"\n"), 4, "host");
+        refused(&format!("{BASE}host = \"a b\"\n"), 4, "host");
+        refused(&format!("{BASE}user = \"al\\nice\"\n"), 4, "user");
+        let ok = slurm(&format!("{BASE}host = \"alice@login\"\nuser = \"a@corp\"\n"));
+        assert_eq!(ok.host.as_deref(), Some("alice@login"));
+    }
+
+    #[test]
+    fn file_paths_are_checked_and_expanded() {
+        refused(&format!("{BASE}identity_file = \"\"\n"), 4, "identity_file");
+        let shown = refused(&format!("{BASE}known_hosts_file = \" \"\n"), 4, "known_hosts_file");
+        assert!(shown.contains("expected a file path"), "{shown}");
+        let path = slurm(&format!("{BASE}identity_file = \"~/.ssh/k\"\n")).identity_file.unwrap();
+        assert!(path.ends_with(".ssh/k"), "{path:?}");
+        if directories::BaseDirs::new().is_some() {
+            assert!(!path.starts_with("~"), "{path:?}");
+        }
+    }
+
+    #[test]
+    fn embedded_default_follows_squeue() {
+        let found = SlurmConfig::default_clusters(&[]);
+        if find_program("squeue").is_some() {
+            assert_eq!(found, vec![ClusterConfig::new("local", SlurmConfig::default()).erase()]);
+        } else {
+            assert!(found.is_empty());
+        }
+    }
+}
