@@ -310,9 +310,13 @@ pub(super) fn parse_clusters(
     let label =
         |index: usize| format!("[[cluster]] {}", cluster_label(Some(raw[index].get_ref().name.get_ref()), index));
 
-    // Keys no kind knows, in every cluster first (before any value is looked at).
+    // Keys no kind knows, in every cluster first (before any value is looked at). A
+    // cluster of an unknown kind is left to the kind's message: its keys may be right.
     let known = every_key(kinds);
     for (index, table) in tables.iter().enumerate().take(raw.len()) {
+        if !kinds.iter().any(|k| k.kind == raw[index].get_ref().kind.get_ref().as_str()) {
+            continue;
+        }
         if let Some((key, line)) = keys_in_order(text, table).into_iter().find(|(key, _)| !known.contains(key)) {
             return Err(invalid(
                 line,
