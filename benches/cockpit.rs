@@ -56,6 +56,8 @@ fn fleet(version: u64, changed: Option<usize>) -> Msg {
                     let mut n = Node::new(*cluster, format!("gpu{i:05}"), NodeState::Mixed);
                     n.gpus = vec![GpuSlot {
                         model: "h100".into(),
+                        gpu_product: Some("NVIDIA-H100-80GB-HBM3".into()),
+                        shared: false,
                         total: 8,
                         allocated: (i % 9) as u32,
                         unhealthy: 0,

@@ -9,6 +9,8 @@
 pub mod action;
 pub mod diagnosis;
 pub mod fleet_state;
+pub mod gpu_names;
+pub mod gpu_totals;
 pub mod log;
 pub mod native;
 
@@ -235,8 +237,11 @@ pub struct Job {
     pub reason: Option<String>,
     pub gpus_requested: u32,
     pub gpus_allocated: u32,
-    /// GPU model requested or held; several models are joined with `,`.
+    /// GPU model requested or held, canonical ([`gpu_names`]); several are joined with `,`.
     pub gpu_model: Option<String>,
+    /// The same GPUs as the backend names them (`NVIDIA-H100-80GB-HBM3`); joined with `,`.
+    #[serde(default)]
+    pub gpu_product: Option<String>,
     pub gpu_allocations: Vec<GpuAllocation>,
     /// Expanded node names the job runs on (empty while pending).
     pub nodes: Vec<String>,
@@ -274,6 +279,7 @@ impl Job {
             gpus_requested: 0,
             gpus_allocated: 0,
             gpu_model: None,
+            gpu_product: None,
             gpu_allocations: Vec::new(),
             nodes: Vec::new(),
             node_count: 0,
@@ -369,8 +375,14 @@ impl fmt::Display for NodeState {
 /// The GPUs of one model on one node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuSlot {
-    /// Model name as the backend spells it (`a100`, `h100`, `1g.10gb`); `gpu` when untyped.
+    /// Canonical model ([`gpu_names`]: `a100`, `h100`, `1g.10gb`); `gpu` when untyped.
     pub model: String,
+    /// The name the backend gives these GPUs (`NVIDIA-H100-80GB-HBM3`, a Slurm GRES type).
+    #[serde(default)]
+    pub gpu_product: Option<String>,
+    /// Time-sliced shares of a GPU (each counted in `total`), not whole GPUs.
+    #[serde(default)]
+    pub shared: bool,
     pub total: u32,
     pub allocated: u32,
     pub unhealthy: u32,

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::fleet::FleetState;
+use crate::model::gpu_totals::{GpuTotals, gpu_totals};
 use crate::model::{Health, Job, Node};
 
 /// A job as `flightdeck jobs --output json` prints it. Field names are a public contract.
@@ -23,7 +24,9 @@ pub struct JobRow<'a> {
     pub gpus: u32,
     pub gpus_requested: u32,
     pub gpus_allocated: u32,
+    /// Canonical model (`h100`); `gpu_product` is the backend's own name for it.
     pub gpu_type: Option<&'a str>,
+    pub gpu_product: Option<&'a str>,
     pub nodes: &'a [String],
     pub cpus: u32,
     pub memory_mb: Option<u64>,
@@ -56,6 +59,7 @@ impl<'a> From<&'a Job> for JobRow<'a> {
             gpus_requested: j.gpus_requested,
             gpus_allocated: j.gpus_allocated,
             gpu_type: j.gpu_model.as_deref(),
+            gpu_product: j.gpu_product.as_deref(),
             nodes: &j.nodes,
             cpus: j.cpus,
             memory_mb: j.memory_mb,
@@ -84,7 +88,11 @@ pub struct NodeRow<'a> {
     pub gpus_total: u32,
     pub gpus_allocated: u32,
     pub gpus_unhealthy: u32,
+    /// Canonical models (`h200`), joined with `,`; `gpu_product` the labels they came from.
     pub gpu_type: Option<String>,
+    pub gpu_product: Option<String>,
+    /// Some of the GPUs are time-sliced shares.
+    pub gpu_shared: bool,
     pub reason: Option<&'a str>,
     pub reason_user: Option<&'a str>,
     pub cpus_total: u32,
@@ -106,6 +114,8 @@ impl<'a> From<&'a Node> for NodeRow<'a> {
             gpus_allocated: n.gpus_allocated(),
             gpus_unhealthy: n.gpus_unhealthy(),
             gpu_type: n.gpu_model(),
+            gpu_product: node_products(n),
+            gpu_shared: n.gpus.iter().any(|g| g.shared),
             reason: n.reason.as_deref(),
             reason_user: n.reason_user.as_deref(),
             cpus_total: n.cpus_total,
@@ -115,6 +125,17 @@ impl<'a> From<&'a Node> for NodeRow<'a> {
             partitions: &n.partitions,
         }
     }
+}
+
+/// The node's GPU products, without repeats, joined with `,`.
+fn node_products(n: &Node) -> Option<String> {
+    let mut products: Vec<&str> = Vec::new();
+    for p in n.gpus.iter().filter_map(|g| g.gpu_product.as_deref()) {
+        if !products.contains(&p) {
+            products.push(p);
+        }
+    }
+    (!products.is_empty()).then(|| products.join(","))
 }
 
 /// Left-aligned columns separated by two spaces, like `kubectl get`. Cells are made
@@ -216,6 +237,7 @@ pub fn summary(state: &FleetState) -> String {
         out.push_str("Write a config file (see README.md) or pass --config FILE.\n");
         return out;
     }
+    out.push_str(&fleet_lines(state));
     for c in &state.clusters {
         let health = match &c.health {
             Health::Connecting => "connecting".to_string(),
@@ -230,25 +252,15 @@ pub fn summary(state: &FleetState) -> String {
         for note in &snap.notes {
             out.push_str(&format!("  note: {}\n", printable(note)));
         }
-        let mut by_model: std::collections::BTreeMap<&str, [u32; 3]> = Default::default();
-        for n in &snap.nodes {
-            for g in &n.gpus {
-                let e = by_model.entry(g.model.as_str()).or_default();
-                let unavailable = if n.is_unavailable() { g.total.saturating_sub(g.allocated) } else { g.unhealthy };
-                e[0] = e[0].saturating_add(g.total);
-                e[1] = e[1].saturating_add(g.allocated);
-                e[2] = e[2].saturating_add(unavailable);
-            }
-        }
-        let rows: Vec<Vec<String>> = by_model
+        let rows: Vec<Vec<String>> = gpu_totals([&**snap])
             .iter()
-            .map(|(m, [t, a, u])| {
+            .map(|t| {
                 vec![
-                    format!("  {m}"),
-                    t.to_string(),
-                    a.to_string(),
-                    t.saturating_sub(a.saturating_add(*u)).to_string(),
-                    u.to_string(),
+                    format!("  {}", t.label()),
+                    t.total.to_string(),
+                    t.allocated.to_string(),
+                    t.idle().to_string(),
+                    t.unavailable.to_string(),
                 ]
             })
             .collect();
@@ -269,9 +281,112 @@ pub fn summary(state: &FleetState) -> String {
     out
 }
 
+/// With two clusters or more: each GPU model over the whole fleet, one line each
+/// (`h100  26 total · 8 allocated · 10 idle · 8 unavailable  (fd22, lab, k8s-prod)`).
+pub fn fleet_lines(state: &FleetState) -> String {
+    let snaps: Vec<&crate::model::Snapshot> = state.clusters.iter().filter_map(|c| c.snapshot.as_deref()).collect();
+    if state.clusters.len() < 2 || snaps.is_empty() {
+        return String::new();
+    }
+    let totals = gpu_totals(snaps.iter().copied());
+    let mut out = format!("fleet ({} clusters):\n", state.clusters.len());
+    if totals.is_empty() {
+        out.push_str("  no GPUs\n");
+    }
+    let width = totals.iter().map(|t| t.label().chars().count()).max().unwrap_or(0);
+    for t in &totals {
+        out.push_str(&printable(&fleet_line(t, width)));
+        out.push('\n');
+    }
+    out
+}
+
+/// `  h100  26 total · … unavailable  (fd22, lab)`, the label padded to `width`.
+fn fleet_line(t: &GpuTotals, width: usize) -> String {
+    format!("  {:width$}  {}  ({})", t.label(), t.counts_text(), t.clusters.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::model::{ClusterState, GpuSlot, NodeState, Snapshot};
+    use std::sync::Arc;
+
+    fn slot(model: &str, product: &str, total: u32, allocated: u32) -> GpuSlot {
+        GpuSlot {
+            model: model.into(),
+            gpu_product: Some(product.into()),
+            shared: false,
+            total,
+            allocated,
+            unhealthy: 0,
+            utilisation: None,
+        }
+    }
+
+    fn cluster(name: &str, kind: &str, nodes: Vec<Node>) -> ClusterState {
+        let snapshot = Snapshot { cluster: name.into(), nodes, ..Snapshot::default() };
+        ClusterState { snapshot: Some(Arc::new(snapshot)), ..ClusterState::new(name, kind) }
+    }
+
+    fn gpu_node(cluster: &str, state: NodeState, gpus: Vec<GpuSlot>) -> Node {
+        let mut n = Node::new(cluster, "n", state);
+        n.gpus = gpus;
+        n
+    }
+
+    #[test]
+    fn summary_starts_with_the_fleet_line_per_model() {
+        let mut drained = gpu_node("fd22", NodeState::Drained, vec![slot("h100", "h100", 8, 0)]);
+        drained.flags = vec!["DRAIN".into()];
+        let state = FleetState {
+            clusters: vec![
+                cluster(
+                    "fd22",
+                    "slurm",
+                    vec![gpu_node("fd22", NodeState::Mixed, vec![slot("h100", "h100", 8, 6)]), drained],
+                ),
+                cluster(
+                    "k8s-prod",
+                    "kubernetes",
+                    vec![gpu_node(
+                        "k8s-prod",
+                        NodeState::Mixed,
+                        vec![slot("h100", "NVIDIA-H100-80GB-HBM3", 8, 2), slot("l40s", "NVIDIA-L40S", 4, 0)],
+                    )],
+                ),
+                ClusterState::new("lab", "slurm"),
+            ],
+            ..FleetState::default()
+        };
+        let text = summary(&state);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "fleet (3 clusters):");
+        assert_eq!(lines[1], "  h100  24 total · 8 allocated · 8 idle · 8 unavailable  (fd22, k8s-prod)");
+        assert_eq!(lines[2], "  l40s  4 total · 0 allocated · 4 idle · 0 unavailable  (k8s-prod)");
+        assert!(lines[3].starts_with("fd22 (slurm"), "{text}");
+        // Per cluster the same counting: the drained node's GPUs are unavailable.
+        assert!(text.contains("\n  h100  16     6          2     8\n"), "{text}");
+        assert!(!text.contains("NVIDIA-H100"), "the canonical model, not the label: {text}");
+
+        // One cluster: no fleet line.
+        let one = FleetState { clusters: vec![state.clusters[0].clone()], ..FleetState::default() };
+        assert!(summary(&one).starts_with("fd22 (slurm"));
+    }
+
+    #[test]
+    fn json_rows_carry_the_canonical_model_and_the_product() {
+        let n = gpu_node("k", NodeState::Idle, vec![slot("h200", "NVIDIA-H200", 8, 0)]);
+        let v = serde_json::to_value(NodeRow::from(&n)).unwrap();
+        assert_eq!((v["gpu_type"].as_str(), v["gpu_product"].as_str()), (Some("h200"), Some("NVIDIA-H200")));
+        assert_eq!(v["gpu_shared"], serde_json::json!(false));
+        let mut j = Job::new(crate::model::JobRef::new("k", "ml:a"), crate::model::JobState::Running);
+        j.gpu_model = Some("h200".into());
+        j.gpu_product = Some("NVIDIA-H200".into());
+        let v = serde_json::to_value(JobRow::from(&j)).unwrap();
+        assert_eq!((v["gpu_type"].as_str(), v["gpu_product"].as_str()), (Some("h200"), Some("NVIDIA-H200")));
+    }
 
     #[test]
     fn table_aligns_and_sanitises() {

@@ -10,7 +10,7 @@
 
 mod kube_fake;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -99,8 +99,9 @@ async fn standard_cluster_gpu_allocation_matches_the_hand_computed_values() {
     assert_eq!(snap.nodes.len(), 7);
     for row in fixtures::STANDARD_GPU_ALLOCATION {
         let n = node(&snap, row.node);
-        let model = map::gpu_model(row.resource, Some(&labels_of(&s.fake, row.node)));
-        let slot = n.gpus.iter().find(|g| g.model == model);
+        let kind = map::gpu_kind(row.resource, Some(&labels_of(&s.fake, row.node)));
+        let model = &kind.model;
+        let slot = n.gpus.iter().find(|g| &g.model == model && g.shared == kind.shared);
         if row.capacity == 0 && row.allocated == 0 {
             assert!(slot.is_none(), "{}: an empty {} has no slot", row.node, row.resource);
             continue;
@@ -132,9 +133,101 @@ async fn standard_cluster_gpu_allocation_matches_the_hand_computed_values() {
     assert!(down.has_flag("NOT_READY"), "{:?}", down.flags);
     assert_eq!(node(&snap, fixtures::NODE_A100_MIG).gpu_model().as_deref(), Some("1g.10gb,3g.40gb"));
     assert_eq!(node(&snap, fixtures::NODE_MI300).gpus[0].total, 8);
+    // Canonical models, with the label each came from kept as the product.
+    let names = |n: &str| -> Vec<(String, Option<String>, bool)> {
+        node(&snap, n).gpus.iter().map(|g| (g.model.clone(), g.gpu_product.clone(), g.shared)).collect()
+    };
+    let named = |m: &str, p: &str, shared: bool| (m.to_string(), Some(p.to_string()), shared);
+    assert_eq!(names(fixtures::NODE_H100_A), vec![named("h100", "NVIDIA-H100-80GB-HBM3", false)]);
+    assert_eq!(names(fixtures::NODE_T4), vec![named("t4", "Tesla-T4-SHARED", true)]);
+    assert_eq!(names(fixtures::NODE_MI300), vec![named("mi300x", "AMD_Instinct_MI300X_OAM", false)]);
+    assert_eq!(
+        names(fixtures::NODE_A100_MIG),
+        vec![
+            named("1g.10gb", "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb", false),
+            named("3g.40gb", "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb", false)
+        ]
+    );
     assert_eq!(node(&snap, fixtures::NODE_H100_A).partitions, Vec::<String>::new());
     assert!(snap.release.is_some(), "the server version is the release");
     assert!(snap.notes.is_empty(), "{:?}", snap.notes);
+}
+
+/// Every GPU product label in the Kubernetes fixtures (GFD's `nvidia.com/gpu.product`, the MIG
+/// profiles' `nvidia.com/mig-*.product`, AMD's `amd.com/gpu.product-name`, Kueue
+/// ResourceFlavors' node labels) maps to the canonical model below; a fixture with a new
+/// name fails here until it is added.
+#[test]
+fn every_gpu_label_in_the_fixtures_has_a_canonical_model() {
+    use flightdeck::model::gpu_names::canonical;
+    let expected: BTreeMap<&str, (&str, bool)> = [
+        ("NVIDIA-H100-80GB-HBM3", ("h100", false)),
+        ("NVIDIA-H200", ("h200", false)),
+        ("NVIDIA-A100-SXM4-80GB", ("a100-80gb", false)),
+        ("NVIDIA-A100-SXM4-80GB-MIG-1g.10gb", ("1g.10gb", false)),
+        ("NVIDIA-A100-SXM4-80GB-MIG-3g.40gb", ("3g.40gb", false)),
+        ("Tesla-T4-SHARED", ("t4", true)),
+        ("AMD_Instinct_MI300X_OAM", ("mi300x", false)),
+    ]
+    .into();
+    let mut objects = fixtures::standard_cluster();
+    objects.push(fixtures::node_h200("gpu-h200"));
+    let mut found: BTreeSet<String> = BTreeSet::new();
+    let is_product = |k: &str| k.ends_with("gpu.product") || k.ends_with("gpu.product-name") || k.ends_with(".product");
+    for o in &objects {
+        for labels in
+            [&o["metadata"]["labels"], &o["spec"]["nodeLabels"], &o["spec"]["template"]["spec"]["nodeSelector"]]
+        {
+            for (k, v) in labels.as_object().into_iter().flatten() {
+                if is_product(k) {
+                    found.insert(v.as_str().unwrap().to_string());
+                }
+            }
+        }
+    }
+    let names: BTreeSet<&str> = found.iter().map(String::as_str).collect();
+    assert_eq!(names, expected.keys().copied().collect::<BTreeSet<_>>(), "labels in the fixtures");
+    for name in names {
+        let got = canonical(name);
+        assert_eq!((got.model.as_str(), got.shared), expected[name], "{name}");
+    }
+}
+
+/// An H200 node labelled by GFD `NVIDIA-H200` and a pod on it: the node's slot and the
+/// pod's job say `h200` and keep `NVIDIA-H200` as the product, so they add up with a Slurm
+/// site's `gpu:h200`.
+#[tokio::test]
+async fn an_h200_node_and_its_pod_use_the_canonical_model_and_keep_the_product() {
+    let mut objects = fixtures::standard_cluster();
+    objects.push(fixtures::node_h200("gpu-h200"));
+    objects.push(fixtures::gpu_pod("research", "on-h200", Some("gpu-h200"), "nvidia.com/gpu", 2));
+    let s = setup(objects);
+    let b = KubeBackend::new(&s.cfg);
+    let snap = snapshot(&b).await;
+    let n = node(&snap, "gpu-h200");
+    assert_eq!(n.gpus.len(), 1);
+    let g = &n.gpus[0];
+    assert_eq!((g.model.as_str(), g.gpu_product.as_deref(), g.shared), ("h200", Some("NVIDIA-H200"), false));
+    assert_eq!((g.total, g.allocated), (8, 2));
+    assert_eq!(n.gpu_model().as_deref(), Some("h200"));
+    let j = job(&snap, "research:pod:on-h200");
+    assert_eq!((j.gpu_model.as_deref(), j.gpu_product.as_deref()), (Some("h200"), Some("NVIDIA-H200")));
+    assert_eq!(j.gpu_allocations[0].model.as_deref(), Some("h200"));
+}
+
+/// A job asking for `a100-80gb` (the model the front ends show) is placed on the nodes
+/// whose product label is `NVIDIA-A100-SXM4-80GB`.
+#[tokio::test]
+async fn submit_by_canonical_model_finds_the_product_label() {
+    let mut s = standard();
+    s.cfg.namespaces = vec!["train".into()];
+    let b = KubeBackend::new(&s.cfg);
+    let spec = JobSpec { gpu_type: Some("a100-80gb".into()), ..train_spec() };
+    let job_ref = b.submit(&spec).await.unwrap();
+    let (ns, name) = job_ref.id.split_once(':').unwrap();
+    let created = s.fake.get("batch/v1", "Job", Some(ns), name).expect("the Job exists");
+    let pod = &created["spec"]["template"]["spec"];
+    assert_eq!(pod["nodeSelector"]["nvidia.com/gpu.product"], json!("NVIDIA-A100-SXM4-80GB"), "{pod}");
 }
 
 #[tokio::test]
@@ -150,7 +243,9 @@ async fn jobs_pods_and_kueue_queues_from_the_standard_cluster() {
     assert_eq!(train.nodes.len(), 3);
     assert_eq!(train.partition, "gpu-cluster-queue", "Kueue: the ClusterQueue behind team-train");
     assert_eq!(train.account.as_deref(), Some("train"));
-    assert_eq!(train.gpu_model.as_deref(), Some("NVIDIA-H100-80GB-HBM3"));
+    assert_eq!(train.gpu_model.as_deref(), Some("h100"));
+    assert_eq!(train.gpu_product.as_deref(), Some("NVIDIA-H100-80GB-HBM3"));
+    assert!(train.gpu_allocations.iter().all(|a| a.model.as_deref() == Some("h100")), "{:?}", train.gpu_allocations);
     assert!(train.stdout.as_deref().is_some_and(|p| p.starts_with("pod/train/llm-pretrain-")));
 
     let sweep = job(&snap, "research:big-sweep");

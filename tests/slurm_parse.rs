@@ -52,6 +52,63 @@ fn node<'a>(doc: &'a [Node], name: &str) -> &'a Node {
     doc.iter().find(|n| n.name == name).unwrap_or_else(|| panic!("no node {name}"))
 }
 
+/// Every GPU type a GRES or TRES string names in `text` (`gpu:a100:2`, `gres/gpu:h100=1`,
+/// `Type=l40s` in a `gres.conf`).
+fn gres_types(text: &str, into: &mut BTreeSet<String>) {
+    let is_type_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    for marker in ["gpu:", "Name=gpu Type="] {
+        for (i, _) in text.match_indices(marker) {
+            let rest = &text[i + marker.len()..];
+            let word: String = rest.chars().take_while(|c| is_type_char(*c)).collect();
+            // Counts, and the words Slurm puts where a type would be, are not types.
+            if !word.is_empty()
+                && !word.bytes().all(|b| b.is_ascii_digit())
+                && !["per_task", "no_consume"].contains(&word.as_str())
+            {
+                into.insert(word);
+            }
+        }
+    }
+}
+
+/// Every GPU type in the captured and slurmrestd fixtures and in the test bed's `gres.conf`
+/// goes through the alias table: each is a canonical model already, and parsing keeps it
+/// as both the model and the product.
+#[test]
+fn every_gres_type_in_the_fixtures_is_a_canonical_model() {
+    use flightdeck::model::gpu_names::canonical;
+    let mut types = BTreeSet::new();
+    let mut stack = vec![fixtures()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(text) = std::fs::read_to_string(&path) {
+                gres_types(&text, &mut types);
+            }
+        }
+    }
+    let testbed = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/testbed/up.sh");
+    gres_types(&std::fs::read_to_string(testbed).unwrap(), &mut types);
+    let found: Vec<&str> = types.iter().map(String::as_str).collect();
+    assert_eq!(
+        found,
+        ["a100", "h100", "h200", "l40s"],
+        "a new GPU type in the fixtures: add it here and to the alias tests"
+    );
+    for t in &types {
+        let name = canonical(t);
+        assert_eq!((name.model.as_str(), name.shared), (t.as_str(), false), "{t}");
+    }
+    let doc = nodes("slurm-rest/24.11-v0.0.42/slurm-node-with-gpus-model-allocated.json");
+    for n in &doc.nodes {
+        for g in n.gpus.iter().filter(|g| g.model != "gpu") {
+            assert_eq!(g.gpu_product.as_deref(), Some(g.model.as_str()), "{}", n.name);
+        }
+    }
+}
+
 fn gpus(n: &Node) -> Vec<(String, u32, u32)> {
     n.gpus.iter().map(|g| (g.model.clone(), g.allocated, g.total)).collect()
 }

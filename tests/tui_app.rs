@@ -51,7 +51,15 @@ fn job(cluster: &str, id: &str, state: JobState, user: &str, name: &str) -> Job 
 
 fn node(cluster: &str, name: &str, state: NodeState, gpus: u32, allocated: u32) -> Node {
     let mut n = Node::new(cluster, name, state);
-    n.gpus = vec![GpuSlot { model: "a100".into(), total: gpus, allocated, unhealthy: 0, utilisation: None }];
+    n.gpus = vec![GpuSlot {
+        model: "a100".into(),
+        gpu_product: None,
+        shared: false,
+        total: gpus,
+        allocated,
+        unhealthy: 0,
+        utilisation: None,
+    }];
     n.cpus_total = 64;
     n.memory_total_mb = 512 * 1024;
     n

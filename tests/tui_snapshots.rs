@@ -27,7 +27,15 @@ fn now() -> DateTime<Utc> {
 
 fn gpu_node(cluster: &str, name: &str, state: NodeState, model: &str, total: u32, allocated: u32) -> Node {
     let mut n = Node::new(cluster, name, state);
-    n.gpus = vec![GpuSlot { model: model.into(), total, allocated, unhealthy: 0, utilisation: None }];
+    n.gpus = vec![GpuSlot {
+        model: model.into(),
+        gpu_product: Some(model.into()),
+        shared: false,
+        total,
+        allocated,
+        unhealthy: 0,
+        utilisation: None,
+    }];
     n.cpus_total = 64;
     n.cpus_allocated = allocated * 8;
     n.memory_total_mb = 512 * 1024;

@@ -32,6 +32,7 @@ fn busy_snapshot() -> Snapshot {
     job.gpus_requested = 4;
     job.gpus_allocated = 4;
     job.gpu_model = Some("a100".into());
+    job.gpu_product = Some("NVIDIA-A100-SXM4-40GB".into());
     job.gpu_allocations =
         vec![GpuAllocation { node: "a100-01".into(), model: Some("a100".into()), count: 4, indices: vec![0, 1, 2, 3] }];
     job.nodes = vec!["a100-01".into()];
@@ -52,7 +53,15 @@ fn busy_snapshot() -> Snapshot {
     node.flags = vec!["DRAIN".into()];
     node.reason = Some("XID 79".into());
     node.reason_time = Some(at);
-    node.gpus = vec![GpuSlot { model: "a100".into(), total: 4, allocated: 4, unhealthy: 0, utilisation: Some(87.5) }];
+    node.gpus = vec![GpuSlot {
+        model: "a100".into(),
+        gpu_product: Some("NVIDIA-A100-SXM4-40GB".into()),
+        shared: true,
+        total: 4,
+        allocated: 4,
+        unhealthy: 0,
+        utilisation: Some(87.5),
+    }];
     node.partitions = vec!["gpu".into()];
     let queue = Queue {
         cluster: "fd22".into(),

@@ -186,6 +186,19 @@ pub fn node_h100(name: &str) -> Value {
     )
 }
 
+/// 8×H200 141GB, all healthy: GFD label `nvidia.com/gpu.product=NVIDIA-H200` (not part of
+/// [`standard_cluster`]; for the GPU-name scenarios).
+pub fn node_h200(name: &str) -> Value {
+    node(
+        name,
+        "p5en.48xlarge",
+        nvidia_labels("NVIDIA-H200", 8, 143771, "hopper", 9, 0),
+        &[("nvidia.com/gpu", 8, 8)],
+        192,
+        2_097_152_000,
+    )
+}
+
 /// 8×H100 with one GPU marked unhealthy by the device plugin: capacity 8, allocatable 7.
 pub fn node_h100_degraded(name: &str) -> Value {
     node(

@@ -14,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::gpu::{self, Amounts, NodeTally};
 use super::kueue::{ClusterQueueInfo, QUEUE_LABEL, WorkloadInfo};
+use crate::model::gpu_names;
 use crate::model::{
     ExitStatus, GpuAllocation, GpuSlot, Job, JobRef, JobState, Node, NodeState, Queue, QueueQuota, Snapshot,
 };
@@ -72,22 +73,47 @@ pub fn parse_job_id(id: &str) -> Option<Target> {
     }
 }
 
-/// The model name of the GPUs behind one resource on a node.
-pub fn gpu_model(resource: &str, labels: Option<&BTreeMap<String, String>>) -> String {
+/// The GPUs behind one resource on a node, named the fleet's way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuKind {
+    /// Canonical model ([`gpu_names`]): `h100`, `1g.10gb`, `mi300x`; `gpu` without a label.
+    pub model: String,
+    /// The label that named it (`NVIDIA-H100-80GB-HBM3`, the MIG profile's own product label).
+    pub product: Option<String>,
+    /// Time-sliced: the `nvidia.com/gpu.shared` resource, or a product labelled `…-SHARED`.
+    pub shared: bool,
+}
+
+impl GpuKind {
+    fn from_label(product: Option<String>, shared: bool) -> GpuKind {
+        let name = product.as_deref().map(gpu_names::canonical);
+        let model = name.as_ref().map(|n| n.model.clone()).filter(|m| !m.is_empty()).unwrap_or_else(|| "gpu".into());
+        GpuKind { model, shared: shared || name.is_some_and(|n| n.shared), product }
+    }
+}
+
+/// What the GPUs behind `resource` are on a node with these labels: GFD's product label
+/// (AMD's product name) through the alias table, a MIG resource's profile, time-slicing from
+/// the resource name or the `-SHARED` suffix.
+pub fn gpu_kind(resource: &str, labels: Option<&BTreeMap<String, String>>) -> GpuKind {
     let label = |k: &str| labels.and_then(|l| l.get(k)).filter(|v| !v.is_empty()).cloned();
     if let Some(profile) = resource.strip_prefix(gpu::NVIDIA_MIG_PREFIX) {
-        return profile.to_string();
+        let product = label(&format!("{}{profile}.product", gpu::NVIDIA_MIG_PREFIX));
+        let shared = product.as_deref().is_some_and(|p| gpu_names::canonical(p).shared);
+        return GpuKind { model: profile.to_ascii_lowercase(), product, shared };
     }
     match resource {
-        gpu::NVIDIA_GPU => label(NVIDIA_PRODUCT).unwrap_or_else(|| "gpu".into()),
-        gpu::NVIDIA_SHARED => {
-            let product = label(NVIDIA_PRODUCT).unwrap_or_else(|| "gpu".into());
-            if product.ends_with("-SHARED") { product } else { format!("{product}-SHARED") }
-        }
-        gpu::AMD_GPU => label(AMD_PRODUCT).unwrap_or_else(|| "gpu".into()),
-        other => {
-            other.strip_prefix(gpu::INTEL_GPU_PREFIX).map(|s| format!("intel-{s}")).unwrap_or_else(|| "gpu".into())
-        }
+        gpu::NVIDIA_GPU => GpuKind::from_label(label(NVIDIA_PRODUCT), false),
+        gpu::NVIDIA_SHARED => GpuKind::from_label(label(NVIDIA_PRODUCT), true),
+        gpu::AMD_GPU => GpuKind::from_label(label(AMD_PRODUCT), false),
+        other => GpuKind {
+            model: other
+                .strip_prefix(gpu::INTEL_GPU_PREFIX)
+                .map(|s| format!("intel-{s}"))
+                .unwrap_or_else(|| "gpu".into()),
+            product: None,
+            shared: false,
+        },
     }
 }
 
@@ -118,15 +144,17 @@ pub fn node(cluster: &str, n: &KNode, tally: Option<&NodeTally>) -> Node {
         if capacity == 0 && allocated == 0 {
             continue; // MIG-mixed nodes advertise `nvidia.com/gpu: 0`
         }
-        let model = gpu_model(r, labels);
+        let kind = gpu_kind(r, labels);
         let slot = GpuSlot {
-            model,
+            model: kind.model,
+            gpu_product: kind.product,
+            shared: kind.shared,
             total: capacity as u32,
             allocated: allocated as u32,
             unhealthy: capacity.saturating_sub(allocatable) as u32,
             utilisation: None,
         };
-        match gpus.iter_mut().find(|g| g.model == slot.model) {
+        match gpus.iter_mut().find(|g| g.model == slot.model && g.shared == slot.shared) {
             Some(g) => {
                 g.total = g.total.saturating_add(slot.total);
                 g.allocated = g.allocated.saturating_add(slot.allocated);
@@ -406,21 +434,24 @@ fn is_active_on_node(pod: &Pod) -> bool {
 pub trait Lookup {
     /// The latest `FailedScheduling` message for a pod.
     fn failed_scheduling(&self, namespace: &str, pod: &str) -> Option<&str>;
-    /// GPU model of `resource` on `node`.
-    fn node_gpu_model(&self, node: &str, resource: &str) -> Option<String>;
+    /// What the GPUs of `resource` on `node` are (see [`gpu_kind`]).
+    fn node_gpu(&self, node: &str, resource: &str) -> Option<GpuKind>;
     /// The ClusterQueue behind a namespace's LocalQueue.
     fn cluster_queue_of(&self, namespace: &str, local_queue: &str) -> Option<&str>;
 }
 
-fn gpu_allocations(pods: &[&Pod], lookup: &dyn Lookup) -> (Vec<GpuAllocation>, Vec<String>) {
+/// GPUs held by `pods`, per node and canonical model; the nodes; the native products held.
+fn gpu_allocations(pods: &[&Pod], lookup: &dyn Lookup) -> (Vec<GpuAllocation>, Vec<String>, Vec<String>) {
     let mut by_node: BTreeMap<(String, String), u32> = BTreeMap::new();
     let mut nodes: BTreeSet<String> = BTreeSet::new();
+    let mut products: BTreeSet<String> = BTreeSet::new();
     for pod in pods.iter().copied().filter(|p| is_active_on_node(p)) {
         let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else { continue };
         nodes.insert(node.clone());
         for (resource, count) in gpu::pod_demand(pod).gpu_resources() {
-            let model = lookup.node_gpu_model(&node, resource).unwrap_or_else(|| gpu_model(resource, None));
-            let held = by_node.entry((node.clone(), model)).or_default();
+            let kind = lookup.node_gpu(&node, resource).unwrap_or_else(|| gpu_kind(resource, None));
+            products.extend(kind.product);
+            let held = by_node.entry((node.clone(), kind.model)).or_default();
             *held = held.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
         }
     }
@@ -428,21 +459,37 @@ fn gpu_allocations(pods: &[&Pod], lookup: &dyn Lookup) -> (Vec<GpuAllocation>, V
         .into_iter()
         .map(|((node, model), count)| GpuAllocation { node, model: Some(model), count, indices: Vec::new() })
         .collect();
-    (allocs, nodes.into_iter().collect())
+    (allocs, nodes.into_iter().collect(), products.into_iter().collect())
 }
 
-/// The GPU model a pod template asks for: a MIG profile, or a product node selector.
-fn requested_model(demand: &Amounts, pod_spec: Option<&k8s_openapi::api::core::v1::PodSpec>) -> Option<String> {
+/// The GPU a pod template asks for, `(model, product)`: a MIG profile, or a product node
+/// selector (its value is the product, its canonical name the model).
+fn requested_model(
+    demand: &Amounts,
+    pod_spec: Option<&k8s_openapi::api::core::v1::PodSpec>,
+) -> Option<(String, Option<String>)> {
     let mig: Vec<&str> = demand.gpu_resources().filter_map(|(r, _)| r.strip_prefix(gpu::NVIDIA_MIG_PREFIX)).collect();
     if !mig.is_empty() {
-        return Some(mig.join(","));
+        let native = mig.join(",");
+        return Some((native.to_ascii_lowercase(), Some(native)));
     }
-    pod_spec.and_then(|s| s.node_selector.as_ref()).and_then(|s| s.get(NVIDIA_PRODUCT).or(s.get(AMD_PRODUCT))).cloned()
+    let product =
+        pod_spec.and_then(|s| s.node_selector.as_ref()).and_then(|s| s.get(NVIDIA_PRODUCT).or(s.get(AMD_PRODUCT)))?;
+    Some((gpu_names::canonical_model(product), Some(product.clone())))
 }
 
-fn join_models(allocs: &[GpuAllocation]) -> Option<String> {
+/// A job's `(gpu_model, gpu_product)`: what it asks for, else what it holds.
+fn job_gpu_names(
+    requested: Option<(String, Option<String>)>,
+    allocs: &[GpuAllocation],
+    held_products: &[String],
+) -> (Option<String>, Option<String>) {
+    if let Some((model, product)) = requested {
+        return (Some(model), product);
+    }
     let models: BTreeSet<&str> = allocs.iter().filter_map(|a| a.model.as_deref()).collect();
-    (!models.is_empty()).then(|| models.into_iter().collect::<Vec<_>>().join(","))
+    let model = (!models.is_empty()).then(|| models.into_iter().collect::<Vec<_>>().join(","));
+    (model, (!held_products.is_empty()).then(|| held_products.join(",")))
 }
 
 /// A batch Job, with its pods and (when Kueue manages it) its Workload.
@@ -516,7 +563,7 @@ pub fn batch_job(
         gpu::pod_demand(&pod)
     });
     let per_pod = per_pod.unwrap_or_default();
-    let (allocs, nodes) = gpu_allocations(&pods_sorted, lookup);
+    let (allocs, nodes, held_products) = gpu_allocations(&pods_sorted, lookup);
 
     let mut out = Job::new(JobRef::new(cluster, job_id(&ns, &name)), state);
     out.name = name;
@@ -536,7 +583,7 @@ pub fn batch_job(
     out.reason = reason;
     out.gpus_requested = (per_pod.gpus() as u32).saturating_mul(width);
     out.gpus_allocated = allocs.iter().map(|a| a.count).sum();
-    out.gpu_model = requested_model(&per_pod, template).or_else(|| join_models(&allocs));
+    (out.gpu_model, out.gpu_product) = job_gpu_names(requested_model(&per_pod, template), &allocs, &held_products);
     out.gpu_allocations = allocs;
     out.node_count = if nodes.is_empty() { width } else { nodes.len() as u32 };
     out.nodes = nodes;
@@ -571,7 +618,7 @@ pub fn bare_pod(cluster: &str, pod: &Pod, lookup: &dyn Lookup) -> Job {
     let name = pod.metadata.name.clone().unwrap_or_default();
     let (state, native, reason) = pod_state(pod, lookup.failed_scheduling(&ns, &name));
     let demand = gpu::pod_demand(pod);
-    let (allocs, nodes) = gpu_allocations(&[pod], lookup);
+    let (allocs, nodes, held_products) = gpu_allocations(&[pod], lookup);
     let spec = pod.spec.as_ref();
     let status = pod.status.as_ref();
     let queue = pod.metadata.labels.as_ref().and_then(|l| l.get(QUEUE_LABEL));
@@ -586,7 +633,7 @@ pub fn bare_pod(cluster: &str, pod: &Pod, lookup: &dyn Lookup) -> Job {
     out.reason = reason;
     out.gpus_requested = demand.gpus() as u32;
     out.gpus_allocated = allocs.iter().map(|a| a.count).sum();
-    out.gpu_model = requested_model(&demand, spec).or_else(|| join_models(&allocs));
+    (out.gpu_model, out.gpu_product) = job_gpu_names(requested_model(&demand, spec), &allocs, &held_products);
     out.gpu_allocations = allocs;
     out.node_count = 1;
     out.nodes = nodes;
@@ -667,8 +714,10 @@ mod tests {
                 "0/7 nodes are available: 3 Insufficient nvidia.com/gpu, 4 node(s) had untolerated taint {gpu: bad}. preemption: 0/7 nodes are available: 7 No preemption victims found.",
             )
         }
-        fn node_gpu_model(&self, _: &str, resource: &str) -> Option<String> {
-            (resource == "nvidia.com/gpu").then(|| "NVIDIA-H100-80GB-HBM3".into())
+        fn node_gpu(&self, _: &str, resource: &str) -> Option<GpuKind> {
+            let labels: BTreeMap<String, String> =
+                [(NVIDIA_PRODUCT.to_string(), "NVIDIA-H100-80GB-HBM3".to_string())].into();
+            (resource == "nvidia.com/gpu").then(|| gpu_kind(resource, Some(&labels)))
         }
         fn cluster_queue_of(&self, _: &str, lq: &str) -> Option<&str> {
             (lq == "team-a").then_some("cq-a")
@@ -717,7 +766,8 @@ mod tests {
         let n = node("k", &gpu_node(json!({})), Some(&tally(3, 2)));
         assert_eq!(n.gpus.len(), 1);
         let g = &n.gpus[0];
-        assert_eq!((g.model.as_str(), g.total, g.allocated, g.unhealthy), ("NVIDIA-A100-SXM4-80GB", 8, 3, 1));
+        assert_eq!((g.model.as_str(), g.total, g.allocated, g.unhealthy), ("a100-80gb", 8, 3, 1));
+        assert_eq!((g.gpu_product.as_deref(), g.shared), (Some("NVIDIA-A100-SXM4-80GB"), false));
         assert_eq!(n.state, NodeState::Mixed);
         assert_eq!(n.native_state, "Ready");
         assert!(n.flags.is_empty(), "{:?}", n.flags);
@@ -783,12 +833,39 @@ mod tests {
         let models: Vec<(&str, u32, u32)> = n.gpus.iter().map(|g| (g.model.as_str(), g.total, g.allocated)).collect();
         assert_eq!(models, vec![("1g.5gb", 14, 3), ("3g.20gb", 2, 0)]);
 
-        assert_eq!(gpu_model("nvidia.com/gpu.shared", None), "gpu-SHARED");
+        let kind = |model: &str, product: Option<&str>, shared: bool| GpuKind {
+            model: model.into(),
+            product: product.map(Into::into),
+            shared,
+        };
+        assert_eq!(gpu_kind("nvidia.com/gpu.shared", None), kind("gpu", None, true));
+        // Time-sliced two ways: the renamed resource, or GFD's `-SHARED` product suffix.
+        let t4: BTreeMap<String, String> = [(NVIDIA_PRODUCT.to_string(), "Tesla-T4".to_string())].into();
+        assert_eq!(gpu_kind("nvidia.com/gpu.shared", Some(&t4)), kind("t4", Some("Tesla-T4"), true));
         let labels: BTreeMap<String, String> = [(NVIDIA_PRODUCT.to_string(), "Tesla-T4-SHARED".to_string())].into();
-        assert_eq!(gpu_model("nvidia.com/gpu.shared", Some(&labels)), "Tesla-T4-SHARED");
-        let amd: BTreeMap<String, String> = [(AMD_PRODUCT.to_string(), "MI300X".to_string())].into();
-        assert_eq!(gpu_model("amd.com/gpu", Some(&amd)), "MI300X");
-        assert_eq!(gpu_model("gpu.intel.com/xe", None), "intel-xe");
+        assert_eq!(gpu_kind("nvidia.com/gpu", Some(&labels)), kind("t4", Some("Tesla-T4-SHARED"), true));
+        assert_eq!(gpu_kind("nvidia.com/gpu.shared", Some(&labels)), kind("t4", Some("Tesla-T4-SHARED"), true));
+        let amd: BTreeMap<String, String> = [(AMD_PRODUCT.to_string(), "AMD_Instinct_MI300X_OAM".to_string())].into();
+        assert_eq!(gpu_kind("amd.com/gpu", Some(&amd)), kind("mi300x", Some("AMD_Instinct_MI300X_OAM"), false));
+        assert_eq!(gpu_kind("gpu.intel.com/xe", None), kind("intel-xe", None, false));
+        let h200: BTreeMap<String, String> = [(NVIDIA_PRODUCT.to_string(), "NVIDIA-H200".to_string())].into();
+        assert_eq!(gpu_kind("nvidia.com/gpu", Some(&h200)), kind("h200", Some("NVIDIA-H200"), false));
+        let mig: BTreeMap<String, String> =
+            [("nvidia.com/mig-1g.10gb.product".to_string(), "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb".to_string())].into();
+        assert_eq!(
+            gpu_kind("nvidia.com/mig-1g.10gb", Some(&mig)),
+            kind("1g.10gb", Some("NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"), false)
+        );
+    }
+
+    #[test]
+    fn shares_and_whole_gpus_are_separate_slots() {
+        let n: KNode = kube(json!({"metadata": {"name": "t4", "labels": {"nvidia.com/gpu.product": "Tesla-T4"}},
+            "status": {"capacity": {"nvidia.com/gpu": "1", "nvidia.com/gpu.shared": "4"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}));
+        let n = node("k", &n, None);
+        let slots: Vec<(&str, bool, u32)> = n.gpus.iter().map(|g| (g.model.as_str(), g.shared, g.total)).collect();
+        assert_eq!(slots, vec![("t4", false, 1), ("t4", true, 4)]);
     }
 
     #[test]
@@ -898,7 +975,8 @@ mod tests {
         assert_eq!(j.state, JobState::Running);
         assert_eq!((j.gpus_requested, j.gpus_allocated), (8, 8));
         assert_eq!(j.nodes, vec!["n1".to_string(), "n2".to_string()]);
-        assert_eq!(j.gpu_model.as_deref(), Some("NVIDIA-H100-80GB-HBM3"));
+        assert_eq!(j.gpu_model.as_deref(), Some("h100"));
+        assert_eq!(j.gpu_product.as_deref(), Some("NVIDIA-H100-80GB-HBM3"));
         assert_eq!(j.gpu_allocations.len(), 2);
         assert_eq!((j.cpus, j.memory_mb), (16, Some(128 * 1024)));
         assert_eq!(j.time_limit_secs, Some(3600));

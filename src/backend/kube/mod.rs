@@ -39,7 +39,7 @@ use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
-use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
+use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields, gpu_names};
 use crate::spec::JobSpec;
 
 pub use self::config::KubeConfig;
@@ -534,6 +534,7 @@ impl KubeBackend {
             return Ok(GpuPlacement { resource: format!("{}{}", gpu::NVIDIA_MIG_PREFIX, wanted), node_label: None });
         }
         let needle = wanted.to_ascii_lowercase();
+        let wanted_model = gpu_names::canonical_model(wanted);
         let mut known: Vec<String> = Vec::new();
         for (label, resources) in [
             (map::NVIDIA_PRODUCT, [gpu::NVIDIA_GPU, gpu::NVIDIA_SHARED]),
@@ -546,7 +547,9 @@ impl KubeBackend {
                 if !known.contains(v) {
                     known.push(v.clone());
                 }
-                if v.to_ascii_lowercase().contains(&needle) {
+                // `h100` finds `NVIDIA-H100-80GB-HBM3` by substring; `a100-80gb` (the model the
+                // front ends show) finds `NVIDIA-A100-SXM4-80GB` by canonical name.
+                if v.to_ascii_lowercase().contains(&needle) || gpu_names::canonical_model(v) == wanted_model {
                     if !values.contains(v) {
                         values.push(v.clone());
                     }
@@ -729,8 +732,8 @@ impl map::Lookup for Index {
         self.failed_scheduling.get(&(namespace.to_string(), pod.to_string())).map(String::as_str)
     }
 
-    fn node_gpu_model(&self, node: &str, resource: &str) -> Option<String> {
-        self.node_labels.get(node).map(|labels| map::gpu_model(resource, Some(labels)))
+    fn node_gpu(&self, node: &str, resource: &str) -> Option<map::GpuKind> {
+        self.node_labels.get(node).map(|labels| map::gpu_kind(resource, Some(labels)))
     }
 
     fn cluster_queue_of(&self, namespace: &str, local_queue: &str) -> Option<&str> {

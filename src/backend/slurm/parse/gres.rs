@@ -7,6 +7,8 @@
 //! `squeue %b`): `gres:gpu:a100:2` (≤ 23.02), `gres/gpu:a100:2` (23.11+), `gres/gpu=2`,
 //! `gres/gpu:a100=1`, mixed with `cpu=N`, `mem=…`. Non-GPU entries are ignored.
 
+use crate::model::gpu_names::canonical_model;
+
 /// One GPU entry of a GRES string.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct GresItem {
@@ -15,6 +17,22 @@ pub struct GresItem {
     pub count: u32,
     /// Device indices from an `(IDX:…)` suffix; empty when absent or `N/A`.
     pub indices: Vec<u32>,
+}
+
+/// A job's GPU types as Slurm names them (`a100`, `nvidia_h100_80gb_hbm3`) → its
+/// `(gpu_model, gpu_product)`: the canonical models and the native names, each joined with
+/// `,` without repeats; `(None, None)` when the job names no type.
+pub(crate) fn model_and_product(natives: &[String]) -> (Option<String>, Option<String>) {
+    if natives.is_empty() {
+        return (None, None);
+    }
+    let mut models: Vec<String> = Vec::new();
+    for m in natives.iter().map(|n| canonical_model(n)) {
+        if !models.contains(&m) {
+            models.push(m);
+        }
+    }
+    (Some(models.join(",")), Some(natives.join(",")))
 }
 
 /// Most device indices kept from one `(IDX:…)` suffix.
@@ -237,6 +255,17 @@ mod tests {
     fn index_ranges_are_bounded() {
         let g = parse_gres("gpu:4(IDX:0-4000000000)");
         assert_eq!(g[0].indices.len(), MAX_INDICES);
+    }
+
+    #[test]
+    fn job_models_are_canonical_and_the_native_types_kept() {
+        let natives = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(model_and_product(&[]), (None, None));
+        assert_eq!(model_and_product(&natives(&["h100"])), (Some("h100".into()), Some("h100".into())));
+        assert_eq!(
+            model_and_product(&natives(&["nvidia_h100_80gb_hbm3", "H100", "a100"])),
+            (Some("h100,a100".into()), Some("nvidia_h100_80gb_hbm3,H100,a100".into()))
+        );
     }
 
     #[test]

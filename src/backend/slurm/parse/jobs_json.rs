@@ -6,11 +6,12 @@
 
 use super::exit::ExitField;
 use super::flex::{Flex, LBool, LStr, Lenient, LenientVec, StrList};
-use super::gres::{GpuTally, clamp_u32, gpu_request, gpu_spec, parse_gres};
+use super::gres::{GpuTally, clamp_u32, gpu_request, gpu_spec, model_and_product, parse_gres};
 use super::hostlist::expand_hostlist;
 use super::record::lenient_record;
 use super::states::job_state_with_reason;
 use super::stdout_pattern::{PatternFields, expand_stdout_pattern};
+use crate::model::gpu_names::canonical_model;
 use crate::model::{ArrayInfo, GpuAllocation, Job, JobRef};
 
 lenient_record! {
@@ -260,7 +261,7 @@ impl<'a> JobRecord<'a> {
                 job.gpus_allocated = job.gpus_allocated.saturating_add(item.count);
                 job.gpu_allocations.push(GpuAllocation {
                     node: node.clone(),
-                    model: item.model,
+                    model: item.model.as_deref().map(canonical_model),
                     count: item.count,
                     indices: item.indices,
                 });
@@ -273,7 +274,7 @@ impl<'a> JobRecord<'a> {
             merge_models(&mut held_models, alloc.models);
         }
         let shown = if held_models.is_empty() { models } else { held_models };
-        job.gpu_model = (!shown.is_empty()).then(|| shown.join(","));
+        (job.gpu_model, job.gpu_product) = model_and_product(&shown);
 
         // Times.
         let time = &self.time.0;
@@ -447,6 +448,20 @@ mod tests {
         assert_eq!((j.gpus_requested, j.gpu_model.as_deref()), (1, Some("h100")));
         let j = job(r#"{"job_id": 1, "tres_req_str": "cpu=1,gres/gpu=3,gres/gpu:a100=3"}"#).unwrap();
         assert_eq!((j.gpus_requested, j.gpu_model.as_deref()), (3, Some("a100")));
+    }
+
+    #[test]
+    fn gpu_types_become_canonical_models_and_stay_as_the_product() {
+        let j = job(r#"{"job_id": 1, "job_state": ["RUNNING"], "nodes": "g1", "tres_per_node": "gres/gpu:nvidia_a100-sxm4-80gb:2",
+            "gres_detail": ["gpu:nvidia_a100-sxm4-80gb:2(IDX:0-1)"]}"#)
+        .unwrap();
+        assert_eq!(j.gpu_model.as_deref(), Some("a100-80gb"));
+        assert_eq!(j.gpu_product.as_deref(), Some("nvidia_a100-sxm4-80gb"));
+        assert_eq!(j.gpu_allocations[0].model.as_deref(), Some("a100-80gb"));
+        let j = job(r#"{"job_id": 1, "tres_per_job": "gres/gpu:h100:1"}"#).unwrap();
+        assert_eq!((j.gpu_model.as_deref(), j.gpu_product.as_deref()), (Some("h100"), Some("h100")));
+        let j = job(r#"{"job_id": 1, "tres_per_job": "gres/gpu=1"}"#).unwrap();
+        assert_eq!((j.gpu_model, j.gpu_product), (None, None));
     }
 
     #[test]

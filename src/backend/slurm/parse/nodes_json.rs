@@ -8,6 +8,7 @@ use super::gres::parse_gres;
 use super::hostlist::expand_hostlist;
 use super::record::lenient_record;
 use super::states::node_state_from_slurm;
+use crate::model::gpu_names::canonical_model;
 use crate::model::{GpuSlot, Node};
 
 lenient_record! {
@@ -107,12 +108,23 @@ lenient_record! {
 /// allocation goes to the only slot (or the untyped one); an allocation of a type the node
 /// does not list gets its own slot.
 pub(crate) fn gpu_slots(gres: &str, gres_used: &str) -> Vec<GpuSlot> {
+    // Slots are keyed by canonical model; the first native type seen is kept as the product.
+    let model_of = |t: &Option<String>| t.as_deref().map_or_else(|| "gpu".to_string(), canonical_model);
+    let new_slot = |model: String, product: Option<String>, total: u32, allocated: u32| GpuSlot {
+        model,
+        gpu_product: product,
+        shared: false,
+        total,
+        allocated,
+        unhealthy: 0,
+        utilisation: None,
+    };
     let mut slots: Vec<GpuSlot> = Vec::new();
     for item in parse_gres(gres) {
-        let model = item.model.unwrap_or_else(|| "gpu".to_string());
+        let model = model_of(&item.model);
         match slots.iter_mut().find(|s| s.model == model) {
             Some(s) => s.total = s.total.saturating_add(item.count),
-            None => slots.push(GpuSlot { model, total: item.count, allocated: 0, unhealthy: 0, utilisation: None }),
+            None => slots.push(new_slot(model, item.model, item.count, 0)),
         }
     }
     slots.retain(|s| s.total > 0);
@@ -120,20 +132,15 @@ pub(crate) fn gpu_slots(gres: &str, gres_used: &str) -> Vec<GpuSlot> {
         if item.count == 0 {
             continue;
         }
+        let model = model_of(&item.model);
         let idx = match &item.model {
-            Some(m) => slots.iter().position(|s| &s.model == m),
+            Some(_) => slots.iter().position(|s| s.model == model),
             None if slots.len() == 1 => Some(0),
             None => slots.iter().position(|s| s.model == "gpu"),
         };
         match idx {
             Some(i) => slots[i].allocated = slots[i].allocated.saturating_add(item.count),
-            None => slots.push(GpuSlot {
-                model: item.model.unwrap_or_else(|| "gpu".to_string()),
-                total: item.count,
-                allocated: item.count,
-                unhealthy: 0,
-                utilisation: None,
-            }),
+            None => slots.push(new_slot(model, item.model, item.count, item.count)),
         }
     }
     slots
@@ -243,7 +250,15 @@ mod tests {
     use crate::model::NodeState;
 
     fn slot(model: &str, total: u32, allocated: u32) -> GpuSlot {
-        GpuSlot { model: model.into(), total, allocated, unhealthy: 0, utilisation: None }
+        GpuSlot {
+            model: model.into(),
+            gpu_product: (model != "gpu").then(|| model.into()),
+            shared: false,
+            total,
+            allocated,
+            unhealthy: 0,
+            utilisation: None,
+        }
     }
 
     #[test]
@@ -260,6 +275,20 @@ mod tests {
         assert_eq!(gpu_slots("gpu:4(S:0-1)", "gpu:2(IDX:0-1)"), vec![slot("gpu", 4, 2)]);
         assert_eq!(gpu_slots("gpu:a100:4", "gpu:3"), vec![slot("a100", 4, 3)]);
         assert_eq!(gpu_slots("", "gpu:0"), vec![]);
+    }
+
+    #[test]
+    fn gpu_slots_use_the_canonical_model_and_keep_the_gres_type() {
+        let slots = gpu_slots("gpu:nvidia_h100_80gb_hbm3:8", "gpu:nvidia_h100_80gb_hbm3:2(IDX:0-1)");
+        assert_eq!(slots.len(), 1);
+        assert_eq!((slots[0].model.as_str(), slots[0].total, slots[0].allocated), ("h100", 8, 2));
+        assert_eq!(slots[0].gpu_product.as_deref(), Some("nvidia_h100_80gb_hbm3"));
+        assert!(!slots[0].shared);
+        // `A100` and `a100` are one model; an untyped slot has no product.
+        let slots = gpu_slots("gpu:A100:2,gpu:a100:2", "gpu:a100:1");
+        assert_eq!((slots[0].model.as_str(), slots[0].total, slots[0].allocated), ("a100", 4, 1));
+        assert_eq!(slots[0].gpu_product.as_deref(), Some("A100"));
+        assert_eq!(gpu_slots("gpu:4", "")[0].gpu_product, None);
         assert_eq!(gpu_slots("(null)", ""), vec![]);
         assert_eq!(gpu_slots("gpu:1g.10gb:7,shard:8", ""), vec![slot("1g.10gb", 7, 0)]);
     }

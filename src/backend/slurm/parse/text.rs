@@ -9,7 +9,7 @@
 use chrono::{DateTime, NaiveDateTime, Utc};
 
 use super::ParseError;
-use super::gres::gpu_request;
+use super::gres::{gpu_request, model_and_product};
 use super::hostlist::expand_hostlist;
 use super::nodes_json::{NodeMerger, gpu_slots};
 use super::states::{job_state_with_reason, node_state_from_slurm};
@@ -114,7 +114,7 @@ fn squeue_line(cluster: &str, line: &str) -> Option<Job> {
     job.memory_mb = parse_memory_mb(memory);
     let req = gpu_request(text_value(gres).unwrap_or(""));
     job.gpus_requested = req.count.saturating_mul(job.node_count.max(1));
-    job.gpu_model = (!req.models.is_empty()).then(|| req.models.join(","));
+    (job.gpu_model, job.gpu_product) = model_and_product(&req.models);
     job.submit_time = parse_text_time(submit);
     job.start_time = parse_text_time(start);
     job.end_time = parse_text_time(end);
@@ -284,6 +284,7 @@ mod tests {
         assert_eq!(j.nodes, vec!["gpu01", "gpu02"]);
         assert_eq!(j.gpus_requested, 4);
         assert_eq!(j.gpu_model.as_deref(), Some("a100"));
+        assert_eq!(j.gpu_product.as_deref(), Some("a100"));
         assert_eq!(j.memory_mb, Some(4096));
         assert_eq!(j.time_limit_secs, Some(3600));
         assert_eq!(j.priority, Some(4294));
