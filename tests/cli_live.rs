@@ -6,7 +6,7 @@ mod kube_fake;
 
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use common::*;
 
@@ -187,6 +187,7 @@ fn slurm_and_kubernetes_side_by_side() {
     let testbed = std::fs::read_to_string(config()).unwrap();
     let fake = kube_fake::FakeApi::start_blocking();
     fake.put_all(kube_fake::fixtures::standard_cluster());
+    fake.put(kube_fake::fixtures::node_h200("gpu-h200"));
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = fake.kubeconfig(dir.path(), "fake");
     let path = dir.path().join("config.toml");
@@ -204,12 +205,32 @@ fn slurm_and_kubernetes_side_by_side() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("fd22 (slurm 22.05") && text.contains("k8s (kubernetes"), "{text}");
-    assert!(text.contains("a100") && text.contains("NVIDIA-H100-80GB-HBM3"), "{text}");
+    // One GPU vocabulary: Slurm's `h100` and GFD's `NVIDIA-H100-80GB-HBM3` are one model,
+    // added up across both clusters on the fleet line that starts the summary.
+    assert!(text.starts_with("fleet (2 clusters):\n"), "{text}");
+    let h100 = text.lines().find(|l| l.starts_with("  h100 ")).unwrap_or_else(|| panic!("no h100 fleet line: {text}"));
+    assert!(h100.ends_with("(fd22, k8s)"), "{h100}");
+    assert!(text.lines().any(|l| l.starts_with("  h200 ") && l.ends_with("(k8s)")), "{text}");
+    assert!(text.contains("a100") && !text.contains("NVIDIA-H100-80GB-HBM3"), "{text}");
     let out = flightdeck(&["--config", cfg, "nodes", "--output", "json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let clusters: std::collections::BTreeSet<&str> = rows.iter().filter_map(|r| r["cluster"].as_str()).collect();
     assert_eq!(clusters, ["fd22", "k8s"].into_iter().collect());
+    let row = |cluster: &str, name: &str| {
+        rows.iter()
+            .find(|r| r["cluster"] == cluster && r["name"] == name)
+            .unwrap_or_else(|| panic!("no {cluster}/{name}"))
+    };
+    let h200 = row("k8s", "gpu-h200");
+    assert_eq!((&h200["gpu_type"], &h200["gpu_product"]), (&json!("h200"), &json!("NVIDIA-H200")), "{h200}");
+    let t4 = row("k8s", kube_fake::fixtures::NODE_T4);
+    assert_eq!(
+        (&t4["gpu_type"], &t4["gpu_product"], &t4["gpu_shared"]),
+        (&json!("t4"), &json!("Tesla-T4-SHARED"), &json!(true))
+    );
+    let slurm_h100 = row("fd22", "h100-01");
+    assert_eq!((&slurm_h100["gpu_type"], &slurm_h100["gpu_product"]), (&json!("h100"), &json!("h100")));
 }
 
 #[test]

@@ -1199,3 +1199,40 @@ fn the_submit_form_follows_the_target_clusters_fields() {
     assert_eq!(app.form().value(Field::Cluster), "fd22");
     assert!(app.form().problem.is_none());
 }
+
+/// The overview's text at 120×40.
+fn overview_text(app: &mut App) -> String {
+    app.update(Msg::Resize(120, 40));
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    terminal.draw(|f| flightdeck::tui::views::render(app, f)).unwrap();
+    let buf = terminal.backend().buffer().clone();
+    (0..buf.area.height)
+        .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>().trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_overview_starts_with_the_fleet_line_per_model() {
+    let mut a = app();
+    let mut drained = node("lab", "l2", NodeState::Drained, 8, 0);
+    drained.flags = vec!["DRAIN".into()];
+    a.update(fleet(
+        1,
+        vec![
+            ("fd22", vec![], vec![node("fd22", "g1", NodeState::Mixed, 8, 6)]),
+            ("lab", vec![], vec![node("lab", "l1", NodeState::Idle, 4, 0), drained]),
+        ],
+    ));
+    let text = overview_text(&mut a);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[2].contains("▌fleet 2 clusters"), "{text}");
+    assert!(lines[3].contains("  a100  20 total · 6 allocated · 6 idle · 8 unavailable  (fd22, lab)"), "{text}");
+    // The per-cluster bars count the same way.
+    assert!(text.contains("] 0/12 alloc · 4 idle · 8 unavail"), "{text}");
+
+    // One cluster: nothing to add up.
+    let mut one = app();
+    one.update(fleet(1, vec![("fd22", vec![], vec![node("fd22", "g1", NodeState::Mixed, 8, 6)])]));
+    assert!(!overview_text(&mut one).contains("▌fleet"));
+}

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use nucleo::Utf32String;
 
 use crate::fleet::FleetState;
+use crate::model::gpu_totals::{GpuTotals, gpu_totals};
 use crate::model::{Health, Job, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
 
 /// The GPU map's cells per node at most.
@@ -112,6 +113,8 @@ pub struct Data {
     /// One entry per node that has GPUs, in node-row order.
     pub gpu_nodes: Vec<GpuNode>,
     pub summaries: Vec<ClusterSummary>,
+    /// GPUs per canonical model over every cluster: the overview's fleet lines.
+    pub fleet_gpus: Vec<GpuTotals>,
     /// Every user that owns a job, sorted (for `:user` completion).
     pub users: Vec<String>,
     /// The widest cell of each jobs-table column over every job (see `lists::JobColumn`).
@@ -222,12 +225,14 @@ impl Data {
             node_index,
             gpu_nodes: Vec::new(),
             summaries: Vec::new(),
+            fleet_gpus: Vec::new(),
             users,
             job_widths,
             node_widths,
         };
         data.gpu_nodes = data.build_gpu_map();
         data.summaries = data.build_summaries();
+        data.fleet_gpus = gpu_totals(data.snaps.iter().map(|(_, s)| &**s));
         data
     }
 
@@ -373,24 +378,23 @@ impl Data {
             .collect();
         for (cluster, snap) in &self.snaps {
             let sum = &mut out[*cluster];
-            let mut models: BTreeMap<&str, ModelTotals> = BTreeMap::new();
             for node in &snap.nodes {
                 sum.nodes_total += 1;
                 *sum.nodes_by_state.entry(node.state).or_default() += 1;
                 sum.problem_nodes += u32::from(is_problem_node(node));
-                let down = node.is_unavailable();
                 for g in &node.gpus {
-                    let t = models
-                        .entry(g.model.as_str())
-                        .or_insert_with(|| ModelTotals { model: g.model.clone(), ..ModelTotals::default() });
-                    t.total += u64::from(g.total);
-                    t.allocated += u64::from(g.allocated.min(g.total));
-                    let free = g.total.saturating_sub(g.allocated);
-                    t.unavailable += u64::from(if down { free } else { g.unhealthy.min(free) });
                     sum.unhealthy_gpus += u64::from(g.unhealthy);
                 }
             }
-            sum.models = models.into_values().collect();
+            sum.models = gpu_totals([&**snap])
+                .into_iter()
+                .map(|t| ModelTotals {
+                    model: t.label().into_owned(),
+                    total: t.total,
+                    allocated: t.allocated,
+                    unavailable: t.unavailable,
+                })
+                .collect();
             let mut reasons: HashMap<&str, u32> = HashMap::new();
             for job in &snap.jobs {
                 *sum.jobs_by_state.entry(job.state).or_default() += 1;

@@ -22,6 +22,17 @@ fn opt(v: &Option<String>) -> String {
     v.clone().unwrap_or_else(|| "-".into())
 }
 
+/// The canonical model with the backend's own name beside it where they differ:
+/// `h100 (NVIDIA-H100-80GB-HBM3)`.
+pub fn gpu_model_text(job: &Job) -> String {
+    match (&job.gpu_model, &job.gpu_product) {
+        (Some(m), Some(p)) if !p.eq_ignore_ascii_case(m) => format!("{m} ({p})"),
+        (Some(m), _) => m.clone(),
+        (None, Some(p)) => p.clone(),
+        (None, None) => "-".into(),
+    }
+}
+
 /// Every field of the job, as label/value pairs.
 pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec<(&'static str, String)> {
     let allocs: Vec<String> = job
@@ -44,7 +55,7 @@ pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec
         ("reason", opt(&job.reason)),
         ("partition", job.partition.clone()),
         ("GPUs", format!("{} requested, {} allocated", job.gpus_requested, job.gpus_allocated)),
-        ("GPU model", opt(&job.gpu_model)),
+        ("GPU model", gpu_model_text(job)),
         ("GPU slots", if allocs.is_empty() { "-".into() } else { allocs.join(" ") }),
         ("nodes", if job.nodes.is_empty() { format!("({})", job.node_count) } else { job.nodes.join(",") }),
         ("CPUs", job.cpus.to_string()),
@@ -174,4 +185,24 @@ fn render_log(app: &App, d: &Detail, frame: &mut Frame, area: Rect) {
     }
     let lines: Vec<Line> = lines.into_iter().take(inner.height as usize).collect();
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{JobRef, JobState};
+
+    #[test]
+    fn the_native_product_shows_beside_the_model() {
+        let mut job = Job::new(JobRef::new("k8s", "ml:train"), JobState::Running);
+        assert_eq!(gpu_model_text(&job), "-");
+        job.gpu_model = Some("h100".into());
+        job.gpu_product = Some("NVIDIA-H100-80GB-HBM3".into());
+        assert_eq!(gpu_model_text(&job), "h100 (NVIDIA-H100-80GB-HBM3)");
+        let row = fields(&job, None).into_iter().find(|(k, _)| *k == "GPU model").unwrap();
+        assert_eq!(row.1, "h100 (NVIDIA-H100-80GB-HBM3)");
+        // A Slurm site that already writes the canonical name: once.
+        job.gpu_product = Some("H100".into());
+        assert_eq!(gpu_model_text(&job), "h100");
+    }
 }

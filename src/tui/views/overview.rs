@@ -1,4 +1,5 @@
-//! The home screen: per cluster and GPU model, total / allocated / idle / unavailable as
+//! The home screen: first the fleet line per canonical GPU model over every cluster (the
+//! sum no single cluster's tool can show); then per cluster and GPU model, total / allocated / idle / unavailable as
 //! bars; the queue (running, pending by reason); node health; and a banner for every stale
 //! cluster with its age and error.
 
@@ -9,6 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::block;
+use crate::model::gpu_totals::GpuTotals;
 use crate::model::{Health, JobState};
 use crate::tui::app::App;
 use crate::tui::app::data::{ClusterSummary, ModelTotals};
@@ -44,6 +46,27 @@ pub fn stale_banner(c: &ClusterSummary, now: chrono::DateTime<chrono::Utc>) -> O
         }
         _ => None,
     }
+}
+
+/// The fleet's GPUs per model: `h100  26 total · 8 allocated · 10 idle · 8 unavailable
+/// (fd22, lab, k8s-prod)`, the same text as `flightdeck status`.
+fn fleet_lines<'a>(totals: &[GpuTotals], clusters: usize, theme: &Theme) -> Vec<Line<'a>> {
+    let mut lines = vec![Line::from(vec![
+        Span::styled("▌fleet ", theme.style(Slot::Title)),
+        Span::styled(format!("{clusters} clusters"), theme.style(Slot::Dim)),
+    ])];
+    if totals.is_empty() {
+        lines.push(Line::styled("  no GPUs", theme.style(Slot::Dim)));
+    }
+    let label_w = totals.iter().map(|t| text::width(&t.label())).max().unwrap_or(3).clamp(3, 20);
+    for t in totals {
+        lines.push(Line::from(vec![
+            Span::raw(format!("  {}  ", text::fit(&text::clean(&t.label()), label_w, false))),
+            Span::raw(t.counts_text()),
+            Span::styled(format!("  ({})", text::clean(&t.clusters.join(", "))), theme.style(Slot::Dim)),
+        ]));
+    }
+    lines
 }
 
 fn cluster_lines<'a>(
@@ -179,6 +202,12 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let shown: Vec<&ClusterSummary> =
         app.data.summaries.iter().filter(|c| app.cluster_filter().is_none_or(|f| f == c.name)).collect();
     let mut lines: Vec<Line> = Vec::new();
+    // Two clusters or more, none singled out: the fleet first.
+    if app.cluster_filter().is_none() && app.data.summaries.len() > 1 {
+        lines.extend(fleet_lines(&app.data.fleet_gpus, app.data.summaries.len(), theme));
+        lines.push(Line::raw(""));
+    }
+    let before_banners = lines.len();
     for c in &shown {
         if let Some(banner) = stale_banner(c, now) {
             for line in banner {
@@ -186,7 +215,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             }
         }
     }
-    if !lines.is_empty() {
+    if lines.len() > before_banners {
         lines.push(Line::raw(""));
     }
     if shown.is_empty() {
