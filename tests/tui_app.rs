@@ -1236,3 +1236,25 @@ fn the_overview_starts_with_the_fleet_line_per_model() {
     one.update(fleet(1, vec![("fd22", vec![], vec![node("fd22", "g1", NodeState::Mixed, 8, 6)])]));
     assert!(!overview_text(&mut one).contains("▌fleet"));
 }
+
+#[test]
+fn the_filter_finds_a_job_by_its_native_gpu_product() {
+    let mut app = app();
+    let mut gfd = job("k8s", "ml:a", JobState::Running, "alice", "train");
+    gfd.gpu_model = Some("h100".into());
+    gfd.gpu_product = Some("NVIDIA-H100-80GB-HBM3".into());
+    let mut slurm = job("fd22", "1", JobState::Running, "alice", "train");
+    slurm.gpu_model = Some("h100".into());
+    slurm.gpu_product = Some("h100".into());
+    app.update(fleet(1, vec![("fd22", vec![slurm], vec![]), ("k8s", vec![gfd], vec![])]));
+    on_jobs(&mut app);
+    ch(&mut app, '/');
+    typed(&mut app, "HBM3");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.visible_jobs(), vec![JobRef::new("k8s", "ml:a")]);
+    code(&mut app, KeyCode::Esc);
+    ch(&mut app, '/');
+    typed(&mut app, "h100");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.visible_jobs().len(), 2, "the canonical model matches both");
+}

@@ -423,9 +423,10 @@ fn job_haystack(out: &mut String, job: &Job) {
         job.state.as_str(),
         job.reason.as_deref().unwrap_or("")
     );
-    if let Some(model) = &job.gpu_model {
+    // The canonical model and the backend's own name, so `/NVIDIA-H100` finds what `/h100` does.
+    for name in [&job.gpu_model, &job.gpu_product].into_iter().flatten() {
         out.push(' ');
-        out.push_str(model);
+        out.push_str(name);
     }
 }
 
@@ -443,6 +444,10 @@ fn node_haystack(out: &mut String, node: &Node) {
     for g in &node.gpus {
         out.push(' ');
         out.push_str(&g.model);
+        if let Some(p) = g.gpu_product.as_deref().filter(|p| *p != g.model) {
+            out.push(' ');
+            out.push_str(p);
+        }
     }
     for p in &node.partitions {
         out.push(' ');
