@@ -220,7 +220,7 @@ async fn an_h200_node_and_its_pod_use_the_canonical_model_and_keep_the_product()
 #[tokio::test]
 async fn submit_by_canonical_model_finds_the_product_label() {
     let mut s = standard();
-    s.cfg.namespaces = vec!["train".into()];
+    s.cfg.settings.namespaces = vec!["train".into()];
     let b = KubeBackend::new(&s.cfg);
     let spec = JobSpec { gpu_type: Some("a100-80gb".into()), ..train_spec() };
     let job_ref = b.submit(&spec).await.unwrap();
