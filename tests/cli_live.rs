@@ -299,3 +299,21 @@ fn the_audit_command_prints_every_action_and_what_became_of_it() {
     let err = stderr(&run(&["audit", "--since", "soon"]));
     assert!(err.starts_with("flightdeck: --since: cannot read \"soon\""), "{err}");
 }
+
+#[test]
+fn the_test_key_opens_only_the_test_bed_login_nodes() {
+    // The test sshds read their own key file; root's authorized_keys (which the machine's
+    // own sshd honours) never holds the passwordless test key.
+    let _ = config();
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let root_keys = std::fs::read_to_string(format!("{home}/.ssh/authorized_keys")).unwrap_or_default();
+    assert!(
+        !root_keys.lines().any(|l| l.ends_with(" flightdeck-testbed")),
+        "the test key is in {home}/.ssh/authorized_keys"
+    );
+    let root = std::env::var("FD_TESTBED_ROOT").expect("FD_TESTBED_ROOT: source the test bed's env");
+    for config in [format!("{root}/ssh/fd22/sshd_config"), format!("{root}/trixie/etc/ssh/sshd_config_fd24")] {
+        let text = std::fs::read_to_string(&config).unwrap_or_else(|e| panic!("{config}: {e}"));
+        assert!(text.lines().any(|l| l == "AuthorizedKeysFile /etc/flightdeck-testbed/authorized_keys"), "{config}");
+    }
+}

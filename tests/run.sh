@@ -5,6 +5,14 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# The crate's rust-version (Cargo.toml) is the oldest toolchain that builds it.
+want=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' Cargo.toml)
+have=$(cargo --version | sed -n 's/^cargo \([0-9.]*\).*/\1/p')
+if [[ -z $have || $(printf '%s\n%s\n' "$want" "$have" | sort -V | head -n1) != "$want" ]]; then
+    echo "tests/run.sh: cargo ${have:-not found}, but flightdeck needs Rust $want or newer (rustup update stable)" >&2
+    exit 1
+fi
+
 bash tests/testbed/up.sh
 set -a
 # shellcheck disable=SC1091
@@ -17,6 +25,9 @@ export CARGO_TERM_COLOR=never
 cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings
 # The cockpit's end-to-end test drives the real binary in a tmux pane.
-command -v tmux >/dev/null || apt-get install -y -q tmux >/dev/null
+if ! command -v tmux >/dev/null; then
+    apt-get update -q >/dev/null
+    apt-get install -y -q tmux >/dev/null
+fi
 # Live scenarios wait on a per-cluster lock; enough threads keep both clusters busy.
 cargo test --all-targets --locked -- --test-threads=8

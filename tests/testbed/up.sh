@@ -15,6 +15,14 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 [[ $EUID -eq 0 ]] || die "run as root"
+# One run at a time (a developer and CI, two test runs): two would start every daemon twice.
+# `flock -o` holds the lock in flock itself, so the daemons started below do not inherit it.
+LOCK=/run/lock/flightdeck-testbed.lock
+if [[ ${FD_TESTBED_LOCKED:-} != 1 ]]; then
+    mkdir -p "$(dirname "$LOCK")"
+    if ! flock -n "$LOCK" true; then log "another tests/testbed/up.sh is running: waiting for it"; fi
+    FD_TESTBED_LOCKED=1 exec flock -o -w 900 "$LOCK" bash "$0" "$@"
+fi
 T0=$SECONDS
 phase() { log "$* [t=$((SECONDS - T0))s]"; }
 
@@ -403,18 +411,24 @@ client_key() {
     chmod 600 "$FD_KEY"
 }
 
+# The test sshds read the test key from a file of their own (AuthorizedKeysFile), never from
+# root's ~/.ssh/authorized_keys, which the machine's own sshd on port 22 also honours: a
+# passwordless key there would open this machine to anyone holding the test key.
+TESTBED_AUTHORIZED_KEYS=/etc/flightdeck-testbed/authorized_keys
+
 authorize_key() { # ROOTPREFIX
-    local ak=$1/root/.ssh/authorized_keys pub
-    pub=$(cat "$FD_KEY.pub")
-    mkdir -p "$1/root/.ssh"
-    chmod 700 "$1/root/.ssh"
-    touch "$ak"
-    chmod 600 "$ak"
-    # keep other keys, drop those of earlier test beds (same comment), add the current one
-    { grep -v ' flightdeck-testbed$' "$ak" || true; echo "$pub"; } >"$ak.new"
-    if cmp -s "$ak.new" "$ak"; then rm -f "$ak.new"; else
-        chmod 600 "$ak.new"
-        mv "$ak.new" "$ak"
+    local ak=$1$TESTBED_AUTHORIZED_KEYS root_ak=$1/root/.ssh/authorized_keys
+    mkdir -p "$(dirname "$ak")"
+    chmod 755 "$(dirname "$ak")"
+    cp "$FD_KEY.pub" "$ak.new"
+    chmod 600 "$ak.new"
+    mv "$ak.new" "$ak"
+    # Earlier test beds wrote the key into root's own file: take back only that line.
+    if [[ -f $root_ak ]] && grep -q ' flightdeck-testbed$' "$root_ak"; then
+        log "removing the old test key from $root_ak"
+        grep -v ' flightdeck-testbed$' "$root_ak" >"$root_ak.new" || true
+        chmod 600 "$root_ak.new"
+        mv "$root_ak.new" "$root_ak"
     fi
 }
 
@@ -429,7 +443,7 @@ HostKey $key
 PidFile $pid
 PermitRootLogin prohibit-password
 PubkeyAuthentication yes
-AuthorizedKeysFile .ssh/authorized_keys
+AuthorizedKeysFile $TESTBED_AUTHORIZED_KEYS
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
