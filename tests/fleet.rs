@@ -119,15 +119,20 @@ async fn stale_keeps_the_last_snapshot_and_recovers() {
     assert!(s.clusters[0].health.is_fresh(), "recovered: {:?}", s.clusters[0].health);
 }
 
-#[tokio::test]
+/// On tokio's paused clock, so the count is exact however busy the machine is.
+#[tokio::test(start_paused = true)]
 async fn failures_back_off() {
     let b = Arc::new(Scripted::default());
     b.failing.store(true, Ordering::SeqCst);
     let _f = fleet(b.clone(), false, None);
+    // At 50 ms without back-off, one second would be 20 attempts; doubling after each
+    // failure tries at 0, 50, 150, 350 and 750 ms, then not before 1550 ms.
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    // Without back-off 1 s at 50 ms would be ~20 attempts; doubling gives 50+100+200+400 ms.
-    let calls = b.calls.load(Ordering::SeqCst);
-    assert!((3..=7).contains(&calls), "{calls} attempts in one second");
+    assert_eq!(b.calls.load(Ordering::SeqCst), 5);
+    tokio::time::sleep(Duration::from_millis(540)).await;
+    assert_eq!(b.calls.load(Ordering::SeqCst), 5, "nothing before 1550 ms");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(b.calls.load(Ordering::SeqCst), 6);
 }
 
 #[tokio::test]
