@@ -309,7 +309,7 @@ async fn act(config: &Config, read_only: bool, actions: Vec<Action>) -> Result<E
         }
         let outcome = fleet.perform(action).await;
         match &outcome.result {
-            Ok(msg) if outcome.verb == Verb::Submit => println!("{msg}"),
+            Ok(msg) if outcome.verb == Verb::Submit => println!("{}", output::printable(msg)),
             Ok(msg) if msg.is_empty() => println!("{} {}", outcome.verb.past_tense(), outcome.target),
             // A report (a Kubernetes drain): what was done, in the backend's words.
             Ok(msg) => println!("{} {}: {}", outcome.verb.past_tense(), outcome.target, output::printable(msg)),

@@ -9,6 +9,7 @@ pub mod fleet;
 pub mod logging;
 pub mod model;
 pub mod output;
+pub mod safe_text;
 pub mod spec;
 pub mod tomlfile;
 pub mod tui;

@@ -172,10 +172,9 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// Replace control characters so text from a backend cannot move the cursor or inject
-/// escape sequences.
+/// Text from a backend made safe to print (see [`crate::safe_text::printable`]).
 pub fn printable(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+    crate::safe_text::printable(s).into_owned()
 }
 
 fn opt(s: Option<&str>) -> String {
@@ -390,10 +389,11 @@ mod tests {
 
     #[test]
     fn table_aligns_and_sanitises() {
-        let t = table(&["A", "BB"], &[vec!["long value".into(), "x\x1b[2Jy".into()], vec!["s".into(), "t".into()]]);
+        let t =
+            table(&["A", "BB"], &[vec!["long value".into(), "x\x1b[2Jy".into()], vec!["s\u{202e}".into(), "t".into()]]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "A           BB");
-        assert_eq!(lines[1], "long value  x?[2Jy");
-        assert_eq!(lines[2], "s           t");
+        assert_eq!(lines[1], "long value  x\u{FFFD}[2Jy");
+        assert_eq!(lines[2], "s\u{FFFD}          t");
     }
 }

@@ -365,9 +365,13 @@ pub fn is_identifier(key: &str) -> bool {
 /// One-line values: no control characters at all (a newline would end an `#SBATCH` line;
 /// escape sequences would reach the terminal when the value is shown).
 fn check_line(field: &str, value: &str) -> Result<(), SpecError> {
-    match value.chars().find(|c| c.is_control()) {
+    match value.chars().find(|c| crate::safe_text::is_unsafe(*c)) {
         Some('\n') | Some('\r') => Err(SpecError::invalid(field, "contains a line break; it must be one line")),
         Some('\0') => Err(SpecError::invalid(field, "contains a NUL character")),
+        Some(c) if crate::safe_text::is_bidi_control(c) => Err(SpecError::invalid(
+            field,
+            format!("contains the bidirectional control U+{:04X}; type plain text", c as u32),
+        )),
         Some(c) => Err(SpecError::invalid(field, format!("contains the control character {c:?}"))),
         None => Ok(()),
     }

@@ -1257,4 +1257,22 @@ fn the_filter_finds_a_job_by_its_native_gpu_product() {
     typed(&mut app, "h100");
     code(&mut app, KeyCode::Enter);
     assert_eq!(app.visible_jobs().len(), 2, "the canonical model matches both");
+
+#[test]
+fn a_drain_reason_with_control_characters_is_refused_in_the_dialog() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", vec![], vec![node("fd22", "gpu-01", NodeState::Idle, 4, 0)])]));
+    ch(&mut app, '3');
+    ch(&mut app, 'D');
+    // A paste with an escape sequence is refused whole, with the reason.
+    app.update(Msg::Paste("XID 79 \u{1b}[2J".into()));
+    let toast = app.toasts().last().expect("a toast");
+    assert!(toast.error && toast.text.contains("not pasted") && toast.text.contains("(U+001B)"), "{}", toast.text);
+    assert_eq!(app.dialog().and_then(|d| d.reason()).map(|r| r.text()), Some(""));
+    app.update(Msg::Paste("XID 79\n".into()));
+    let sent = code(&mut app, KeyCode::Enter);
+    assert!(
+        matches!(sent.as_slice(), [Command::Fleet(Action::Node { action: NodeAction::Drain { reason, .. }, .. })] if reason == "XID 79"),
+        "{sent:?}"
+    );
 }

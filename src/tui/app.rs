@@ -552,6 +552,15 @@ impl App {
     }
 
     fn on_paste(&mut self, text: &str) {
+        // A paste with escapes or bidi controls is refused whole, and said so, rather than
+        // quietly stripped into something other than what was copied. (A trailing line
+        // break, as terminals add, is dropped.)
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        if let Err(why) = crate::safe_text::check_typed("pasted text", text) {
+            self.toast(format!("not pasted: {why}"), true);
+            return;
+        }
         if let Some(Dialog::Drain { reason, error, .. }) = &mut self.dialog {
             reason.insert_str(text);
             *error = None;

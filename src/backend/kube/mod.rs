@@ -865,6 +865,8 @@ impl Backend for KubeBackend {
                 Ok(String::new())
             }
             NodeAction::Drain { reason, force } => {
+                // Kept as a node annotation that other admins' tools print.
+                crate::safe_text::check_typed("drain reason", reason.trim()).map_err(BackendError::InvalidSpec)?;
                 let mut options = self.drain_options.clone();
                 if *force {
                     options.force = true;

@@ -59,9 +59,8 @@ pub fn drain(node: &str, reason: &str) -> Result<Vec<String>, BackendError> {
     if reason.is_empty() {
         return Err(BackendError::InvalidSpec("draining a node needs a reason".to_string()));
     }
-    if reason.contains(['\n', '\r', '\0']) {
-        return Err(BackendError::InvalidSpec("a drain reason must be one line".to_string()));
-    }
+    // Stored where every admin's `sinfo -R` prints it: no escapes, no bidi tricks.
+    crate::safe_text::check_typed("drain reason", reason).map_err(BackendError::InvalidSpec)?;
     Ok(vec![
         "scontrol".into(),
         "update".into(),

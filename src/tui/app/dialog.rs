@@ -72,6 +72,7 @@ impl Dialog {
                 if reason.is_empty() {
                     return Err("a drain needs a reason: type one, then confirm".to_string());
                 }
+                crate::safe_text::check_typed("drain reason", reason)?;
                 Ok(targets
                     .iter()
                     .map(|node| Action::Node {

@@ -23,25 +23,11 @@ pub fn width(s: &str) -> usize {
     if s.is_ascii() { s.bytes().filter(|b| !b.is_ascii_control()).count() } else { s.chars().map(char_width).sum() }
 }
 
-/// `s` with tabs as one space and every other control character as `�`, so nothing a
-/// backend sends can move the cursor or change the terminal's state.
+/// `s` with tabs as one space and every other control or bidi character as `�`, so nothing
+/// a backend sends can move the cursor, change the terminal's state or reorder what is shown
+/// (see [`crate::safe_text`]).
 pub fn clean(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
-        return Cow::Borrowed(s);
-    }
-    Cow::Owned(
-        s.chars()
-            .map(|c| {
-                if c == '\t' {
-                    ' '
-                } else if c.is_control() {
-                    '\u{FFFD}'
-                } else {
-                    c
-                }
-            })
-            .collect(),
-    )
+    crate::safe_text::printable(s)
 }
 
 /// `s` without ANSI escape sequences (colours and cursor moves in program output): CSI
