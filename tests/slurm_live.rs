@@ -59,6 +59,7 @@ on_both_clusters!(
     job_output_is_tailed_and_followed,
     text_fallback_agrees_with_json,
     the_preview_is_the_script_sbatch_gets,
+    a_script_that_arrives_short_is_never_submitted,
 );
 
 async fn release_is_detected(cluster: &str) {
@@ -407,4 +408,33 @@ async fn the_preview_is_the_script_sbatch_gets(cluster: &str) {
     s.image = Some("nvcr.io#nvidia/pytorch:24.01-py3".into());
     let err = b.render(&s).await.unwrap_err().to_string();
     assert!(err.contains("pyxis"), "{err}");
+}
+
+/// A link that drops while the batch script is written leaves the remote side with part of
+/// it: the check in front of `sbatch` refuses to submit that.
+async fn a_script_that_arrives_short_is_never_submitted(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let script = b"#!/bin/sh\necho truncated\n";
+    let argv =
+        flightdeck::backend::slurm::commands::sbatch_checked(&["--job-name=fd-short".into()], script.len() + 100);
+    let out = b.transport().output(&argv, Some(script), Duration::from_secs(30)).await.expect("ran");
+    assert_eq!(out.status, Some(flightdeck::backend::slurm::commands::SHORT_SCRIPT_EXIT), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("arrived short ({} of {} bytes)", script.len(), script.len() + 100)),
+        "{}",
+        out.stderr
+    );
+    let queue = remote(&b, &["squeue", "-h", "-n", "fd-short", "-o", "%i"]).await;
+    assert!(queue.trim().is_empty(), "nothing submitted: {queue}");
+    // The whole script goes through.
+    let argv = flightdeck::backend::slurm::commands::sbatch_checked(
+        &["--job-name=fd-whole".into(), "--chdir=/tmp".into(), "--output=/dev/null".into()],
+        script.len(),
+    );
+    let out = b.transport().output(&argv, Some(script), Duration::from_secs(30)).await.expect("ran");
+    assert!(out.success(), "{}", out.stderr);
+    let id = flightdeck::backend::slurm::script::parse_sbatch_output(&String::from_utf8_lossy(&out.stdout))
+        .expect("a job id");
+    cancel_quietly(&b, &JobRef::new(cluster, id)).await;
 }

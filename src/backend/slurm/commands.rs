@@ -43,6 +43,32 @@ pub fn sbatch(extra: &[String]) -> Vec<String> {
     v
 }
 
+/// Exit status of [`sbatch_checked`] when the script arrived short (a link that dropped
+/// mid-write): nothing was submitted.
+pub const SHORT_SCRIPT_EXIT: i32 = 97;
+
+/// `sbatch` behind a check that the whole batch script arrived: the remote side reads
+/// exactly `len` bytes from standard input into a private temporary file, compares the count,
+/// and only then runs `sbatch … < file`. A link that drops mid-write can then never submit a
+/// truncated script. The shell text is fixed; `len` and sbatch's arguments travel as its
+/// positional parameters (quoted one by one by the transport like any argv).
+pub fn sbatch_checked(extra: &[String], len: usize) -> Vec<String> {
+    const CHECK: &str = r#"n=$1; shift
+f=$(mktemp) || exit 1
+trap 'rm -f "$f"' EXIT
+head -c "$n" >"$f"
+got=$(wc -c <"$f" | tr -d ' ')
+if [ "$got" != "$n" ]; then
+  echo "flightdeck: the batch script arrived short ($got of $n bytes); nothing was submitted" >&2
+  exit 97
+fi
+"$@" <"$f""#;
+    let mut v = argv(&["sh", "-c", CHECK, "flightdeck-sbatch"]);
+    v.push(len.to_string());
+    v.extend(sbatch(extra));
+    v
+}
+
 /// `--verbose` because a plain `scancel` of an unknown job id prints nothing and exits 0;
 /// verbose, it says `error: … Invalid job id specified`, which the user should see.
 pub fn scancel(job_id: &str) -> Result<Vec<String>, BackendError> {

@@ -284,13 +284,31 @@ impl Backend for SlurmBackend {
 
     async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
         let script = self.sbatch_script(spec).await?;
-        let argv = commands::sbatch(&script::sbatch_argv(spec));
-        let out = self.act(argv, Some(script.as_bytes())).await?;
-        let id = script::parse_sbatch_output(&out).ok_or_else(|| BackendError::Parse {
-            what: "sbatch".into(),
-            message: format!("no job id in `{}`", out.trim()),
-        })?;
-        Ok(JobRef::new(self.name.clone(), id))
+        let argv = commands::sbatch_checked(&script::sbatch_argv(spec), script.len());
+        let out = self.transport.output(&argv, Some(script.as_bytes()), self.timeout).await?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        // The exit status and a job id decide. An `error:` line beside both (a plugin's
+        // complaint) is a warning: calling that a failure would invite a duplicate submit.
+        match script::parse_sbatch_output(&stdout) {
+            Some(id) if out.success() => {
+                if !out.stderr.trim().is_empty() {
+                    tracing::warn!(cluster = %self.name, job = %id, stderr = %out.stderr.trim(), "sbatch warned");
+                }
+                Ok(JobRef::new(self.name.clone(), id))
+            }
+            _ if out.status == Some(commands::SHORT_SCRIPT_EXIT) => {
+                Err(BackendError::Connect { target: self.transport.describe(), message: out.stderr.trim().to_string() })
+            }
+            None if out.success() => {
+                Err(BackendError::Parse { what: "sbatch".into(), message: format!("no job id in `{}`", stdout.trim()) })
+            }
+            _ => Err(transport::command_error(
+                &commands::sbatch(&script::sbatch_argv(spec)),
+                out.status,
+                &out.stderr,
+                &out.stdout,
+            )),
+        }
     }
 
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
