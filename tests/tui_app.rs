@@ -1257,6 +1257,7 @@ fn the_filter_finds_a_job_by_its_native_gpu_product() {
     typed(&mut app, "h100");
     code(&mut app, KeyCode::Enter);
     assert_eq!(app.visible_jobs().len(), 2, "the canonical model matches both");
+}
 
 #[test]
 fn a_drain_reason_with_control_characters_is_refused_in_the_dialog() {
