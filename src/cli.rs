@@ -322,9 +322,13 @@ async fn act(config: &Config, read_only: bool, actions: Vec<Action>) -> Result<E
     Ok(exit(failed))
 }
 
-/// The audit log this process writes to.
+/// The audit log this process writes to; without a private state directory, one that
+/// refuses every write, so every action is refused and says why.
 fn audit_log() -> AuditLog {
-    AuditLog::new(crate::config::state_dir().join("audit.jsonl"))
+    match crate::config::state_dir() {
+        Some(dir) => AuditLog::new(dir.join("audit.jsonl")),
+        None => AuditLog::unavailable("no private state directory: set XDG_STATE_HOME or HOME"),
+    }
 }
 
 fn audit(since: Option<&str>, format: OutputFormat) -> Result<ExitCode, Failure> {

@@ -194,11 +194,10 @@ pub fn default_config_path() -> Option<PathBuf> {
 }
 
 /// Where logs and the audit log go: `$XDG_STATE_HOME/flightdeck`, else
-/// `~/.local/state/flightdeck`, else (no home at all) `flightdeck-state` in the temp dir.
-/// The directory is not created here.
-pub fn state_dir() -> PathBuf {
+/// `~/.local/state/flightdeck`; `None` without either (never a shared temp directory, where
+/// anyone could read the audit log or plant one). The directory is not created here.
+pub fn state_dir() -> Option<PathBuf> {
     state_dir_from(std::env::var_os("XDG_STATE_HOME").as_deref(), home_dir().as_deref())
-        .unwrap_or_else(|| std::env::temp_dir().join("flightdeck-state"))
 }
 
 /// A `which`: the first executable file called `name` in the directories of `PATH`.
@@ -586,7 +585,8 @@ mod tests {
         assert_eq!(config_path_from(None, None), None);
         assert_eq!(state_dir_from(None, Some(home)), Some(PathBuf::from("/home/a/.local/state/flightdeck")));
         assert_eq!(state_dir_from(Some(OsStr::new("/st")), Some(home)), Some(PathBuf::from("/st/flightdeck")));
-        assert!(state_dir().ends_with("flightdeck") || state_dir().ends_with("flightdeck-state"));
+        assert_eq!(state_dir_from(None, None), None, "no shared temp directory stands in");
+        assert_eq!(state_dir_from(Some(OsStr::new("relative")), None), None);
     }
 
     #[test]

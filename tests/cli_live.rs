@@ -317,3 +317,28 @@ fn the_test_key_opens_only_the_test_bed_login_nodes() {
         assert!(text.lines().any(|l| l == "AuthorizedKeysFile /etc/flightdeck-testbed/authorized_keys"), "{config}");
     }
 }
+
+#[test]
+fn without_a_private_state_directory_actions_are_refused_and_say_why() {
+    use std::os::unix::fs::PermissionsExt;
+    let cfg = config();
+    let state = tempfile::tempdir().unwrap();
+    let shared = state.path().join("flightdeck");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["--config", &cfg, "cancel", "fd22/1"])
+        .env("XDG_STATE_HOME", state.path())
+        .env_remove("FLIGHTDECK_CONFIG")
+        .output()
+        .expect("run flightdeck");
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out).trim(),
+        format!(
+            "flightdeck: cancel fd22/1: cannot write the audit log ({}: the directory is writable by others (mode 777; chmod 700 it)); nothing was done",
+            shared.join("audit.jsonl").display()
+        )
+    );
+    assert!(!shared.join("audit.jsonl").exists());
+}

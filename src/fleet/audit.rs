@@ -40,11 +40,18 @@ pub struct AuditRecord {
 #[derive(Debug, Clone)]
 pub struct AuditLog {
     path: PathBuf,
+    /// Why nothing can be written, when there is no place for the log at all.
+    unavailable: Option<String>,
 }
 
 impl AuditLog {
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self { path: path.into() }
+        Self { path: path.into(), unavailable: None }
+    }
+
+    /// A log with no place to be: every write fails with `why` (so every action is refused).
+    pub fn unavailable(why: impl Into<String>) -> Self {
+        Self { path: PathBuf::from("audit.jsonl"), unavailable: Some(why.into()) }
     }
 
     pub fn path(&self) -> &Path {
@@ -53,8 +60,12 @@ impl AuditLog {
 
     /// Append one record and wait until it is on disk.
     pub fn append(&self, record: &AuditRecord) -> std::io::Result<()> {
+        if let Some(why) = &self.unavailable {
+            return Err(std::io::Error::other(why.clone()));
+        }
         if let Some(dir) = self.path.parent() {
             std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+            check_private(dir)?;
         }
         let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
         line.push(b'\n');
@@ -72,6 +83,24 @@ impl AuditLog {
         };
         Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
     }
+}
+
+/// The log's directory must be this user's alone: in a directory others may write, the log
+/// could be swapped or read.
+fn check_private(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir)?;
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(std::io::Error::other(format!("the directory belongs to uid {}, not to this user", meta.uid())));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(std::io::Error::other(format!(
+            "the directory is writable by others (mode {:o}; chmod 700 it)",
+            meta.mode() & 0o777
+        )));
+    }
+    Ok(())
 }
 
 /// A new record id: time, process and a counter, so two processes acting in the same
@@ -218,5 +247,18 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(log.path()), 0o600);
         assert_eq!(mode(log.path().parent().unwrap()), 0o700);
+    }
+
+    #[test]
+    fn a_log_in_a_directory_others_may_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = AuditLog::new(shared.join("audit.jsonl")).append(&record("1", "hpc/1", "intent")).unwrap_err();
+        assert!(err.to_string().contains("writable by others (mode 777"), "{err}");
+        let err = AuditLog::unavailable("no private state directory").append(&record("1", "hpc/1", "intent"));
+        assert_eq!(err.unwrap_err().to_string(), "no private state directory");
     }
 }
