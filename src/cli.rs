@@ -300,26 +300,66 @@ async fn act(config: &Config, read_only: bool, actions: Vec<Action>) -> Result<E
     let fleet = start_fleet(config, read_only, &clusters, false)?;
     let mut failed = false;
     let state = fleet.state();
-    for action in actions {
+    // SIGTERM or Ctrl-C mid-way: the action under way finishes (bounded) and the rest are
+    // not started, so nothing is left half-known.
+    let mut stop = std::pin::pin!(stop_signal());
+    let mut actions = actions.into_iter();
+    while let Some(action) = actions.next() {
         // What the cluster's kind cannot do is refused here, before anyone is contacted.
         if let Err(why) = state.check(action.cluster(), action.verb()) {
             failed = true;
             eprintln!("flightdeck: {why}");
             continue;
         }
-        let outcome = fleet.perform(action).await;
-        match &outcome.result {
-            Ok(msg) if outcome.verb == Verb::Submit => println!("{}", output::printable(msg)),
-            Ok(msg) if msg.is_empty() => println!("{} {}", outcome.verb.past_tense(), outcome.target),
-            // A report (a Kubernetes drain): what was done, in the backend's words.
-            Ok(msg) => println!("{} {}: {}", outcome.verb.past_tense(), outcome.target, output::printable(msg)),
-            Err(e) => {
-                failed = true;
-                eprintln!("flightdeck: {} {}: {}", outcome.verb, outcome.target, output::printable(e));
+        let label = format!("{} {}", action.verb(), action.target());
+        let mut perform = std::pin::pin!(fleet.perform(action));
+        let outcome = tokio::select! {
+            outcome = &mut perform => outcome,
+            () = &mut stop => {
+                eprintln!("flightdeck: stopping; waiting for 1 action ({label})…");
+                let not_started: Vec<String> = actions.map(|a| format!("{} {}", a.verb(), a.target())).collect();
+                if !not_started.is_empty() {
+                    eprintln!("flightdeck: not started: {}", not_started.join(", "));
+                }
+                match tokio::time::timeout(crate::tui::SETTLE_LIMIT, perform).await {
+                    Ok(outcome) => drop(report(&outcome)),
+                    Err(_) => eprintln!("flightdeck: {label}: outcome unknown (see `flightdeck audit`)"),
+                }
+                return Ok(ExitCode::FAILURE);
             }
-        }
+        };
+        failed |= !report(&outcome);
     }
     Ok(exit(failed))
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+/// Print one outcome the way `scancel` and `kubectl` do; true when it went well.
+fn report(outcome: &crate::model::ActionOutcome) -> bool {
+    match &outcome.result {
+        Ok(msg) if outcome.verb == Verb::Submit => println!("{}", output::printable(msg)),
+        Ok(msg) if msg.is_empty() => println!("{} {}", outcome.verb.past_tense(), outcome.target),
+        // A report (a Kubernetes drain): what was done, in the backend's words.
+        Ok(msg) => println!("{} {}: {}", outcome.verb.past_tense(), outcome.target, output::printable(msg)),
+        Err(e) => {
+            eprintln!("flightdeck: {} {}: {}", outcome.verb, outcome.target, output::printable(e));
+            return false;
+        }
+    }
+    true
 }
 
 /// The audit log this process writes to; without a private state directory, one that

@@ -342,3 +342,57 @@ fn without_a_private_state_directory_actions_are_refused_and_say_why() {
     );
     assert!(!shared.join("audit.jsonl").exists());
 }
+
+/// SIGTERM while a batch of actions runs: the one under way finishes and is reported, the
+/// rest are named as not started, and nothing is left half-known.
+#[test]
+fn a_terminated_cli_finishes_the_action_under_way_and_names_the_rest() {
+    let fake = kube_fake::FakeApi::start_blocking();
+    fake.put_all(vec![
+        kube_fake::fixtures::node_h100("n1"),
+        kube_fake::fixtures::job("ml", "a", 1, 1, None, false),
+        kube_fake::fixtures::job("ml", "b", 1, 1, None, false),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = fake.kubeconfig(dir.path(), "fake");
+    let path = dir.path().join("config.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\n",
+            kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    // Every request takes 1.5 s: the first cancel is surely under way when the signal comes.
+    fake.set_latency(std::time::Duration::from_millis(1500));
+    let state = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["--config", path.to_str().unwrap(), "cancel", "k8s/ml:a", "k8s/ml:b"])
+        .env("XDG_STATE_HOME", state.path())
+        .env_remove("FLIGHTDECK_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run flightdeck");
+    // Signal once the first request reached the server (the handler is in place by then).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while fake.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "flightdeck never reached the API server");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("stopping; waiting for 1 action (cancel k8s/ml:a)…"), "{err}");
+    assert!(err.contains("not started: cancel k8s/ml:b"), "{err}");
+    assert!(
+        stdout(&out).contains("cancelled k8s/ml:a"),
+        "the one under way ended and was reported: {}\n{err}",
+        stdout(&out)
+    );
+    fake.set_latency(std::time::Duration::ZERO);
+    assert!(fake.get("batch/v1", "Job", Some("ml"), "a").is_none(), "a was cancelled");
+    assert!(fake.get("batch/v1", "Job", Some("ml"), "b").is_some(), "b was left alone");
+}

@@ -49,6 +49,12 @@ impl Backend for Scripted {
         Ok(JobRef::new("sim", "99"))
     }
     async fn job_action(&self, job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
+        if job.id == "slow" {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        if job.id == "hang" {
+            std::future::pending::<()>().await;
+        }
         if job.id == "boom" {
             panic!("cancel of {job} panicked");
         }
@@ -295,4 +301,21 @@ async fn a_panicking_action_answers_with_an_internal_error() {
     b.panicking.store(true, Ordering::SeqCst);
     let out = f.perform(Action::Job { job: JobRef::new("sim", "boom"), action: JobAction::Cancel }).await;
     assert_eq!(out.result.unwrap_err(), "internal error: cancel of sim/boom panicked");
+}
+
+#[tokio::test]
+async fn quitting_waits_for_actions_under_way_and_names_those_that_do_not_end() {
+    let b = Arc::new(Scripted::default());
+    let f = fleet(b.clone(), false, None);
+    assert!(f.request(Action::Job { job: JobRef::new("sim", "slow"), action: JobAction::Cancel }));
+    assert_eq!(f.in_flight(), ["cancel sim/slow"]);
+    assert!(f.settle(Duration::from_secs(5)).await.is_empty(), "it finished within the bound");
+    assert_eq!(b.cancels.load(Ordering::SeqCst), 1, "the action was carried out, not dropped");
+
+    assert!(f.request(Action::Job { job: JobRef::new("sim", "hang"), action: JobAction::Cancel }));
+    assert!(f.request(Action::Job { job: JobRef::new("sim", "slow"), action: JobAction::Hold }));
+    let started = std::time::Instant::now();
+    let unknown = f.settle(Duration::from_millis(600)).await;
+    assert_eq!(unknown, ["cancel sim/hang"], "the slow hold ended; the hung cancel is named");
+    assert!(started.elapsed() < Duration::from_secs(2), "bounded");
 }

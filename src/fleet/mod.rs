@@ -51,9 +51,12 @@ pub struct FleetOptions {
 struct Request {
     action: Action,
     reply: Option<oneshot::Sender<ActionOutcome>>,
+    /// Its entry in the fleet's in-flight list, cleared when the outcome is out.
+    id: u64,
 }
 
 pub struct Fleet {
+    in_flight: Arc<InFlight>,
     state: watch::Receiver<Arc<FleetState>>,
     requests: mpsc::Sender<Request>,
     outcomes: broadcast::Sender<ActionOutcome>,
@@ -109,13 +112,21 @@ impl Fleet {
             }
         }
         let kinds = initial_kinds;
-        let runner = Runner { backends: backends.clone(), kinds, wakes: wakes.clone(), opts, outcomes: out_tx.clone() };
+        let in_flight = Arc::new(InFlight::default());
+        let runner = Runner {
+            in_flight: in_flight.clone(),
+            backends: backends.clone(),
+            kinds,
+            wakes: wakes.clone(),
+            opts,
+            outcomes: out_tx.clone(),
+        };
         tasks.push(tokio::spawn(runner.run(req_rx)));
         // The state sender lives as long as the pollers; keep one so an empty fleet still has a state.
         tasks.push(tokio::spawn(async move {
             state_tx.closed().await;
         }));
-        Fleet { state: state_rx, requests: req_tx, outcomes: out_tx, wakes, backends, tasks }
+        Fleet { in_flight, state: state_rx, requests: req_tx, outcomes: out_tx, wakes, backends, tasks }
     }
 
     pub fn state(&self) -> Arc<FleetState> {
@@ -133,7 +144,31 @@ impl Fleet {
 
     /// Queue an action; its outcome arrives on [`Fleet::outcomes`].
     pub fn request(&self, action: Action) -> bool {
-        self.requests.try_send(Request { action, reply: None }).is_ok()
+        let id = self.in_flight.add(&action);
+        let sent = self.requests.try_send(Request { action, reply: None, id }).is_ok();
+        if !sent {
+            self.in_flight.done(id);
+        }
+        sent
+    }
+
+    /// The actions asked for and not answered yet (`cancel hpc/12`, …).
+    pub fn in_flight(&self) -> Vec<String> {
+        self.in_flight.pending()
+    }
+
+    /// Wait until every action asked for has its outcome, or `limit` passes; returns those
+    /// still unanswered (their outcome is unknown: the audit log has their intent).
+    pub async fn settle(&self, limit: Duration) -> Vec<String> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let settled = self.in_flight.settled.notified();
+            let left = self.in_flight.pending();
+            if left.is_empty() || tokio::time::Instant::now() >= deadline {
+                return left;
+            }
+            let _ = tokio::time::timeout_at(deadline, settled).await;
+        }
     }
 
     /// Queue an action and wait for its outcome.
@@ -142,7 +177,9 @@ impl Fleet {
         let verb = action.verb();
         let target = action.target();
         let lost = |why: &str| ActionOutcome { verb, target: target.clone(), result: Err(why.to_string()) };
-        if self.requests.send(Request { action, reply: Some(tx) }).await.is_err() {
+        let id = self.in_flight.add(&action);
+        if self.requests.send(Request { action, reply: Some(tx), id }).await.is_err() {
+            self.in_flight.done(id);
             return lost("the fleet has stopped");
         }
         rx.await.unwrap_or_else(|_| lost("the fleet dropped the action"))
@@ -199,7 +236,34 @@ impl Fleet {
     }
 }
 
+/// Actions asked for and not answered yet, so that quitting can wait for them.
+#[derive(Default)]
+struct InFlight {
+    actions: std::sync::Mutex<(u64, std::collections::BTreeMap<u64, String>)>,
+    settled: Notify,
+}
+
+impl InFlight {
+    fn add(&self, action: &Action) -> u64 {
+        let mut g = self.actions.lock().unwrap_or_else(|e| e.into_inner());
+        g.0 += 1;
+        let id = g.0;
+        g.1.insert(id, format!("{} {}", action.verb(), action.target()));
+        id
+    }
+
+    fn done(&self, id: u64) {
+        self.actions.lock().unwrap_or_else(|e| e.into_inner()).1.remove(&id);
+        self.settled.notify_waiters();
+    }
+
+    fn pending(&self) -> Vec<String> {
+        self.actions.lock().unwrap_or_else(|e| e.into_inner()).1.values().cloned().collect()
+    }
+}
+
 struct Runner {
+    in_flight: Arc<InFlight>,
     backends: HashMap<String, Arc<dyn Backend>>,
     kinds: HashMap<String, ClusterKind>,
     wakes: HashMap<String, Arc<Notify>>,
@@ -222,6 +286,7 @@ impl Runner {
                 if let Some(reply) = req.reply {
                     let _ = reply.send(outcome);
                 }
+                me.in_flight.done(req.id);
             });
         }
     }

@@ -40,6 +40,9 @@ pub struct TuiOptions {
 ///
 /// Needs a tokio runtime and a terminal on standard output. The terminal is restored however
 /// this returns, and on panic.
+/// How long quitting waits for actions under way.
+pub const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub async fn run(fleet: Fleet, opts: TuiOptions) -> color_eyre::Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() {
@@ -51,8 +54,22 @@ pub async fn run(fleet: Fleet, opts: TuiOptions) -> color_eyre::Result<()> {
     let signals = event_loop::signals()?;
     let mut term = terminal::TerminalGuard::enter()?;
     let events = ratatui::crossterm::event::EventStream::new();
-    let result = event_loop::run(Arc::new(fleet), app, &mut term, events, signals, event_loop::TICK).await;
+    let fleet = Arc::new(fleet);
+    let result = event_loop::run(fleet.clone(), app, &mut term, events, signals, event_loop::TICK).await;
     let restored = term.restore();
+    // Quit (or SIGTERM) with actions under way: they finish, bounded, before the fleet goes.
+    let under_way = fleet.in_flight();
+    if !under_way.is_empty() {
+        eprintln!("flightdeck: waiting for {} action{}…", under_way.len(), if under_way.len() == 1 { "" } else { "s" });
+        let unknown = fleet.settle(SETTLE_LIMIT).await;
+        if !unknown.is_empty() {
+            eprintln!(
+                "flightdeck: gave up after {} s; outcome unknown (see `flightdeck audit`): {}",
+                SETTLE_LIMIT.as_secs(),
+                unknown.join(", ")
+            );
+        }
+    }
     match result {
         // Nobody is left to read a message (or to see the terminal restored).
         Err(e) if e.downcast_ref::<event_loop::TerminalLost>().is_some() => {
