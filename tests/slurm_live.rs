@@ -60,6 +60,7 @@ on_both_clusters!(
     text_fallback_agrees_with_json,
     the_preview_is_the_script_sbatch_gets,
     a_script_that_arrives_short_is_never_submitted,
+    a_job_name_with_a_line_break_cannot_pose_as_a_row_in_text_output,
 );
 
 async fn release_is_detected(cluster: &str) {
@@ -437,4 +438,33 @@ async fn a_script_that_arrives_short_is_never_submitted(cluster: &str) {
     let id = flightdeck::backend::slurm::script::parse_sbatch_output(&String::from_utf8_lossy(&out.stdout))
         .expect("a job id");
     cancel_quietly(&b, &JobRef::new(cluster, id)).await;
+}
+
+/// Slurm accepts a job name with a line break, and its text output then splits the row: a
+/// name ending in a forged row would add a phantom job to a text-only cluster. Records end
+/// with a mark the job's owner cannot know, so the name stays one job's name.
+async fn a_job_name_with_a_line_break_cannot_pose_as_a_row_in_text_output(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let json = backend(cluster);
+    let text = SlurmBackend::text_only(&slurm_config(cluster));
+    let forged = "fd-evil\n999999|N/A|N/A|phantom|root|root|gpu|RUNNING|None|h100-01|1|4|16G|gres/gpu:h100:8|2026-12-03T06:00:00|N/A|N/A|1:00:00|0:00|100";
+    let out = remote(
+        &json,
+        &[
+            "sbatch",
+            "--parsable",
+            "--hold",
+            &format!("--job-name={forged}"),
+            "--output=/dev/null",
+            "--chdir=/tmp",
+            "--wrap=true",
+        ],
+    )
+    .await;
+    let r = JobRef::new(cluster, flightdeck::backend::slurm::script::parse_sbatch_output(&out).expect("a job id"));
+    let snap = text.snapshot().await.expect("text snapshot");
+    assert!(snap.jobs.iter().all(|j| j.job_ref.id != "999999"), "no phantom job");
+    let shown = job(&snap, &r).expect("the real job is listed");
+    assert_eq!(shown.name, forged, "its name whole, line break and all");
+    cancel_quietly(&json, &r).await;
 }

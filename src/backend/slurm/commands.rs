@@ -22,8 +22,10 @@ pub fn jobs_json() -> Vec<String> {
 
 /// Text output prints times in the cluster's local zone without saying which; `TZ=UTC`
 /// makes them UTC, which is how the parser reads them.
-pub fn jobs_text() -> Vec<String> {
-    argv(&["env", "TZ=UTC", "squeue", "--all", "--states=all", "-r", "-h", "-o", SQUEUE_TEXT_FORMAT])
+/// `mark` ends every record (see [`super::parse::record_mark`]).
+pub fn jobs_text(mark: &str) -> Vec<String> {
+    let format = format!("{SQUEUE_TEXT_FORMAT}|{mark}");
+    argv(&["env", "TZ=UTC", "squeue", "--all", "--states=all", "-r", "-h", "-o", &format])
 }
 
 /// Per-node records. On 21.08/22.05 `sinfo --json` still lists nodes one by one; from 23.02
@@ -32,8 +34,10 @@ pub fn nodes_json(per_node_sinfo: bool) -> Vec<String> {
     if per_node_sinfo { argv(&["sinfo", "--json"]) } else { argv(&["scontrol", "show", "node", "--json"]) }
 }
 
-pub fn nodes_text() -> Vec<String> {
-    argv(&["env", "TZ=UTC", "sinfo", "--all", "-N", "-h", "-o", SINFO_TEXT_FORMAT])
+/// `mark` ends every record (see [`super::parse::record_mark`]).
+pub fn nodes_text(mark: &str) -> Vec<String> {
+    let format = format!("{SINFO_TEXT_FORMAT}|{mark}");
+    argv(&["env", "TZ=UTC", "sinfo", "--all", "-N", "-h", "-o", &format])
 }
 
 /// Reads the batch script on standard input; `--parsable` prints `id[;cluster]`.

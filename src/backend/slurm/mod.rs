@@ -48,6 +48,8 @@ pub struct SlurmBackend {
     /// Never try `--json` (for Slurm built without JSON support, and to test the fallback).
     text_only: bool,
     probe: Mutex<Option<Probe>>,
+    /// Text records (squeue, sinfo) the last refresh left out because they did not check.
+    text_dropped: (std::sync::atomic::AtomicUsize, std::sync::atomic::AtomicUsize),
 }
 
 /// What a Slurm cluster can do.
@@ -80,6 +82,7 @@ impl SlurmBackend {
             timeout: cfg.timeout,
             text_only: false,
             probe: Mutex::new(None),
+            text_dropped: Default::default(),
         }
     }
 
@@ -148,10 +151,12 @@ impl SlurmBackend {
             }
             self.update_probe(|p| p.jobs_json = false).await;
         }
-        let argv = commands::jobs_text();
+        let mark = parse::record_mark();
+        let argv = commands::jobs_text(&mark);
         let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
-        let jobs = parse::parse_squeue_text(&self.name, &String::from_utf8_lossy(&out.stdout))
+        let (jobs, dropped) = parse::parse_squeue_records(&self.name, &String::from_utf8_lossy(&out.stdout), &mark)
             .map_err(|e| BackendError::Parse { what: display_argv(&argv), message: e.to_string() })?;
+        self.text_dropped.0.store(dropped, std::sync::atomic::Ordering::Relaxed);
         Ok(JobsDoc { release: None, jobs })
     }
 
@@ -177,10 +182,12 @@ impl SlurmBackend {
             }
             self.update_probe(|p| p.nodes_json = false).await;
         }
-        let argv = commands::nodes_text();
+        let mark = parse::record_mark();
+        let argv = commands::nodes_text(&mark);
         let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
-        let nodes = parse::parse_sinfo_text(&self.name, &String::from_utf8_lossy(&out.stdout))
+        let (nodes, dropped) = parse::parse_sinfo_records(&self.name, &String::from_utf8_lossy(&out.stdout), &mark)
             .map_err(|e| BackendError::Parse { what: display_argv(&argv), message: e.to_string() })?;
+        self.text_dropped.1.store(dropped, std::sync::atomic::Ordering::Relaxed);
         Ok(NodesDoc { release: None, nodes })
     }
 
@@ -276,6 +283,14 @@ impl Backend for SlurmBackend {
             if !p.nodes_json {
                 snap.notes
                     .push("node JSON unavailable: allocated GPUs and memory are not in sinfo's text output".into());
+            }
+            for (what, count, used) in
+                [("squeue", &self.text_dropped.0, !p.jobs_json), ("sinfo", &self.text_dropped.1, !p.nodes_json)]
+            {
+                let n = count.load(std::sync::atomic::Ordering::Relaxed);
+                if used && n > 0 {
+                    snap.notes.push(format!("{n} {what} text records did not check and were left out"));
+                }
             }
         }
         snap.derive_queues();
@@ -376,8 +391,9 @@ impl Backend for SlurmBackend {
         let after = self.rpc_counts().await;
         let probe = self.probe.lock().await.clone().unwrap_or(probe);
         d.fact("JSON output", if probe.jobs_json && probe.nodes_json { "yes" } else { "no (text fallback)" });
-        let jobs = if probe.jobs_json { commands::jobs_json() } else { commands::jobs_text() };
-        let nodes = if probe.nodes_json { commands::nodes_json(probe.per_node_sinfo) } else { commands::nodes_text() };
+        let jobs = if probe.jobs_json { commands::jobs_json() } else { commands::jobs_text("MARK") };
+        let nodes =
+            if probe.nodes_json { commands::nodes_json(probe.per_node_sinfo) } else { commands::nodes_text("MARK") };
         for argv in [jobs, nodes] {
             d.fact("refresh runs", display_argv(&argv));
         }

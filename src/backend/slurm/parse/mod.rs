@@ -47,7 +47,8 @@ pub use hostlist::expand_hostlist;
 pub use states::{job_state_from_slurm, job_state_with_reason, node_state_from_slurm};
 pub use stdout_pattern::{PatternFields, expand_stdout_pattern};
 pub use text::{
-    SINFO_TEXT_FORMAT, SINFO_TEXT_FORMAT_WITH_REASON_META, SQUEUE_TEXT_FORMAT, parse_sinfo_text, parse_squeue_text,
+    SINFO_TEXT_FORMAT, SINFO_TEXT_FORMAT_WITH_REASON_META, SQUEUE_TEXT_FORMAT, parse_sinfo_records, parse_sinfo_text,
+    parse_squeue_records, parse_squeue_text, record_mark,
 };
 
 /// Jobs read from one `squeue --json` (or `sacct --json`) document.

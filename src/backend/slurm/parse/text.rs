@@ -38,6 +38,75 @@ const SINFO_WHAT: &str = "sinfo text output";
 const SQUEUE_FIELDS: usize = 20;
 const SINFO_FIELDS: usize = 9;
 
+/// A per-query end mark for text records: `|` + 16 hex digits, unguessable by whoever names
+/// a job. Records end with it, so a job name holding a line break (and a made-up row after
+/// it) stays inside its own record instead of posing as another.
+pub fn record_mark() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    h.write_u32(std::process::id());
+    format!("fd{:016x}", h.finish())
+}
+
+/// The records of text output whose format ends with `|MARK`: each one's text (line breaks
+/// inside kept) and how many pieces did not end with the mark (dropped: they do not check).
+fn marked_records<'a>(input: &'a str, mark: &str) -> (Vec<&'a str>, usize) {
+    let end = format!("|{mark}\n");
+    let mut records = Vec::new();
+    let mut rest = input;
+    while let Some(at) = rest.find(&end) {
+        records.push(&rest[..at]);
+        rest = &rest[at + end.len()..];
+    }
+    let tail = rest.strip_suffix(&end[..end.len() - 1]).unwrap_or(rest);
+    let mut dropped = 0;
+    if tail.len() < rest.len() {
+        records.push(tail);
+    } else if !rest.trim().is_empty() {
+        dropped += 1;
+    }
+    (records, dropped)
+}
+
+/// Read `squeue … -o "SQUEUE_TEXT_FORMAT|MARK"` output: records end with the mark, so a job
+/// name with a line break cannot pose as a row. Returns the jobs and how many records were
+/// dropped because they did not check (too few fields, no job id, no mark).
+pub fn parse_squeue_records(cluster: &str, input: &str, mark: &str) -> Result<(Vec<Job>, usize), ParseError> {
+    let (records, mut dropped) = marked_records(input, mark);
+    let mut jobs = Vec::with_capacity(records.len());
+    for record in records {
+        match squeue_line(cluster, record.trim_start_matches(['\r', '\n'])) {
+            Some(job) => jobs.push(job),
+            None => dropped += 1,
+        }
+    }
+    if jobs.is_empty() && dropped > 0 {
+        return Err(ParseError::new(SQUEUE_WHAT, format!("no record ended with the mark {mark} ({dropped} pieces)")));
+    }
+    Ok((jobs, dropped))
+}
+
+/// [`parse_sinfo_text`] for marked records (see [`parse_squeue_records`]).
+pub fn parse_sinfo_records(cluster: &str, input: &str, mark: &str) -> Result<(Vec<Node>, usize), ParseError> {
+    let (records, mut dropped) = marked_records(input, mark);
+    let mut merger = NodeMerger::new(cluster);
+    let mut parsed = 0usize;
+    for record in records {
+        match sinfo_line(cluster, record.trim_start_matches(['\r', '\n'])) {
+            Some(node) => {
+                parsed += 1;
+                merger.push(node);
+            }
+            None => dropped += 1,
+        }
+    }
+    if parsed == 0 && dropped > 0 {
+        return Err(ParseError::new(SINFO_WHAT, format!("no record ended with the mark {mark} ({dropped} pieces)")));
+    }
+    Ok((merger.finish(), dropped))
+}
+
 /// Read `squeue -r -h -o SQUEUE_TEXT_FORMAT` output.
 pub fn parse_squeue_text(cluster: &str, input: &str) -> Result<Vec<Job>, ParseError> {
     let mut jobs = Vec::new();
@@ -358,5 +427,45 @@ gpu02|gpu*|drained*|0/32/0/32|515000|N/A|gpu:a100:4|ECC | bad|(null)\n";
         assert_eq!(parse_memory_mb("2048"), Some(2048));
         assert_eq!(parse_memory_mb("0"), None);
         assert_eq!(parse_memory_mb("lots"), None);
+    }
+}
+
+#[cfg(test)]
+mod marked_tests {
+    use super::*;
+
+    fn row(id: &str, name: &str, mark: &str) -> String {
+        format!(
+            "{id}|N/A|N/A|{name}|alice|ml|gpu|PENDING|Priority|(null)|1|4|16G|gres/gpu:a100:1|2026-12-03T06:00:00|N/A|N/A|1:00:00|0:00|100|{mark}\n"
+        )
+    }
+
+    #[test]
+    fn a_name_with_a_line_break_cannot_pose_as_a_row() {
+        let mark = record_mark();
+        assert_ne!(mark, record_mark(), "a new mark per query");
+        // The job name carries a line break and a forged row; the forger cannot know the mark.
+        let forged = "evil\n999|N/A|N/A|phantom|root|ml|gpu|RUNNING|None|h100-01|1|4|16G|gres/gpu:h100:8|2026-12-03T06:00:00|N/A|N/A|1:00:00|0:00|100|fd0000000000000000";
+        let input = format!("{}{}{}", row("1", "plain", &mark), row("2", forged, &mark), row("3", "x|y", &mark));
+        let (jobs, dropped) = parse_squeue_records("c", &input, &mark).unwrap();
+        let ids: Vec<&str> = jobs.iter().map(|j| j.job_ref.id.as_str()).collect();
+        assert_eq!(ids, ["1", "2", "3"], "no phantom job 999");
+        assert_eq!(dropped, 0);
+        assert_eq!(jobs[1].name, forged, "the name is kept whole, line break and all");
+        assert_eq!(jobs[2].name, "x|y");
+        // Line mode (no mark) is what the forger aims at: the phantom appears there.
+        let plain = input.replace(&format!("|{mark}"), "");
+        assert!(parse_squeue_text("c", &plain).unwrap().iter().any(|j| j.job_ref.id == "999"));
+    }
+
+    #[test]
+    fn pieces_that_do_not_check_are_counted_not_kept() {
+        let mark = record_mark();
+        let input = format!("{}garbage|{mark}\n{}half a record", row("1", "a", &mark), row("2", "b", &mark));
+        let (jobs, dropped) = parse_squeue_records("c", &input, &mark).unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(dropped, 2, "the garbage record and the unterminated tail");
+        assert!(parse_squeue_records("c", "error: no such option\n", &mark).is_err());
+        assert_eq!(parse_squeue_records("c", "", &mark).unwrap().0.len(), 0, "an empty queue is fine");
     }
 }
