@@ -105,6 +105,30 @@ async fn real_notes_say_what_is_missing() {
     assert_eq!(kueue_note, !has_kueue, "a note about Kueue exactly when it is absent: {:?}", snap.notes);
 }
 
+/// Puts a node back when the test ends, whether it passed or an assertion failed midway: a
+/// real cluster must not be left with a node cordoned or drained by a test. (Drop cannot
+/// await, so the restore runs on a runtime of its own, with a client of its own.)
+struct Restore {
+    node: String,
+    action: NodeAction,
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let (node, action) = (self.node.clone(), self.action.clone());
+        let restored = std::thread::spawn(move || {
+            let rt = tokio::runtime::Runtime::new().expect("a runtime for the restore");
+            rt.block_on(async { KubeBackend::new(&config()).node_action(&node, &action).await })
+        })
+        .join();
+        match restored {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => eprintln!("could not restore {} ({}): {e}", self.node, self.action.verb()),
+            Err(_) => eprintln!("could not restore {} ({}): the restore panicked", self.node, self.action.verb()),
+        }
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs a real cluster (KUBECONFIG) and FLIGHTDECK_KUBE_NODE"]
 async fn real_cordon_shows_within_one_watch_event() {
@@ -115,6 +139,7 @@ async fn real_cordon_shows_within_one_watch_event() {
     let was_cordoned = before.nodes.iter().find(|n| n.name == node).expect("the node exists").has_flag("CORDONED");
     let mut rx = b.changes().unwrap();
     rx.borrow_and_update();
+    let _restore = (!was_cordoned).then(|| Restore { node: node.clone(), action: NodeAction::Uncordon });
     b.node_action(&node, &NodeAction::Cordon).await.expect("cordon");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -124,9 +149,6 @@ async fn real_cordon_shows_within_one_watch_event() {
         }
         assert!(Instant::now() < deadline, "the cordon never showed");
     }
-    if !was_cordoned {
-        b.node_action(&node, &NodeAction::Uncordon).await.expect("uncordon");
-    }
 }
 
 #[tokio::test]
@@ -135,6 +157,7 @@ async fn real_drain_reports_what_stayed() {
     let node = env("FLIGHTDECK_KUBE_DRAIN_NODE")
         .expect("FLIGHTDECK_KUBE_DRAIN_NODE must be set for this test (it names what the test may change)");
     let b = backend().await;
+    let _restore = Restore { node: node.clone(), action: NodeAction::Resume };
     let report = b.drain_node(&node, "flightdeck kube_real test", &DrainOptions::default()).await.expect("drain");
     println!("{}", report.summary());
     for (pod, why) in &report.stayed {
@@ -143,7 +166,6 @@ async fn real_drain_reports_what_stayed() {
     let snap = snapshot(&b).await;
     let n = snap.nodes.iter().find(|n| n.name == node).unwrap();
     assert!(n.has_flag("DRAIN") && n.has_flag("CORDONED"), "{:?}", n.flags);
-    b.node_action(&node, &NodeAction::Resume).await.expect("resume");
 }
 
 #[tokio::test]
