@@ -192,7 +192,15 @@ impl KubeBackend {
 
     /// The client: from the kubeconfig, with kube's own retries off (every call here is
     /// bounded by the cluster's timeout instead).
+    /// The client, made on first use. Making it reads the kubeconfig and may run its exec
+    /// credential plugin, which can hang: that is bounded by the cluster timeout too, so an
+    /// action that needs the client never waits longer than an action may.
     pub async fn client(&self) -> Result<Client, BackendError> {
+        let what = format!("connecting to {}", self.target());
+        self.bounded(what, self.client_unbounded()).await
+    }
+
+    async fn client_unbounded(&self) -> Result<Client, BackendError> {
         self.client
             .get_or_try_init(|| async {
                 let connect = |message: String| BackendError::Connect { target: self.target(), message };
