@@ -4,6 +4,7 @@
 
 pub mod backend;
 pub mod cli;
+pub mod columns;
 pub mod config;
 pub mod fleet;
 pub mod logging;

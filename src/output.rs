@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::columns::{JobColumn, NodeColumn};
 use crate::fleet::FleetState;
 use crate::model::gpu_totals::{GpuTotals, gpu_totals};
 use crate::model::{Health, Job, Node};
@@ -177,55 +178,38 @@ pub fn printable(s: &str) -> String {
     crate::safe_text::printable(s).into_owned()
 }
 
-fn opt(s: Option<&str>) -> String {
-    s.filter(|s| !s.is_empty()).unwrap_or("-").to_string()
+/// A table of `columns` over `items`, an empty cell written `-` so that every row has as
+/// many words as the header.
+fn columns_table<T, C: Copy>(
+    columns: &[C],
+    items: &[&T],
+    title: impl Fn(C) -> &'static str,
+    cell: impl Fn(C, &T) -> String,
+) -> String {
+    let header: Vec<&str> = columns.iter().map(|c| title(*c)).collect();
+    let rows: Vec<Vec<String>> = items
+        .iter()
+        .map(|item| {
+            columns
+                .iter()
+                .map(|c| {
+                    let text = cell(*c, item);
+                    if text.is_empty() { "-".to_string() } else { text }
+                })
+                .collect()
+        })
+        .collect();
+    table(&header, &rows)
 }
 
+/// `flightdeck jobs`: the [`JobColumn::CLI`] columns, with the cockpit's cell text.
 pub fn jobs_table(jobs: &[&Job]) -> String {
-    let rows: Vec<Vec<String>> = jobs
-        .iter()
-        .map(|j| {
-            let gpus = match (j.gpus(), &j.gpu_model) {
-                (0, _) => "-".to_string(),
-                (n, Some(m)) => format!("{m}:{n}"),
-                (n, None) => n.to_string(),
-            };
-            vec![
-                j.job_ref.to_string(),
-                j.name.clone(),
-                j.user.clone(),
-                j.partition.clone(),
-                j.state.to_string(),
-                opt(j.reason.as_deref()),
-                gpus,
-                if j.nodes.is_empty() { "-".into() } else { j.nodes.join(",") },
-            ]
-        })
-        .collect();
-    table(&["REF", "NAME", "USER", "PARTITION", "STATE", "REASON", "GPUS", "NODES"], &rows)
+    columns_table(&JobColumn::CLI, jobs, JobColumn::title, |c, j| c.cell(j, None).into_owned())
 }
 
+/// `flightdeck nodes`: the [`NodeColumn::CLI`] columns, with the cockpit's cell text.
 pub fn nodes_table(nodes: &[&Node]) -> String {
-    let rows: Vec<Vec<String>> = nodes
-        .iter()
-        .map(|n| {
-            let state = if n.flags.is_empty() {
-                n.state.to_string()
-            } else {
-                format!("{}+{}", n.state, n.flags.join("+").to_ascii_lowercase())
-            };
-            vec![
-                format!("{}/{}", n.cluster, n.name),
-                state,
-                format!("{}/{}", n.gpus_allocated(), n.gpus_total()),
-                n.gpu_model().unwrap_or_else(|| "-".into()),
-                format!("{}/{}", n.cpus_allocated, n.cpus_total),
-                opt(n.partitions.join(",").as_str().into()),
-                opt(n.reason.as_deref()),
-            ]
-        })
-        .collect();
-    table(&["NODE", "STATE", "GPUS", "GPU_TYPE", "CPUS", "PARTITIONS", "REASON"], &rows)
+    columns_table(&NodeColumn::CLI, nodes, NodeColumn::title, |c, n| c.cell(n).into_owned())
 }
 
 /// The fleet at a glance: health, then GPUs by model, then the queue by state.
@@ -395,5 +379,51 @@ mod tests {
         assert_eq!(lines[0], "A           BB");
         assert_eq!(lines[1], "long value  x\u{FFFD}[2Jy");
         assert_eq!(lines[2], "s\u{FFFD}          t");
+    }
+
+    fn sample_job() -> Job {
+        use crate::model::{JobRef, JobState};
+        let mut j = Job::new(JobRef::new("fd22", "41"), JobState::Running);
+        j.name = "train".into();
+        j.user = "alice".into();
+        j.partition = "gpu".into();
+        j.gpus_requested = 4;
+        j.gpus_allocated = 4;
+        j.gpu_model = Some("a100".into());
+        j.nodes = vec!["gpu-01".into(), "gpu-02".into()];
+        j.node_count = 2;
+        j
+    }
+
+    #[test]
+    fn jobs_table_uses_the_shared_columns() {
+        let j = sample_job();
+        let t = jobs_table(&[&j]);
+        let lines: Vec<&str> = t.lines().collect();
+        let header: Vec<&str> = lines[0].split_whitespace().collect();
+        assert_eq!(header, ["REF", "NAME", "USER", "PARTITION", "STATE", "REASON", "GPUS", "NODES"]);
+        let row: Vec<&str> = lines[1].split_whitespace().collect();
+        // No reason: `-`, so that the row has as many words as the header.
+        assert_eq!(row, ["fd22/41", "train", "alice", "gpu", "running", "-", "a100×4", "gpu-01,gpu-02"]);
+    }
+
+    #[test]
+    fn nodes_table_uses_the_shared_columns() {
+        use crate::model::{GpuSlot, NodeState};
+        let mut n = Node::new("fd22", "gpu-01", NodeState::Drained);
+        n.flags = vec!["DRAIN".into()];
+        n.gpus = vec![GpuSlot { model: "h100".into(), total: 8, allocated: 2, unhealthy: 0, utilisation: None }];
+        n.cpus_total = 64;
+        n.cpus_allocated = 16;
+        n.reason = Some("ECC".into());
+        n.reason_user = Some("root".into());
+        let t = nodes_table(&[&n]);
+        let lines: Vec<&str> = t.lines().collect();
+        let header: Vec<&str> = lines[0].split_whitespace().collect();
+        assert_eq!(header, ["NODE", "STATE", "GPUS", "GPU_TYPE", "CPU", "PARTITIONS", "REASON"]);
+        assert_eq!(
+            lines[1].split_whitespace().collect::<Vec<_>>(),
+            ["fd22/gpu-01", "drained", "2/8", "h100", "16/64", "-", "ECC", "·", "by", "root"]
+        );
     }
 }

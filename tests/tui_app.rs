@@ -180,7 +180,7 @@ fn selection_follows_the_job_by_id() {
     app.update(fleet(2, vec![("fd22", reordered, vec![])]));
     ch(&mut app, 's'); // cluster → id
     ch(&mut app, 's'); // id → name
-    assert_eq!(app.job_sort().0, flightdeck::tui::app::lists::JobColumn::Name);
+    assert_eq!(app.job_sort().0, flightdeck::columns::JobColumn::Name);
     assert_eq!(app.visible_jobs()[0], JobRef::new("fd22", "4"));
     assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "4")));
 
@@ -192,7 +192,7 @@ fn selection_follows_the_job_by_id() {
     for _ in 0..10 {
         ch(&mut app, 's');
     }
-    assert_eq!(app.job_sort().0, flightdeck::tui::app::lists::JobColumn::Id);
+    assert_eq!(app.job_sort().0, flightdeck::columns::JobColumn::Id);
     ch(&mut app, 'j');
     assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "5")));
     app.update(fleet(4, vec![("fd22", jobs("fd22", &["4", "6", "7"]), vec![])]));
@@ -1276,4 +1276,58 @@ fn a_drain_reason_with_control_characters_is_refused_in_the_dialog() {
         matches!(sent.as_slice(), [Command::Fleet(Action::Node { action: NodeAction::Drain { reason, .. }, .. })] if reason == "XID 79"),
         "{sent:?}"
     );
+}
+
+#[test]
+fn finished_jobs_come_after_live_ones_and_hide_on_a_key() {
+    let mut app = app();
+    let states = [
+        ("1", JobState::Completed),
+        ("2", JobState::Running),
+        ("3", JobState::Cancelled),
+        ("10", JobState::Pending),
+        ("5", JobState::Failed),
+    ];
+    let all: Vec<Job> = states.iter().map(|(id, st)| job("fd22", id, *st, "bob", "x")).collect();
+    app.update(fleet(1, vec![("fd22", all.clone(), vec![])]));
+    on_jobs(&mut app);
+    assert_eq!(app.visible_jobs(), refs("fd22", &["2", "10", "1", "3", "5"]), "live first, then finished, by id");
+    ch(&mut app, 'S');
+    assert_eq!(app.visible_jobs(), refs("fd22", &["10", "2", "5", "3", "1"]), "reversed within each group");
+    ch(&mut app, 'S');
+
+    ch(&mut app, 'f');
+    assert!(app.finished_hidden());
+    assert_eq!(app.visible_jobs(), refs("fd22", &["2", "10"]));
+    assert!(flightdeck::tui::views::jobs::title(&app).contains("· finished hidden"));
+    // Hidden across a refresh, and a job that finishes leaves the table.
+    let mut later = all.clone();
+    later[1].state = JobState::Completed;
+    app.update(fleet(2, vec![("fd22", later, vec![])]));
+    assert_eq!(app.visible_jobs(), refs("fd22", &["10"]));
+    // A state filter asks for those jobs by name: it wins over hiding.
+    for _ in 0..7 {
+        ch(&mut app, 't');
+    }
+    assert_eq!(app.state_filter(), Some(JobState::Completed));
+    assert_eq!(app.visible_jobs(), refs("fd22", &["1", "2"]));
+    ch(&mut app, 't');
+    ch(&mut app, 't');
+    assert_eq!(app.state_filter(), None);
+    ch(&mut app, 'f');
+    assert!(!app.finished_hidden());
+    assert!(!flightdeck::tui::views::jobs::title(&app).contains("finished"));
+    assert_eq!(app.visible_jobs().len(), 5);
+}
+
+#[test]
+fn the_vim_keymap_hides_finished_jobs_too() {
+    let mut app = App::new(options(Keymap::builtin("vim").unwrap()));
+    app.update(Msg::Tick(t0()));
+    let all = vec![job("fd22", "1", JobState::Completed, "bob", "x"), job("fd22", "2", JobState::Running, "bob", "y")];
+    app.update(fleet(1, vec![("fd22", all, vec![])]));
+    on_jobs(&mut app);
+    assert_eq!(app.keymap().hint(Mode::Jobs, UiAction::HideFinished).as_deref(), Some("f"));
+    ch(&mut app, 'f');
+    assert_eq!(app.visible_jobs(), refs("fd22", &["2"]));
 }

@@ -482,3 +482,119 @@ fn the_footer_offers_only_what_the_selected_rows_cluster_can_do() {
     assert!(!kube.contains("requeue"), "{kube}");
     assert!(kube.contains(" cancel "), "{kube}");
 }
+
+/// A small queue as a new user sees it: finished jobs among live ones on a Slurm cluster,
+/// and a Kubernetes cluster whose job ids are long (`ml:pod:train-0`).
+fn mixed_queue_app() -> App {
+    let finished = |id: &str, name: &str, state: JobState| {
+        let mut j = job("fd22", id, name, "alice", state, None, 1, Some("a100"), &["gpu-01"]);
+        j.start_time = Some(at(8, 0, 0));
+        j.end_time = Some(at(9, 0, 0));
+        j
+    };
+    let fd22_jobs = vec![
+        finished("2001", "old-sweep", JobState::Completed),
+        job("fd22", "2002", "train-llm", "alice", JobState::Running, None, 4, Some("a100"), &["gpu-01"]),
+        finished("2003", "oops", JobState::Cancelled),
+        job("fd22", "2004", "eval", "bob", JobState::Pending, Some("Priority"), 2, Some("a100"), &[]),
+        finished("2005", "crashed", JobState::Failed),
+    ];
+    let kube_jobs = vec![
+        job("k8s-prod", "ml:pod:train-0", "train-0", "ml", JobState::Running, None, 8, Some("h200"), &["gpu-node-1"]),
+        job("k8s-prod", "research:job:sweep-lr-7", "sweep", "research", JobState::Pending, None, 1, None, &[]),
+    ];
+    let snapshot = |cluster: &str, jobs: Vec<Job>| {
+        Some(Arc::new(Snapshot { cluster: cluster.into(), taken_at: Some(at(12, 3, 20)), jobs, ..Snapshot::default() }))
+    };
+    let clusters = vec![
+        ClusterState {
+            health: Health::Fresh { at: at(12, 3, 20) },
+            snapshot: snapshot("fd22", fd22_jobs),
+            attempts: 1,
+            ..ClusterState::new("fd22", "slurm")
+        },
+        ClusterState {
+            health: Health::Fresh { at: at(12, 3, 20) },
+            snapshot: snapshot("k8s-prod", kube_jobs),
+            attempts: 1,
+            ..ClusterState::new("k8s-prod", "kubernetes")
+        },
+    ];
+    let mut app = App::new(TuiOptions {
+        keymap: Keymap::builtin("default").unwrap(),
+        theme: Theme::builtin("default", ColorDepth::TrueColor).unwrap(),
+        read_only: false,
+        user: "alice".into(),
+        config_label: "~/.config/flightdeck/config.toml".into(),
+    });
+    app.update(Msg::Tick(now()));
+    app.update(Msg::Fleet(Arc::new(FleetState { clusters, read_only: false, version: 1 })));
+    keys(&mut app, "2");
+    app
+}
+
+/// Live jobs first, finished ones after them; Kubernetes ids in full while NAME has room.
+#[test]
+fn jobs_live_first_and_long_ids() {
+    both("jobs_live_first", mixed_queue_app);
+    both("jobs_finished_hidden", || {
+        let mut app = mixed_queue_app();
+        keys(&mut app, "f");
+        app
+    });
+    for (w, h) in [(80, 24), (160, 48)] {
+        let text = render(&mut mixed_queue_app(), w, h);
+        assert!(text.contains("ml:pod:train-0 "), "the Kubernetes id is cut at {w}×{h}:\n{text}");
+    }
+}
+
+/// Finished rows are drawn in the theme's `dim` colour, live rows are not.
+#[test]
+fn finished_rows_are_dimmed() {
+    use flightdeck::tui::theme::Slot;
+    let mut app = mixed_queue_app();
+    app.update(Msg::Resize(160, 48));
+    let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
+    terminal.draw(|f| views::render(&app, f)).unwrap();
+    let dim = Theme::builtin("default", ColorDepth::TrueColor).unwrap().style(Slot::Dim).fg;
+    assert!(dim.is_some());
+    let buf = terminal.backend().buffer();
+    let row_of = |needle: &str| {
+        (0..buf.area.height)
+            .find(|&y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>().contains(needle))
+            .unwrap_or_else(|| panic!("{needle} not on screen"))
+    };
+    // The NAME column: the cell under the first letter of the name.
+    let name_fg = |needle: &str| {
+        let y = row_of(needle);
+        let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+        let x = line.find(needle).unwrap() as u16;
+        buf[(x, y)].fg
+    };
+    assert_eq!(Some(name_fg("old-sweep")), dim, "a completed job is dimmed");
+    assert_eq!(Some(name_fg("crashed")), dim, "a failed job is dimmed");
+    assert_ne!(Some(name_fg("eval ")), dim, "a pending job is not");
+}
+
+/// The CLI's table and the cockpit write the same cell text for the same job.
+#[test]
+fn cli_and_cockpit_show_the_same_cells() {
+    use flightdeck::columns::JobColumn;
+    let mut app = new_app(false);
+    keys(&mut app, "2");
+    let screen = render(&mut app, 160, 48);
+    let fleet = fleet_state(false);
+    let jobs: Vec<&Job> =
+        fleet.clusters.iter().filter_map(|c| c.snapshot.as_ref()).flat_map(|s| s.jobs.iter()).collect();
+    let cli = flightdeck::output::jobs_table(&jobs);
+    let job = jobs.iter().find(|j| j.job_ref.id == "1003").unwrap();
+    let cli_row = cli.lines().find(|l| l.starts_with("fd22/1003 ")).expect("the job in the CLI table");
+    let screen_row = screen.lines().find(|l| l.contains(" 1003 ")).expect("the job on the screen");
+    for column in [JobColumn::Name, JobColumn::User, JobColumn::State, JobColumn::Gpus] {
+        let cell = column.cell(job, None);
+        let word = format!(" {cell} ");
+        assert!(cli_row.contains(&word), "{column:?}: {word:?} not in the CLI row {cli_row:?}");
+        assert!(screen_row.contains(&word), "{column:?}: {word:?} not in the cockpit row {screen_row:?}");
+    }
+    assert!(cli_row.contains(" a100×4 ") && screen_row.contains(" a100×4 "), "{cli_row}\n{screen_row}");
+}

@@ -103,6 +103,7 @@ ui_actions! {
     FilterMine => "filter_mine", "show only my jobs", false;
     FilterState => "filter_state", "cycle the state filter", false;
     FilterCluster => "filter_cluster", "cycle the cluster filter", false;
+    HideFinished => "hide_finished", "hide or show finished jobs", false;
     ProblemNodes => "problem_nodes", "show only problem nodes", false;
     Cancel => "cancel", "cancel the job(s)", true;
     Hold => "hold", "hold the job(s)", false;

@@ -312,6 +312,11 @@ impl App {
         self.jobs.state
     }
 
+    /// Finished jobs are left out of the jobs table (`hide_finished`).
+    pub fn finished_hidden(&self) -> bool {
+        self.jobs.hide_finished
+    }
+
     pub fn job_filter_text(&self) -> &str {
         &self.jobs.fuzzy
     }
@@ -962,8 +967,8 @@ impl App {
             UiAction::ClearSelection => self.jobs.marked.clear(),
             UiAction::SortNext | UiAction::SortReverse => {
                 if action == UiAction::SortNext {
-                    let at = JobColumn::ALL.iter().position(|c| *c == self.jobs.sort).unwrap_or(0);
-                    self.jobs.sort = JobColumn::ALL[(at + 1) % JobColumn::ALL.len()];
+                    let at = JobColumn::COCKPIT.iter().position(|c| *c == self.jobs.sort).unwrap_or(0);
+                    self.jobs.sort = JobColumn::COCKPIT[(at + 1) % JobColumn::COCKPIT.len()];
                 } else {
                     self.jobs.reverse = !self.jobs.reverse;
                 }
@@ -983,6 +988,10 @@ impl App {
                 self.refilter_jobs();
             }
             UiAction::FilterCluster => self.cycle_cluster(),
+            UiAction::HideFinished => {
+                self.jobs.hide_finished = !self.jobs.hide_finished;
+                self.refilter_jobs();
+            }
             _ => {
                 if let Some(job_action) = action.job_action() {
                     let targets = self.job_targets();
@@ -1083,8 +1092,8 @@ impl App {
             UiAction::ClearSelection => self.nodes.marked.clear(),
             UiAction::SortNext | UiAction::SortReverse => {
                 if action == UiAction::SortNext {
-                    let at = NodeColumn::ALL.iter().position(|c| *c == self.nodes.sort).unwrap_or(0);
-                    self.nodes.sort = NodeColumn::ALL[(at + 1) % NodeColumn::ALL.len()];
+                    let at = NodeColumn::COCKPIT.iter().position(|c| *c == self.nodes.sort).unwrap_or(0);
+                    self.nodes.sort = NodeColumn::COCKPIT[(at + 1) % NodeColumn::COCKPIT.len()];
                 } else {
                     self.nodes.reverse = !self.nodes.reverse;
                 }

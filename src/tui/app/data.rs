@@ -10,9 +10,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use nucleo::Utf32String;
 
+use crate::columns::{JobColumn, NodeColumn};
 use crate::fleet::FleetState;
 use crate::model::gpu_totals::{GpuTotals, gpu_totals};
 use crate::model::{Health, Job, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
+use crate::tui::widgets::text;
 
 /// The GPU map's cells per node at most.
 pub const MAX_CELLS_PER_NODE: usize = 1024;
@@ -117,7 +119,8 @@ pub struct Data {
     pub fleet_gpus: Vec<GpuTotals>,
     /// Every user that owns a job, sorted (for `:user` completion).
     pub users: Vec<String>,
-    /// The widest cell of each jobs-table column over every job (see `lists::JobColumn`).
+    /// The widest cell of each cockpit jobs-table column over every job
+    /// (see [`JobColumn::COCKPIT`]).
     pub job_widths: Vec<usize>,
     /// The same for the nodes table.
     pub node_widths: Vec<usize>,
@@ -191,11 +194,11 @@ impl Data {
         let mut node_index = HashMap::with_capacity(node_total);
         let mut users: Vec<String> = Vec::new();
         let mut hay = String::new();
-        let mut job_widths = super::lists::initial_job_widths();
-        let mut node_widths = vec![0; super::lists::NodeColumn::ALL.len()];
+        let mut job_widths: Vec<usize> = JobColumn::COCKPIT.iter().map(|c| c.initial_width()).collect();
+        let mut node_widths = vec![0; NodeColumn::COCKPIT.len()];
         for (snap, (_, s)) in snaps.iter().enumerate() {
             for (index, job) in s.jobs.iter().enumerate() {
-                super::lists::widen_job_columns(&mut job_widths, job);
+                widen_job_columns(&mut job_widths, job);
                 hay.clear();
                 job_haystack(&mut hay, job);
                 job_index.insert(job.job_ref.clone(), jobs.len() as u32);
@@ -205,7 +208,7 @@ impl Data {
                 }
             }
             for (index, node) in s.nodes.iter().enumerate() {
-                super::lists::widen_node_columns(&mut node_widths, node);
+                widen_node_columns(&mut node_widths, node);
                 hay.clear();
                 node_haystack(&mut hay, node);
                 node_index
@@ -407,6 +410,21 @@ impl Data {
             sum.pending_by_reason = reasons;
         }
         out
+    }
+}
+
+/// Widen `widths` (one per [`JobColumn::COCKPIT`] column) to fit `job`'s cells.
+fn widen_job_columns(widths: &mut [usize], job: &Job) {
+    for (w, c) in widths.iter_mut().zip(JobColumn::COCKPIT) {
+        let cell = c.steady_width().unwrap_or_else(|| text::width(&c.cell(job, None)));
+        *w = (*w).max(cell);
+    }
+}
+
+/// Widen `widths` (one per [`NodeColumn::COCKPIT`] column) to fit `node`'s cells.
+fn widen_node_columns(widths: &mut [usize], node: &Node) {
+    for (w, c) in widths.iter_mut().zip(NodeColumn::COCKPIT) {
+        *w = (*w).max(text::width(&c.cell(node)));
     }
 }
 

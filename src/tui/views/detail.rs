@@ -7,8 +7,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{block, put};
+use crate::columns::jobs::elapsed_secs;
 use crate::model::Job;
-use crate::tui::app::lists::elapsed_secs;
 use crate::tui::app::log::SKIP_MARK;
 use crate::tui::app::{App, Detail};
 use crate::tui::theme::Slot;

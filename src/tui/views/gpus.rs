@@ -173,7 +173,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
                 (Cell::Free, _) => "free".into(),
                 (Cell::Unavailable, _) => {
                     if n.is_unavailable() {
-                        format!("unavailable: node is {}", crate::tui::views::nodes::state_cell(n))
+                        format!("unavailable: node is {}", crate::columns::nodes::state_cell(n))
                     } else {
                         "unavailable: unhealthy".into()
                     }

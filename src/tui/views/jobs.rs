@@ -1,5 +1,6 @@
-//! The jobs table: every job of every cluster, filtered and sorted; only the rows on screen
-//! are formatted.
+//! The jobs table: every job of every cluster, filtered and sorted, live jobs first and
+//! finished ones dimmed after them; only the rows on screen are formatted. The columns and
+//! their text are `crate::columns::JobColumn`'s, the same as `flightdeck jobs`.
 
 use std::borrow::Cow;
 
@@ -7,26 +8,11 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::block;
+use crate::columns::JobColumn;
 use crate::tui::app::App;
-use crate::tui::app::lists::{JobColumn, elapsed_secs, gpus_cell, limit_cell, nodes_cell};
 use crate::tui::theme::Slot;
-use crate::tui::widgets::table::{self, Column, RowCells};
+use crate::tui::widgets::table::{self, RowCells};
 use crate::tui::widgets::text;
-
-/// Shapes, in [`JobColumn::ALL`] order.
-pub const COLUMNS: [Column; 11] = [
-    Column::new("CLUSTER", 7, 12, 2),
-    Column::new("ID", 7, 14, 0),
-    Column::new("NAME", 16, 50, 0),
-    Column::new("USER", 6, 12, 1),
-    Column::new("PARTITION", 9, 14, 6),
-    Column::new("STATE", 7, 11, 0),
-    Column::new("REASON", 10, 40, 4),
-    Column::new("GPUS", 7, 16, 1),
-    Column::new("NODES", 6, 20, 7),
-    Column::new("ELAPSED", 7, 8, 3).right(),
-    Column::new("LIMIT", 6, 7, 5).right(),
-];
 
 /// The title line: counts and every filter in force.
 pub fn title(app: &App) -> String {
@@ -37,6 +23,9 @@ pub fn title(app: &App) -> String {
     t.push_str(&format!("· sort {}{} ", col.title().to_lowercase(), if rev { "↓" } else { "↑" }));
     if let Some(s) = app.state_filter() {
         t.push_str(&format!("· state {s} "));
+    }
+    if app.finished_hidden() {
+        t.push_str("· finished hidden ");
     }
     if let Some(u) = app.user_filter() {
         t.push_str(&format!("· user {u} "));
@@ -62,41 +51,28 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         return;
     }
     let list = &app.jobs;
-    let (offset, window) = table::window(&list.cursor, (inner.height - 1) as usize);
+    let (offset, window) =
+        table::window(&list.cursor.visible, list.cursor.pos, list.cursor.offset.get(), (inner.height - 1) as usize);
+    list.cursor.offset.set(offset);
+    list.cursor.height.set((inner.height - 1) as usize);
 
     let base = theme.style(Slot::Base);
+    let dim = theme.style(Slot::Dim);
     let rows: Vec<RowCells> = window
         .iter()
         .enumerate()
         .map(|(i, &row)| {
             let job = app.data.job(row);
             let taken = app.data.taken_at(app.data.jobs[row as usize].snap);
-            let cells: Vec<Cow<str>> = JobColumn::ALL
-                .iter()
-                .map(|c| -> Cow<str> {
-                    match c {
-                        JobColumn::Cluster => Cow::Borrowed(job.job_ref.cluster.as_str()),
-                        JobColumn::Id => Cow::Borrowed(job.job_ref.id.as_str()),
-                        JobColumn::Name => Cow::Borrowed(job.name.as_str()),
-                        JobColumn::User => Cow::Borrowed(job.user.as_str()),
-                        JobColumn::Partition => Cow::Borrowed(job.partition.as_str()),
-                        JobColumn::State => Cow::Borrowed(job.state.as_str()),
-                        JobColumn::Reason => Cow::Borrowed(job.reason.as_deref().unwrap_or("")),
-                        JobColumn::Gpus => Cow::Owned(gpus_cell(job)),
-                        JobColumn::Nodes => Cow::Owned(nodes_cell(job)),
-                        JobColumn::Elapsed => {
-                            Cow::Owned(elapsed_secs(job, taken).map_or_else(|| "-".into(), text::duration))
-                        }
-                        JobColumn::Limit => Cow::Owned(limit_cell(job)),
-                    }
-                })
-                .collect();
+            let cells: Vec<Cow<str>> = JobColumn::COCKPIT.iter().map(|c| c.cell(job, taken)).collect();
             let is_cursor = offset + i == list.cursor.pos;
             let marked = list.marked.contains(&job.job_ref);
             let style = if is_cursor {
                 theme.style(Slot::Selection)
             } else if marked {
                 theme.style(Slot::Marked)
+            } else if job.state.is_finished() {
+                base.patch(dim)
             } else {
                 base
             };
@@ -117,5 +93,5 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     } else {
         "no job matches the filters"
     });
-    super::draw_table(app, frame, inner, &COLUMNS, &app.data.job_widths, &rows, empty);
+    super::draw_table(app, frame, inner, &JobColumn::COCKPIT_SHAPES, &app.data.job_widths, &rows, empty);
 }

@@ -1,5 +1,6 @@
 //! The nodes table: state and flags, GPUs per model, broken GPUs, CPU and memory in use,
-//! and the reason a node is out of service with who set it.
+//! and the reason a node is out of service with who set it. The columns and their text are
+//! `crate::columns::NodeColumn`'s, the same as `flightdeck nodes`.
 
 use std::borrow::Cow;
 
@@ -7,25 +8,11 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::block;
+use crate::columns::NodeColumn;
 use crate::tui::app::App;
-use crate::tui::app::lists::NodeColumn;
 use crate::tui::theme::Slot;
-use crate::tui::widgets::table::{self, Column, RowCells};
+use crate::tui::widgets::table::{self, RowCells};
 use crate::tui::widgets::text;
-
-/// Shapes, in [`NodeColumn::ALL`] order.
-pub const COLUMNS: [Column; 8] = [
-    Column::new("CLUSTER", 7, 12, 2),
-    Column::new("NODE", 8, 24, 0),
-    Column::new("STATE", 10, 30, 0),
-    Column::new("GPUS", 8, 30, 0),
-    Column::new("BAD", 3, 4, 1).right(),
-    Column::new("CPU", 7, 9, 4).right(),
-    Column::new("MEM", 9, 13, 5).right(),
-    Column::new("REASON", 12, 70, 1),
-];
-
-pub use crate::tui::app::lists::{gib, node_gpus_cell as gpus_cell, reason_cell, state_cell};
 
 pub fn title(app: &App) -> String {
     let mut t =
@@ -56,30 +43,17 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         return;
     }
     let list = &app.nodes;
-    let (offset, window) = table::window(&list.cursor, (inner.height - 1) as usize);
+    let (offset, window) =
+        table::window(&list.cursor.visible, list.cursor.pos, list.cursor.offset.get(), (inner.height - 1) as usize);
+    list.cursor.offset.set(offset);
+    list.cursor.height.set((inner.height - 1) as usize);
     let rows: Vec<RowCells> = window
         .iter()
         .enumerate()
         .map(|(i, &row)| {
             let node = app.data.node(row);
             let bad = node.gpus_unhealthy();
-            let cells: Vec<Cow<str>> = NodeColumn::ALL
-                .iter()
-                .map(|c| -> Cow<str> {
-                    match c {
-                        NodeColumn::Cluster => Cow::Borrowed(node.cluster.as_str()),
-                        NodeColumn::Name => Cow::Borrowed(node.name.as_str()),
-                        NodeColumn::State => Cow::Owned(state_cell(node)),
-                        NodeColumn::Gpus => Cow::Owned(gpus_cell(node)),
-                        NodeColumn::Unhealthy => Cow::Owned(if bad == 0 { "-".into() } else { bad.to_string() }),
-                        NodeColumn::Cpu => Cow::Owned(format!("{}/{}", node.cpus_allocated, node.cpus_total)),
-                        NodeColumn::Memory => {
-                            Cow::Owned(format!("{}/{}", gib(node.memory_allocated_mb), gib(node.memory_total_mb)))
-                        }
-                        NodeColumn::Reason => Cow::Owned(reason_cell(node)),
-                    }
-                })
-                .collect();
+            let cells: Vec<Cow<str>> = NodeColumn::COCKPIT.iter().map(|c| c.cell(node)).collect();
             let is_cursor = offset + i == list.cursor.pos;
             let marked = list.marked.iter().any(|r| r.cluster == node.cluster && r.name == node.name);
             let style = if is_cursor {
@@ -123,5 +97,5 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     } else {
         "no node matches the filters"
     });
-    super::draw_table(app, frame, inner, &COLUMNS, &app.data.node_widths, &rows, empty);
+    super::draw_table(app, frame, inner, &NodeColumn::COCKPIT_SHAPES, &app.data.node_widths, &rows, empty);
 }

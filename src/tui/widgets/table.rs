@@ -2,7 +2,8 @@
 //!
 //! Columns carry a priority: when the terminal is narrow, the least important ones are left
 //! out whole rather than squeezed, so two columns never run into each other (there is always
-//! one blank cell between them) and long values end in `…`.
+//! one blank cell between them) and long values end in `…`. A column marked content-first
+//! (an identifier) gets its whole width before the others share what is left.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -10,30 +11,8 @@ use ratatui::style::Style;
 
 use super::text;
 
-/// One column's shape.
-#[derive(Debug, Clone, Copy)]
-pub struct Column {
-    pub title: &'static str,
-    /// Never narrower than this (the column is dropped instead).
-    pub min: u16,
-    /// Never wider than this, however long its values.
-    pub max: u16,
-    /// 0 is the most important; higher numbers are dropped first when space runs out.
-    pub priority: u8,
-    /// Right-aligned (numbers).
-    pub right: bool,
-}
-
-impl Column {
-    pub const fn new(title: &'static str, min: u16, max: u16, priority: u8) -> Self {
-        Self { title, min, max, priority, right: false }
-    }
-
-    pub const fn right(mut self) -> Self {
-        self.right = true;
-        self
-    }
-}
+/// One column's shape: the width hints of a core column (`crate::columns`).
+pub use crate::columns::Shape as Column;
 
 /// Where each shown column goes: `(column index, x offset, width)` in column order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,31 +25,49 @@ impl Fitted {
 }
 
 /// Choose and size columns for `width` cells. `natural[i]` is the widest value of column `i`
-/// among the rows about to be drawn (the header counts too).
+/// among the rows of the table (the header counts too).
+///
+/// Columns are taken by priority at their minimum width, except a content-first column,
+/// which is taken at its full width when that still fits (and else grows first): an
+/// identifier in full is worth more than a low-priority column (dropped instead). Then the
+/// others grow towards their
+/// natural width: in full when there is room, else in proportion to what each still wants
+/// (leftover cells by priority).
 pub fn fit(columns: &[Column], natural: &[usize], width: u16) -> Fitted {
     let mut by_priority: Vec<usize> = (0..columns.len()).collect();
     by_priority.sort_by_key(|&i| (columns[i].priority, i));
+    // What each column would take if there were room for everything.
+    let full: Vec<u16> = (0..columns.len())
+        .map(|i| {
+            let c = &columns[i];
+            let natural = natural.get(i).copied().unwrap_or(0).max(c.title.len()).min(usize::from(u16::MAX));
+            (natural as u16).clamp(c.min, c.max.max(c.min))
+        })
+        .collect();
     let mut chosen = vec![false; columns.len()];
+    let mut widths: Vec<u16> = columns.iter().map(|c| c.min).collect();
     let mut used: u16 = 0;
     for &i in &by_priority {
         let gap = u16::from(used > 0);
-        let need = columns[i].min + gap;
-        if used.saturating_add(need) <= width {
+        let c = &columns[i];
+        let fits = |w: u16| used.saturating_add(w).saturating_add(gap) <= width;
+        let take = if c.content_first && fits(full[i]) { full[i] } else { c.min };
+        if fits(take) {
             chosen[i] = true;
-            used += need;
+            widths[i] = take;
+            used += take + gap;
         }
     }
-    // Grow towards each column's natural width: everyone in full when there is room, else
-    // in proportion to what each still wants (leftover cells by priority).
-    let mut widths: Vec<u16> = columns.iter().map(|c| c.min).collect();
-    let spare = width - used;
-    let wants: Vec<u16> = (0..columns.len())
-        .map(|i| {
-            let c = &columns[i];
-            let want = (natural.get(i).copied().unwrap_or(0).max(c.title.len()) as u16).clamp(c.min, c.max);
-            if chosen[i] { want - c.min } else { 0 }
-        })
-        .collect();
+    let mut spare = width - used;
+    // A content-first column too wide to be taken in full still grows first.
+    for &i in &by_priority {
+        if chosen[i] && columns[i].content_first {
+            let take = (full[i] - widths[i]).min(spare);
+            widths[i] += take;
+            spare -= take;
+        }
+    }
+    let wants: Vec<u16> = (0..columns.len()).map(|i| if chosen[i] { full[i] - widths[i] } else { 0 }).collect();
     let total: u32 = wants.iter().map(|w| u32::from(*w)).sum();
     if total <= u32::from(spare) {
         for (w, want) in widths.iter_mut().zip(&wants) {
@@ -87,7 +84,7 @@ pub fn fit(columns: &[Column], natural: &[usize], width: u16) -> Fitted {
             if left == 0 {
                 break;
             }
-            if chosen[i] && widths[i] < columns[i].min + wants[i] {
+            if chosen[i] && widths[i] < full[i] {
                 widths[i] += 1;
                 left -= 1;
             }
@@ -143,13 +140,12 @@ pub fn render(buf: &mut Buffer, area: Rect, columns: &[Column], fitted: &Fitted,
     }
 }
 
-/// The rows of `cursor` that fit in `height` lines, scrolled as little as possible to keep
-/// the cursor in view; records the page size and offset for the next key and frame.
-pub fn window(cursor: &crate::tui::app::lists::Cursor, height: usize) -> (usize, &[u32]) {
-    cursor.height.set(height);
-    let offset = scroll(cursor.offset.get(), cursor.pos, height, cursor.len());
-    cursor.offset.set(offset);
-    (offset, &cursor.visible[offset..(offset + height).min(cursor.len())])
+/// The rows of `visible` that fit in `height` lines with the cursor at `pos`, scrolled as
+/// little as possible from the last frame's `offset`; returns the new offset and the rows.
+/// The caller keeps the offset (and the page size) for the next key and frame.
+pub fn window(visible: &[u32], pos: usize, offset: usize, height: usize) -> (usize, &[u32]) {
+    let offset = scroll(offset, pos, height, visible.len());
+    (offset, &visible[offset..(offset + height).min(visible.len())])
 }
 
 /// The first row to show so that `cursor` is visible in a window of `height` rows, moving
@@ -190,6 +186,40 @@ mod tests {
         for pair in f.0.windows(2) {
             assert!(pair[0].1 + pair[0].2 < pair[1].1, "{f:?}");
         }
+    }
+
+    #[test]
+    fn content_first_columns_fit_their_content_before_the_others_grow() {
+        const KUBE: [Column; 2] = [Column::new("ID", 7, 32, 0).content_first(), Column::new("NAME", 16, 50, 0)];
+        // `ml:pod:train-0` (14) and a long name, in 40 cells: the id in full, the name the rest.
+        let f = fit(&KUBE, &[14, 60], 40);
+        assert_eq!(f.0, vec![(0, 0, 14), (1, 15, 25)]);
+        // Without the mark the two would share, and the id would be cut.
+        const SHARED: [Column; 2] = [Column::new("ID", 7, 32, 0), Column::new("NAME", 16, 50, 0)];
+        let f = fit(&SHARED, &[14, 60], 40);
+        assert!(f.0[0].2 < 14, "{f:?}");
+        // An id that cannot have its full width still gets the spare cells.
+        let f = fit(&KUBE, &[32, 60], 30);
+        assert_eq!(f.0, vec![(0, 0, 13), (1, 14, 16)]);
+        // In full, the id pushes out a lower-priority column rather than being cut.
+        const THREE: [Column; 3] = [
+            Column::new("ID", 7, 32, 0).content_first(),
+            Column::new("NAME", 16, 50, 0),
+            Column::new("REASON", 10, 40, 4),
+        ];
+        let f = fit(&THREE, &[23, 16, 10], 45);
+        assert_eq!(f.0, vec![(0, 0, 23), (1, 24, 16)]);
+        let f = fit(&THREE, &[23, 16, 10], 52);
+        assert!(f.shows(2), "{f:?}");
+    }
+
+    #[test]
+    fn window_follows_the_cursor() {
+        let rows: Vec<u32> = (0..100).collect();
+        let (off, w) = window(&rows, 15, 0, 10);
+        assert_eq!((off, w.first(), w.len()), (6, Some(&6), 10));
+        let (off, w) = window(&rows[..3], 2, 50, 10);
+        assert_eq!((off, w.len()), (0, 3));
     }
 
     #[test]

@@ -97,19 +97,8 @@ pub fn fit(s: &str, cols: usize, right: bool) -> String {
     if right { format!("{}{t}", " ".repeat(pad)) } else { format!("{t}{}", " ".repeat(pad)) }
 }
 
-/// A duration in the compact form the tables use: `42s`, `7m05s`, `5h07m`, `3d04h`.
-pub fn duration(secs: u64) -> String {
-    let (d, h, m, s) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60, secs % 60);
-    if d > 0 {
-        format!("{d}d{h:02}h")
-    } else if h > 0 {
-        format!("{h}h{m:02}m")
-    } else if m > 0 {
-        format!("{m}m{s:02}s")
-    } else {
-        format!("{s}s")
-    }
-}
+/// The compact duration of the tables (`7m05s`); defined with the columns they fill.
+pub use crate::columns::format::duration;
 
 /// An age for banners: coarse on purpose (whole minutes past one minute), so that a
 /// screen showing it only changes once a minute.

@@ -1,0 +1,248 @@
+//! The columns of a jobs table.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
+use chrono::{DateTime, Utc};
+
+use super::Shape;
+use super::format::duration;
+use super::natural::natural_cmp;
+use crate::model::Job;
+
+/// A column of a jobs table, and the sort key it stands for.
+///
+/// The cockpit's columns come first, in their order, so that a cockpit column's index in
+/// [`JobColumn::COCKPIT`] is its discriminant (`JobColumn::State as usize`); the CLI-only
+/// columns follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobColumn {
+    Cluster,
+    Id,
+    Name,
+    User,
+    Partition,
+    State,
+    Reason,
+    Gpus,
+    /// `gpu-01+3`: the first node and how many more.
+    Nodes,
+    Elapsed,
+    Limit,
+    /// `cluster/id`, as the CLI's action commands take it.
+    Ref,
+    /// Every node, comma-separated.
+    NodeList,
+}
+
+impl JobColumn {
+    /// The cockpit's jobs table, left to right; also the cycle of its sort key.
+    pub const COCKPIT: [JobColumn; 11] = [
+        JobColumn::Cluster,
+        JobColumn::Id,
+        JobColumn::Name,
+        JobColumn::User,
+        JobColumn::Partition,
+        JobColumn::State,
+        JobColumn::Reason,
+        JobColumn::Gpus,
+        JobColumn::Nodes,
+        JobColumn::Elapsed,
+        JobColumn::Limit,
+    ];
+
+    /// The shapes of [`JobColumn::COCKPIT`], in its order (what table fitting reads).
+    pub const COCKPIT_SHAPES: [Shape; 11] = {
+        let mut out = [Shape::new("", 0, 0, 0); 11];
+        let mut i = 0;
+        while i < out.len() {
+            out[i] = JobColumn::COCKPIT[i].shape();
+            i += 1;
+        }
+        out
+    };
+
+    /// `flightdeck jobs`, left to right.
+    pub const CLI: [JobColumn; 8] = [
+        JobColumn::Ref,
+        JobColumn::Name,
+        JobColumn::User,
+        JobColumn::Partition,
+        JobColumn::State,
+        JobColumn::Reason,
+        JobColumn::Gpus,
+        JobColumn::NodeList,
+    ];
+
+    pub const fn title(self) -> &'static str {
+        match self {
+            JobColumn::Cluster => "CLUSTER",
+            JobColumn::Id => "ID",
+            JobColumn::Name => "NAME",
+            JobColumn::User => "USER",
+            JobColumn::Partition => "PARTITION",
+            JobColumn::State => "STATE",
+            JobColumn::Reason => "REASON",
+            JobColumn::Gpus => "GPUS",
+            JobColumn::Nodes | JobColumn::NodeList => "NODES",
+            JobColumn::Elapsed => "ELAPSED",
+            JobColumn::Limit => "LIMIT",
+            JobColumn::Ref => "REF",
+        }
+    }
+
+    /// How the column fits a narrow terminal.
+    pub const fn shape(self) -> Shape {
+        let t = self.title();
+        match self {
+            JobColumn::Cluster => Shape::new(t, 7, 12, 2),
+            // Kubernetes ids (`ml:pod:train-0`) are long and useless when cut.
+            JobColumn::Id => Shape::new(t, 7, 32, 0).content_first(),
+            JobColumn::Name => Shape::new(t, 16, 50, 0),
+            JobColumn::User => Shape::new(t, 6, 12, 1),
+            JobColumn::Partition => Shape::new(t, 9, 14, 6),
+            JobColumn::State => Shape::new(t, 7, 11, 0),
+            JobColumn::Reason => Shape::new(t, 10, 40, 4),
+            JobColumn::Gpus => Shape::new(t, 7, 16, 1),
+            JobColumn::Nodes => Shape::new(t, 6, 20, 7),
+            JobColumn::Elapsed => Shape::new(t, 7, 8, 3).right(),
+            JobColumn::Limit => Shape::new(t, 6, 7, 5).right(),
+            JobColumn::Ref => Shape::new(t, 10, 40, 0).content_first(),
+            JobColumn::NodeList => Shape::new(t, 6, 60, 7),
+        }
+    }
+
+    /// The cell's text for `job`; `taken_at` is when its snapshot was taken (the elapsed
+    /// time of a running job is counted up to then).
+    pub fn cell(self, job: &Job, taken_at: Option<DateTime<Utc>>) -> Cow<'_, str> {
+        match self {
+            JobColumn::Cluster => Cow::Borrowed(&job.job_ref.cluster),
+            JobColumn::Id => Cow::Borrowed(&job.job_ref.id),
+            JobColumn::Name => Cow::Borrowed(&job.name),
+            JobColumn::User => Cow::Borrowed(&job.user),
+            JobColumn::Partition => Cow::Borrowed(&job.partition),
+            JobColumn::State => Cow::Borrowed(job.state.as_str()),
+            JobColumn::Reason => Cow::Borrowed(job.reason.as_deref().unwrap_or("")),
+            JobColumn::Gpus => Cow::Owned(gpus_cell(job)),
+            JobColumn::Nodes => Cow::Owned(nodes_cell(job)),
+            JobColumn::Elapsed => Cow::Owned(elapsed_secs(job, taken_at).map_or_else(|| "-".into(), duration)),
+            JobColumn::Limit => Cow::Owned(limit_cell(job)),
+            JobColumn::Ref => Cow::Owned(job.job_ref.to_string()),
+            JobColumn::NodeList => {
+                if job.nodes.is_empty() {
+                    Cow::Borrowed("-")
+                } else {
+                    Cow::Owned(job.nodes.join(","))
+                }
+            }
+        }
+    }
+
+    /// The column's width when it does not depend on the jobs: elapsed times change every
+    /// refresh, so that column is as wide as its longest form (`999d23h`) from the start.
+    pub fn steady_width(self) -> Option<usize> {
+        (self == JobColumn::Elapsed).then_some(7)
+    }
+
+    /// The width before any job is seen: the state column starts wide enough for every
+    /// common state (`completing`), so a job changing state does not move the columns after it.
+    pub fn initial_width(self) -> usize {
+        match self {
+            JobColumn::State => "completing".len(),
+            c => c.steady_width().unwrap_or(0),
+        }
+    }
+
+    /// Order `a` before or after `b` by this column, then by cluster and (natural) id so
+    /// that the order is total and stable across refreshes.
+    pub fn compare(self, a: &Job, a_taken: Option<DateTime<Utc>>, b: &Job, b_taken: Option<DateTime<Utc>>) -> Ordering {
+        let primary = match self {
+            JobColumn::Cluster | JobColumn::Ref => Ordering::Equal,
+            JobColumn::Id => natural_cmp(&a.job_ref.id, &b.job_ref.id),
+            JobColumn::Name => a.name.cmp(&b.name),
+            JobColumn::User => a.user.cmp(&b.user),
+            JobColumn::Partition => a.partition.cmp(&b.partition),
+            JobColumn::State => a.state.cmp(&b.state),
+            JobColumn::Reason => a.reason.cmp(&b.reason),
+            JobColumn::Gpus => a.gpus().cmp(&b.gpus()).then_with(|| a.gpu_model.cmp(&b.gpu_model)),
+            JobColumn::Nodes | JobColumn::NodeList => {
+                a.node_count.cmp(&b.node_count).then_with(|| a.nodes.cmp(&b.nodes))
+            }
+            JobColumn::Elapsed => elapsed_secs(a, a_taken).cmp(&elapsed_secs(b, b_taken)),
+            JobColumn::Limit => a.time_limit_secs.unwrap_or(u64::MAX).cmp(&b.time_limit_secs.unwrap_or(u64::MAX)),
+        };
+        primary
+            .then_with(|| a.job_ref.cluster.cmp(&b.job_ref.cluster))
+            .then_with(|| natural_cmp(&a.job_ref.id, &b.job_ref.id))
+    }
+}
+
+/// The GPUs of a job, in the one form both front ends write: the model, `×`, the count
+/// (`a100×4`, read "four A100s"); the count alone when the model is unknown (`4`); `-`
+/// for none.
+pub fn gpus_cell(job: &Job) -> String {
+    match (job.gpus(), &job.gpu_model) {
+        (0, _) => "-".into(),
+        (n, Some(model)) => format!("{model}×{n}"),
+        (n, None) => n.to_string(),
+    }
+}
+
+/// `gpu-01`, `gpu-01+3`, `(2)` while pending, `-`.
+pub fn nodes_cell(job: &Job) -> String {
+    match job.nodes.as_slice() {
+        [] if job.node_count > 0 => format!("({})", job.node_count),
+        [] => "-".into(),
+        [one] => one.clone(),
+        [first, rest @ ..] => format!("{first}+{}", rest.len()),
+    }
+}
+
+/// The time limit, `∞` when there is none.
+pub fn limit_cell(job: &Job) -> String {
+    job.time_limit_secs.map_or_else(|| "∞".to_string(), duration)
+}
+
+/// Seconds the job has run, as of the snapshot (`taken_at`), or until it ended.
+pub fn elapsed_secs(job: &Job, taken_at: Option<DateTime<Utc>>) -> Option<u64> {
+    if job.state.is_waiting() {
+        return None;
+    }
+    let start = job.start_time?;
+    let end = if job.state.is_finished() { job.end_time.or(taken_at)? } else { taken_at? };
+    Some((end - start).num_seconds().max(0) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{JobRef, JobState};
+
+    #[test]
+    fn cockpit_columns_are_indexed_by_their_discriminant() {
+        for (i, c) in JobColumn::COCKPIT.iter().enumerate() {
+            assert_eq!(*c as usize, i, "{c:?}");
+            assert_eq!(c.shape().title, c.title());
+        }
+    }
+
+    #[test]
+    fn gpu_cells() {
+        let mut j = Job::new(JobRef::new("c", "1"), JobState::Pending);
+        assert_eq!(JobColumn::Gpus.cell(&j, None), "-");
+        j.gpus_requested = 4;
+        assert_eq!(JobColumn::Gpus.cell(&j, None), "4");
+        j.gpu_model = Some("a100".into());
+        assert_eq!(JobColumn::Gpus.cell(&j, None), "a100×4");
+    }
+
+    #[test]
+    fn ids_sort_naturally_within_a_cluster() {
+        let a = Job::new(JobRef::new("c", "9"), JobState::Pending);
+        let b = Job::new(JobRef::new("c", "10"), JobState::Pending);
+        let other = Job::new(JobRef::new("b", "99"), JobState::Pending);
+        assert_eq!(JobColumn::Id.compare(&a, None, &b, None), Ordering::Less);
+        assert_eq!(JobColumn::Cluster.compare(&a, None, &b, None), Ordering::Less);
+        assert_eq!(JobColumn::Cluster.compare(&other, None, &a, None), Ordering::Less);
+    }
+}
