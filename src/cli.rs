@@ -54,8 +54,9 @@ pub enum Command {
         cluster: Vec<String>,
         #[arg(long, short)]
         user: Option<String>,
-        /// pending, held, running, completed, failed, cancelled … (repeatable)
-        #[arg(long, short)]
+        /// pending, held, running, completed, failed, cancelled … or Slurm's codes (R, PD,
+        /// CG, CD, F, CA, TO, S); a comma list (`running,pending`) or repeated
+        #[arg(long, short, value_delimiter = ',')]
         state: Vec<JobState>,
         #[arg(long, short, value_enum, default_value_t)]
         output: OutputFormat,
@@ -463,5 +464,24 @@ mod tests {
         assert!(matches!(cli.command, Some(Command::Cancel { ref jobs }) if jobs[0].id == "12_3"));
         assert!(Cli::try_parse_from(["flightdeck", "cancel", "no-slash"]).is_err());
         assert!(Cli::try_parse_from(["flightdeck", "drain", "hpc/n1"]).is_err(), "drain needs --reason");
+    }
+
+    #[test]
+    fn states_take_a_comma_list_and_slurm_codes() {
+        let cli = Cli::try_parse_from(["flightdeck", "jobs", "--state", "running,pending", "-s", "CD"]).unwrap();
+        assert!(
+            matches!(cli.command, Some(Command::Jobs { ref state, .. })
+                if state == &[JobState::Running, JobState::Pending, JobState::Completed]),
+            "{:?}",
+            cli.command
+        );
+        let cli = Cli::try_parse_from(["flightdeck", "jobs", "-s", "R,PD,ca"]).unwrap();
+        assert!(
+            matches!(cli.command, Some(Command::Jobs { ref state, .. })
+                if state == &[JobState::Running, JobState::Pending, JobState::Cancelled]),
+            "{:?}",
+            cli.command
+        );
+        assert!(Cli::try_parse_from(["flightdeck", "jobs", "--state", "running,sleeping"]).is_err());
     }
 }

@@ -173,13 +173,25 @@ impl FromStr for JobState {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let wanted = s.trim().to_ascii_lowercase().replace('-', "_");
-        JobState::ALL
-            .into_iter()
-            .find(|st| st.as_str() == wanted || (wanted == "canceled" && *st == JobState::Cancelled))
-            .ok_or_else(|| {
-                let names: Vec<_> = JobState::ALL.iter().map(|s| s.as_str()).collect();
-                format!("unknown job state `{s}` (one of: {})", names.join(", "))
-            })
+        // Slurm's compact codes (`squeue -t R,PD`), for hands used to squeue.
+        let code = match wanted.as_str() {
+            "pd" => Some(JobState::Pending),
+            "r" => Some(JobState::Running),
+            "s" => Some(JobState::Suspended),
+            "cg" => Some(JobState::Completing),
+            "cd" => Some(JobState::Completed),
+            "f" => Some(JobState::Failed),
+            "ca" | "canceled" => Some(JobState::Cancelled),
+            "to" => Some(JobState::Timeout),
+            "pr" => Some(JobState::Preempted),
+            "nf" => Some(JobState::NodeFail),
+            "oom" => Some(JobState::OutOfMemory),
+            _ => None,
+        };
+        code.or_else(|| JobState::ALL.into_iter().find(|st| st.as_str() == wanted)).ok_or_else(|| {
+            let names: Vec<_> = JobState::ALL.iter().map(|s| s.as_str()).collect();
+            format!("unknown job state `{s}` (one of: {}; or Slurm's R, PD, CG, CD, F, CA, TO, S …)", names.join(", "))
+        })
     }
 }
 
