@@ -412,7 +412,15 @@ mod tests {
         use crate::model::{GpuSlot, NodeState};
         let mut n = Node::new("fd22", "gpu-01", NodeState::Drained);
         n.flags = vec!["DRAIN".into()];
-        n.gpus = vec![GpuSlot { model: "h100".into(), total: 8, allocated: 2, unhealthy: 0, utilisation: None }];
+        n.gpus = vec![GpuSlot {
+            model: "h100".into(),
+            total: 8,
+            allocated: 2,
+            unhealthy: 0,
+            utilisation: None,
+            gpu_product: None,
+            shared: false,
+        }];
         n.cpus_total = 64;
         n.cpus_allocated = 16;
         n.reason = Some("ECC".into());

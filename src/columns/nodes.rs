@@ -209,7 +209,15 @@ mod tests {
     fn cells() {
         let mut n = Node::new("c", "gpu-01", NodeState::Drained);
         n.flags = vec!["DRAIN".into(), "NOT_RESPONDING".into()];
-        n.gpus = vec![GpuSlot { model: "a100".into(), total: 4, allocated: 3, unhealthy: 1, utilisation: None }];
+        n.gpus = vec![GpuSlot {
+            model: "a100".into(),
+            total: 4,
+            allocated: 3,
+            unhealthy: 1,
+            utilisation: None,
+            gpu_product: None,
+            shared: false,
+        }];
         assert_eq!(NodeColumn::State.cell(&n), "drained+not_responding");
         assert_eq!(NodeColumn::Gpus.cell(&n), "a100 3/4");
         assert_eq!(NodeColumn::GpuCount.cell(&n), "3/4");

@@ -64,7 +64,8 @@ pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec
         ("started", when(job.start_time)),
         ("elapsed", elapsed_secs(job, taken_at).map_or_else(|| "-".into(), text::duration)),
         ("time limit", job.time_limit_secs.map_or_else(|| "unlimited".into(), text::duration)),
-        ("ended", when(job.end_time)),
+        // Until a job has ended, its end time is the one it must end by (start + limit).
+        (if job.state.is_finished() { "ended" } else { "ends by" }, when(job.end_time)),
         ("exit", job.exit.map_or_else(|| "-".into(), |e| e.to_string())),
         ("stdout", job.stdout.as_ref().map_or_else(|| "-".into(), ToString::to_string)),
         ("stderr", job.stderr.as_ref().map_or_else(|| "-".into(), ToString::to_string)),
@@ -204,5 +205,20 @@ mod tests {
         // A Slurm site that already writes the canonical name: once.
         job.gpu_product = Some("H100".into());
         assert_eq!(gpu_model_text(&job), "h100");
+    }
+
+    fn end_label(state: JobState) -> (&'static str, String) {
+        let mut job = Job::new(JobRef::new("fd22", "1"), state);
+        job.end_time = chrono::DateTime::from_timestamp(1_777_000_000, 0);
+        fields(&job, None).into_iter().find(|(l, _)| l.starts_with("end")).expect("an end field")
+    }
+
+    #[test]
+    fn a_live_job_ends_by_its_end_time_and_a_finished_one_ended() {
+        assert_eq!(end_label(JobState::Running).0, "ends by");
+        assert_eq!(end_label(JobState::Pending).0, "ends by");
+        assert_eq!(end_label(JobState::Completed).0, "ended");
+        assert_eq!(end_label(JobState::Cancelled).0, "ended");
+        assert_ne!(end_label(JobState::Running).1, "-");
     }
 }
