@@ -29,42 +29,70 @@ impl LogStream {
 /// Where one of a job's output streams can be read, in its backend's own terms: a file path
 /// on the cluster (Slurm), `pod/NAMESPACE/POD/CONTAINER` (Kubernetes). Front ends show it and
 /// hand it back to the fleet; only the backend that made it reads it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct LogHandle(String);
+///
+/// A file path comes from the job's own user (any user's `--output`), so a backend that
+/// reads files also records whose file it must be ([`LogHandle::owner`]): the read refuses a
+/// file owned by anyone else. Serialised as the locator alone, as before.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LogHandle {
+    locator: String,
+    owner: Option<String>,
+}
 
 impl LogHandle {
     pub fn new(locator: impl Into<String>) -> Self {
-        Self(locator.into())
+        Self { locator: locator.into(), owner: None }
+    }
+
+    /// A file that only `owner`'s file may be read through (Slurm's output paths).
+    pub fn owned_by(locator: impl Into<String>, owner: impl Into<String>) -> Self {
+        Self { locator: locator.into(), owner: Some(owner.into()) }
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.locator
+    }
+
+    /// The user whose file this must be, where the backend reads files by path.
+    pub fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
+    }
+}
+
+impl Serialize for LogHandle {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.locator)
+    }
+}
+
+impl<'de> Deserialize<'de> for LogHandle {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Self::new)
     }
 }
 
 impl std::ops::Deref for LogHandle {
     type Target = str;
     fn deref(&self) -> &str {
-        &self.0
+        &self.locator
     }
 }
 
 impl std::fmt::Display for LogHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.locator)
     }
 }
 
 impl From<String> for LogHandle {
     fn from(s: String) -> Self {
-        Self(s)
+        Self::new(s)
     }
 }
 
 impl From<&str> for LogHandle {
     fn from(s: &str) -> Self {
-        Self(s.to_string())
+        Self::new(s)
     }
 }
 

@@ -104,22 +104,62 @@ pub fn resume(node: &str) -> Result<Vec<String>, BackendError> {
     Ok(vec!["scontrol".into(), "update".into(), format!("NodeName={}", checked_node(node)?), "State=RESUME".into()])
 }
 
-/// Size of a job's output file, following links.
-pub fn file_size(path: &str) -> Result<Vec<String>, BackendError> {
-    Ok(vec!["stat".into(), "-L".into(), "-c".into(), "%s".into(), "--".into(), checked_path(path)?.into()])
+/// Exit status of [`read_log`] when the file is not one flightdeck may show (a symbolic
+/// link, not a regular file, another user's): its stderr says why.
+pub const REFUSED_READ_EXIT: i32 = 96;
+
+/// One round trip for a piece of a job's output file: the remote side refuses a symbolic
+/// link (checked without following it), opens the file once, and checks on the *opened* file
+/// (`stat -` is fstat of standard input, so a link swapped in after the first check changes
+/// nothing) that it is a regular file owned by `owner`. It then prints `SIZE START` on one
+/// line and the bytes of the window [`crate::backend::log_window`] picks (the same rule,
+/// in shell arithmetic), read from the open descriptor with a bounded `dd`.
+///
+/// The shell text is fixed; path, offsets and owner travel as positional parameters,
+/// quoted one by one by the transport like any argv. `from` empty means "the tail".
+pub fn read_log(path: &str, owner: &str, from: Option<u64>, max_bytes: u64) -> Result<Vec<String>, BackendError> {
+    const READ: &str = r#"p=$1 want=$2 from=$3 max=$4
+refuse() { echo "flightdeck: not reading $p: $1" >&2; exit 96; }
+kind=$(stat -c %F -- "$p") || exit 1
+[ "$kind" = "symbolic link" ] && refuse "it is a symbolic link"
+case $kind in "regular file"|"regular empty file") ;; *) refuse "it is a $kind, not a regular file" ;; esac
+exec 3<"$p" || exit 1
+info=$(stat -c '%U %s %F' - <&3) || exit 1
+owner=${info%% *}; rest=${info#* }; size=${rest%% *}; kind=${rest#* }
+case $kind in "regular file"|"regular empty file") ;; *) refuse "it is a $kind, not a regular file" ;; esac
+[ "$owner" = "$want" ] || refuse "it is owned by $owner, not $want"
+if [ -z "$from" ]; then w=$((size > max ? size - max : 0))
+elif [ "$from" -le "$size" ]; then w=$from
+else w=0; fi
+start=$((size > max && size - max > w ? size - max : w))
+echo "$size $start"
+exec dd bs=65536 iflag=skip_bytes,count_bytes skip="$start" count=$((size - start)) status=none <&3"#;
+    let owner = checked_owner(owner)?;
+    Ok(vec![
+        "sh".into(),
+        "-c".into(),
+        READ.into(),
+        "flightdeck-log".into(),
+        checked_path(path)?.into(),
+        owner.into(),
+        from.map(|f| f.to_string()).unwrap_or_default(),
+        max_bytes.to_string(),
+    ])
 }
 
-/// `len` bytes of a file from byte `start`, with no shell and no unbounded read.
-pub fn read_bytes(path: &str, start: u64, len: u64) -> Result<Vec<String>, BackendError> {
-    Ok(vec![
-        "dd".into(),
-        format!("if={}", checked_path(path)?),
-        "iflag=skip_bytes,count_bytes".into(),
-        format!("skip={start}"),
-        format!("count={len}"),
-        "bs=65536".into(),
-        "status=none".into(),
-    ])
+/// The user a log file must belong to: a plain login name, so the comparison the remote
+/// side makes is exact (an empty or odd name would never be anyone's file anyway).
+fn checked_owner(owner: &str) -> Result<&str, BackendError> {
+    let ok = !owner.is_empty()
+        && !owner.starts_with('-')
+        && owner.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'@'));
+    if ok {
+        Ok(owner)
+    } else {
+        Err(BackendError::Unsupported(format!(
+            "flightdeck does not read this job's output: its owner `{owner}` is not a plain user name"
+        )))
+    }
 }
 
 /// Output paths come from Slurm (any user's `--output`) and are absolute; anything else is

@@ -229,6 +229,27 @@ impl SlurmBackend {
     }
 }
 
+/// The most one log read asks for: well inside the transport's bound on captured output.
+pub const MAX_LOG_READ: u64 = 8 << 20;
+
+/// What [`commands::read_log`] printed: `SIZE START` on a line, then the bytes. The window
+/// is computed here too, by the same rule, and must agree with the remote side's.
+fn parse_log_read(argv: &[String], stdout: &[u8], from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError> {
+    let bad = |message: &str| BackendError::Parse { what: display_argv(argv), message: message.to_string() };
+    let nl = stdout.iter().position(|&b| b == b'\n').ok_or_else(|| bad("no size line"))?;
+    let head = std::str::from_utf8(&stdout[..nl]).map_err(|_| bad("size line is not text"))?;
+    let (size, start) = head.split_once(' ').ok_or_else(|| bad("size line has no start"))?;
+    let size: u64 = size.trim().parse().map_err(|_| bad("not a file size"))?;
+    let start: u64 = start.trim().parse().map_err(|_| bad("not an offset"))?;
+    let (want_start, len, dropped) = crate::backend::log_window(size, from, max_bytes);
+    if start != want_start {
+        return Err(bad("the remote side chose another window"));
+    }
+    let data = &stdout[nl + 1..];
+    let data = &data[..data.len().min(len as usize)];
+    Ok(LogChunk { data: String::from_utf8_lossy(data).into_owned(), offset: start + data.len() as u64, dropped })
+}
+
 /// The job or node query failed in a way that says this Slurm cannot print JSON
 /// (built without the data_parser plugins, or too old for `--json`).
 fn json_unsupported(e: &BackendError) -> bool {
@@ -359,25 +380,22 @@ impl Backend for SlurmBackend {
     }
 
     async fn read_log(&self, log: &LogHandle, from: Option<u64>, max_bytes: u64) -> Result<LogChunk, BackendError> {
-        // Slurm's handle is the output file's path on the cluster.
+        // Slurm's handle is the output file's path on the cluster, written where the job's
+        // user chose: read it only if it is that user's own regular file (never through a
+        // link), size and bytes in one round trip.
         let path = log.as_str();
-        let argv = commands::file_size(path)?;
-        let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
-        let size: u64 = String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .map_err(|_| BackendError::Parse { what: display_argv(&argv), message: "not a file size".into() })?;
-        let (start, len, dropped) = crate::backend::log_window(size, from, max_bytes);
-        if len == 0 {
-            return Ok(LogChunk { data: String::new(), offset: start, dropped });
+        let Some(owner) = log.owner() else {
+            return Err(BackendError::Unsupported(format!("not reading {path}: the job's user is not known")));
+        };
+        let max_bytes = max_bytes.clamp(1, MAX_LOG_READ);
+        let argv = commands::read_log(path, owner, from, max_bytes)?;
+        let out = self.transport.output(&argv, None, self.timeout).await?;
+        if out.status == Some(commands::REFUSED_READ_EXIT) {
+            let why = out.stderr.lines().find_map(|l| l.strip_prefix("flightdeck: ")).unwrap_or("refused");
+            return Err(BackendError::Unsupported(why.trim().to_string()));
         }
-        let argv = commands::read_bytes(path, start, len)?;
-        let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
-        Ok(LogChunk {
-            data: String::from_utf8_lossy(&out.stdout).into_owned(),
-            offset: start + out.stdout.len() as u64,
-            dropped,
-        })
+        let out = out.into_result(&argv)?;
+        parse_log_read(&argv, &out.stdout, from, max_bytes)
     }
 
     async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
@@ -411,5 +429,21 @@ impl Backend for SlurmBackend {
             Err(e) => return Err(e),
         }
         Ok(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_read_is_a_size_line_then_bytes() {
+        let argv = vec!["sh".to_string()];
+        let c = parse_log_read(&argv, b"1000 900\nabc", None, 100).unwrap();
+        assert_eq!((c.data.as_str(), c.offset, c.dropped), ("abc", 903, 0));
+        let c = parse_log_read(&argv, b"2000 1900\n", Some(1000), 100).unwrap();
+        assert_eq!((c.offset, c.dropped), (1900, 900));
+        assert!(parse_log_read(&argv, b"1000 0\nabc", None, 100).is_err(), "a window that disagrees");
+        assert!(parse_log_read(&argv, b"garbage", None, 100).is_err());
     }
 }

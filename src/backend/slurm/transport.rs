@@ -119,12 +119,19 @@ impl Transport {
                 let _ = w.shutdown().await;
                 drop(w);
             }
-            let mut stdout = Vec::new();
-            let mut out = child.stdout.take().expect("stdout is piped");
-            let (read, stderr) = tokio::join!(out.read_to_end(&mut stdout), read_all(child.stderr.take()));
-            read.map_err(|e| self.io_error(argv, e))?;
+            let out = child.stdout.take().map(|r| Box::pin(r) as BoxRead);
+            // Over a bound, the first error ends the wait and the command is dropped (and so
+            // stopped) rather than held whole.
+            let (stdout, stderr) = tokio::try_join!(
+                async { read_capped(out, MAX_STDOUT).await.map_err(|e| self.capture_error(argv, "standard output", e)) },
+                async {
+                    read_capped(child.stderr.take(), MAX_STDERR)
+                        .await
+                        .map_err(|e| self.capture_error(argv, "standard error", e))
+                },
+            )?;
             let status = child.wait.wait().await.map_err(|e| self.lost(argv, e))?;
-            Ok(CmdOutput { status, stdout, stderr })
+            Ok(CmdOutput { status, stdout, stderr: String::from_utf8_lossy(&stderr).into_owned() })
         };
         self.with_timeout(argv, timeout, run).await
     }
@@ -231,6 +238,17 @@ impl Transport {
         BackendError::Command { command: display_argv(argv), status: None, stderr: format!("reading output: {e}") }
     }
 
+    fn capture_error(&self, argv: &[String], which: &str, e: Capture) -> BackendError {
+        match e {
+            Capture::Io(e) => self.io_error(argv, e),
+            Capture::TooLong(limit) => BackendError::Command {
+                command: display_argv(argv),
+                status: None,
+                stderr: format!("its {which} passed {} MiB, more than flightdeck keeps; stopped", limit >> 20),
+            },
+        }
+    }
+
     fn lost(&self, argv: &[String], e: String) -> BackendError {
         match self {
             Transport::Local => BackendError::Command { command: display_argv(argv), status: None, stderr: e },
@@ -239,10 +257,36 @@ impl Transport {
     }
 }
 
+/// The most standard output [`Transport::output`] keeps of one command. Large documents
+/// go through [`Transport::stream`], which parses as it reads.
+pub const MAX_STDOUT: usize = 16 << 20;
+/// The most standard error it keeps: error messages, not data.
+pub const MAX_STDERR: usize = 1 << 20;
+
+enum Capture {
+    Io(std::io::Error),
+    TooLong(usize),
+}
+
+/// Everything `r` says, up to `limit` bytes; more than that is an error, not a truncation,
+/// so a parser never sees half a document as if it were whole.
+async fn read_capped(r: Option<BoxRead>, limit: usize) -> Result<Vec<u8>, Capture> {
+    let mut buf = Vec::new();
+    if let Some(r) = r {
+        let mut r = r.take(limit as u64 + 1);
+        r.read_to_end(&mut buf).await.map_err(Capture::Io)?;
+    }
+    if buf.len() > limit { Err(Capture::TooLong(limit)) } else { Ok(buf) }
+}
+
+/// A streamed command's standard error: the first [`MAX_STDERR`] bytes kept, the rest
+/// read and dropped so the command is never blocked on a full pipe.
 async fn read_all(r: Option<BoxRead>) -> String {
     let mut buf = Vec::new();
-    if let Some(mut r) = r {
-        let _ = r.read_to_end(&mut buf).await;
+    if let Some(r) = r {
+        let mut r = r;
+        let _ = (&mut r).take(MAX_STDERR as u64).read_to_end(&mut buf).await;
+        let _ = tokio::io::copy(&mut r, &mut tokio::io::sink()).await;
     }
     String::from_utf8_lossy(&buf).into_owned()
 }
@@ -434,6 +478,22 @@ mod tests {
         assert_eq!(out.stderr.trim(), "oops");
         let err = out.into_result(&v(&["x"])).unwrap_err().to_string();
         assert!(err.contains("oops") && err.contains("exit 3"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn captured_output_is_bounded() {
+        let t = Transport::Local;
+        let secs = Duration::from_secs(20);
+        // Exactly at the bound is kept whole.
+        let at = format!("head -c {MAX_STDOUT} /dev/zero");
+        assert_eq!(t.output(&v(&["sh", "-c", &at]), None, secs).await.unwrap().stdout.len(), MAX_STDOUT);
+        // One byte over, from a command that would never stop: a clear error, promptly.
+        let started = std::time::Instant::now();
+        let err = t.output(&v(&["sh", "-c", "exec cat /dev/zero"]), None, secs).await.unwrap_err().to_string();
+        assert!(err.contains("standard output passed 16 MiB"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "waited for the command instead of stopping it");
+        let err = t.output(&v(&["sh", "-c", "exec cat /dev/zero >&2"]), None, secs).await.unwrap_err().to_string();
+        assert!(err.contains("standard error passed 1 MiB"), "{err}");
     }
 
     #[tokio::test]

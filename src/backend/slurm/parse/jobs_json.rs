@@ -12,7 +12,7 @@ use super::record::lenient_record;
 use super::states::job_state_with_reason;
 use super::stdout_pattern::{PatternFields, expand_stdout_pattern};
 use crate::model::gpu_names::canonical_model;
-use crate::model::{ArrayInfo, GpuAllocation, Job, JobRef};
+use crate::model::{ArrayInfo, GpuAllocation, Job, JobRef, LogHandle};
 
 lenient_record! {
     pub(crate) struct JobRecord<'a> {
@@ -336,8 +336,9 @@ impl<'a> JobRecord<'a> {
             .map(str::to_string)
             .or_else(|| err_pattern.map(|p| output_path(p, &fields, workdir)))
             .or_else(|| stdout.clone());
-        job.stdout = stdout.map(Into::into);
-        job.stderr = stderr.map(Into::into);
+        // Read only if the file is the job user's own (see `LogHandle::owner`).
+        job.stdout = stdout.map(|p| LogHandle::owned_by(p, job.user.clone()));
+        job.stderr = stderr.map(|p| LogHandle::owned_by(p, job.user.clone()));
         Some(job)
     }
 }
