@@ -134,8 +134,19 @@ fn api_error(what: &str, err: ::kube::Error) -> BackendError {
     }
 }
 
+/// The most one log request asks the API server for, whatever the caller wanted: a pod
+/// that printed gigabytes is never read whole into memory.
+pub const MAX_LOG_REQUEST: u64 = 16 << 20;
+
+/// Every request carries `limitBytes` (the caller's if smaller than [`MAX_LOG_REQUEST`]).
+fn bounded(params: LogParams, container: Option<String>) -> LogParams {
+    let cap = i64::try_from(MAX_LOG_REQUEST).unwrap_or(i64::MAX);
+    let limit_bytes = Some(params.limit_bytes.map_or(cap, |l| l.clamp(1, cap)));
+    LogParams { container, limit_bytes, ..params }
+}
+
 async fn fetch(api: &Api<Pod>, lp: &LogPath, params: LogParams) -> Result<String, BackendError> {
-    let params = LogParams { container: lp.container.clone(), ..params };
+    let params = bounded(params, lp.container.clone());
     api.logs(&lp.pod, &params).await.map_err(|e| api_error(&format!("logs of pod {}/{}", lp.namespace, lp.pod), e))
 }
 
@@ -162,7 +173,7 @@ pub async fn read(
     let max_bytes = max_bytes.max(1);
     let (chunk, mode) = match (from, known) {
         (Some(off), Some(Mode::Since { last, same })) => {
-            let limit = (max_bytes.saturating_mul(4)).max(1 << 20);
+            let limit = max_bytes.saturating_mul(4).clamp(1 << 20, MAX_LOG_REQUEST);
             let params = LogParams {
                 timestamps: true,
                 since_time: last.map(|t| Timestamp::from_second(t.as_second()).unwrap_or(t)),
@@ -267,5 +278,15 @@ mod tests {
         assert_eq!(c.take("p", 99), Some(Mode::Bytes));
         assert_eq!(c.take("p", 99), None);
         assert_eq!(c.take("p", 0), None);
+    }
+
+    #[test]
+    fn every_log_request_carries_limit_bytes() {
+        let cap = MAX_LOG_REQUEST as i64;
+        let p = bounded(LogParams::default(), Some("main".into()));
+        assert_eq!((p.limit_bytes, p.container.as_deref()), (Some(cap), Some("main")));
+        let p = bounded(LogParams { limit_bytes: Some(1000), tail_lines: Some(5), ..LogParams::default() }, None);
+        assert_eq!((p.limit_bytes, p.tail_lines), (Some(1000), Some(5)));
+        assert_eq!(bounded(LogParams { limit_bytes: Some(i64::MAX), ..LogParams::default() }, None).limit_bytes, Some(cap));
     }
 }

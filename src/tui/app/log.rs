@@ -9,6 +9,12 @@ pub const LOG_FETCH_BYTES: u64 = 64 * 1024;
 
 pub use crate::model::{LogChunk, LogStream};
 
+/// The most of an unfinished last line kept (a `\r` progress bar never ends its line):
+/// beyond it the newest part is kept, behind [`PARTIAL_CUT_MARK`].
+pub const PARTIAL_MAX: usize = 64 * 1024;
+/// Leads a capped unfinished line, in place of what was cut.
+pub const PARTIAL_CUT_MARK: &str = "… ";
+
 /// A marker line in the buffer (drawn dimmed).
 pub const SKIP_MARK: char = '\u{0}';
 
@@ -58,7 +64,7 @@ impl LogBuffer {
             self.push_line(line.to_string());
             rest = tail;
         }
-        self.partial = rest.to_string();
+        self.partial = capped_partial(rest);
         self.offset = Some(chunk.offset);
     }
 
@@ -89,6 +95,20 @@ impl LogBuffer {
     pub fn line(&self, i: usize) -> Option<&str> {
         self.lines.get(i).map(String::as_str).or_else(|| (i == self.lines.len()).then_some(self.partial.as_str()))
     }
+}
+
+/// The newest [`PARTIAL_MAX`] bytes of an unfinished line (cut on a character boundary),
+/// marked as cut; a line already cut keeps one mark.
+fn capped_partial(rest: &str) -> String {
+    if rest.len() <= PARTIAL_MAX {
+        return rest.to_string();
+    }
+    let keep = PARTIAL_MAX - PARTIAL_CUT_MARK.len();
+    let mut cut = rest.len() - keep;
+    while !rest.is_char_boundary(cut) {
+        cut += 1;
+    }
+    format!("{PARTIAL_CUT_MARK}{}", &rest[cut..])
 }
 
 #[cfg(test)]
@@ -127,5 +147,32 @@ mod tests {
         whole.push(chunk("first\n", 6, 0), true);
         assert_eq!(whole.lines, ["first"]);
         assert_eq!(whole.skipped_before, 0);
+    }
+
+    #[test]
+    fn a_line_that_never_ends_is_capped_at_its_newest_part() {
+        let mut b = LogBuffer::default();
+        b.push(chunk("done\n", 5, 0), true);
+        let mut offset = 5;
+        // A progress bar redrawn with `\r` a million times, never a newline.
+        for i in 0..200 {
+            let bar: String = (0..5000).map(|j| format!("\r{}%", (i * 5000 + j) % 100)).collect();
+            offset += bar.len() as u64;
+            b.push(chunk(&bar, offset, 0), false);
+            assert!(b.partial.len() <= PARTIAL_MAX, "partial grew to {}", b.partial.len());
+        }
+        assert!(b.partial.starts_with(PARTIAL_CUT_MARK), "the cut is marked");
+        assert_eq!(b.partial.matches(PARTIAL_CUT_MARK).count(), 1);
+        assert!(b.partial.ends_with("\r99%"), "the newest part is kept");
+        // When the line ends it becomes a normal (capped) line.
+        b.push(chunk("\rfinished\n", offset + 10, 0), false);
+        assert_eq!(b.partial, "");
+        assert!(b.lines.back().unwrap().ends_with("finished"));
+        assert_eq!(b.lines[0], "done");
+        // A multi-byte character at the cut is not split.
+        let wide = "é".repeat(PARTIAL_MAX);
+        let mut w = LogBuffer::default();
+        w.push(chunk(&wide, wide.len() as u64, 0), false);
+        assert!(w.partial.len() <= PARTIAL_MAX && w.partial.ends_with('é'));
     }
 }
