@@ -18,6 +18,8 @@ use crate::model::{Action, Health, JobAction, JobRef, JobState, NodeAction, Node
 use crate::output;
 use crate::spec::JobSpec;
 
+mod logs;
+
 #[derive(Debug, Parser)]
 #[command(name = "flightdeck", version, about = "One cockpit for every GPU a team can reach")]
 pub struct Cli {
@@ -109,6 +111,20 @@ pub enum Command {
     Cordon { node: NodeRef },
     /// Make a cordoned node schedulable again (Kubernetes).
     Uncordon { node: NodeRef },
+    /// Print a job's output (CLUSTER/ID): its last bytes, then, with --follow, what it adds.
+    /// Only the job user's own regular file is read, never through a symbolic link.
+    Logs {
+        job: JobRef,
+        /// Its standard error instead of standard output.
+        #[arg(long)]
+        stderr: bool,
+        /// Keep printing what it writes, until Ctrl-C or the job has ended.
+        #[arg(long, short)]
+        follow: bool,
+        /// How many of the last bytes to print (and the most read at once while following).
+        #[arg(long, default_value_t = logs::DEFAULT_BYTES)]
+        bytes: u64,
+    },
     /// Check every configured cluster: connection, release, JSON support, cost per refresh.
     Doctor,
     /// Print the audit log: every action, who asked, and how it ended (`unknown`: it was
@@ -158,6 +174,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Some(Command::Uncordon { node }) => {
             act(&config, read_only, vec![Action::Node { node, action: NodeAction::Uncordon }]).await
+        }
+        Some(Command::Logs { job, stderr, follow, bytes }) => {
+            let stream = if stderr { crate::model::LogStream::Stderr } else { crate::model::LogStream::Stdout };
+            logs::logs(&config, read_only, logs::LogsRequest { job, stream, follow, bytes }).await
         }
         Some(Command::Doctor) => doctor(&config).await,
         Some(Command::Audit { since, output }) => audit(since.as_deref(), output),

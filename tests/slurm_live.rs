@@ -61,6 +61,8 @@ on_both_clusters!(
     the_preview_is_the_script_sbatch_gets,
     a_script_that_arrives_short_is_never_submitted,
     a_job_name_with_a_line_break_cannot_pose_as_a_row_in_text_output,
+    output_through_a_symbolic_link_is_refused,
+    output_owned_by_another_user_is_refused,
 );
 
 async fn release_is_detected(cluster: &str) {
@@ -467,4 +469,78 @@ async fn a_job_name_with_a_line_break_cannot_pose_as_a_row_in_text_output(cluste
     let shown = job(&snap, &r).expect("the real job is listed");
     assert_eq!(shown.name, forged, "its name whole, line break and all");
     cancel_quietly(&json, &r).await;
+}
+
+/// A job whose `--output` the user chose, written into `path` by a script of its own.
+fn spec_writing_to(name: &str, path: &str) -> JobSpec {
+    JobSpec {
+        name: name.to_string(),
+        script: Some(format!("#!/bin/sh\n#SBATCH --output={path}\necho written by the job\nsleep 300\n")),
+        workdir: Some("/tmp".to_string()),
+        time_limit: Some("10m".to_string()),
+        ..JobSpec::default()
+    }
+}
+
+fn unique(what: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("/tmp/fd-{what}-{}-{nanos}", std::process::id())
+}
+
+/// Runs the job until it is running and returns its stdout handle (and the job).
+async fn running_with_output(b: &SlurmBackend, spec: &JobSpec) -> (JobRef, flightdeck::model::LogHandle, String) {
+    let r = b.submit(spec).await.expect("submit");
+    let snap =
+        wait_snapshot(b, WAIT, "the job to run", |s| job(s, &r).is_some_and(|j| j.state == JobState::Running)).await;
+    let j = job(&snap, &r).unwrap();
+    (r, j.stdout.clone().expect("stdout handle"), j.user.clone())
+}
+
+/// A user points a job's output at a symbolic link to a root-only file (think
+/// `/root/.ssh/id_ed25519`): whoever opens that job's log reads a refusal, not the file.
+async fn output_through_a_symbolic_link_is_refused(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let (secret, link) = (unique("secret"), format!("{}.out", unique("link")));
+    remote(&b, &["sh", "-c", "umask 077; echo PRIVATE-KEY-MATERIAL >\"$1\"; ln -s \"$1\" \"$2\"", "x", &secret, &link])
+        .await;
+    let (r, handle, user) = running_with_output(&b, &spec_writing_to("fd-log-link", &link)).await;
+    assert_eq!((handle.as_str(), handle.owner()), (link.as_str(), Some(user.as_str())));
+    let err = b.read_log(&handle, None, 4096).await.expect_err("a link is never read").to_string();
+    assert_eq!(err, format!("not reading {link}: it is a symbolic link"));
+    // Following from an offset is refused the same way.
+    let err = b.read_log(&handle, Some(0), 4096).await.expect_err("nor followed").to_string();
+    assert!(err.contains("symbolic link") && !err.contains("PRIVATE"), "{err}");
+    cancel_quietly(&b, &r).await;
+    remote(&b, &["rm", "-f", &secret, &link]).await;
+}
+
+/// A job's output in a file that belongs to someone else (here `nobody`'s, appended to by a
+/// root job): not the job user's to show, so not shown. The user's own file still is.
+async fn output_owned_by_another_user_is_refused(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let theirs = format!("{}.out", unique("theirs"));
+    remote(&b, &["sh", "-c", "echo NOT-YOURS >\"$1\"; chown nobody \"$1\"; chmod 666 \"$1\"", "x", &theirs]).await;
+    let (r, handle, user) = running_with_output(&b, &spec_writing_to("fd-log-owner", &theirs)).await;
+    let err = b.read_log(&handle, None, 4096).await.expect_err("another user's file").to_string();
+    assert_eq!(err, format!("not reading {theirs}: it is owned by nobody, not {user}"));
+    // The same path under the job user's name is read (the refusal was the owner, nothing else).
+    remote(&b, &["chown", &user, &theirs]).await;
+    let started = std::time::Instant::now();
+    let chunk = loop {
+        let chunk = b.read_log(&handle, None, 4096).await.expect("own file");
+        if chunk.data.contains("written by the job") || started.elapsed() > WAIT {
+            break chunk;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    // (Slurm truncates the file when the job starts: only the job's own words are left.)
+    assert_eq!(chunk.data, "written by the job\n");
+    // A directory is not a log either.
+    let dir = flightdeck::model::LogHandle::owned_by("/tmp", user.clone());
+    let err = b.read_log(&dir, None, 10).await.expect_err("a directory").to_string();
+    assert_eq!(err, "not reading /tmp: it is a directory, not a regular file");
+    cancel_quietly(&b, &r).await;
+    remote(&b, &["rm", "-f", &theirs]).await;
 }
