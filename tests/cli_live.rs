@@ -396,3 +396,85 @@ fn a_terminated_cli_finishes_the_action_under_way_and_names_the_rest() {
     assert!(fake.get("batch/v1", "Job", Some("ml"), "a").is_none(), "a was cancelled");
     assert!(fake.get("batch/v1", "Job", Some("ml"), "b").is_some(), "b was left alone");
 }
+
+/// Runs the binary, killing it if it has not finished within `secs` (a follow that never
+/// stops fails the test instead of hanging it).
+fn flightdeck_within(secs: u64, args: &[&str]) -> Output {
+    let state = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(args)
+        .env("XDG_STATE_HOME", state.path())
+        .env_remove("FLIGHTDECK_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run flightdeck");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("flightdeck {args:?} still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn submit_script(cfg: &str, cluster: &str, name: &str, script: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("job.toml");
+    std::fs::write(&spec, format!("name = \"{name}\"\nworkdir = \"/tmp\"\nscript = '''\n{script}'''\n")).unwrap();
+    let out = flightdeck(&["--config", cfg, "submit", spec.to_str().unwrap(), "--cluster", cluster]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out).trim().to_string()
+}
+
+#[test]
+fn logs_prints_the_tail_follows_to_the_end_and_refuses_a_link() {
+    let cfg = config();
+    let _lock = cluster_lock("fd22");
+    // Followed from before it starts until it has ended: every line, escapes neutralised.
+    let job = submit_script(
+        &cfg,
+        "fd22",
+        "fd-cli-logs",
+        "#!/bin/sh\nprintf 'one\\n\\033[31mred\\n'\nseq 1 3\nsleep 4\necho the end\n",
+    );
+    let out = flightdeck_within(120, &["--config", &cfg, "logs", &job, "--follow"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains('\u{1b}'), "an escape reached the terminal: {text:?}");
+    assert!(text.starts_with("one\n") && text.ends_with("1\n2\n3\nthe end\n"), "{text:?}");
+    assert!(text.contains("\u{FFFD}[31mred\n"), "{text:?}");
+    // The tail, by size.
+    let out = flightdeck(&["--config", &cfg, "logs", &job, "--bytes", "8"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "the end\n");
+    let out = flightdeck(&["--config", &cfg, "logs", &job, "--stderr", "--bytes", "8"]);
+    assert_eq!(stdout(&out), "the end\n", "stderr goes to the same file by default: {}", stderr(&out));
+
+    // Output pointed at a link to a root-only file: refused, the reason said, nothing shown.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let secret = format!("/tmp/fd-cli-secret-{nanos}");
+    let link = format!("/tmp/fd-cli-link-{nanos}.out");
+    std::fs::write(&secret, "PRIVATE-KEY-MATERIAL\n").unwrap();
+    std::os::unix::fs::symlink(&secret, &link).unwrap();
+    let job = submit_script(&cfg, "fd22", "fd-cli-logs-link", &format!("#!/bin/sh\n#SBATCH --output={link}\nsleep 30\n"));
+    for follow in [false, true] {
+        let mut args = vec!["--config", &cfg, "logs", &job];
+        if follow {
+            args.push("--follow");
+        }
+        let out = flightdeck_within(60, &args);
+        assert!(!out.status.success());
+        assert!(!stdout(&out).contains("PRIVATE") && stdout(&out).is_empty(), "{}", stdout(&out));
+        assert_eq!(stderr(&out).trim(), format!("flightdeck: not reading {link}: it is a symbolic link"));
+    }
+    let _ = flightdeck(&["--config", &cfg, "cancel", &job]);
+    let _ = std::fs::remove_file(&link);
+    let _ = std::fs::remove_file(&secret);
+    // A job that is not there.
+    let out = flightdeck(&["--config", &cfg, "logs", "fd22/999999"]);
+    assert!(!out.status.success());
+    assert_eq!(stderr(&out).trim(), "flightdeck: no job fd22/999999 on fd22");
+}

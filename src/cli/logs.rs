@@ -44,35 +44,35 @@ pub async fn logs(config: &Config, read_only: bool, req: LogsRequest) -> Result<
         .ok_or_else(|| Failure(format!("{} has no {} to read", req.job, req.stream.as_str())))?;
     let bytes = req.bytes.max(1);
 
-    let first = fleet.read_log(&cluster, &handle, None, bytes).await.map_err(|e| Failure(e.to_string()))?;
-    print_log(&first.data);
     if !req.follow {
+        let chunk = fleet.read_log(&cluster, &handle, None, bytes).await.map_err(|e| Failure(e.to_string()))?;
+        print_log(&chunk.data);
         return Ok(ExitCode::SUCCESS);
     }
-    let mut offset = first.offset;
+    // Following: the first read is the tail, then what was added; a job that has not
+    // started yet (no file) is waited for like any other error, with back-off.
+    let mut offset: Option<u64> = None;
     let mut delay = FOLLOW_EVERY;
     let mut last_error: Option<String> = None;
     loop {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
-            _ = tokio::time::sleep(delay) => {}
-        }
         // Read what the cluster says of the job before the log, so a job that ended just
         // after this read still has its last lines read once more.
         let finished = job_finished(&fleet, &req.job);
-        match fleet.read_log(&cluster, &handle, Some(offset), bytes).await {
+        match fleet.read_log(&cluster, &handle, offset, bytes).await {
             Ok(chunk) => {
                 delay = FOLLOW_EVERY;
                 last_error = None;
-                if chunk.dropped > 0 {
+                if chunk.dropped > 0 && offset.is_some() {
                     eprintln!("flightdeck: … {} bytes skipped …", chunk.dropped);
                 }
                 print_log(&chunk.data);
-                offset = chunk.offset;
+                offset = Some(chunk.offset);
                 if chunk.data.is_empty() && finished {
                     return Ok(ExitCode::SUCCESS);
                 }
             }
+            // A refusal (a symbolic link, another user's file) will not change by waiting.
+            Err(e @ crate::backend::BackendError::Unsupported(_)) => return Err(Failure(e.to_string())),
             Err(e) => {
                 let e = e.to_string();
                 if finished {
@@ -85,6 +85,10 @@ pub async fn logs(config: &Config, read_only: bool, req: LogsRequest) -> Result<
                 last_error = Some(e);
                 delay = (delay * 2).min(FOLLOW_BACKOFF_MAX);
             }
+        }
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+            _ = tokio::time::sleep(delay) => {}
         }
     }
 }
