@@ -459,7 +459,8 @@ fn logs_prints_the_tail_follows_to_the_end_and_refuses_a_link() {
     let link = format!("/tmp/fd-cli-link-{nanos}.out");
     std::fs::write(&secret, "PRIVATE-KEY-MATERIAL\n").unwrap();
     std::os::unix::fs::symlink(&secret, &link).unwrap();
-    let job = submit_script(&cfg, "fd22", "fd-cli-logs-link", &format!("#!/bin/sh\n#SBATCH --output={link}\nsleep 30\n"));
+    let job =
+        submit_script(&cfg, "fd22", "fd-cli-logs-link", &format!("#!/bin/sh\n#SBATCH --output={link}\nsleep 30\n"));
     for follow in [false, true] {
         let mut args = vec!["--config", &cfg, "logs", &job];
         if follow {

@@ -287,6 +287,9 @@ mod tests {
         assert_eq!((p.limit_bytes, p.container.as_deref()), (Some(cap), Some("main")));
         let p = bounded(LogParams { limit_bytes: Some(1000), tail_lines: Some(5), ..LogParams::default() }, None);
         assert_eq!((p.limit_bytes, p.tail_lines), (Some(1000), Some(5)));
-        assert_eq!(bounded(LogParams { limit_bytes: Some(i64::MAX), ..LogParams::default() }, None).limit_bytes, Some(cap));
+        assert_eq!(
+            bounded(LogParams { limit_bytes: Some(i64::MAX), ..LogParams::default() }, None).limit_bytes,
+            Some(cap)
+        );
     }
 }

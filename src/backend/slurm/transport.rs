@@ -123,7 +123,9 @@ impl Transport {
             // Over a bound, the first error ends the wait and the command is dropped (and so
             // stopped) rather than held whole.
             let (stdout, stderr) = tokio::try_join!(
-                async { read_capped(out, MAX_STDOUT).await.map_err(|e| self.capture_error(argv, "standard output", e)) },
+                async {
+                    read_capped(out, MAX_STDOUT).await.map_err(|e| self.capture_error(argv, "standard output", e))
+                },
                 async {
                     read_capped(child.stderr.take(), MAX_STDERR)
                         .await
