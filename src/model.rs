@@ -539,14 +539,16 @@ impl Snapshot {
                     name: part.clone(),
                     ..Queue::default()
                 });
-                q.nodes += 1;
-                q.gpus_total += node.gpus_total();
-                q.gpus_allocated += node.gpus_allocated();
-                if node.is_unavailable() {
-                    q.gpus_unavailable += node.gpus_total().saturating_sub(node.gpus_allocated());
+                // Backend data can claim anything (`gpu:4294967295`): sums saturate.
+                q.nodes = q.nodes.saturating_add(1);
+                q.gpus_total = q.gpus_total.saturating_add(node.gpus_total());
+                q.gpus_allocated = q.gpus_allocated.saturating_add(node.gpus_allocated());
+                let unavailable = if node.is_unavailable() {
+                    node.gpus_total().saturating_sub(node.gpus_allocated())
                 } else {
-                    q.gpus_unavailable += node.gpus_unhealthy();
-                }
+                    node.gpus_unhealthy()
+                };
+                q.gpus_unavailable = q.gpus_unavailable.saturating_add(unavailable);
             }
         }
         for job in &self.jobs {
@@ -557,10 +559,12 @@ impl Snapshot {
                     name: part.to_string(),
                     ..Queue::default()
                 });
-                *q.jobs_by_state.entry(job.state).or_default() += 1;
+                let n = q.jobs_by_state.entry(job.state).or_default();
+                *n = n.saturating_add(1);
                 if job.state.is_waiting() {
                     let reason = job.reason.clone().unwrap_or_else(|| "None".to_string());
-                    *q.pending_by_reason.entry(reason).or_default() += 1;
+                    let n = q.pending_by_reason.entry(reason).or_default();
+                    *n = n.saturating_add(1);
                 }
             }
         }

@@ -149,9 +149,9 @@ pub fn node(cluster: &str, n: &KNode, tally: Option<&NodeTally>) -> Node {
             model: kind.model,
             gpu_product: kind.product,
             shared: kind.shared,
-            total: capacity as u32,
-            allocated: allocated as u32,
-            unhealthy: capacity.saturating_sub(allocatable) as u32,
+            total: saturating_u32(capacity),
+            allocated: saturating_u32(allocated),
+            unhealthy: saturating_u32(capacity.saturating_sub(allocatable)),
             utilisation: None,
         };
         match gpus.iter_mut().find(|g| g.model == slot.model && g.shared == slot.shared) {
@@ -581,7 +581,7 @@ pub fn batch_job(
         .unwrap_or_else(|| ns.clone());
     out.native_state = native;
     out.reason = reason;
-    out.gpus_requested = (per_pod.gpus() as u32).saturating_mul(width);
+    out.gpus_requested = saturating_u32(per_pod.gpus()).saturating_mul(width);
     out.gpus_allocated = allocs.iter().map(|a| a.count).sum();
     (out.gpu_model, out.gpu_product) = job_gpu_names(requested_model(&per_pod, template), &allocs, &held_products);
     out.gpu_allocations = allocs;
@@ -700,6 +700,12 @@ pub fn queues(snap: &mut Snapshot, cluster_queues: &[ClusterQueueInfo]) {
         }
     }
     snap.queues.sort_by(|a, b| a.name.cmp(&b.name));
+}
+
+/// A count from the API as a `u32`: a quantity too large for one is the largest, not a
+/// wrapped-around small number (`as u32` would turn 2^32 GPUs into 0).
+fn saturating_u32<T: TryInto<u32>>(n: T) -> u32 {
+    n.try_into().unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
