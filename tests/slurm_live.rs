@@ -209,6 +209,14 @@ async fn drain_with_reason_then_resume(cluster: &str) {
     assert!(n.is_unavailable());
     // A drain without a reason is refused before anything reaches Slurm.
     assert!(b.node_action(node, &NodeAction::Drain { reason: " ".into(), force: false }).await.is_err());
+    // A reason other admins' `sinfo -R` would print with an escape sequence or a bidi
+    // override is refused by name, and the stored reason stays as it was.
+    for hostile in ["XID 79\u{1b}]0;owned\u{7}", "gpu\u{202e}niard", "two\nlines"] {
+        let err = b.node_action(node, &NodeAction::Drain { reason: hostile.into(), force: false }).await.unwrap_err();
+        assert!(err.to_string().contains("drain reason"), "{err}");
+    }
+    let reasons = remote(&b, &["sinfo", "-h", "-n", node, "-o", "%E"]).await;
+    assert_eq!(reasons.trim(), reason, "Slurm still holds the first reason");
     b.node_action(node, &NodeAction::Resume).await.expect("resume");
     wait_snapshot(&b, WAIT, "the node to return", |s| {
         s.nodes.iter().any(|n| {
