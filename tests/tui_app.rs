@@ -1331,3 +1331,34 @@ fn the_vim_keymap_hides_finished_jobs_too() {
     ch(&mut app, 'f');
     assert_eq!(app.visible_jobs(), refs("fd22", &["2"]));
 }
+
+#[test]
+fn following_a_log_backs_off_while_reads_fail() {
+    let mut app = app();
+    let mut j = job("fd22", "7", JobState::Running, "alice", "train");
+    j.stdout = Some("/home/alice/train.out".into());
+    app.update(fleet(1, vec![("fd22", vec![j], vec![])]));
+    on_jobs(&mut app);
+    let first = fetches(&code(&mut app, KeyCode::Enter));
+    app.update(Msg::Log { seq: first[0].1, result: Ok(LogChunk { data: "a\n".into(), offset: 2, dropped: 0 }) });
+    let at = |ms: i64| t0() + chrono::Duration::milliseconds(ms);
+    let follow = fetches(&ch(&mut app, 'f'));
+    assert_eq!(follow.len(), 1, "following reads on at once");
+    // The link is down: each failure doubles the wait before the next read.
+    let mut seq = follow[0].1;
+    let mut asked_at = Vec::new();
+    for ms in (500..=7000).step_by(500) {
+        if seq != 0 {
+            app.update(Msg::Log { seq, result: Err("cannot reach fd22: link down".into()) });
+            seq = 0;
+        }
+        if let Some(f) = fetches(&app.update(Msg::Tick(at(ms)))).first() {
+            asked_at.push(ms);
+            seq = f.1;
+        }
+    }
+    assert_eq!(asked_at, [1000, 3000, 7000], "1 s, then 2 s, then 4 s after each failure");
+    // A good read ends the back-off: the next tick reads again.
+    app.update(Msg::Log { seq, result: Ok(LogChunk { data: "b\n".into(), offset: 4, dropped: 0 }) });
+    assert_eq!(fetches(&app.update(Msg::Tick(at(7500)))).len(), 1);
+}

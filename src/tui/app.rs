@@ -183,7 +183,14 @@ pub struct Detail {
     pub follow: bool,
     /// Lines scrolled up from the end (0: the end is shown).
     pub scroll: usize,
+    /// Reads that failed in a row while following, and when following tries again: the
+    /// wait doubles per failure (1 s, 2 s, … 30 s), so a dead link is not asked every second.
+    pub failures: u32,
+    pub retry_at: Option<DateTime<Utc>>,
 }
+
+/// The longest wait between two follow reads after failures.
+const FOLLOW_BACKOFF_MAX: Duration = Duration::seconds(30);
 
 impl Detail {
     /// The handle of the current stream, or why there is none to read.
@@ -528,7 +535,12 @@ impl App {
         if ages_shown && before.timestamp().div_euclid(60) != now.timestamp().div_euclid(60) {
             self.touch();
         }
-        if self.screen == Screen::Detail && self.detail.as_ref().is_some_and(|d| d.follow && d.log.waiting.is_none()) {
+        if self.screen == Screen::Detail
+            && self
+                .detail
+                .as_ref()
+                .is_some_and(|d| d.follow && d.log.waiting.is_none() && d.retry_at.is_none_or(|t| now >= t))
+        {
             self.fetch_log(out, false);
         }
     }
@@ -539,6 +551,14 @@ impl App {
             return; // an answer for a log no longer shown
         }
         d.log.waiting = None;
+        match &result {
+            Ok(_) => (d.failures, d.retry_at) = (0, None),
+            Err(_) => {
+                d.failures = d.failures.saturating_add(1);
+                let wait = Duration::seconds(1i64 << d.failures.saturating_sub(1).min(5)).min(FOLLOW_BACKOFF_MAX);
+                d.retry_at = Some(self.now + wait);
+            }
+        }
         match result {
             Ok(chunk) => {
                 let grew = !chunk.data.is_empty() || chunk.dropped > 0 || d.first_read;
@@ -1212,6 +1232,8 @@ impl App {
             first_read: true,
             follow: false,
             scroll: 0,
+            failures: 0,
+            retry_at: None,
         });
         self.screen = Screen::Detail;
         self.fetch_log(out, true);
