@@ -117,32 +117,51 @@ pub fn typed<T: KindSettings>(cluster: &ClusterConfig) -> Result<ClusterConfig<T
     })
 }
 
+/// Reading config text through the shipped kinds, for the config tests of the registry and
+/// of each adapter's section.
 #[cfg(test)]
-mod tests {
-    //! The config file through the shipped kinds: what the messages list depends on the table.
+pub(crate) mod testing {
+    use std::path::Path;
 
-    use std::path::{Path, PathBuf};
-    use std::time::Duration;
+    use super::Registry;
+    use crate::config::{Config, ConfigError};
 
-    use super::*;
-    use crate::backend::kube::config::KubeConfig;
-    use crate::backend::slurm::config::{KnownHosts, SlurmConfig};
-    use crate::config::{Config, ConfigError, ConfigSource, DEFAULT_REFRESH, DEFAULT_TIMEOUT};
+    pub const FILE: &str = "/home/a/.config/flightdeck/config.toml";
 
-    const FILE: &str = "/home/a/.config/flightdeck/config.toml";
-
-    fn parse(text: &str) -> Result<Config, ConfigError> {
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::from_toml_str(text, Path::new(FILE), &Registry::builtin())
     }
 
     /// The error's text, after checking it names the file, the line and the key.
-    fn refused(text: &str, line: usize, key: &str) -> String {
+    pub fn refused(text: &str, line: usize, key: &str) -> String {
         let err = parse(text).expect_err("config should be refused");
         let shown = err.to_string();
         assert_eq!((err.line(), err.key()), (Some(line), Some(key)), "{shown}");
         assert!(shown.starts_with(&format!("{FILE}:{line}: ")), "{shown}");
         shown
     }
+
+    /// [`refused`], and the message itself names the key in backticks.
+    pub fn refused_naming_key(text: &str, line: usize, key: &str) -> String {
+        let shown = refused(text, line, key);
+        assert!(shown.contains(&format!("`{key}`")), "{shown}");
+        shown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The config file through the shipped kinds: what the messages list depends on the table.
+
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::backend::kube::config::KubeConfig;
+    use crate::backend::slurm::config::{KnownHosts, SlurmConfig};
+    use crate::config::{Config, ConfigSource, DEFAULT_REFRESH, DEFAULT_TIMEOUT};
+
+    use super::testing::{FILE, parse, refused};
 
     const FULL: &str = r#"read_only = true
 

@@ -182,30 +182,14 @@ fn check_k8s_name(value: &str, max: usize, label_value: bool) -> Result<(), Stri
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
     use std::time::Duration;
 
     use super::*;
-    use crate::backend::Registry;
+    use crate::backend::registry::testing::{parse, refused_naming_key as refused};
     use crate::backend::slurm::config::SlurmConfig;
-    use crate::config::{Config, ConfigError};
 
-    const FILE: &str = "/home/a/.config/flightdeck/config.toml";
     const BASE: &str = "[[cluster]]\nname = \"k\"\nkind = \"kubernetes\"\n";
-
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::from_toml_str(text, Path::new(FILE), &Registry::builtin())
-    }
-
-    /// The error's text, after checking it names the file, the line and the key.
-    fn refused(text: &str, line: usize, key: &str) -> String {
-        let err = parse(text).expect_err("config should be refused");
-        let shown = err.to_string();
-        assert_eq!((err.line(), err.key()), (Some(line), Some(key)), "{shown}");
-        assert!(shown.starts_with(&format!("{FILE}:{line}: ")), "{shown}");
-        assert!(shown.contains(&format!("`{key}`")), "{shown}");
-        shown
-    }
 
     #[test]
     fn kubernetes_clusters() {

@@ -193,32 +193,16 @@ fn check_ssh_word(value: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
     use std::time::Duration;
 
     use super::*;
-    use crate::backend::Registry;
-    use crate::config::{Config, ConfigError};
+    use crate::backend::registry::testing::{FILE, parse, refused_naming_key as refused};
 
-    const FILE: &str = "/home/a/.config/flightdeck/config.toml";
     const BASE: &str = "[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\n";
-
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::from_toml_str(text, Path::new(FILE), &Registry::builtin())
-    }
 
     fn slurm(text: &str) -> SlurmConfig {
         parse(text).unwrap().clusters[0].section::<SlurmConfig>().expect("a slurm cluster").clone()
-    }
-
-    /// The error's text, after checking it names the file, the line and the key.
-    fn refused(text: &str, line: usize, key: &str) -> String {
-        let err = parse(text).expect_err("config should be refused");
-        let shown = err.to_string();
-        assert_eq!((err.line(), err.key()), (Some(line), Some(key)), "{shown}");
-        assert!(shown.starts_with(&format!("{FILE}:{line}: ")), "{shown}");
-        assert!(shown.contains(&format!("`{key}`")), "{shown}");
-        shown
     }
 
     #[test]
