@@ -10,11 +10,17 @@ use serde_json::{Value, json};
 
 use common::*;
 
+/// The binary with a state directory of its own (its audit log and log file), thrown away.
 fn flightdeck(args: &[&str]) -> Output {
     let state = tempfile::tempdir().unwrap();
+    flightdeck_in(state.path(), args)
+}
+
+/// The binary with `state` as `$XDG_STATE_HOME`, for tests that read what it left there.
+fn flightdeck_in(state: &std::path::Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_flightdeck"))
         .args(args)
-        .env("XDG_STATE_HOME", state.path())
+        .env("XDG_STATE_HOME", state)
         .env_remove("FLIGHTDECK_CONFIG")
         .output()
         .expect("run flightdeck")
@@ -262,14 +268,7 @@ fn what_a_cluster_kind_cannot_do_is_refused_before_contacting_it() {
 fn the_audit_command_prints_every_action_and_what_became_of_it() {
     let cfg = config();
     let state = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-            .args(args)
-            .env("XDG_STATE_HOME", state.path())
-            .env_remove("FLIGHTDECK_CONFIG")
-            .output()
-            .expect("run flightdeck")
-    };
+    let run = |args: &[&str]| flightdeck_in(state.path(), args);
     let out = run(&["--config", &cfg, "cancel", "fd22/999999"]);
     assert!(!out.status.success(), "an unknown job id fails");
     // An action whose process died mid-way: an intent with no outcome.
@@ -326,12 +325,7 @@ fn without_a_private_state_directory_actions_are_refused_and_say_why() {
     let shared = state.path().join("flightdeck");
     std::fs::create_dir(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-        .args(["--config", &cfg, "cancel", "fd22/1"])
-        .env("XDG_STATE_HOME", state.path())
-        .env_remove("FLIGHTDECK_CONFIG")
-        .output()
-        .expect("run flightdeck");
+    let out = flightdeck_in(state.path(), &["--config", &cfg, "cancel", "fd22/1"]);
     assert!(!out.status.success());
     assert_eq!(
         stderr(&out).trim(),

@@ -60,8 +60,10 @@ proptest! {
         for q in &snap.queues {
             prop_assert_eq!(u64::from(q.gpus_total), wanted.min(u64::from(u32::MAX)), "saturated, not wrapped");
         }
+        // The fleet totals count in u64: exact, whatever each node claims.
         for t in gpu_totals([&snap]) {
-            prop_assert!(t.allocated <= t.total.max(t.allocated));
+            let exact: u64 = nodes.iter().filter(|n| n.gpus[0].model == t.model).map(|n| u64::from(n.gpus[0].total)).sum();
+            prop_assert_eq!(t.total, exact, "{}", t.model);
         }
         let state = Arc::new(FleetState {
             clusters: vec![ClusterState {
