@@ -111,6 +111,20 @@ pub enum Command {
     Cordon { node: NodeRef },
     /// Make a cordoned node schedulable again (Kubernetes).
     Uncordon { node: NodeRef },
+    /// Delete stopped runs' records for good (dstack: a run must be stopped first).
+    Delete {
+        #[arg(required = true)]
+        jobs: Vec<JobRef>,
+    },
+    /// Tear down the cloud cluster a node (CLUSTER/NODE) belongs to, deleting every machine
+    /// and disk in it (SkyPilot `down`). Asks for `--yes`, since nothing brings it back.
+    Teardown {
+        #[arg(required = true)]
+        nodes: Vec<NodeRef>,
+        /// Yes, delete them.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Print a job's output (CLUSTER/ID): its last bytes, then, with --follow, what it adds.
     /// Only the job user's own regular file is read, never through a symbolic link.
     Logs {
@@ -174,6 +188,18 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Some(Command::Uncordon { node }) => {
             act(&config, read_only, vec![Action::Node { node, action: NodeAction::Uncordon }]).await
+        }
+        Some(Command::Delete { jobs }) => job_actions(&config, read_only, jobs, JobAction::Delete).await,
+        Some(Command::Teardown { nodes, yes }) => {
+            if !yes {
+                let names: Vec<String> = nodes.iter().map(ToString::to_string).collect();
+                return Err(Failure(format!(
+                    "tearing down deletes the cloud cluster of {} with every machine and disk in it; add --yes to do it",
+                    names.join(", ")
+                )));
+            }
+            let actions = nodes.into_iter().map(|node| Action::Node { node, action: NodeAction::Teardown }).collect();
+            act(&config, read_only, actions).await
         }
         Some(Command::Logs { job, stderr, follow, bytes }) => {
             let stream = if stderr { crate::model::LogStream::Stderr } else { crate::model::LogStream::Stdout };

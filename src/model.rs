@@ -274,6 +274,9 @@ pub struct Job {
     pub stderr: Option<LogHandle>,
     pub workdir: Option<String>,
     pub array: Option<ArrayInfo>,
+    /// What the job costs per hour in US dollars, where the backend says (cloud runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_hour: Option<f64>,
 }
 
 impl Job {
@@ -307,6 +310,7 @@ impl Job {
             stderr: None,
             workdir: None,
             array: None,
+            cost_per_hour: None,
         }
     }
 
@@ -420,6 +424,9 @@ pub struct Node {
     pub memory_allocated_mb: u64,
     pub partitions: Vec<String>,
     pub features: Vec<String>,
+    /// What the machine costs per hour in US dollars, where the backend says (cloud instances).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_hour: Option<f64>,
 }
 
 impl Node {
@@ -440,6 +447,7 @@ impl Node {
             memory_allocated_mb: 0,
             partitions: Vec::new(),
             features: Vec::new(),
+            cost_per_hour: None,
         }
     }
 
@@ -527,6 +535,26 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// What the cluster costs per hour, where its backend reports prices: the machines'
+    /// prices when it reports those (they are what is billed), else the active jobs'.
+    /// `None` when nothing has a price.
+    pub fn cost_per_hour(&self) -> Option<f64> {
+        let sum = |costs: &mut dyn Iterator<Item = f64>| {
+            let mut total: Option<f64> = None;
+            for c in costs.filter(|c| c.is_finite() && *c >= 0.0) {
+                *total.get_or_insert(0.0) += c;
+            }
+            total
+        };
+        sum(&mut self.nodes.iter().filter_map(|n| n.cost_per_hour)).or_else(|| {
+            sum(&mut self
+                .jobs
+                .iter()
+                .filter(|j| !j.state.is_finished() && !j.state.is_waiting())
+                .filter_map(|j| j.cost_per_hour))
+        })
+    }
+
     /// Fill `queues` from the nodes' partition lists and the jobs' partitions.
     ///
     /// Backends with a richer notion of queue (Kueue) may set `queues` themselves instead.

@@ -41,6 +41,8 @@ pub struct JobRow<'a> {
     pub array_task_id: Option<u32>,
     pub stdout: Option<&'a str>,
     pub stderr: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_per_hour: Option<f64>,
 }
 
 impl<'a> From<&'a Job> for JobRow<'a> {
@@ -74,6 +76,7 @@ impl<'a> From<&'a Job> for JobRow<'a> {
             array_task_id: j.array.as_ref().and_then(|a| a.task_id),
             stdout: j.stdout.as_deref(),
             stderr: j.stderr.as_deref(),
+            cost_per_hour: j.cost_per_hour,
         }
     }
 }
@@ -101,6 +104,8 @@ pub struct NodeRow<'a> {
     pub memory_total_mb: u64,
     pub memory_allocated_mb: u64,
     pub partitions: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_per_hour: Option<f64>,
 }
 
 impl<'a> From<&'a Node> for NodeRow<'a> {
@@ -124,6 +129,7 @@ impl<'a> From<&'a Node> for NodeRow<'a> {
             memory_total_mb: n.memory_total_mb,
             memory_allocated_mb: n.memory_allocated_mb,
             partitions: &n.partitions,
+            cost_per_hour: n.cost_per_hour,
         }
     }
 }
@@ -184,8 +190,16 @@ fn columns_table<T, C: Copy>(
     columns: &[C],
     items: &[&T],
     title: impl Fn(C) -> &'static str,
+    optional: impl Fn(C) -> bool,
     cell: impl Fn(C, &T) -> String,
 ) -> String {
+    // An optional column (`$/H`) is left out when no row has a value for it.
+    let columns: Vec<C> = columns
+        .iter()
+        .copied()
+        .filter(|c| !optional(*c) || items.iter().any(|item| !cell(*c, item).is_empty()))
+        .collect();
+    let columns = columns.as_slice();
     let header: Vec<&str> = columns.iter().map(|c| title(*c)).collect();
     let rows: Vec<Vec<String>> = items
         .iter()
@@ -204,12 +218,12 @@ fn columns_table<T, C: Copy>(
 
 /// `flightdeck jobs`: the [`JobColumn::CLI`] columns, with the cockpit's cell text.
 pub fn jobs_table(jobs: &[&Job]) -> String {
-    columns_table(&JobColumn::CLI, jobs, JobColumn::title, |c, j| c.cell(j, None).into_owned())
+    columns_table(&JobColumn::CLI, jobs, JobColumn::title, |c| c.shape().optional, |c, j| c.cell(j, None).into_owned())
 }
 
 /// `flightdeck nodes`: the [`NodeColumn::CLI`] columns, with the cockpit's cell text.
 pub fn nodes_table(nodes: &[&Node]) -> String {
-    columns_table(&NodeColumn::CLI, nodes, NodeColumn::title, |c, n| c.cell(n).into_owned())
+    columns_table(&NodeColumn::CLI, nodes, NodeColumn::title, |c| c.shape().optional, |c, n| c.cell(n).into_owned())
 }
 
 /// The fleet at a glance: health, then GPUs by model, then the queue by state.
@@ -254,8 +268,10 @@ pub fn summary(state: &FleetState) -> String {
         }
         let jobs: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
         let problem = snap.nodes.iter().filter(|n| n.is_unavailable()).count();
+        let cost =
+            snap.cost_per_hour().map(|c| format!("; ${}/h", crate::columns::format::cost(c))).unwrap_or_default();
         out.push_str(&format!(
-            "  jobs: {}; nodes: {} ({} unavailable)\n",
+            "  jobs: {}; nodes: {} ({} unavailable){cost}\n",
             if jobs.is_empty() { "none".into() } else { jobs.join(", ") },
             snap.nodes.len(),
             problem
@@ -405,6 +421,19 @@ mod tests {
         let row: Vec<&str> = lines[1].split_whitespace().collect();
         // No reason: `-`, so that the row has as many words as the header.
         assert_eq!(row, ["fd22/41", "train", "alice", "gpu", "running", "-", "a100×4", "gpu-01,gpu-02"]);
+    }
+
+    #[test]
+    fn cost_column_appears_only_when_a_job_has_a_price() {
+        let mut j = sample_job();
+        assert!(!jobs_table(&[&j]).contains("$/H"));
+        j.cost_per_hour = Some(2.494);
+        let t = jobs_table(&[&j]);
+        let header: Vec<&str> = t.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(header.last(), Some(&"$/H"));
+        assert!(t.lines().nth(1).unwrap().ends_with("2.49"), "{t}");
+        let json = serde_json::to_value(JobRow::from(&j)).unwrap();
+        assert_eq!(json["cost_per_hour"], 2.494);
     }
 
     #[test]

@@ -92,6 +92,8 @@ const STUB_CAPABILITIES: Capabilities = Capabilities {
     requeue: false,
     drain_resume: false,
     cordon_uncordon: false,
+    delete: false,
+    teardown: false,
 };
 
 /// The stub's line in the registry.

@@ -189,7 +189,7 @@ fn selection_follows_the_job_by_id() {
     assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "4")));
 
     // Back to sorting by id; the job itself vanishes: the same row index, clamped.
-    for _ in 0..10 {
+    for _ in 1..flightdeck::columns::JobColumn::COCKPIT.len() {
         ch(&mut app, 's');
     }
     assert_eq!(app.job_sort().0, flightdeck::columns::JobColumn::Id);
@@ -1361,4 +1361,58 @@ fn following_a_log_backs_off_while_reads_fail() {
     // A good read ends the back-off: the next tick reads again.
     app.update(Msg::Log { seq, result: Ok(LogChunk { data: "b\n".into(), offset: 4, dropped: 0 }) });
     assert_eq!(fetches(&app.update(Msg::Tick(at(7500)))).len(), 1);
+}
+
+/// `sky` (a cloud kind that can tear its clusters down) beside `fd22` (Slurm, which cannot).
+fn slurm_and_cloud_nodes() -> Msg {
+    let Msg::Fleet(state) = fleet(
+        1,
+        vec![
+            ("fd22", vec![], vec![node("fd22", "gpu-01", NodeState::Idle, 4, 0)]),
+            ("sky", vec![], vec![node("sky", "train-head", NodeState::Idle, 8, 0)]),
+        ],
+    ) else {
+        unreachable!()
+    };
+    let mut state = (*state).clone();
+    state.clusters[0].capabilities =
+        flightdeck::model::Capabilities { teardown: false, ..flightdeck::model::Capabilities::ALL };
+    state.clusters[1].kind = "skypilot".into();
+    state.clusters[1].capabilities = flightdeck::model::Capabilities {
+        submit: true,
+        cancel: true,
+        teardown: true,
+        ..flightdeck::model::Capabilities::default()
+    };
+    Msg::Fleet(Arc::new(state))
+}
+
+#[test]
+fn teardown_confirms_naming_what_it_deletes_and_only_where_the_kind_can() {
+    let mut app = app();
+    app.update(slurm_and_cloud_nodes());
+    ch(&mut app, '3');
+    assert_eq!(app.screen(), Screen::Nodes);
+    while app.cursor_node().is_some_and(|n| n.cluster != "fd22") {
+        ch(&mut app, 'j');
+    }
+    assert!(ch(&mut app, 'T').is_empty());
+    assert!(app.dialog().is_none());
+    assert_eq!(app.toasts().last().map(|t| t.text.as_str()), Some("cluster fd22 (slurm) cannot tear down"));
+
+    while app.cursor_node().is_some_and(|n| n.cluster != "sky") {
+        ch(&mut app, 'j');
+    }
+    assert!(ch(&mut app, 'T').is_empty(), "nothing is sent before the confirmation");
+    let dialog = app.dialog().expect("a confirmation");
+    assert_eq!(dialog.title(), "Tear down 1 cloud cluster?");
+    assert_eq!(dialog.targets(), ["sky/train-head"]);
+    assert!(dialog.warning().is_some_and(|w| w.contains("every machine and disk")));
+    let sent = ch(&mut app, 'y');
+    match sent.as_slice() {
+        [Command::Fleet(Action::Node { node, action: NodeAction::Teardown })] => {
+            assert_eq!(node.to_string(), "sky/train-head")
+        }
+        other => panic!("teardown sent {other:?}"),
+    }
 }

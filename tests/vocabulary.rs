@@ -140,6 +140,8 @@ fn every_action_and_outcome_round_trips() {
     ] {
         actions.push(Action::Node { node: node.clone(), action: a });
     }
+    actions.push(Action::Job { job: job.clone(), action: JobAction::Delete });
+    actions.push(Action::Node { node: node.clone(), action: NodeAction::Teardown });
     let verbs: Vec<Verb> = actions.iter().map(|a| round_trip(a).verb()).collect();
     assert_eq!(verbs, Verb::ALL, "one action per verb, each coming back as itself");
 

@@ -4,6 +4,7 @@
 //! It knows nothing about terminals; the fleet owns backends and calls them from its own
 //! tasks, so a slow or dead backend never blocks a front end.
 
+pub mod http;
 pub mod kube;
 pub mod registry;
 pub mod slurm;
@@ -36,6 +37,13 @@ pub enum BackendError {
     ReadOnly,
     #[error("{0}")]
     NotFound(String),
+    /// The server refused the credentials (HTTP 401/403), or none could be read: `detail`
+    /// is the status or what is wrong with the token's source, never the token.
+    #[error("cluster {cluster}: authentication failed ({detail})")]
+    Auth { cluster: String, detail: String },
+    /// An API server answered a request with a failure status.
+    #[error("`{request}` failed (HTTP {status}): {message}")]
+    Http { request: String, status: u16, message: String },
     /// A bug in flightdeck (a panic caught at a task's edge), not the cluster's fault.
     #[error("internal error: {0}")]
     Internal(String),

@@ -22,3 +22,12 @@ pub fn gib(mb: u64) -> String {
         m => format!("{:.1}G", m as f64 / 1024.0),
     }
 }
+
+/// Dollars per hour as both front ends write them: `2.49`, `0.35`, `1204` (no cents past
+/// $1,000/h, where they are noise).
+pub fn cost(per_hour: f64) -> String {
+    if !per_hour.is_finite() || per_hour < 0.0 {
+        return "?".into();
+    }
+    if per_hour >= 1000.0 { format!("{per_hour:.0}") } else { format!("{per_hour:.2}") }
+}

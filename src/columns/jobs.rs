@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use chrono::{DateTime, Utc};
 
 use super::Shape;
-use super::format::duration;
+use super::format::{cost, duration};
 use super::natural::natural_cmp;
 use crate::model::Job;
 
@@ -29,6 +29,8 @@ pub enum JobColumn {
     Nodes,
     Elapsed,
     Limit,
+    /// Dollars per hour, where the backend says (cloud runs); see [`Shape::optional`].
+    Cost,
     /// `cluster/id`, as the CLI's action commands take it.
     Ref,
     /// Every node, comma-separated.
@@ -37,7 +39,7 @@ pub enum JobColumn {
 
 impl JobColumn {
     /// The cockpit's jobs table, left to right; also the cycle of its sort key.
-    pub const COCKPIT: [JobColumn; 11] = [
+    pub const COCKPIT: [JobColumn; 12] = [
         JobColumn::Cluster,
         JobColumn::Id,
         JobColumn::Name,
@@ -49,11 +51,12 @@ impl JobColumn {
         JobColumn::Nodes,
         JobColumn::Elapsed,
         JobColumn::Limit,
+        JobColumn::Cost,
     ];
 
     /// The shapes of [`JobColumn::COCKPIT`], in its order (what table fitting reads).
-    pub const COCKPIT_SHAPES: [Shape; 11] = {
-        let mut out = [Shape::new("", 0, 0, 0); 11];
+    pub const COCKPIT_SHAPES: [Shape; 12] = {
+        let mut out = [Shape::new("", 0, 0, 0); 12];
         let mut i = 0;
         while i < out.len() {
             out[i] = JobColumn::COCKPIT[i].shape();
@@ -63,7 +66,7 @@ impl JobColumn {
     };
 
     /// `flightdeck jobs`, left to right.
-    pub const CLI: [JobColumn; 8] = [
+    pub const CLI: [JobColumn; 9] = [
         JobColumn::Ref,
         JobColumn::Name,
         JobColumn::User,
@@ -72,6 +75,7 @@ impl JobColumn {
         JobColumn::Reason,
         JobColumn::Gpus,
         JobColumn::NodeList,
+        JobColumn::Cost,
     ];
 
     pub const fn title(self) -> &'static str {
@@ -88,6 +92,7 @@ impl JobColumn {
             JobColumn::Elapsed => "ELAPSED",
             JobColumn::Limit => "LIMIT",
             JobColumn::Ref => "REF",
+            JobColumn::Cost => "$/H",
         }
     }
 
@@ -109,6 +114,7 @@ impl JobColumn {
             JobColumn::Limit => Shape::new(t, 6, 7, 5).right(),
             JobColumn::Ref => Shape::new(t, 10, 40, 0).content_first(),
             JobColumn::NodeList => Shape::new(t, 6, 60, 7),
+            JobColumn::Cost => Shape::new(t, 4, 8, 6).right().optional(),
         }
     }
 
@@ -128,6 +134,7 @@ impl JobColumn {
             JobColumn::Elapsed => Cow::Owned(elapsed_secs(job, taken_at).map_or_else(|| "-".into(), duration)),
             JobColumn::Limit => Cow::Owned(limit_cell(job)),
             JobColumn::Ref => Cow::Owned(job.job_ref.to_string()),
+            JobColumn::Cost => job.cost_per_hour.map_or(Cow::Borrowed(""), |c| Cow::Owned(cost(c))),
             JobColumn::NodeList => {
                 if job.nodes.is_empty() {
                     Cow::Borrowed("-")
@@ -170,6 +177,7 @@ impl JobColumn {
             }
             JobColumn::Elapsed => elapsed_secs(a, a_taken).cmp(&elapsed_secs(b, b_taken)),
             JobColumn::Limit => a.time_limit_secs.unwrap_or(u64::MAX).cmp(&b.time_limit_secs.unwrap_or(u64::MAX)),
+            JobColumn::Cost => a.cost_per_hour.unwrap_or(-1.0).total_cmp(&b.cost_per_hour.unwrap_or(-1.0)),
         };
         primary
             .then_with(|| a.job_ref.cluster.cmp(&b.job_ref.cluster))

@@ -33,11 +33,19 @@ pub struct Shape {
     /// Grows to its content (up to `max`) before the other columns share what is left: an
     /// identifier cut short (`ml:pod:trai…`) is useless, a long name cut short is not.
     pub content_first: bool,
+    /// Shown only when some row has a value: a `$/H` column of blanks on a fleet without
+    /// cloud clusters is noise.
+    pub optional: bool,
 }
 
 impl Shape {
     pub const fn new(title: &'static str, min: u16, max: u16, priority: u8) -> Self {
-        Self { title, min, max, priority, right: false, content_first: false }
+        Self { title, min, max, priority, right: false, content_first: false, optional: false }
+    }
+
+    pub const fn optional(mut self) -> Self {
+        self.optional = true;
+        self
     }
 
     pub const fn right(mut self) -> Self {

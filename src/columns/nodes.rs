@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use super::Shape;
-use super::format::gib;
+use super::format::{cost, gib};
 use super::natural::natural_cmp;
 use crate::model::Node;
 
@@ -23,6 +23,8 @@ pub enum NodeColumn {
     Cpu,
     Memory,
     Reason,
+    /// Dollars per hour, where the backend says (cloud instances); see [`Shape::optional`].
+    Cost,
     /// `cluster/name`, as the CLI's action commands take it.
     Ref,
     /// `3/4`: allocated of total, every model together.
@@ -33,7 +35,7 @@ pub enum NodeColumn {
 
 impl NodeColumn {
     /// The cockpit's nodes table, left to right; also the cycle of its sort key.
-    pub const COCKPIT: [NodeColumn; 8] = [
+    pub const COCKPIT: [NodeColumn; 9] = [
         NodeColumn::Cluster,
         NodeColumn::Name,
         NodeColumn::State,
@@ -42,11 +44,12 @@ impl NodeColumn {
         NodeColumn::Cpu,
         NodeColumn::Memory,
         NodeColumn::Reason,
+        NodeColumn::Cost,
     ];
 
     /// The shapes of [`NodeColumn::COCKPIT`], in its order (what table fitting reads).
-    pub const COCKPIT_SHAPES: [Shape; 8] = {
-        let mut out = [Shape::new("", 0, 0, 0); 8];
+    pub const COCKPIT_SHAPES: [Shape; 9] = {
+        let mut out = [Shape::new("", 0, 0, 0); 9];
         let mut i = 0;
         while i < out.len() {
             out[i] = NodeColumn::COCKPIT[i].shape();
@@ -56,7 +59,7 @@ impl NodeColumn {
     };
 
     /// `flightdeck nodes`, left to right.
-    pub const CLI: [NodeColumn; 7] = [
+    pub const CLI: [NodeColumn; 8] = [
         NodeColumn::Ref,
         NodeColumn::State,
         NodeColumn::GpuCount,
@@ -64,6 +67,7 @@ impl NodeColumn {
         NodeColumn::Cpu,
         NodeColumn::Partitions,
         NodeColumn::Reason,
+        NodeColumn::Cost,
     ];
 
     pub const fn title(self) -> &'static str {
@@ -78,6 +82,7 @@ impl NodeColumn {
             NodeColumn::Reason => "REASON",
             NodeColumn::GpuType => "GPU_TYPE",
             NodeColumn::Partitions => "PARTITIONS",
+            NodeColumn::Cost => "$/H",
         }
     }
 
@@ -97,6 +102,7 @@ impl NodeColumn {
             NodeColumn::GpuCount => Shape::new(t, 5, 9, 0).right(),
             NodeColumn::GpuType => Shape::new(t, 4, 20, 1),
             NodeColumn::Partitions => Shape::new(t, 6, 30, 3),
+            NodeColumn::Cost => Shape::new(t, 4, 8, 6).right().optional(),
         }
     }
 
@@ -117,6 +123,7 @@ impl NodeColumn {
             }
             NodeColumn::Reason => Cow::Owned(reason_cell(node)),
             NodeColumn::Ref => Cow::Owned(format!("{}/{}", node.cluster, node.name)),
+            NodeColumn::Cost => node.cost_per_hour.map_or(Cow::Borrowed(""), |c| Cow::Owned(cost(c))),
             NodeColumn::GpuCount => Cow::Owned(format!("{}/{}", node.gpus_allocated(), node.gpus_total())),
             NodeColumn::GpuType => node.gpu_model().map_or(Cow::Borrowed("-"), Cow::Owned),
             NodeColumn::Partitions => Cow::Owned(node.partitions.join(",")),
@@ -143,6 +150,7 @@ impl NodeColumn {
             NodeColumn::Reason => a.reason.cmp(&b.reason),
             NodeColumn::GpuType => a.gpu_model().cmp(&b.gpu_model()),
             NodeColumn::Partitions => a.partitions.cmp(&b.partitions),
+            NodeColumn::Cost => a.cost_per_hour.unwrap_or(-1.0).total_cmp(&b.cost_per_hour.unwrap_or(-1.0)),
         };
         let name = if self == NodeColumn::Name {
             natural_cmp(&a.name, &b.name).then_with(|| a.cluster.cmp(&b.cluster))

@@ -23,10 +23,14 @@ pub enum Verb {
     Resume,
     Cordon,
     Uncordon,
+    /// Remove a stopped or finished run's record (dstack).
+    Delete,
+    /// Delete a whole cloud cluster and its machines (SkyPilot `down`).
+    Teardown,
 }
 
 impl Verb {
-    pub const ALL: [Verb; 9] = [
+    pub const ALL: [Verb; 11] = [
         Verb::Submit,
         Verb::Cancel,
         Verb::Hold,
@@ -36,6 +40,8 @@ impl Verb {
         Verb::Resume,
         Verb::Cordon,
         Verb::Uncordon,
+        Verb::Delete,
+        Verb::Teardown,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -49,6 +55,8 @@ impl Verb {
             Verb::Resume => "resume",
             Verb::Cordon => "cordon",
             Verb::Uncordon => "uncordon",
+            Verb::Delete => "delete",
+            Verb::Teardown => "tear down",
         }
     }
 
@@ -65,13 +73,15 @@ impl Verb {
             Verb::Resume => "resumed",
             Verb::Cordon => "cordoned",
             Verb::Uncordon => "uncordoned",
+            Verb::Delete => "deleted",
+            Verb::Teardown => "tearing down",
         }
     }
 
     /// Loses work or takes capacity away. The one place that decides what confirms first:
     /// the cockpit asks before these, and only these.
     pub fn is_destructive(self) -> bool {
-        matches!(self, Verb::Cancel | Verb::Requeue | Verb::Drain)
+        matches!(self, Verb::Cancel | Verb::Requeue | Verb::Drain | Verb::Delete | Verb::Teardown)
     }
 }
 
@@ -89,6 +99,8 @@ pub enum JobAction {
     Hold,
     Release,
     Requeue,
+    /// Remove a stopped run's record (dstack's delete; a run must be stopped first).
+    Delete,
 }
 
 impl JobAction {
@@ -98,6 +110,7 @@ impl JobAction {
             JobAction::Hold => Verb::Hold,
             JobAction::Release => Verb::Release,
             JobAction::Requeue => Verb::Requeue,
+            JobAction::Delete => Verb::Delete,
         }
     }
 
@@ -125,6 +138,9 @@ pub enum NodeAction {
     Cordon,
     /// Make a cordoned node schedulable again (Kubernetes).
     Uncordon,
+    /// Delete the cloud cluster this node belongs to, with every machine in it (SkyPilot
+    /// `down`): what runs there is lost and the disks are gone.
+    Teardown,
 }
 
 impl NodeAction {
@@ -134,6 +150,7 @@ impl NodeAction {
             NodeAction::Resume => Verb::Resume,
             NodeAction::Cordon => Verb::Cordon,
             NodeAction::Uncordon => Verb::Uncordon,
+            NodeAction::Teardown => Verb::Teardown,
         }
     }
 }
@@ -208,6 +225,12 @@ pub struct Capabilities {
     pub requeue: bool,
     pub drain_resume: bool,
     pub cordon_uncordon: bool,
+    /// Delete stopped runs (dstack).
+    #[serde(default)]
+    pub delete: bool,
+    /// Tear down whole cloud clusters (SkyPilot).
+    #[serde(default)]
+    pub teardown: bool,
 }
 
 impl Capabilities {
@@ -219,6 +242,8 @@ impl Capabilities {
         requeue: true,
         drain_resume: true,
         cordon_uncordon: true,
+        delete: true,
+        teardown: true,
     };
 
     pub fn allows(&self, verb: Verb) -> bool {
@@ -229,6 +254,8 @@ impl Capabilities {
             Verb::Requeue => self.requeue,
             Verb::Drain | Verb::Resume => self.drain_resume,
             Verb::Cordon | Verb::Uncordon => self.cordon_uncordon,
+            Verb::Delete => self.delete,
+            Verb::Teardown => self.teardown,
         }
     }
 
@@ -249,9 +276,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_cancel_requeue_and_drain_confirm() {
+    fn only_the_verbs_that_lose_work_confirm() {
         let confirming: Vec<Verb> = Verb::ALL.into_iter().filter(|v| v.is_destructive()).collect();
-        assert_eq!(confirming, [Verb::Cancel, Verb::Requeue, Verb::Drain]);
+        assert_eq!(confirming, [Verb::Cancel, Verb::Requeue, Verb::Drain, Verb::Delete, Verb::Teardown]);
         assert!(JobAction::Cancel.is_destructive());
         assert!(!JobAction::Hold.is_destructive());
     }

@@ -113,6 +113,8 @@ ui_actions! {
     Resume => "resume", "resume the node", false;
     Cordon => "cordon", "cordon the node (no new work)", false;
     Uncordon => "uncordon", "uncordon the node", false;
+    Delete => "delete", "delete the stopped run(s)", true;
+    Teardown => "teardown", "tear down the node's cloud cluster", true;
     NewJob => "new_job", "open the submit form", false;
     Follow => "follow", "follow the log as it grows", false;
     SwitchLog => "switch_log", "switch between stdout and stderr", false;
@@ -137,6 +139,8 @@ impl UiAction {
             UiAction::Resume => Verb::Resume,
             UiAction::Cordon => Verb::Cordon,
             UiAction::Uncordon => Verb::Uncordon,
+            UiAction::Delete => Verb::Delete,
+            UiAction::Teardown => Verb::Teardown,
             UiAction::SubmitForm | UiAction::NewJob => Verb::Submit,
             _ => return None,
         })
@@ -149,6 +153,7 @@ impl UiAction {
             UiAction::Hold => JobAction::Hold,
             UiAction::Release => JobAction::Release,
             UiAction::Requeue => JobAction::Requeue,
+            UiAction::Delete => JobAction::Delete,
             _ => return None,
         })
     }

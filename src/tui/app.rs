@@ -1145,6 +1145,13 @@ impl App {
                     self.dialog = Some(Dialog::Drain { targets, reason: TextInput::default(), error: None });
                 }
             }
+            UiAction::Teardown => {
+                let targets = self.node_targets();
+                let targets = self.permitted(Verb::Teardown, targets, |n| &n.cluster);
+                if !targets.is_empty() {
+                    self.dialog = Some(Dialog::Nodes { action: NodeAction::Teardown, targets });
+                }
+            }
             UiAction::Resume | UiAction::Cordon | UiAction::Uncordon => {
                 let act = match action {
                     UiAction::Resume => NodeAction::Resume,

@@ -128,6 +128,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     requeue: false,
     drain_resume: true,
     cordon_uncordon: true,
+    delete: false,
+    teardown: false,
 };
 
 /// The kind's line in the backend registry.
@@ -856,14 +858,26 @@ impl Backend for KubeBackend {
                 (JobAction::Requeue, _) => Err(BackendError::Unsupported(
                     "Kubernetes has no requeue: cancel the job and submit it again".into(),
                 )),
+                (JobAction::Delete, _) => Err(BackendError::Unsupported(
+                    "on Kubernetes, cancel deletes the Job: there is no separate delete".into(),
+                )),
             }
         })
         .await
     }
 
     async fn node_action(&self, node: &str, action: &NodeAction) -> Result<String, BackendError> {
+        let no_teardown = || {
+            BackendError::Unsupported(format!(
+                "{node} is a Kubernetes node, not a cloud cluster: it cannot be torn down from here"
+            ))
+        };
+        if *action == NodeAction::Teardown {
+            return Err(no_teardown());
+        }
         let client = self.client().await?;
         match action {
+            NodeAction::Teardown => Err(no_teardown()),
             NodeAction::Cordon => {
                 self.bounded(format!("cordon {node}"), drain::set_schedulable(&client, node, true, None)).await?;
                 Ok(String::new())

@@ -60,6 +60,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     requeue: true,
     drain_resume: true,
     cordon_uncordon: false,
+    delete: false,
+    teardown: false,
 };
 
 /// The kind's line in the backend registry.
@@ -361,6 +363,11 @@ impl Backend for SlurmBackend {
             JobAction::Hold => commands::scontrol_job("hold", &job.id)?,
             JobAction::Release => commands::scontrol_job("release", &job.id)?,
             JobAction::Requeue => commands::scontrol_job("requeue", &job.id)?,
+            JobAction::Delete => {
+                return Err(BackendError::Unsupported(
+                    "Slurm keeps no job records to delete: a finished job leaves the queue by itself".into(),
+                ));
+            }
         };
         self.act(argv, None).await.map(drop)
     }
@@ -373,6 +380,11 @@ impl Backend for SlurmBackend {
                 return Err(BackendError::Unsupported(format!(
                     "Slurm has no {}: use drain (with a reason) and resume",
                     action.verb()
+                )));
+            }
+            NodeAction::Teardown => {
+                return Err(BackendError::Unsupported(format!(
+                    "{node} is a Slurm node, not a cloud cluster: it cannot be torn down from here"
                 )));
             }
         };

@@ -101,6 +101,8 @@ pub struct ClusterSummary {
     pub unhealthy_gpus: u64,
     /// One line per queue with a GPU quota (Kueue ClusterQueues), ready to show.
     pub quota_lines: Vec<String>,
+    /// Dollars per hour, where the backend reports prices ([`Snapshot::cost_per_hour`]).
+    pub cost_per_hour: Option<f64>,
 }
 
 /// Everything derived from one `FleetState`.
@@ -377,6 +379,7 @@ impl Data {
                 problem_nodes: 0,
                 unhealthy_gpus: 0,
                 quota_lines: c.snapshot.as_ref().map(|s| quota_lines(&s.queues)).unwrap_or_default(),
+                cost_per_hour: c.snapshot.as_ref().and_then(|s| s.cost_per_hour()),
             })
             .collect();
         for (cluster, snap) in &self.snaps {

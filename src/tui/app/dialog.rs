@@ -15,6 +15,8 @@ pub enum Dialog {
     Drain { targets: Vec<NodeRef>, reason: TextInput, error: Option<String> },
     /// Submit this job to this cluster.
     Submit { cluster: String, spec: Box<JobSpec> },
+    /// A destructive node action that needs no typed input (tear down a cloud cluster).
+    Nodes { action: NodeAction, targets: Vec<NodeRef> },
 }
 
 impl Dialog {
@@ -35,6 +37,27 @@ impl Dialog {
                 n => format!("Drain {n} nodes?"),
             },
             Dialog::Submit { cluster, .. } => format!("Submit to {cluster}?"),
+            Dialog::Nodes { action, targets } => {
+                let mut v = action.verb().to_string();
+                if let Some(first) = v.get_mut(0..1) {
+                    first.make_ascii_uppercase();
+                }
+                match targets.len() {
+                    1 => format!("{v} 1 cloud cluster?"),
+                    n => format!("{v} {n} cloud clusters?"),
+                }
+            }
+        }
+    }
+
+    /// What confirming will destroy, said before it is confirmed.
+    pub fn warning(&self) -> Option<&'static str> {
+        match self {
+            Dialog::Nodes { action: NodeAction::Teardown, .. } => {
+                Some("deletes each cloud cluster named here, with every machine and disk in it")
+            }
+            Dialog::Jobs { action: JobAction::Delete, .. } => Some("removes each run's record for good"),
+            _ => None,
         }
     }
 
@@ -44,6 +67,7 @@ impl Dialog {
             Dialog::Jobs { targets, .. } => targets.iter().map(ToString::to_string).collect(),
             Dialog::Drain { targets, .. } => targets.iter().map(ToString::to_string).collect(),
             Dialog::Submit { cluster, spec } => vec![format!("{} on {cluster}", spec.name)],
+            Dialog::Nodes { targets, .. } => targets.iter().map(ToString::to_string).collect(),
         }
     }
 
@@ -83,6 +107,9 @@ impl Dialog {
             }
             Dialog::Submit { cluster, spec } => {
                 Ok(vec![Action::Submit { cluster: cluster.clone(), spec: spec.clone() }])
+            }
+            Dialog::Nodes { action, targets } => {
+                Ok(targets.iter().map(|node| Action::Node { node: node.clone(), action: action.clone() }).collect())
             }
         }
     }

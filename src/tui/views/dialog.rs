@@ -32,7 +32,12 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let theme = app.theme();
     let targets = dialog.targets();
     let reason = dialog.reason();
-    let extra = 3 + u16::from(reason.is_some()) * 2 + u16::from(app.read_only()) + u16::from(dialog.error().is_some());
+    let warning = dialog.warning();
+    let extra = 3
+        + u16::from(reason.is_some()) * 2
+        + u16::from(app.read_only())
+        + u16::from(dialog.error().is_some())
+        + u16::from(warning.is_some());
     let want_h = (targets.len() as u16).saturating_add(extra + 2);
     let rect = centered(area, area.width.saturating_sub(4).min(72), want_h.min(area.height));
     frame.render_widget(Clear, rect);
@@ -49,6 +54,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         ));
     }
     // Room for the targets: what is left after the fixed lines.
+    if let Some(warning) = warning {
+        lines.push(Line::styled(text::truncate(warning, w).into_owned(), theme.style(Slot::Warning)));
+    }
     let fixed = lines.len() + 2 + if reason.is_some() { 2 } else { 0 } + usize::from(dialog.error().is_some());
     let room = (inner.height as usize).saturating_sub(fixed).max(1);
     let shown = if targets.len() > room { room.saturating_sub(1).max(1) } else { targets.len() };

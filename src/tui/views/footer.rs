@@ -46,6 +46,8 @@ pub fn label(action: UiAction) -> &'static str {
         UiAction::Resume => "resume",
         UiAction::Cordon => "cordon",
         UiAction::Uncordon => "uncordon",
+        UiAction::Delete => "delete",
+        UiAction::Teardown => "tear down",
         UiAction::NewJob => "new job",
         UiAction::Follow => "follow",
         UiAction::SwitchLog => "stdout/stderr",

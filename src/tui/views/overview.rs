@@ -93,6 +93,9 @@ fn cluster_lines<'a>(
     }
     head.push(Span::raw("· "));
     head.push(status);
+    if let Some(cost) = c.cost_per_hour {
+        head.push(Span::raw(format!(" · ${}/h", crate::columns::format::cost(cost))));
+    }
     lines.push(Line::from(head));
     for note in &c.notes {
         lines.push(Line::styled(format!("  note: {}", text::clean(note)), theme.style(Slot::Warning)));

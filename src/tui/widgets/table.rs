@@ -50,6 +50,9 @@ pub fn fit(columns: &[Column], natural: &[usize], width: u16) -> Fitted {
     for &i in &by_priority {
         let gap = u16::from(used > 0);
         let c = &columns[i];
+        if c.optional && natural.get(i).is_none_or(|w| *w == 0) {
+            continue;
+        }
         let fits = |w: u16| used.saturating_add(w).saturating_add(gap) <= width;
         let take = if c.content_first && fits(full[i]) { full[i] } else { c.min };
         if fits(take) {
@@ -186,6 +189,14 @@ mod tests {
         for pair in f.0.windows(2) {
             assert!(pair[0].1 + pair[0].2 < pair[1].1, "{f:?}");
         }
+    }
+
+    #[test]
+    fn optional_columns_show_only_with_values() {
+        const WITH_COST: [Column; 2] = [Column::new("ID", 4, 8, 0), Column::new("$/H", 4, 8, 6).right().optional()];
+        assert!(!fit(&WITH_COST, &[6, 0], 80).shows(1), "no row has a cost: no column");
+        let f = fit(&WITH_COST, &[6, 5], 80);
+        assert!(f.shows(0) && f.shows(1), "{f:?}");
     }
 
     #[test]
