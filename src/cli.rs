@@ -347,35 +347,51 @@ async fn act(config: &Config, read_only: bool, actions: Vec<Action>) -> Result<E
     let fleet = start_fleet(config, read_only, &clusters, false)?;
     let mut failed = false;
     let state = fleet.state();
-    // SIGTERM or Ctrl-C mid-way: the action under way finishes (bounded) and the rest are
-    // not started, so nothing is left half-known.
-    let mut stop = std::pin::pin!(stop_signal());
-    let mut actions = actions.into_iter();
-    while let Some(action) = actions.next() {
-        // What the cluster's kind cannot do is refused here, before anyone is contacted.
-        if let Err(why) = state.check(action.cluster(), action.verb()) {
-            failed = true;
-            eprintln!("flightdeck: {why}");
-            continue;
-        }
-        let label = format!("{} {}", action.verb(), action.target());
-        let mut perform = std::pin::pin!(fleet.perform(action));
-        let outcome = tokio::select! {
-            outcome = &mut perform => outcome,
-            () = &mut stop => {
-                eprintln!("flightdeck: stopping; waiting for 1 action ({label})…");
-                let not_started: Vec<String> = actions.map(|a| format!("{} {}", a.verb(), a.target())).collect();
-                if !not_started.is_empty() {
-                    eprintln!("flightdeck: not started: {}", not_started.join(", "));
-                }
-                match tokio::time::timeout(crate::tui::SETTLE_LIMIT, perform).await {
-                    Ok(outcome) => drop(report(&outcome)),
-                    Err(_) => eprintln!("flightdeck: {label}: outcome unknown (see `flightdeck audit`)"),
-                }
-                return Ok(ExitCode::FAILURE);
+    // What the cluster's kind cannot do is refused here, before anyone is contacted.
+    let mut allowed = Vec::with_capacity(actions.len());
+    for action in actions {
+        match state.check(action.cluster(), action.verb()) {
+            Ok(()) => allowed.push(action),
+            Err(why) => {
+                failed = true;
+                eprintln!("flightdeck: {why}");
             }
-        };
-        failed |= !report(&outcome);
+        }
+    }
+    if allowed.is_empty() {
+        return Ok(exit(failed));
+    }
+    // One batch: the fleet groups it per cluster (Slurm: one command per 200 jobs) and
+    // carries it out whole. SIGTERM or Ctrl-C mid-way waits for it (bounded), so nothing
+    // is left half-known.
+    let count = allowed.len();
+    let mut stop = std::pin::pin!(stop_signal());
+    let mut perform = std::pin::pin!(fleet.perform_batch(allowed));
+    let batch = tokio::select! {
+        batch = &mut perform => batch,
+        () = &mut stop => {
+            let noun = if count == 1 { "action" } else { "actions" };
+            eprintln!("flightdeck: stopping; waiting for {count} {noun}…");
+            match tokio::time::timeout(crate::tui::SETTLE_LIMIT, perform).await {
+                Ok(batch) => {
+                    for outcome in &batch.outcomes {
+                        let _ = report(outcome);
+                    }
+                }
+                Err(_) => {
+                    for label in fleet.in_flight() {
+                        eprintln!("flightdeck: {label}: outcome unknown (see `flightdeck audit`)");
+                    }
+                }
+            }
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    for outcome in &batch.outcomes {
+        failed |= !report(outcome);
+    }
+    if batch.outcomes.len() > 1 {
+        eprintln!("flightdeck: {}", output::printable(&batch.summary()));
     }
     Ok(exit(failed))
 }

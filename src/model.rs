@@ -14,7 +14,7 @@ pub mod gpu_totals;
 pub mod log;
 pub mod native;
 
-pub use self::action::{Action, ActionOutcome, Capabilities, JobAction, NodeAction, Verb};
+pub use self::action::{Action, ActionOutcome, BatchOutcome, Capabilities, JobAction, NodeAction, Verb};
 pub use self::diagnosis::{Diagnosis, Fact};
 pub use self::fleet_state::{ClusterState, FleetState};
 pub use self::log::{LogChunk, LogHandle, LogStream};

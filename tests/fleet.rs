@@ -21,6 +21,9 @@ struct Scripted {
     cancels: AtomicU32,
     /// Set: the backend announces changes like a watching backend does.
     changes: Option<tokio::sync::watch::Sender<u64>>,
+    /// Job actions under way now, and the most there ever were at once.
+    active: AtomicU32,
+    most: AtomicU32,
 }
 
 #[async_trait]
@@ -49,6 +52,13 @@ impl Backend for Scripted {
         Ok(JobRef::new("sim", "99"))
     }
     async fn job_action(&self, job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
+        let now = self.active.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        let _leave = Leave(&self.active);
+        if job.id.starts_with('b') {
+            // A batch job: long enough that calls would pile up if nothing bounded them.
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
         if job.id == "slow" {
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
@@ -84,6 +94,15 @@ impl Backend for Scripted {
     }
     fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.changes.as_ref().map(|tx| tx.subscribe())
+    }
+}
+
+/// Counts a job action out when it ends, however it ends.
+struct Leave<'a>(&'a AtomicU32);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -150,7 +169,7 @@ async fn actions_are_audited_and_errors_keep_the_backends_words() {
     let mut outcomes = f.outcomes();
     let ok = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel }).await;
     assert!(ok.is_ok());
-    assert_eq!(outcomes.recv().await.unwrap().target, "sim/7");
+    assert_eq!(outcomes.recv().await.unwrap().outcomes[0].target, "sim/7");
     let bad = f.perform(Action::Job { job: JobRef::new("sim", "404"), action: JobAction::Cancel }).await;
     assert!(bad.result.as_ref().unwrap_err().contains("Invalid job id specified"));
     let unknown = f.perform(Action::Job { job: JobRef::new("nope", "1"), action: JobAction::Hold }).await;
@@ -318,4 +337,45 @@ async fn quitting_waits_for_actions_under_way_and_names_those_that_do_not_end() 
     let unknown = f.settle(Duration::from_millis(600)).await;
     assert_eq!(unknown, ["cancel sim/hang"], "the slow hold ended; the hung cancel is named");
     assert!(started.elapsed() < Duration::from_secs(2), "bounded");
+}
+
+/// A confirmed batch of a thousand cancels (four times the request queue) is one request:
+/// every job is asked for, a bounded few at a time, each has one intent and one outcome on
+/// disk, and the one that fails is named in the summary.
+#[tokio::test]
+async fn a_thousand_job_batch_is_carried_out_whole_and_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::new(dir.path().join("audit.jsonl"));
+    let b = Arc::new(Scripted::default());
+    let f = fleet(b.clone(), false, Some(log.clone()));
+    let mut ids: Vec<String> = (0..1000).map(|i| format!("b{i}")).collect();
+    ids[500] = "404".into();
+    let actions: Vec<Action> =
+        ids.iter().map(|id| Action::Job { job: JobRef::new("sim", id.clone()), action: JobAction::Cancel }).collect();
+    let mut outcomes = f.outcomes();
+    assert!(f.request_batch(actions), "one request, whatever its size");
+    let batch = tokio::time::timeout(Duration::from_secs(60), outcomes.recv()).await.expect("done").unwrap();
+    assert_eq!(batch.outcomes.len(), 1000);
+    let targets: Vec<String> = batch.outcomes.iter().map(|o| o.target.clone()).collect();
+    let asked: Vec<String> = ids.iter().map(|id| format!("sim/{id}")).collect();
+    assert_eq!(targets, asked, "outcomes in the order asked");
+    assert_eq!(batch.failed(), 1);
+    assert!(batch.summary().starts_with("cancelled 999 of 1000; 1 failed: sim/404 ("), "{}", batch.summary());
+    assert_eq!(b.cancels.load(Ordering::SeqCst), 999);
+    let most = b.most.load(Ordering::SeqCst);
+    assert!((1..=flightdeck::backend::BATCH_CONCURRENCY as u32).contains(&most), "{most} job actions at once");
+
+    let recs = log.read_all().unwrap();
+    let intents: Vec<&str> = recs.iter().filter(|r| r.outcome == "intent").map(|r| r.target.as_str()).collect();
+    assert_eq!(intents.len(), 1000);
+    let ends = recs.iter().filter(|r| r.outcome == "ok" || r.outcome == "error").count();
+    assert_eq!(ends, 1000);
+    let entries = flightdeck::fleet::audit::entries(recs);
+    assert_eq!(entries.len(), 1000, "each intent paired with its outcome");
+    assert!(entries.iter().all(|e| e.outcome != "unknown"));
+    // Every intent was on disk before the first outcome.
+    let all = log.read_all().unwrap();
+    let first_end = all.iter().position(|r| r.outcome != "intent").unwrap();
+    assert_eq!(first_end, 1000);
+    assert!(f.in_flight().is_empty());
 }

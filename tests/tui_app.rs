@@ -323,8 +323,42 @@ fn hold_and_release_act_at_once_and_results_come_back_as_toasts() {
     app.update(Msg::Tick(t0() + chrono::Duration::seconds(5)));
     assert_eq!(app.toasts().len(), 1, "the ok toast went first");
     assert!(app.generation() > generation);
-    app.update(Msg::Tick(t0() + chrono::Duration::seconds(11)));
+    // A failed action's toast stays until dismissed: an operator who looked away still sees it.
+    app.update(Msg::Tick(t0() + chrono::Duration::seconds(600)));
+    assert_eq!(app.toasts().len(), 1);
+    assert!(app.toasts()[0].sticky && app.toasts()[0].text.ends_with("(esc dismisses)"));
+    code(&mut app, KeyCode::Esc);
     assert!(app.toasts().is_empty());
+}
+
+#[test]
+fn a_batch_ends_in_one_summary_that_later_toasts_never_push_out() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1"]), vec![])]));
+    on_jobs(&mut app);
+    let outcome = |id: u32, result: Result<String, String>| ActionOutcome {
+        verb: Verb::Cancel,
+        target: format!("fd22/{id}"),
+        result,
+    };
+    let mut outcomes: Vec<ActionOutcome> = (1..=1000).map(|i| outcome(i, Ok(String::new()))).collect();
+    outcomes[40] = outcome(41, Err("Invalid job id specified".into()));
+    app.update(Msg::Batch(Arc::new(flightdeck::model::BatchOutcome { outcomes })));
+    assert_eq!(app.toasts().len(), 1, "one toast for the whole batch");
+    let summary = &app.toasts()[0];
+    assert!(summary.error && summary.sticky);
+    assert_eq!(summary.text, "cancelled 999 of 1000; 1 failed: fd22/41 (Invalid job id specified) (esc dismisses)");
+    // Twenty passing results later, and long after: the summary is still there.
+    for i in 0..20 {
+        app.update(Msg::Outcome(ActionOutcome {
+            verb: Verb::Hold,
+            target: format!("fd22/{i}"),
+            result: Ok(String::new()),
+        }));
+    }
+    app.update(Msg::Tick(t0() + chrono::Duration::hours(1)));
+    assert_eq!(app.toasts().len(), 1);
+    assert!(app.toasts()[0].text.starts_with("cancelled 999 of 1000"));
 }
 
 #[test]

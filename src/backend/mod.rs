@@ -49,6 +49,10 @@ pub enum BackendError {
     Internal(String),
 }
 
+/// How many single-job requests [`Backend::job_actions`] keeps in flight by default: enough
+/// to hide a round trip, few enough that one user's batch is not a storm on an API server.
+pub const BATCH_CONCURRENCY: usize = 4;
+
 /// One orchestrator (a Slurm cluster, a Kubernetes context, a cloud API server).
 #[async_trait]
 pub trait Backend: Send + Sync {
@@ -70,6 +74,20 @@ pub trait Backend: Send + Sync {
         Err(BackendError::Unsupported(format!("cluster {} cannot show a native preview", self.name())))
     }
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError>;
+    /// `action` on many jobs of this cluster (a confirmed batch); one result per job, in
+    /// order. Backends whose commands take many jobs at once (Slurm) override this; the
+    /// default asks [`Backend::job_action`] for each, a few at a time.
+    async fn job_actions(&self, jobs: &[JobRef], action: JobAction) -> Vec<Result<(), BackendError>> {
+        let mut results = Vec::with_capacity(jobs.len());
+        for chunk in jobs.chunks(BATCH_CONCURRENCY) {
+            let mut asked = Vec::with_capacity(chunk.len());
+            for job in chunk {
+                asked.push(self.job_action(job, action));
+            }
+            results.extend(futures_util::future::join_all(asked).await);
+        }
+        results
+    }
     /// Returns what was done, when there is more to say than "done" (a drain's report).
     async fn node_action(&self, node: &str, action: &NodeAction) -> Result<String, BackendError>;
     /// Connection, release and cost facts for `flightdeck doctor`.

@@ -16,7 +16,7 @@ use std::panic::AssertUnwindSafe;
 
 use chrono::Utc;
 use futures_util::FutureExt;
-use tokio::sync::{Notify, broadcast, mpsc, oneshot, watch};
+use tokio::sync::{Notify, Semaphore, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, BackendError};
@@ -25,7 +25,7 @@ use crate::spec::JobSpec;
 
 pub use self::audit::{AuditLog, AuditRecord};
 // The vocabulary lives in `model`; re-exported because front ends meet it here first.
-pub use crate::model::{Action, ActionOutcome, ClusterState, FleetState};
+pub use crate::model::{Action, ActionOutcome, BatchOutcome, ClusterState, FleetState};
 
 pub use self::build::{BuildError, FleetBuilder};
 
@@ -48,18 +48,24 @@ pub struct FleetOptions {
     pub actor: String,
 }
 
+/// Backend calls at once per cluster, whoever asks: a batch of a thousand cancels on one
+/// cluster is a few chunked commands in turn, and other people's actions still get a turn.
+pub const ACTIONS_PER_CLUSTER: usize = 4;
+
+/// One confirmed batch (a single action is a batch of one): the fleet carries it out
+/// completely, whatever its size.
 struct Request {
-    action: Action,
-    reply: Option<oneshot::Sender<ActionOutcome>>,
-    /// Its entry in the fleet's in-flight list, cleared when the outcome is out.
-    id: u64,
+    actions: Vec<Action>,
+    reply: Option<oneshot::Sender<BatchOutcome>>,
+    /// Their entries in the fleet's in-flight list, cleared when the batch is done.
+    ids: Vec<u64>,
 }
 
 pub struct Fleet {
     in_flight: Arc<InFlight>,
     state: watch::Receiver<Arc<FleetState>>,
     requests: mpsc::Sender<Request>,
-    outcomes: broadcast::Sender<ActionOutcome>,
+    outcomes: broadcast::Sender<Arc<BatchOutcome>>,
     wakes: HashMap<String, Arc<Notify>>,
     backends: HashMap<String, Arc<dyn Backend>>,
     tasks: Vec<JoinHandle<()>>,
@@ -94,8 +100,10 @@ impl Fleet {
         let (out_tx, _) = broadcast::channel(256);
         let mut wakes = HashMap::new();
         let mut backends = HashMap::new();
+        let mut limits = HashMap::new();
         let mut tasks = Vec::new();
         for (index, m) in members.into_iter().enumerate() {
+            limits.insert(m.backend.name().to_string(), Arc::new(Semaphore::new(ACTIONS_PER_CLUSTER)));
             let wake = Arc::new(Notify::new());
             wakes.insert(m.backend.name().to_string(), wake.clone());
             backends.insert(m.backend.name().to_string(), m.backend.clone());
@@ -117,6 +125,7 @@ impl Fleet {
             in_flight: in_flight.clone(),
             backends: backends.clone(),
             kinds,
+            limits,
             wakes: wakes.clone(),
             opts,
             outcomes: out_tx.clone(),
@@ -137,19 +146,29 @@ impl Fleet {
         self.state.clone()
     }
 
-    /// Every action's outcome, as it happens (the cockpit shows them as toasts).
-    pub fn outcomes(&self) -> broadcast::Receiver<ActionOutcome> {
+    /// Every batch's outcome when it is done (the cockpit shows each as one toast).
+    pub fn outcomes(&self) -> broadcast::Receiver<Arc<BatchOutcome>> {
         self.outcomes.subscribe()
     }
 
     /// Queue an action; its outcome arrives on [`Fleet::outcomes`].
     pub fn request(&self, action: Action) -> bool {
-        let id = self.in_flight.add(&action);
-        let sent = self.requests.try_send(Request { action, reply: None, id }).is_ok();
-        if !sent {
-            self.in_flight.done(id);
+        self.request_batch(vec![action])
+    }
+
+    /// Queue a confirmed batch as one request (never split, never partly dropped); its
+    /// outcome arrives on [`Fleet::outcomes`] once every action in it has one. `false` when
+    /// the queue is full, and then nothing of it was queued.
+    pub fn request_batch(&self, actions: Vec<Action>) -> bool {
+        let ids = actions.iter().map(|a| self.in_flight.add(a)).collect::<Vec<_>>();
+        match self.requests.try_send(Request { actions, reply: None, ids }) {
+            Ok(()) => true,
+            Err(e) => {
+                let Request { ids, .. } = e.into_inner();
+                ids.into_iter().for_each(|id| self.in_flight.done(id));
+                false
+            }
         }
-        sent
     }
 
     /// The actions asked for and not answered yet (`cancel hpc/12`, …).
@@ -173,16 +192,27 @@ impl Fleet {
 
     /// Queue an action and wait for its outcome.
     pub async fn perform(&self, action: Action) -> ActionOutcome {
+        let (verb, target) = (action.verb(), action.target());
+        let mut batch = self.perform_batch(vec![action]).await;
+        batch.outcomes.pop().unwrap_or(ActionOutcome { verb, target, result: Err("the fleet lost the action".into()) })
+    }
+
+    /// Queue a batch and wait until every action in it has its outcome.
+    pub async fn perform_batch(&self, actions: Vec<Action>) -> BatchOutcome {
         let (tx, rx) = oneshot::channel();
-        let verb = action.verb();
-        let target = action.target();
-        let lost = |why: &str| ActionOutcome { verb, target: target.clone(), result: Err(why.to_string()) };
-        let id = self.in_flight.add(&action);
-        if self.requests.send(Request { action, reply: Some(tx), id }).await.is_err() {
-            self.in_flight.done(id);
-            return lost("the fleet has stopped");
+        let lost = |actions: &[Action], why: &str| BatchOutcome {
+            outcomes: actions
+                .iter()
+                .map(|a| ActionOutcome { verb: a.verb(), target: a.target(), result: Err(why.to_string()) })
+                .collect(),
+        };
+        let asked = actions.clone();
+        let ids = actions.iter().map(|a| self.in_flight.add(a)).collect::<Vec<_>>();
+        if let Err(e) = self.requests.send(Request { actions, reply: Some(tx), ids }).await {
+            e.0.ids.into_iter().for_each(|id| self.in_flight.done(id));
+            return lost(&asked, "the fleet has stopped");
         }
-        rx.await.unwrap_or_else(|_| lost("the fleet dropped the action"))
+        rx.await.unwrap_or_else(|_| lost(&asked, "the fleet dropped the action"))
     }
 
     /// Connection, release and cost facts about one cluster (`flightdeck doctor`).
@@ -266,57 +296,193 @@ struct Runner {
     in_flight: Arc<InFlight>,
     backends: HashMap<String, Arc<dyn Backend>>,
     kinds: HashMap<String, ClusterKind>,
+    /// [`ACTIONS_PER_CLUSTER`] backend calls at once per cluster, across every batch.
+    limits: HashMap<String, Arc<Semaphore>>,
     wakes: HashMap<String, Arc<Notify>>,
     opts: FleetOptions,
-    outcomes: broadcast::Sender<ActionOutcome>,
+    outcomes: broadcast::Sender<Arc<BatchOutcome>>,
+}
+
+/// One backend call of a batch: the indices (into the batch) of the actions it carries out.
+enum Call {
+    /// The same job action on many jobs: one [`Backend::job_actions`].
+    Jobs(crate::model::JobAction, Vec<usize>),
+    /// Anything else, one at a time.
+    One(usize),
 }
 
 impl Runner {
     async fn run(self, mut requests: mpsc::Receiver<Request>) {
         let me = Arc::new(self);
         while let Some(req) = requests.recv().await {
-            // Each action runs on its own task: a hung cluster must not hold up the others.
+            // Each batch runs on its own task: a hung cluster must not hold up the others.
             let me = me.clone();
             tokio::spawn(async move {
-                let outcome = me.carry_out(&req.action).await;
-                if let Some(w) = me.wakes.get(req.action.cluster()) {
-                    w.notify_one();
-                }
+                let outcome = me.carry_out(&req.actions).await;
+                let outcome = Arc::new(outcome);
                 let _ = me.outcomes.send(outcome.clone());
                 if let Some(reply) = req.reply {
-                    let _ = reply.send(outcome);
+                    let _ = reply.send(Arc::unwrap_or_clone(outcome));
                 }
-                me.in_flight.done(req.id);
+                for id in req.ids {
+                    me.in_flight.done(id);
+                }
             });
         }
     }
 
-    /// Refuse what may not happen; else record the intent (on disk before anything is
-    /// asked of the cluster), act, and record the outcome.
-    async fn carry_out(&self, action: &Action) -> ActionOutcome {
-        let outcome = |result| ActionOutcome { verb: action.verb(), target: action.target(), result };
-        if let Err(why) = self.refusal(action) {
-            self.audit(action, "", "refused", &why).await.ok();
-            return outcome(Err(why));
-        }
-        let id = audit::new_id();
-        if let Err(e) = self.audit(action, &id, "intent", "").await {
-            return outcome(Err(e));
-        }
-        let mut result = self.execute(action).await;
-        let (status, message) = match &result {
-            Ok(m) => ("ok", m.clone()),
-            Err(e) => ("error", e.clone()),
-        };
-        if let Err(e) = self.audit(action, &id, status, &message).await {
-            // Done, but the log does not say how it ended: the user must know.
-            let note = format!("(done, but {e})");
-            match &mut result {
-                Ok(m) if m.is_empty() => *m = note,
-                Ok(m) | Err(m) => *m = format!("{m} {note}"),
+    /// Refuse what may not happen; carry out the rest cluster by cluster (clusters at the
+    /// same time), recording every intent on disk before the cluster is asked anything and
+    /// every outcome after.
+    async fn carry_out(&self, actions: &[Action]) -> BatchOutcome {
+        let mut results: Vec<Option<Result<String, String>>> = vec![None; actions.len()];
+        let mut refused = Vec::new();
+        let mut by_cluster: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+        for (i, action) in actions.iter().enumerate() {
+            match self.refusal(action) {
+                Err(why) => {
+                    refused.push(self.record(action, "", "refused", &why));
+                    results[i] = Some(Err(why));
+                }
+                Ok(()) => by_cluster.entry(action.cluster()).or_default().push(i),
             }
         }
-        outcome(result)
+        // A refusal that cannot be recorded is still a refusal; nothing was done.
+        self.write(refused).await.ok();
+        let clusters = by_cluster.into_iter().map(|(cluster, indices)| self.carry_out_on(cluster, actions, indices));
+        for done in futures_util::future::join_all(clusters).await {
+            for (i, result) in done {
+                results[i] = Some(result);
+            }
+        }
+        BatchOutcome {
+            outcomes: actions
+                .iter()
+                .zip(results)
+                .map(|(action, result)| ActionOutcome {
+                    verb: action.verb(),
+                    target: action.target(),
+                    result: result.unwrap_or_else(|| Err("the fleet lost this action".into())),
+                })
+                .collect(),
+        }
+    }
+
+    /// The actions at `indices`, all on `cluster`: intents, calls, outcomes.
+    async fn carry_out_on(
+        &self,
+        cluster: &str,
+        actions: &[Action],
+        indices: Vec<usize>,
+    ) -> Vec<(usize, Result<String, String>)> {
+        let ids: Vec<String> = indices.iter().map(|_| audit::new_id()).collect();
+        let intents = indices.iter().zip(&ids).map(|(&i, id)| self.record(&actions[i], id, "intent", "")).collect();
+        if let Err(e) = self.write(intents).await {
+            return indices.into_iter().map(|i| (i, Err(e.clone()))).collect();
+        }
+        let mut calls: Vec<Call> = Vec::new();
+        for &i in &indices {
+            match &actions[i] {
+                Action::Job { action, .. } => {
+                    match calls.iter_mut().find(|c| matches!(c, Call::Jobs(a, _) if a == action)) {
+                        Some(Call::Jobs(_, group)) => group.push(i),
+                        _ => calls.push(Call::Jobs(*action, vec![i])),
+                    }
+                }
+                _ => calls.push(Call::One(i)),
+            }
+        }
+        let done =
+            futures_util::future::join_all(calls.into_iter().map(|call| self.call(cluster, actions, call))).await;
+        let mut done: HashMap<usize, Result<String, String>> = done.into_iter().flatten().collect();
+        let mut out = Vec::with_capacity(indices.len());
+        let mut outcomes = Vec::with_capacity(indices.len());
+        for (&i, id) in indices.iter().zip(&ids) {
+            let result = done.remove(&i).unwrap_or_else(|| Err("the fleet lost this action".into()));
+            let (status, message) = match &result {
+                Ok(m) => ("ok", m.as_str()),
+                Err(e) => ("error", e.as_str()),
+            };
+            outcomes.push(self.record(&actions[i], id, status, message));
+            out.push((i, result));
+        }
+        if let Err(e) = self.write(outcomes).await {
+            // Done, but the log does not say how it ended: the user must know.
+            let note = format!("(done, but {e})");
+            for (_, result) in &mut out {
+                match result {
+                    Ok(m) if m.is_empty() => *m = note.clone(),
+                    Ok(m) | Err(m) => *m = format!("{m} {note}"),
+                }
+            }
+        }
+        if let Some(w) = self.wakes.get(cluster) {
+            w.notify_one();
+        }
+        out
+    }
+
+    /// One backend call, in its turn on the cluster; a panic in the backend is an internal
+    /// error for every action of the call, never a lost answer.
+    async fn call(&self, cluster: &str, actions: &[Action], call: Call) -> Vec<(usize, Result<String, String>)> {
+        let Some(backend) = self.backends.get(cluster) else {
+            let why = format!("no cluster named `{cluster}` is configured");
+            return match call {
+                Call::Jobs(_, group) => group.into_iter().map(|i| (i, Err(why.clone()))).collect(),
+                Call::One(i) => vec![(i, Err(why))],
+            };
+        };
+        // The semaphore is never closed; without a permit the call would only lose its turn.
+        let _turn = match self.limits.get(cluster) {
+            Some(limit) => limit.clone().acquire_owned().await.ok(),
+            None => None,
+        };
+        match call {
+            Call::Jobs(action, group) => {
+                let jobs: Vec<crate::model::JobRef> = group
+                    .iter()
+                    .filter_map(|&i| match &actions[i] {
+                        Action::Job { job, .. } => Some(job.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                let asked = AssertUnwindSafe(backend.job_actions(&jobs, action)).catch_unwind().await;
+                match asked {
+                    Ok(results) if results.len() == group.len() => group
+                        .into_iter()
+                        .zip(results)
+                        .map(|(i, r)| (i, r.map(|()| String::new()).map_err(|e| e.to_string())))
+                        .collect(),
+                    Ok(results) => {
+                        let why = BackendError::Internal(format!(
+                            "{} results for {} jobs from the backend",
+                            results.len(),
+                            group.len()
+                        ))
+                        .to_string();
+                        group.into_iter().map(|i| (i, Err(why.clone()))).collect()
+                    }
+                    Err(panic) => {
+                        let why = BackendError::Internal(poller::panic_text(panic.as_ref())).to_string();
+                        group.into_iter().map(|i| (i, Err(why.clone()))).collect()
+                    }
+                }
+            }
+            Call::One(i) => {
+                let asked = async {
+                    match &actions[i] {
+                        Action::Submit { spec, .. } => backend.submit(spec).await.map(|r| r.to_string()),
+                        Action::Job { job, action } => backend.job_action(job, *action).await.map(|()| String::new()),
+                        Action::Node { node, action } => backend.node_action(&node.name, action).await,
+                    }
+                };
+                let result = match AssertUnwindSafe(asked).catch_unwind().await {
+                    Ok(result) => result.map_err(|e| e.to_string()),
+                    Err(panic) => Err(BackendError::Internal(poller::panic_text(panic.as_ref())).to_string()),
+                };
+                vec![(i, result)]
+            }
+        }
     }
 
     /// Why the fleet will not try `action` at all.
@@ -335,29 +501,8 @@ impl Runner {
         Ok(())
     }
 
-    /// Ask the backend; a panic in it is an internal error, never a lost answer.
-    async fn execute(&self, action: &Action) -> Result<String, String> {
-        let Some(backend) = self.backends.get(action.cluster()) else {
-            return Err(format!("no cluster named `{}` is configured", action.cluster()));
-        };
-        let asked = async {
-            match action {
-                Action::Submit { spec, .. } => backend.submit(spec).await.map(|r| r.to_string()),
-                Action::Job { job, action } => backend.job_action(job, *action).await.map(|()| String::new()),
-                Action::Node { node, action } => backend.node_action(&node.name, action).await,
-            }
-        };
-        match AssertUnwindSafe(asked).catch_unwind().await {
-            Ok(result) => result.map_err(|e| e.to_string()),
-            Err(panic) => Err(BackendError::Internal(poller::panic_text(panic.as_ref())).to_string()),
-        }
-    }
-
-    /// Append one record on a blocking thread (the state directory may be on a slow NFS
-    /// home); the error is the sentence the user reads.
-    async fn audit(&self, action: &Action, id: &str, outcome: &str, message: &str) -> Result<(), String> {
-        let Some(log) = self.opts.audit.clone() else { return Ok(()) };
-        let record = AuditRecord {
+    fn record(&self, action: &Action, id: &str, outcome: &str, message: &str) -> AuditRecord {
+        AuditRecord {
             id: id.to_string(),
             time: Utc::now(),
             who: self.opts.actor.clone(),
@@ -366,16 +511,26 @@ impl Runner {
             detail: action.detail(),
             outcome: outcome.to_string(),
             message: message.to_string(),
-        };
+        }
+    }
+
+    /// Append `records` (one fsync) on a blocking thread (the state directory may be on a
+    /// slow NFS home); the error is the sentence the user reads.
+    async fn write(&self, records: Vec<AuditRecord>) -> Result<(), String> {
+        let Some(log) = self.opts.audit.clone() else { return Ok(()) };
+        if records.is_empty() {
+            return Ok(());
+        }
+        let intent = records.iter().all(|r| r.outcome == "intent");
         let path = log.path().to_path_buf();
-        let written = tokio::task::spawn_blocking(move || log.append(&record)).await;
+        let written = tokio::task::spawn_blocking(move || log.append_all(&records)).await;
         let failed = match written {
             Ok(Ok(())) => return Ok(()),
             Ok(Err(e)) => e.to_string(),
             Err(e) => e.to_string(),
         };
-        tracing::error!(path = %path.display(), error = %failed, outcome, "cannot write the audit log");
-        Err(if outcome == "intent" {
+        tracing::error!(path = %path.display(), error = %failed, intent, "cannot write the audit log");
+        Err(if intent {
             format!("cannot write the audit log ({}: {failed}); nothing was done", path.display())
         } else {
             format!("cannot write the audit log ({}: {failed})", path.display())

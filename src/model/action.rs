@@ -215,6 +215,58 @@ impl ActionOutcome {
     }
 }
 
+/// What became of a confirmed batch (one dialog's worth of actions, or one CLI command's):
+/// every action's outcome, in the order they were asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchOutcome {
+    pub outcomes: Vec<ActionOutcome>,
+}
+
+/// Failures named one by one in a batch summary; the rest are counted.
+const SUMMARY_NAMED_FAILURES: usize = 5;
+
+impl BatchOutcome {
+    pub fn failed(&self) -> usize {
+        self.outcomes.iter().filter(|o| !o.is_ok()).count()
+    }
+
+    /// One line for the whole batch, the way the cockpit shows it: a single action in its
+    /// own words (`cancel fd22/41: done`, `cancel fd22/41 failed: Invalid job id`); many as
+    /// `cancelled 998 of 1000; 2 failed: fd22/41 (Invalid job id), fd22/42 (…)`.
+    pub fn summary(&self) -> String {
+        match self.outcomes.as_slice() {
+            [] => "nothing was asked".to_string(),
+            [one] => match &one.result {
+                Ok(m) if m.is_empty() => format!("{} {}: done", one.verb, one.target),
+                Ok(m) => format!("{} {}: {m}", one.verb, one.target),
+                Err(e) => format!("{} {} failed: {e}", one.verb, one.target),
+            },
+            many => {
+                let n = many.len();
+                let failed = self.failed();
+                let first = many[0].verb;
+                let head = if many.iter().all(|o| o.verb == first) {
+                    format!("{} {} of {n}", first.past_tense(), n - failed)
+                } else {
+                    format!("{} of {n} done", n - failed)
+                };
+                if failed == 0 {
+                    return head;
+                }
+                let mut named: Vec<String> = many
+                    .iter()
+                    .filter_map(|o| o.result.as_ref().err().map(|e| format!("{} ({e})", o.target)))
+                    .take(SUMMARY_NAMED_FAILURES)
+                    .collect();
+                if failed > named.len() {
+                    named.push(format!("… {} more", failed - named.len()));
+                }
+                format!("{head}; {failed} failed: {}", named.join(", "))
+            }
+        }
+    }
+}
+
 /// What a cluster's backend can do beyond reading state. Carried on every cluster's state,
 /// so front ends offer only what the cluster can honour and say why when asked for more.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -291,6 +343,31 @@ mod tests {
         assert_eq!(kube_like.verbs().count(), Verb::ALL.len() - 1);
         assert!(Verb::ALL.into_iter().all(|v| !Capabilities::default().allows(v)));
         assert_eq!(cannot("k8s-prod", "kubernetes", Verb::Requeue), "cluster k8s-prod (kubernetes) cannot requeue");
+    }
+
+    #[test]
+    fn batch_summaries_count_and_name_failures() {
+        let ok =
+            |id: u32| ActionOutcome { verb: Verb::Cancel, target: format!("fd22/{id}"), result: Ok(String::new()) };
+        let bad = |id: u32| ActionOutcome {
+            verb: Verb::Cancel,
+            target: format!("fd22/{id}"),
+            result: Err("Invalid job id specified".into()),
+        };
+        let mut outcomes: Vec<ActionOutcome> = (1..=1000).map(ok).collect();
+        outcomes[40] = bad(41);
+        outcomes[41] = bad(42);
+        let batch = BatchOutcome { outcomes };
+        assert_eq!(batch.failed(), 2);
+        assert_eq!(
+            batch.summary(),
+            "cancelled 998 of 1000; 2 failed: fd22/41 (Invalid job id specified), fd22/42 (Invalid job id specified)"
+        );
+        let many_bad = BatchOutcome { outcomes: (1..=9).map(bad).collect() };
+        assert!(many_bad.summary().starts_with("cancelled 0 of 9; 9 failed: fd22/1 ("), "{}", many_bad.summary());
+        assert!(many_bad.summary().ends_with(", … 4 more"), "{}", many_bad.summary());
+        assert_eq!(BatchOutcome { outcomes: vec![ok(7)] }.summary(), "cancel fd22/7: done");
+        assert_eq!(BatchOutcome { outcomes: vec![ok(7), ok(8)] }.summary(), "cancelled 2 of 2");
     }
 
     #[test]

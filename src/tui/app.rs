@@ -32,7 +32,7 @@ use super::TuiOptions;
 use super::action::{Mode, UiAction};
 use super::keymap::{Keymap, Resolution};
 use super::theme::Theme;
-use crate::fleet::{Action, ActionOutcome, FleetState};
+use crate::fleet::{Action, ActionOutcome, BatchOutcome, FleetState};
 use crate::model::{Job, JobRef, NodeRef};
 use crate::model::{JobAction, LogHandle, Native, NodeAction, Verb};
 use crate::spec::JobSpec;
@@ -52,6 +52,8 @@ pub enum Msg {
     PrepareFailed(String),
     /// An action finished.
     Outcome(ActionOutcome),
+    /// A batch of actions (everything one update asked for) finished, all of it.
+    Batch(Arc<BatchOutcome>),
     /// This many outcomes finished faster than they could be shown (see the audit log).
     OutcomesLost(u64),
     /// The answer to [`Command::FetchLog`] number `seq`.
@@ -77,7 +79,8 @@ pub enum Msg {
 /// Something for the event loop to do.
 #[derive(Debug)]
 pub enum Command {
-    /// Hand an action to the fleet; its outcome comes back as [`Msg::Outcome`].
+    /// Hand an action to the fleet. Every `Fleet` command of one update goes to the fleet
+    /// as one batch (a confirmed dialog is one); its outcome comes back as [`Msg::Batch`].
     Fleet(Action),
     /// Refresh one cluster (or every one) now.
     Refresh(Option<String>),
@@ -149,13 +152,18 @@ pub struct Toast {
     pub text: String,
     pub error: bool,
     pub until: DateTime<Utc>,
+    /// Kept until dismissed (`esc`): a batch's summary and every failed action, which an
+    /// operator must not miss by looking away.
+    pub sticky: bool,
 }
 
 /// How long toasts stay.
 const TOAST_OK: Duration = Duration::seconds(4);
 const TOAST_ERROR: Duration = Duration::seconds(10);
-/// Toasts kept at once (the oldest go first).
+/// Passing toasts kept at once (the oldest go first); error toasts are never pushed out by
+/// later ones, up to [`TOAST_HARD_MAX`], which only bounds memory.
 const TOAST_MAX: usize = 5;
+const TOAST_HARD_MAX: usize = 50;
 
 /// A one-line prompt at the bottom.
 #[derive(Debug, Clone)]
@@ -433,14 +441,8 @@ impl App {
             Msg::Fleet(state) => self.on_data(Data::new(state)),
             Msg::Prepared(data) => self.on_data(*data),
             Msg::PrepareFailed(why) => self.toast(why, true),
-            Msg::Outcome(outcome) => {
-                let text = match &outcome.result {
-                    Ok(m) if m.is_empty() => format!("{} {}: done", outcome.verb, outcome.target),
-                    Ok(m) => format!("{} {}: {m}", outcome.verb, outcome.target),
-                    Err(e) => format!("{} {} failed: {e}", outcome.verb, outcome.target),
-                };
-                self.toast(text, outcome.result.is_err());
-            }
+            Msg::Outcome(outcome) => self.on_batch(&BatchOutcome { outcomes: vec![outcome] }),
+            Msg::Batch(batch) => self.on_batch(&batch),
             Msg::OutcomesLost(n) => {
                 self.toast(format!("{n} action results not shown: too many finished at once (see the audit log)"), true)
             }
@@ -477,12 +479,44 @@ impl App {
     }
 
     fn toast(&mut self, text: String, error: bool) {
+        self.push_toast(text, error, false);
+    }
+
+    /// One toast for a finished batch: its summary, kept until dismissed when the batch
+    /// had more than one action or anything failed.
+    fn on_batch(&mut self, batch: &BatchOutcome) {
+        let failed = batch.failed() > 0;
+        let sticky = failed || batch.outcomes.len() > 1;
+        let mut text = batch.summary();
+        if sticky {
+            text.push_str(" (esc dismisses)");
+        }
+        self.push_toast(text, failed, sticky);
+    }
+
+    fn push_toast(&mut self, text: String, error: bool, sticky: bool) {
         let until = self.now + if error { TOAST_ERROR } else { TOAST_OK };
-        self.toasts.push(Toast { text, error, until });
-        if self.toasts.len() > TOAST_MAX {
-            self.toasts.remove(0);
+        self.toasts.push(Toast { text, error, until, sticky });
+        // Too many: the oldest passing, non-sticky one goes; errors and summaries stay.
+        while self.toasts.len() > TOAST_MAX {
+            match self.toasts.iter().position(|t| !t.error && !t.sticky) {
+                Some(i) => drop(self.toasts.remove(i)),
+                None if self.toasts.len() > TOAST_HARD_MAX => drop(self.toasts.remove(0)),
+                None => break,
+            }
         }
         self.touch();
+    }
+
+    /// `esc` on a screen with toasts to dismiss: they go first.
+    fn dismiss_toasts(&mut self) -> bool {
+        let n = self.toasts.len();
+        self.toasts.retain(|t| !t.sticky && !t.error);
+        let dismissed = self.toasts.len() != n;
+        if dismissed {
+            self.touch();
+        }
+        dismissed
     }
 
     fn cluster_keep(&self) -> ClusterKeep {
@@ -526,7 +560,7 @@ impl App {
         let before = self.now;
         self.now = now;
         let n = self.toasts.len();
-        self.toasts.retain(|t| t.until > now);
+        self.toasts.retain(|t| t.sticky || t.until > now);
         if self.toasts.len() != n {
             self.touch();
         }
@@ -892,6 +926,9 @@ impl App {
 
     /// Esc: close what is open, clear what is set, or go back.
     fn back(&mut self) {
+        if self.dismiss_toasts() {
+            return;
+        }
         match self.screen {
             Screen::Detail | Screen::Submit => {
                 self.screen = self.back_to;

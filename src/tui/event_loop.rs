@@ -21,7 +21,7 @@ use tokio::time::MissedTickBehavior;
 use super::App;
 use super::app::data::Data;
 use super::app::{Command, Msg};
-use crate::fleet::{ActionOutcome, Fleet, FleetState};
+use crate::fleet::{Action, ActionOutcome, BatchOutcome, Fleet, FleetState};
 use crate::spec::JobSpec;
 
 /// How often the clock ticks (toasts expire, followed logs are re-read, the terminal is
@@ -180,7 +180,7 @@ where
                 continue;
             }
             outcome = outcomes.recv(), if outcomes_open => match outcome {
-                Ok(outcome) => Msg::Outcome(outcome),
+                Ok(batch) => Msg::Batch(batch),
                 Err(RecvError::Lagged(n)) => Msg::OutcomesLost(n),
                 Err(RecvError::Closed) => {
                     outcomes_open = false;
@@ -221,6 +221,29 @@ where
         if let Some(old) = app.take_retired() {
             tokio::task::spawn_blocking(move || drop(old));
         }
+        // Every action of one update is one batch: the fleet carries it out whole.
+        let (asked, commands): (Vec<Command>, Vec<Command>) =
+            commands.into_iter().partition(|c| matches!(c, Command::Fleet(_)));
+        let batch: Vec<Action> = asked
+            .into_iter()
+            .filter_map(|c| match c {
+                Command::Fleet(action) => Some(action),
+                _ => None,
+            })
+            .collect();
+        if !batch.is_empty() {
+            let refused: Vec<ActionOutcome> = batch
+                .iter()
+                .map(|a| ActionOutcome {
+                    verb: a.verb(),
+                    target: a.target(),
+                    result: Err("the fleet is busy (its action queue is full); nothing was done; try again".into()),
+                })
+                .collect();
+            if !fleet.request_batch(batch) {
+                let _ = results_tx.send(Msg::Batch(Arc::new(BatchOutcome { outcomes: refused })));
+            }
+        }
         for command in commands {
             match command {
                 Command::Quit => return Ok(()),
@@ -238,16 +261,7 @@ where
                         app.update(Msg::Resize(w, h));
                     }
                 }
-                Command::Fleet(action) => {
-                    let (verb, target) = (action.verb(), action.target());
-                    if !fleet.request(action) {
-                        let _ = results_tx.send(Msg::Outcome(ActionOutcome {
-                            verb,
-                            target,
-                            result: Err("the fleet is busy (its action queue is full); try again".into()),
-                        }));
-                    }
-                }
+                Command::Fleet(_) => {}
                 Command::Refresh(cluster) => fleet.refresh_now(cluster.as_deref()),
                 Command::FetchLog { job, stream: _, log, from, max_bytes, seq } => {
                     let fleet = fleet.clone();

@@ -5,6 +5,7 @@
 //! master. The release is learnt once per connection. Where `--json` is missing or broken the
 //! backend falls back to pipe-separated text for the rest of the connection.
 
+pub mod batch;
 pub mod commands;
 pub mod config;
 pub mod parse;
@@ -370,6 +371,33 @@ impl Backend for SlurmBackend {
             }
         };
         self.act(argv, None).await.map(drop)
+    }
+
+    async fn job_actions(&self, jobs: &[JobRef], action: JobAction) -> Vec<Result<(), BackendError>> {
+        let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+        let commands = match batch::commands(action, &ids) {
+            Ok(commands) => commands,
+            Err(e) => return jobs.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let mut results = Vec::with_capacity(jobs.len());
+        // One chunk after the other: each is one burst of RPCs for the controller.
+        for (argv, chunk) in commands {
+            match self.transport.output(&argv, None, self.timeout).await {
+                Ok(out) => {
+                    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), out.stderr);
+                    let whole = transport::command_error(&argv, out.status, &out.stderr, &out.stdout).to_string();
+                    for r in batch::results(&chunk, &text, !out.success(), &whole) {
+                        results.push(r.map_err(|message| BackendError::Command {
+                            command: display_argv(&argv[..argv.len().min(3)]),
+                            status: out.status,
+                            stderr: message,
+                        }));
+                    }
+                }
+                Err(e) => results.extend(chunk.iter().map(|_| Err(e.clone()))),
+            }
+        }
+        results
     }
 
     async fn node_action(&self, node: &str, action: &NodeAction) -> Result<String, BackendError> {

@@ -23,6 +23,10 @@ use crate::config::ClusterConfig;
 /// openssh crate reports that as an error rather than opening a second connection.
 const MAX_CONCURRENT_SSH_COMMANDS: usize = 8;
 
+/// Local commands at once: a batch of a thousand cancels must not fork a thousand `scancel`s
+/// against one controller (Slurm's own advice: keep client RPCs few).
+const MAX_CONCURRENT_LOCAL_COMMANDS: usize = 8;
+
 /// What one finished command left behind.
 #[derive(Debug, Clone)]
 pub struct CmdOutput {
@@ -74,22 +78,43 @@ type BoxRead = Pin<Box<dyn AsyncRead + Send>>;
 
 /// Where and how commands run for one cluster.
 pub enum Transport {
-    Local,
+    /// Commands on this machine, at most [`MAX_CONCURRENT_LOCAL_COMMANDS`] at once.
+    Local(Arc<Semaphore>),
     Ssh(SshTransport),
 }
 
 impl Transport {
     pub fn for_cluster(cfg: &ClusterConfig<SlurmConfig>) -> Self {
         match &cfg.settings.host {
-            None => Transport::Local,
+            None => Transport::local(),
             Some(host) => Transport::Ssh(SshTransport::new(cfg, host)),
+        }
+    }
+
+    /// Commands on this machine.
+    pub fn local() -> Self {
+        Transport::Local(Arc::new(Semaphore::new(MAX_CONCURRENT_LOCAL_COMMANDS)))
+    }
+
+    /// The slots commands take turns for. A command waits for its slot before its timeout
+    /// starts: waiting behind others is not a hang, and must not cost the connection.
+    async fn slot(&self) -> tokio::sync::OwnedSemaphorePermit {
+        let permits = match self {
+            Transport::Local(permits) => permits,
+            Transport::Ssh(ssh) => &ssh.permits,
+        };
+        // The semaphores are never closed, so acquiring cannot fail; a permit-less run would
+        // only lose the bound, never the command.
+        match permits.clone().acquire_owned().await {
+            Ok(permit) => permit,
+            Err(_) => Arc::new(Semaphore::new(1)).acquire_owned().await.unwrap_or_else(|_| unreachable!()),
         }
     }
 
     /// How the cluster is reached, for `doctor` and messages.
     pub fn describe(&self) -> String {
         match self {
-            Transport::Local => "local commands".to_string(),
+            Transport::Local(_) => "local commands".to_string(),
             Transport::Ssh(ssh) => format!("ssh {}", ssh.destination()),
         }
     }
@@ -98,7 +123,7 @@ impl Transport {
     /// release) are learnt again after a reconnect.
     pub fn generation(&self) -> u64 {
         match self {
-            Transport::Local => 0,
+            Transport::Local(_) => 0,
             Transport::Ssh(ssh) => ssh.generation.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
@@ -110,8 +135,9 @@ impl Transport {
         stdin: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<CmdOutput, BackendError> {
+        let slot = self.slot().await;
         let run = async {
-            let mut child = self.spawn(argv, stdin.is_some()).await?;
+            let mut child = self.spawn(argv, stdin.is_some(), slot).await?;
             if let (Some(input), Some(mut w)) = (stdin, child.stdin.take()) {
                 // A command that exits without reading its input closes the pipe; that is
                 // its business, and its exit status says what happened.
@@ -148,8 +174,9 @@ impl Transport {
         T: Send + 'static,
         F: FnOnce(SyncIoBridge<BoxRead>) -> T + Send + 'static,
     {
+        let slot = self.slot().await;
         let run = async {
-            let mut child = self.spawn(argv, false).await?;
+            let mut child = self.spawn(argv, false, slot).await?;
             let out = child.stdout.take().expect("stdout is piped");
             let reader = SyncIoBridge::new(out);
             let parsed = tokio::task::spawn_blocking(move || consume(reader));
@@ -181,13 +208,19 @@ impl Transport {
         }
     }
 
-    async fn spawn(&self, argv: &[String], with_stdin: bool) -> Result<Spawned<'_>, BackendError> {
+    /// Start `argv` holding `slot` (see [`Transport::slot`]) until it has exited.
+    async fn spawn(
+        &self,
+        argv: &[String],
+        with_stdin: bool,
+        slot: tokio::sync::OwnedSemaphorePermit,
+    ) -> Result<Spawned<'_>, BackendError> {
         let Some((program, args)) = argv.split_first() else {
             return Err(BackendError::InvalidSpec("empty command".to_string()));
         };
         let stdin = || if with_stdin { Stdio::piped() } else { Stdio::null() };
         match self {
-            Transport::Local => {
+            Transport::Local(_) => {
                 let mut child = tokio::process::Command::new(program)
                     .args(args)
                     .stdin(stdin())
@@ -204,12 +237,11 @@ impl Transport {
                     stdin: child.stdin.take().map(|w| Box::pin(w) as _),
                     stdout: child.stdout.take().map(|r| Box::pin(r) as BoxRead),
                     stderr: child.stderr.take().map(|r| Box::pin(r) as BoxRead),
-                    wait: Waiter::Local(child),
+                    wait: Waiter::Local { child, _slot: slot },
                 })
             }
             Transport::Ssh(ssh) => {
                 let line = shell_line(argv)?;
-                let _permit = ssh.permits.clone().acquire_owned().await.expect("semaphore never closes");
                 let session = ssh.session().await?;
                 let spawned = session
                     .clone()
@@ -230,7 +262,7 @@ impl Transport {
                     stdin: child.stdin().take().map(|w| Box::pin(w) as _),
                     stdout: child.stdout().take().map(|r| Box::pin(r) as BoxRead),
                     stderr: child.stderr().take().map(|r| Box::pin(r) as BoxRead),
-                    wait: Waiter::Ssh { child, session, transport: ssh, _permit },
+                    wait: Waiter::Ssh { child, session, transport: ssh, _slot: slot },
                 })
             }
         }
@@ -253,7 +285,7 @@ impl Transport {
 
     fn lost(&self, argv: &[String], e: String) -> BackendError {
         match self {
-            Transport::Local => BackendError::Command { command: display_argv(argv), status: None, stderr: e },
+            Transport::Local(_) => BackendError::Command { command: display_argv(argv), status: None, stderr: e },
             Transport::Ssh(ssh) => BackendError::Connect { target: ssh.destination(), message: e },
         }
     }
@@ -301,12 +333,15 @@ struct Spawned<'a> {
 }
 
 enum Waiter<'a> {
-    Local(tokio::process::Child),
+    Local {
+        child: tokio::process::Child,
+        _slot: tokio::sync::OwnedSemaphorePermit,
+    },
     Ssh {
         child: openssh::Child<Arc<Session>>,
         session: Arc<Session>,
         transport: &'a SshTransport,
-        _permit: tokio::sync::OwnedSemaphorePermit,
+        _slot: tokio::sync::OwnedSemaphorePermit,
     },
 }
 
@@ -314,8 +349,8 @@ impl Waiter<'_> {
     /// Exit code, or `None` for death by signal. `Err` means the link was lost.
     async fn wait(self) -> Result<Option<i32>, String> {
         match self {
-            Waiter::Local(mut child) => child.wait().await.map(|s| s.code()).map_err(|e| e.to_string()),
-            Waiter::Ssh { child, session, transport, _permit } => match child.wait().await {
+            Waiter::Local { mut child, _slot } => child.wait().await.map(|s| s.code()).map_err(|e| e.to_string()),
+            Waiter::Ssh { child, session, transport, _slot } => match child.wait().await {
                 Ok(status) => Ok(status.code()),
                 Err(e) => {
                     transport.check_after_error(&session).await;
@@ -472,7 +507,7 @@ mod tests {
 
     #[tokio::test]
     async fn local_output_and_exit_status() {
-        let t = Transport::Local;
+        let t = Transport::local();
         let out =
             t.output(&v(&["sh", "-c", "echo hi; echo oops >&2; exit 3"]), None, Duration::from_secs(5)).await.unwrap();
         assert_eq!(out.status, Some(3));
@@ -483,8 +518,41 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn local_commands_take_turns_and_waiting_is_not_their_timeout() {
+        let t = Arc::new(Transport::local());
+        let dir = tempfile::tempdir().unwrap();
+        // Each command notes how many run beside it (a file per running command), then
+        // lasts 300 ms; every one is given 1 s, and three waves of eight take about 900 ms,
+        // so the last wave waits longer than its own timeout before it starts.
+        let script =
+            "touch \"$1/run.$$\"; ls \"$1\" | grep -c '^run\\.' >> \"$1/../counts.$$\"; sleep 0.3; rm \"$1/run.$$\"";
+        let runs = dir.path().join("runs");
+        std::fs::create_dir(&runs).unwrap();
+        let tasks: Vec<_> = (0..3 * MAX_CONCURRENT_LOCAL_COMMANDS)
+            .map(|_| {
+                let t = t.clone();
+                let argv = v(&["sh", "-c", script, "sh", runs.to_str().unwrap()]);
+                tokio::spawn(async move { t.output(&argv, None, Duration::from_secs(1)).await })
+            })
+            .collect();
+        for task in tasks {
+            let out = task.await.unwrap().expect("no command times out while waiting for its turn");
+            assert_eq!(out.status, Some(0), "{}", out.stderr);
+        }
+        let mut most = 0;
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().unwrap().to_string_lossy().starts_with("counts.") {
+                let n: usize = std::fs::read_to_string(&path).unwrap().trim().parse().unwrap();
+                most = most.max(n);
+            }
+        }
+        assert!((1..=MAX_CONCURRENT_LOCAL_COMMANDS).contains(&most), "{most} commands ran at once");
+    }
+
+    #[tokio::test]
     async fn captured_output_is_bounded() {
-        let t = Transport::Local;
+        let t = Transport::local();
         let secs = Duration::from_secs(20);
         // Exactly at the bound is kept whole.
         let at = format!("head -c {MAX_STDOUT} /dev/zero");
@@ -500,19 +568,19 @@ mod tests {
 
     #[tokio::test]
     async fn local_stdin_is_fed() {
-        let out = Transport::Local.output(&v(&["cat"]), Some(b"script body"), Duration::from_secs(5)).await.unwrap();
+        let out = Transport::local().output(&v(&["cat"]), Some(b"script body"), Duration::from_secs(5)).await.unwrap();
         assert_eq!(out.stdout, b"script body");
     }
 
     #[tokio::test]
     async fn local_timeout_is_reported() {
-        let err = Transport::Local.output(&v(&["sleep", "5"]), None, Duration::from_millis(100)).await.unwrap_err();
+        let err = Transport::local().output(&v(&["sleep", "5"]), None, Duration::from_millis(100)).await.unwrap_err();
         assert!(matches!(err, BackendError::Timeout { .. }), "{err}");
     }
 
     #[tokio::test]
     async fn stream_hands_stdout_to_a_reader() {
-        let n = Transport::Local
+        let n = Transport::local()
             .stream(&v(&["seq", "1", "100000"]), Duration::from_secs(10), |r| {
                 std::io::BufRead::lines(std::io::BufReader::new(r)).count()
             })
@@ -523,7 +591,7 @@ mod tests {
 
     #[tokio::test]
     async fn stream_reports_failure_with_stderr() {
-        let err = Transport::Local
+        let err = Transport::local()
             .stream(&v(&["sh", "-c", "echo 'squeue: error: bad' >&2; exit 1"]), Duration::from_secs(5), |_r| ())
             .await
             .unwrap_err()
@@ -533,7 +601,7 @@ mod tests {
 
     #[tokio::test]
     async fn missing_program_names_it() {
-        let err = Transport::Local.output(&v(&["no-such-prog-xyz"]), None, Duration::from_secs(5)).await.unwrap_err();
+        let err = Transport::local().output(&v(&["no-such-prog-xyz"]), None, Duration::from_secs(5)).await.unwrap_err();
         assert!(err.to_string().contains("no-such-prog-xyz"), "{err}");
     }
 }
