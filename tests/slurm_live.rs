@@ -552,3 +552,26 @@ async fn output_owned_by_another_user_is_refused(cluster: &str) {
     cancel_quietly(&b, &r).await;
     remote(&b, &["rm", "-f", &theirs]).await;
 }
+
+/// Four times as many commands as the SSH link has session slots, each well inside its own
+/// timeout but the last ones queued for longer than it: waiting for a slot is not part of a
+/// command's timeout, so every one runs, and the connection is never thrown away.
+#[tokio::test]
+async fn commands_queued_for_an_ssh_slot_do_not_time_out_or_drop_the_connection() {
+    let b = backend("fd22");
+    let t = b.transport();
+    // One command first so that the connection exists and its generation is known.
+    remote(&b, &["true"]).await;
+    let generation = t.generation();
+    let argv: Vec<String> = ["sleep", "0.5"].iter().map(|s| s.to_string()).collect();
+    let runs = (0..32).map(|_| t.output(&argv, None, Duration::from_millis(1500)));
+    let started = std::time::Instant::now();
+    let results = futures_util::future::join_all(runs).await;
+    let took = started.elapsed();
+    for r in &results {
+        let out = r.as_ref().expect("no command timed out while it waited for a slot");
+        assert_eq!(out.status, Some(0), "{}", out.stderr);
+    }
+    assert!(took >= Duration::from_millis(1900), "four waves of eight: {took:?}");
+    assert_eq!(t.generation(), generation, "the same connection throughout");
+}
