@@ -338,7 +338,7 @@ async fn job_actions(
     jobs: Vec<JobRef>,
     action: JobAction,
 ) -> Result<ExitCode, Failure> {
-    act(config, read_only, jobs.into_iter().map(|job| Action::Job { job, action }).collect()).await
+    act(config, read_only, jobs.into_iter().map(|job| Action::Job { job, action, uid: None }).collect()).await
 }
 
 /// Carry out actions one after another; print each result; fail if any failed.

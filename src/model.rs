@@ -277,6 +277,11 @@ pub struct Job {
     /// What the job costs per hour in US dollars, where the backend says (cloud runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_per_hour: Option<f64>,
+    /// The backend's identity of this very object (a Kubernetes UID), where names are
+    /// reused: an action confirmed on this job carries it, so it never reaches a newer
+    /// object that took the same name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
 }
 
 impl Job {
@@ -311,6 +316,7 @@ impl Job {
             workdir: None,
             array: None,
             cost_per_hour: None,
+            uid: None,
         }
     }
 

@@ -24,6 +24,8 @@ struct Scripted {
     /// Job actions under way now, and the most there ever were at once.
     active: AtomicU32,
     most: AtomicU32,
+    /// The identities job actions were asked for with.
+    uids: std::sync::Mutex<Vec<Option<String>>>,
 }
 
 #[async_trait]
@@ -77,6 +79,10 @@ impl Backend for Scripted {
         }
         self.cancels.fetch_add(1, Ordering::SeqCst);
         Ok(())
+    }
+    async fn job_action_if(&self, job: &JobRef, action: JobAction, uid: Option<&str>) -> Result<(), BackendError> {
+        self.uids.lock().unwrap().push(uid.map(str::to_string));
+        self.job_action(job, action).await
     }
     async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
         Ok(String::new())
@@ -167,12 +173,12 @@ async fn actions_are_audited_and_errors_keep_the_backends_words() {
     let b = Arc::new(Scripted::default());
     let f = fleet(b.clone(), false, Some(log.clone()));
     let mut outcomes = f.outcomes();
-    let ok = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel }).await;
+    let ok = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel, uid: None }).await;
     assert!(ok.is_ok());
     assert_eq!(outcomes.recv().await.unwrap().outcomes[0].target, "sim/7");
-    let bad = f.perform(Action::Job { job: JobRef::new("sim", "404"), action: JobAction::Cancel }).await;
+    let bad = f.perform(Action::Job { job: JobRef::new("sim", "404"), action: JobAction::Cancel, uid: None }).await;
     assert!(bad.result.as_ref().unwrap_err().contains("Invalid job id specified"));
-    let unknown = f.perform(Action::Job { job: JobRef::new("nope", "1"), action: JobAction::Hold }).await;
+    let unknown = f.perform(Action::Job { job: JobRef::new("nope", "1"), action: JobAction::Hold, uid: None }).await;
     assert!(unknown.result.unwrap_err().contains("no cluster named `nope`"));
 
     // On disk: an intent before each action reached the cluster, then its outcome.
@@ -199,7 +205,7 @@ async fn read_only_is_refused_in_the_fleet() {
     let log = AuditLog::new(dir.path().join("audit.jsonl"));
     let b = Arc::new(Scripted::default());
     let f = fleet(b.clone(), true, Some(log.clone()));
-    let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel }).await;
+    let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel, uid: None }).await;
     assert!(out.result.unwrap_err().contains("read-only"));
     assert_eq!(b.cancels.load(Ordering::SeqCst), 0, "the backend was never called");
     assert_eq!(log.read_all().unwrap()[0].outcome, "refused");
@@ -263,10 +269,10 @@ async fn what_a_cluster_cannot_do_is_refused_by_the_fleet_without_calling_it() {
     assert_eq!(refusal, "cluster sim (sim) cannot requeue");
     assert!(state.check("sim", flightdeck::model::Verb::Cancel).is_ok());
 
-    let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Requeue }).await;
+    let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Requeue, uid: None }).await;
     assert_eq!(out.result.unwrap_err(), refusal, "the fleet says the same as the front ends");
     assert_eq!(b.cancels.load(Ordering::SeqCst), 0, "the backend was never called");
-    let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel }).await;
+    let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel, uid: None }).await;
     assert!(out.is_ok(), "{out:?}");
     assert_eq!(b.cancels.load(Ordering::SeqCst), 1);
 }
@@ -303,7 +309,7 @@ async fn an_action_the_audit_log_cannot_record_is_not_done() {
     let log = AuditLog::new(blocker.join("audit.jsonl"));
     let b = Arc::new(Scripted::default());
     let f = fleet(b.clone(), false, Some(log));
-    let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel }).await;
+    let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel, uid: None }).await;
     let err = out.result.unwrap_err();
     assert!(
         err.starts_with(&format!("cannot write the audit log ({}: ", blocker.join("audit.jsonl").display()))
@@ -318,7 +324,7 @@ async fn a_panicking_action_answers_with_an_internal_error() {
     let b = Arc::new(Scripted::default());
     let f = fleet(b.clone(), false, None);
     b.panicking.store(true, Ordering::SeqCst);
-    let out = f.perform(Action::Job { job: JobRef::new("sim", "boom"), action: JobAction::Cancel }).await;
+    let out = f.perform(Action::Job { job: JobRef::new("sim", "boom"), action: JobAction::Cancel, uid: None }).await;
     assert_eq!(out.result.unwrap_err(), "internal error: cancel of sim/boom panicked");
 }
 
@@ -326,13 +332,13 @@ async fn a_panicking_action_answers_with_an_internal_error() {
 async fn quitting_waits_for_actions_under_way_and_names_those_that_do_not_end() {
     let b = Arc::new(Scripted::default());
     let f = fleet(b.clone(), false, None);
-    assert!(f.request(Action::Job { job: JobRef::new("sim", "slow"), action: JobAction::Cancel }));
+    assert!(f.request(Action::Job { job: JobRef::new("sim", "slow"), action: JobAction::Cancel, uid: None }));
     assert_eq!(f.in_flight(), ["cancel sim/slow"]);
     assert!(f.settle(Duration::from_secs(5)).await.is_empty(), "it finished within the bound");
     assert_eq!(b.cancels.load(Ordering::SeqCst), 1, "the action was carried out, not dropped");
 
-    assert!(f.request(Action::Job { job: JobRef::new("sim", "hang"), action: JobAction::Cancel }));
-    assert!(f.request(Action::Job { job: JobRef::new("sim", "slow"), action: JobAction::Hold }));
+    assert!(f.request(Action::Job { job: JobRef::new("sim", "hang"), action: JobAction::Cancel, uid: None }));
+    assert!(f.request(Action::Job { job: JobRef::new("sim", "slow"), action: JobAction::Hold, uid: None }));
     let started = std::time::Instant::now();
     let unknown = f.settle(Duration::from_millis(600)).await;
     assert_eq!(unknown, ["cancel sim/hang"], "the slow hold ended; the hung cancel is named");
@@ -350,8 +356,10 @@ async fn a_thousand_job_batch_is_carried_out_whole_and_bounded() {
     let f = fleet(b.clone(), false, Some(log.clone()));
     let mut ids: Vec<String> = (0..1000).map(|i| format!("b{i}")).collect();
     ids[500] = "404".into();
-    let actions: Vec<Action> =
-        ids.iter().map(|id| Action::Job { job: JobRef::new("sim", id.clone()), action: JobAction::Cancel }).collect();
+    let actions: Vec<Action> = ids
+        .iter()
+        .map(|id| Action::Job { job: JobRef::new("sim", id.clone()), action: JobAction::Cancel, uid: None })
+        .collect();
     let mut outcomes = f.outcomes();
     assert!(f.request_batch(actions), "one request, whatever its size");
     let batch = tokio::time::timeout(Duration::from_secs(60), outcomes.recv()).await.expect("done").unwrap();
@@ -378,4 +386,21 @@ async fn a_thousand_job_batch_is_carried_out_whole_and_bounded() {
     let first_end = all.iter().position(|r| r.outcome != "intent").unwrap();
     assert_eq!(first_end, 1000);
     assert!(f.in_flight().is_empty());
+}
+
+/// An action that names its object's identity goes to the backend with it, on its own;
+/// the others of the batch go together through `job_actions`.
+#[tokio::test]
+async fn an_identity_reaches_the_backend_with_its_action() {
+    let b = Arc::new(Scripted::default());
+    let f = fleet(b.clone(), false, None);
+    let batch = f
+        .perform_batch(vec![
+            Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel, uid: Some("u-7".into()) },
+            Action::Job { job: JobRef::new("sim", "8"), action: JobAction::Cancel, uid: None },
+        ])
+        .await;
+    assert_eq!(batch.failed(), 0, "{}", batch.summary());
+    assert_eq!(*b.uids.lock().unwrap(), vec![Some("u-7".to_string())]);
+    assert_eq!(b.cancels.load(Ordering::SeqCst), 2);
 }

@@ -481,6 +481,41 @@ async fn submit_creates_the_job_the_spec_describes_and_cancel_deletes_it() {
     assert!(matches!(err, BackendError::Unsupported(_)), "{err}");
 }
 
+/// A cancel confirmed on a Job carries the UID the user saw: when the name has since been
+/// taken by a new Job (deleted and submitted again), the API server refuses and the new
+/// Job is left alone; the Job of that UID is deleted.
+#[tokio::test]
+async fn cancel_deletes_only_the_job_that_was_chosen() {
+    let s = setup(vec![fixtures::node_h100("n1"), fixtures::job("ml", "again", 1, 1, None, false)]);
+    let b = KubeBackend::new(&s.cfg);
+    let r = flightdeck::model::JobRef::new("k8s", "ml:again");
+    let seen = until("the job", 5, async || b.snapshot().await.ok()?.jobs.into_iter().find(|j| j.job_ref == r)).await;
+    let chosen = seen.uid.clone().expect("a Kubernetes job carries its UID");
+    assert_eq!(
+        Some(chosen.as_str()),
+        s.fake.get("batch/v1", "Job", Some("ml"), "again").unwrap()["metadata"]["uid"].as_str()
+    );
+
+    // Meanwhile someone deletes it and submits a job of the same name.
+    s.fake.delete("batch/v1", "Job", Some("ml"), "again");
+    let mut again = fixtures::job("ml", "again", 1, 1, None, false);
+    // The server gives a new object a new UID.
+    again["metadata"]["uid"] = json!("");
+    s.fake.put(again);
+    let newer =
+        s.fake.get("batch/v1", "Job", Some("ml"), "again").unwrap()["metadata"]["uid"].as_str().unwrap().to_string();
+    assert_ne!(newer, chosen);
+
+    let err = b.job_action_if(&r, JobAction::Cancel, Some(&chosen)).await.unwrap_err().to_string();
+    assert!(err.contains("no longer the object you chose") && err.contains("nothing was deleted"), "{err}");
+    assert!(s.fake.get("batch/v1", "Job", Some("ml"), "again").is_some(), "the newer job is left alone");
+    let delete = s.fake.requests().into_iter().find(|r| r.method == "DELETE").unwrap();
+    assert_eq!(delete.body.as_ref().unwrap()["preconditions"]["uid"], json!(chosen));
+
+    b.job_action_if(&r, JobAction::Cancel, Some(&newer)).await.unwrap();
+    assert!(s.fake.get("batch/v1", "Job", Some("ml"), "again").is_none());
+}
+
 #[tokio::test]
 async fn hold_and_release_suspend_a_plain_job() {
     let s = setup(vec![fixtures::node_h100("n1"), fixtures::job("ml", "plain", 1, 1, None, false)]);

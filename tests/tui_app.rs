@@ -112,7 +112,7 @@ fn job_actions(commands: &[Command]) -> Vec<(JobRef, JobAction)> {
     commands
         .iter()
         .filter_map(|c| match c {
-            Command::Fleet(Action::Job { job, action }) => Some((job.clone(), *action)),
+            Command::Fleet(Action::Job { job, action, .. }) => Some((job.clone(), *action)),
             _ => None,
         })
         .collect()
@@ -132,7 +132,9 @@ fn cancel_sends_the_targets_captured_when_the_dialog_opened() {
     ch(&mut app, 'j');
     assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "3")));
     assert!(ch(&mut app, 'C').is_empty(), "opening the dialog sends nothing");
-    let Some(Dialog::Jobs { action: JobAction::Cancel, targets }) = app.dialog() else { panic!("no cancel dialog") };
+    let Some(Dialog::Jobs { action: JobAction::Cancel, targets, .. }) = app.dialog() else {
+        panic!("no cancel dialog")
+    };
     assert_eq!(targets, &refs("fd22", &["3"]));
 
     // A refresh reorders the list and removes the target; the cursor moves, the dialog not.
@@ -1156,7 +1158,9 @@ fn a_mixed_selection_acts_where_it_can_and_says_what_was_left_out() {
     ch(&mut app, 'a');
     assert_eq!(app.marked_jobs().len(), 4);
     ch(&mut app, 'R');
-    let Some(Dialog::Jobs { action: JobAction::Requeue, targets }) = app.dialog() else { panic!("no requeue dialog") };
+    let Some(Dialog::Jobs { action: JobAction::Requeue, targets, .. }) = app.dialog() else {
+        panic!("no requeue dialog")
+    };
     assert!(targets.iter().all(|t| t.cluster == "fd22"), "{targets:?}");
     assert_eq!(targets.len(), 2);
     let toast = app.toasts().last().expect("toast");
@@ -1449,4 +1453,28 @@ fn teardown_confirms_naming_what_it_deletes_and_only_where_the_kind_can() {
         }
         other => panic!("teardown sent {other:?}"),
     }
+}
+
+#[test]
+fn a_confirmed_cancel_carries_the_identity_each_job_had_when_the_dialog_opened() {
+    let mut app = app();
+    let mut with_uid = jobs("k8s", &["ml:a", "ml:b"]);
+    with_uid[0].uid = Some("uid-a-1".into());
+    app.update(fleet(1, vec![("k8s", with_uid, vec![])]));
+    on_jobs(&mut app);
+    ch(&mut app, 'a');
+    ch(&mut app, 'C');
+    // A refresh while the dialog is open: ml:a is now another object of the same name.
+    let mut renewed = jobs("k8s", &["ml:a", "ml:b"]);
+    renewed[0].uid = Some("uid-a-2".into());
+    app.update(fleet(2, vec![("k8s", renewed, vec![])]));
+    let sent = ch(&mut app, 'y');
+    let uids: Vec<(String, Option<String>)> = sent
+        .iter()
+        .filter_map(|c| match c {
+            Command::Fleet(Action::Job { job, uid, .. }) => Some((job.to_string(), uid.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(uids, vec![("k8s/ml:a".to_string(), Some("uid-a-1".to_string())), ("k8s/ml:b".to_string(), None)]);
 }

@@ -130,7 +130,7 @@ fn every_action_and_outcome_round_trips() {
     let node = NodeRef { cluster: "k8s".into(), name: "gpu-1".into() };
     let mut actions = vec![Action::Submit { cluster: "fd22".into(), spec: Box::new(spec) }];
     for a in [JobAction::Cancel, JobAction::Hold, JobAction::Release, JobAction::Requeue] {
-        actions.push(Action::Job { job: job.clone(), action: a });
+        actions.push(Action::Job { job: job.clone(), action: a, uid: None });
     }
     for a in [
         NodeAction::Drain { reason: "XID 79; \u{1b}[31m".into(), force: true },
@@ -140,7 +140,11 @@ fn every_action_and_outcome_round_trips() {
     ] {
         actions.push(Action::Node { node: node.clone(), action: a });
     }
-    actions.push(Action::Job { job: job.clone(), action: JobAction::Delete });
+    actions.push(Action::Job {
+        job: job.clone(),
+        action: JobAction::Delete,
+        uid: Some("8d5b2a3c-0d1e-4f7a-9b6c-2e1f0a9d8c7b".into()),
+    });
     actions.push(Action::Node { node: node.clone(), action: NodeAction::Teardown });
     let verbs: Vec<Verb> = actions.iter().map(|a| round_trip(a).verb()).collect();
     assert_eq!(verbs, Verb::ALL, "one action per verb, each coming back as itself");

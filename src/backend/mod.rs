@@ -74,6 +74,13 @@ pub trait Backend: Send + Sync {
         Err(BackendError::Unsupported(format!("cluster {} cannot show a native preview", self.name())))
     }
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError>;
+    /// [`Backend::job_action`] on the object whose identity is `uid` (as the snapshot the
+    /// user acted on had it), and only on that one. Backends without object identities
+    /// (Slurm ids are never reused while a job is known) ignore it.
+    async fn job_action_if(&self, job: &JobRef, action: JobAction, uid: Option<&str>) -> Result<(), BackendError> {
+        let _ = uid;
+        self.job_action(job, action).await
+    }
     /// `action` on many jobs of this cluster (a confirmed batch); one result per job, in
     /// order. Backends whose commands take many jobs at once (Slurm) override this; the
     /// default asks [`Backend::job_action`] for each, a few at a time.

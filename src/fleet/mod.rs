@@ -383,7 +383,9 @@ impl Runner {
         let mut calls: Vec<Call> = Vec::new();
         for &i in &indices {
             match &actions[i] {
-                Action::Job { action, .. } => {
+                // An action tied to one object's identity goes on its own (it carries a
+                // precondition); the rest of a kind go in one call.
+                Action::Job { action, uid: None, .. } => {
                     match calls.iter_mut().find(|c| matches!(c, Call::Jobs(a, _) if a == action)) {
                         Some(Call::Jobs(_, group)) => group.push(i),
                         _ => calls.push(Call::Jobs(*action, vec![i])),
@@ -472,7 +474,9 @@ impl Runner {
                 let asked = async {
                     match &actions[i] {
                         Action::Submit { spec, .. } => backend.submit(spec).await.map(|r| r.to_string()),
-                        Action::Job { job, action } => backend.job_action(job, *action).await.map(|()| String::new()),
+                        Action::Job { job, action, uid } => {
+                            backend.job_action_if(job, *action, uid.as_deref()).await.map(|()| String::new())
+                        }
                         Action::Node { node, action } => backend.node_action(&node.name, action).await,
                     }
                 };

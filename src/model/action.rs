@@ -159,9 +159,22 @@ impl NodeAction {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Action {
-    Submit { cluster: String, spec: Box<JobSpec> },
-    Job { job: JobRef, action: JobAction },
-    Node { node: NodeRef, action: NodeAction },
+    Submit {
+        cluster: String,
+        spec: Box<JobSpec>,
+    },
+    Job {
+        job: JobRef,
+        action: JobAction,
+        /// The job's [`crate::model::Job::uid`] when the user chose it (the cockpit): the
+        /// backend acts on that object only, never on a newer one of the same name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uid: Option<String>,
+    },
+    Node {
+        node: NodeRef,
+        action: NodeAction,
+    },
 }
 
 impl Action {

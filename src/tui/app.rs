@@ -1058,6 +1058,12 @@ impl App {
         }
     }
 
+    /// The identity `job` has in the data on screen (see [`crate::model::Job::uid`]).
+    fn job_uid(&self, job: &JobRef) -> Option<String> {
+        let row = *self.data.job_index.get(job)?;
+        self.data.job(row).uid.clone()
+    }
+
     /// Ask for `action` on `targets`: left out (and said why) where the job's cluster cannot
     /// do it; confirmed first when the verb is destructive, sent at once otherwise.
     fn ask_job_action(&mut self, action: JobAction, targets: Vec<JobRef>, out: &mut Vec<Command>) {
@@ -1066,9 +1072,13 @@ impl App {
             return;
         }
         if action.is_destructive() {
-            self.dialog = Some(Dialog::Jobs { action, targets });
+            let uids = targets.iter().filter_map(|job| Some((job.clone(), self.job_uid(job)?))).collect();
+            self.dialog = Some(Dialog::Jobs { action, targets, uids });
         } else {
-            out.extend(targets.into_iter().map(|job| Command::Fleet(Action::Job { job, action })));
+            let uids: Vec<Option<String>> = targets.iter().map(|job| self.job_uid(job)).collect();
+            out.extend(
+                targets.into_iter().zip(uids).map(|(job, uid)| Command::Fleet(Action::Job { job, action, uid })),
+            );
         }
     }
 

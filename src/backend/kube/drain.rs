@@ -278,11 +278,28 @@ pub async fn drain(
 }
 
 /// Delete a pod or a Job (with background propagation, so its pods go too).
-pub async fn delete<K>(api: &Api<K>, name: &str, what: &str) -> Result<(), BackendError>
+/// Delete `name` in the background (its pods go with it). With `uid`, only the object of
+/// that identity: a newer one that took the name is left alone, and the error says so.
+pub async fn delete<K>(api: &Api<K>, name: &str, uid: Option<&str>, what: &str) -> Result<(), BackendError>
 where
     K: ::kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    api.delete(name, &DeleteParams::background()).await.map(drop).map_err(|e| api_error(what, e))
+    let mut params = DeleteParams::background();
+    if let Some(uid) = uid {
+        params =
+            params.preconditions(::kube::api::Preconditions { uid: Some(uid.to_string()), resource_version: None });
+    }
+    api.delete(name, &params).await.map(drop).map_err(|e| match &e {
+        ::kube::Error::Api(s) if s.code == 409 && uid.is_some() => BackendError::Command {
+            command: what.to_string(),
+            status: None,
+            stderr: format!(
+                "{name} is no longer the object you chose (it was deleted and created again); nothing was deleted: {}",
+                s.message
+            ),
+        },
+        _ => api_error(what, e),
+    })
 }
 
 #[cfg(test)]

@@ -566,6 +566,7 @@ pub fn batch_job(
     let (allocs, nodes, held_products) = gpu_allocations(&pods_sorted, lookup);
 
     let mut out = Job::new(JobRef::new(cluster, job_id(&ns, &name)), state);
+    out.uid = job.metadata.uid.clone();
     out.name = name;
     out.user = job.metadata.annotations.as_ref().and_then(|a| a.get(SUBMITTED_BY)).cloned().unwrap_or_default();
     out.account = Some(ns.clone());
@@ -624,6 +625,7 @@ pub fn bare_pod(cluster: &str, pod: &Pod, lookup: &dyn Lookup) -> Job {
     let queue = pod.metadata.labels.as_ref().and_then(|l| l.get(QUEUE_LABEL));
 
     let mut out = Job::new(JobRef::new(cluster, pod_id(&ns, &name)), state);
+    out.uid = pod.metadata.uid.clone();
     out.name = name;
     out.user = pod.metadata.annotations.as_ref().and_then(|a| a.get(SUBMITTED_BY)).cloned().unwrap_or_default();
     out.account = Some(ns.clone());

@@ -807,6 +807,12 @@ impl Backend for KubeBackend {
     }
 
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {
+        self.job_action_if(job, action, None).await
+    }
+
+    /// With `uid`, a cancel deletes that object only: the API server refuses (409) when the
+    /// name now belongs to a newer Job or pod, and nothing is deleted.
+    async fn job_action_if(&self, job: &JobRef, action: JobAction, uid: Option<&str>) -> Result<(), BackendError> {
         let target = map::parse_job_id(&job.id).ok_or_else(|| {
             BackendError::NotFound(format!(
                 "`{}` is not a Kubernetes job id (NAMESPACE:JOB, or NAMESPACE:pod:POD)",
@@ -818,11 +824,11 @@ impl Backend for KubeBackend {
             match (action, target) {
                 (JobAction::Cancel, Target::Job { namespace, name }) => {
                     let api: Api<KJob> = Api::namespaced(client, &namespace);
-                    drain::delete(&api, &name, &format!("delete Job {namespace}/{name}")).await
+                    drain::delete(&api, &name, uid, &format!("delete Job {namespace}/{name}")).await
                 }
                 (JobAction::Cancel, Target::Pod { namespace, name }) => {
                     let api: Api<Pod> = Api::namespaced(client, &namespace);
-                    drain::delete(&api, &name, &format!("delete pod {namespace}/{name}")).await
+                    drain::delete(&api, &name, uid, &format!("delete pod {namespace}/{name}")).await
                 }
                 (JobAction::Hold | JobAction::Release, Target::Job { namespace, name }) => {
                     let api: Api<KJob> = Api::namespaced(client, &namespace);

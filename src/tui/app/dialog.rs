@@ -9,8 +9,9 @@ use crate::spec::JobSpec;
 
 #[derive(Debug, Clone)]
 pub enum Dialog {
-    /// Cancel or requeue these jobs.
-    Jobs { action: JobAction, targets: Vec<JobRef> },
+    /// Cancel or requeue these jobs. `uids`: the identity each had when the dialog opened,
+    /// where its backend has one (Kubernetes), so confirming acts on those objects only.
+    Jobs { action: JobAction, targets: Vec<JobRef>, uids: std::collections::HashMap<JobRef, String> },
     /// Drain these nodes; the reason is typed in the dialog and may not be empty.
     Drain { targets: Vec<NodeRef>, reason: TextInput, error: Option<String> },
     /// Submit this job to this cluster.
@@ -22,7 +23,7 @@ pub enum Dialog {
 impl Dialog {
     pub fn title(&self) -> String {
         match self {
-            Dialog::Jobs { action, targets } => {
+            Dialog::Jobs { action, targets, .. } => {
                 let mut v = action.verb().to_string();
                 if let Some(first) = v.get_mut(0..1) {
                     first.make_ascii_uppercase();
@@ -88,9 +89,10 @@ impl Dialog {
     /// The actions confirming sends, or why the dialog cannot be confirmed yet.
     pub fn actions(&self) -> Result<Vec<Action>, String> {
         match self {
-            Dialog::Jobs { action, targets } => {
-                Ok(targets.iter().map(|job| Action::Job { job: job.clone(), action: *action }).collect())
-            }
+            Dialog::Jobs { action, targets, uids } => Ok(targets
+                .iter()
+                .map(|job| Action::Job { job: job.clone(), action: *action, uid: uids.get(job).cloned() })
+                .collect()),
             Dialog::Drain { targets, reason, .. } => {
                 let reason = reason.text().trim();
                 if reason.is_empty() {
