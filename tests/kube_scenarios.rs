@@ -836,3 +836,38 @@ async fn the_preview_is_the_job_manifest_submit_creates() {
     let err = b.render(&spec).await.unwrap_err().to_string();
     assert!(err.contains("`image`"), "{err}");
 }
+
+/// An exec credential plugin that never answers (a login waiting on a browser): kube runs
+/// it as a blocking child inside the request, beyond any async timeout, so flightdeck runs
+/// it under `timeout`, and the action fails after the cluster's timeout instead of hanging.
+#[test]
+fn a_hanging_exec_credential_plugin_is_bounded_by_the_cluster_timeout() {
+    let fake = FakeApi::start_blocking();
+    fake.put(fixtures::node_h100("n1"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: sh\n      args: [\"-c\", \"sleep 120\"]\n      interactiveMode: Never\n",
+            fake.url()
+        ),
+    )
+    .unwrap();
+    let cfg = ClusterConfig::new("k8s", KubeConfig::context_of(path, "c")).with_timeout(Duration::from_secs(2));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let started = Instant::now();
+    // Its own thread and runtime: if the plugin blocked it for good, this test still ends.
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let result = rt.block_on(async {
+            let b = KubeBackend::new(&cfg);
+            b.job_action(&flightdeck::model::JobRef::new("k8s", "ml:x"), JobAction::Cancel).await
+        });
+        let _ = tx.send(result.map_err(|e| e.to_string()));
+    });
+    let result = rx.recv_timeout(Duration::from_secs(30)).expect("the action ended instead of hanging on the plugin");
+    let err = result.expect_err("no credential, no action");
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}: {err}", started.elapsed());
+    assert!(err.contains("k8s") || err.contains("exec") || err.contains("timed out"), "{err}");
+}

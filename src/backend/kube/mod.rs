@@ -120,6 +120,26 @@ pub fn describe_client_error(err: &::kube::Error) -> String {
     }
 }
 
+/// The kubeconfig with every exec credential plugin run under coreutils `timeout`: kube
+/// runs plugins as blocking child processes inside its request path (at client creation
+/// and again whenever the token expires), where no async timeout can reach them, so a
+/// plugin waiting on a browser login or a dead SSO endpoint would hang the cluster's
+/// refresh forever. Under `timeout` it is killed after the cluster's timeout (then SIGKILL
+/// two seconds later) and kube reports the failure. Without a `timeout` program the
+/// kubeconfig is used as it is.
+pub fn bound_exec_plugins(mut kubeconfig: Kubeconfig, limit: Duration) -> Kubeconfig {
+    let Some(timeout) = crate::config::find_program("timeout") else { return kubeconfig };
+    for named in &mut kubeconfig.auth_infos {
+        let Some(exec) = named.auth_info.as_mut().and_then(|a| a.exec.as_mut()) else { continue };
+        let Some(command) = exec.command.take() else { continue };
+        let mut args = vec!["--kill-after=2".to_string(), format!("{}s", limit.as_secs().max(1)), command];
+        args.extend(exec.args.take().unwrap_or_default());
+        exec.command = Some(timeout.display().to_string());
+        exec.args = Some(args);
+    }
+    kubeconfig
+}
+
 /// What a Kubernetes cluster can do.
 pub const CAPABILITIES: Capabilities = Capabilities {
     submit: true,
@@ -211,6 +231,7 @@ impl KubeBackend {
                     None => Kubeconfig::read(),
                 }
                 .map_err(|e| connect(format!("cannot read the kubeconfig: {e}")))?;
+                let kubeconfig = bound_exec_plugins(kubeconfig, self.timeout);
                 let options = KubeConfigOptions { context: self.context.clone(), ..KubeConfigOptions::default() };
                 let mut config = ::kube::Config::from_custom_kubeconfig(kubeconfig, &options)
                     .await
