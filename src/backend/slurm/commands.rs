@@ -123,7 +123,12 @@ refuse() { echo "flightdeck: not reading $p: $1" >&2; exit 96; }
 kind=$(stat -c %F -- "$p") || exit 1
 [ "$kind" = "symbolic link" ] && refuse "it is a symbolic link"
 case $kind in "regular file"|"regular empty file") ;; *) refuse "it is a $kind, not a regular file" ;; esac
+# Opening a FIFO blocks until someone writes: one swapped in after the check above must not
+# hold the command (and the SSH session) until its timeout. A watchdog ends the shell if the
+# open has not returned in 5 s; its output goes nowhere, so it never holds the streams.
+( sleep 5; kill -s ALRM $$ ) </dev/null >/dev/null 2>&1 & guard=$!
 exec 3<"$p" || exit 1
+kill "$guard" 2>/dev/null
 info=$(stat -c '%U %s %F' - <&3) || exit 1
 owner=${info%% *}; rest=${info#* }; size=${rest%% *}; kind=${rest#* }
 case $kind in "regular file"|"regular empty file") ;; *) refuse "it is a $kind, not a regular file" ;; esac
@@ -223,6 +228,43 @@ pub fn checked_node(name: &str) -> Result<&str, BackendError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A job's output path that flips between a regular file and a FIFO as fast as it can
+    /// (a hostile user racing the check against the open): every read ends promptly, with
+    /// the file's bytes or a refusal, and none waits on the FIFO for the command's timeout.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fifo_swapped_in_after_the_check_never_holds_the_read() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.log");
+        let (file, fifo) = (dir.path().join("file"), dir.path().join("fifo"));
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (path, file, fifo, stop) = (path.clone(), file.clone(), fifo.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let c = |p: &std::path::Path| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::fs::write(&file, "log line\n").unwrap();
+                    let _ = std::fs::rename(&file, &path);
+                    // SAFETY: mkfifo with a valid NUL-terminated path.
+                    unsafe { libc::mkfifo(c(&fifo).as_ptr(), 0o600) };
+                    let _ = std::fs::rename(&fifo, &path);
+                }
+            })
+        };
+        let t = crate::backend::slurm::transport::Transport::local();
+        let me = whoami::username().unwrap();
+        let argv = read_log(path.to_str().unwrap(), &me, None, 1024).unwrap();
+        let mut slowest = std::time::Duration::ZERO;
+        for _ in 0..20 {
+            let started = std::time::Instant::now();
+            let _ = t.output(&argv, None, std::time::Duration::from_secs(60)).await;
+            slowest = slowest.max(started.elapsed());
+        }
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        assert!(slowest < std::time::Duration::from_secs(10), "a read waited {slowest:?}");
+    }
 
     #[test]
     fn job_ids() {
