@@ -2,6 +2,7 @@
 //! bed: what a person at the keyboard sees and does. Needs `tests/testbed/up.sh` and tmux.
 
 mod common;
+mod kube_fake;
 
 use std::path::Path;
 use std::process::Command;
@@ -210,4 +211,55 @@ fn the_cockpit_over_the_test_bed() {
     rt.block_on(async {
         let _ = b.job_action(&keep, flightdeck::backend::JobAction::Cancel).await;
     });
+}
+
+/// The variable a test bed script wrote into its env file (tests/run.sh sources them).
+fn testbed_var(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: tests/run.sh starts the cloud servers and sources their env files")
+    })
+}
+
+/// Every kind at once: the Slurm test bed, the Kubernetes fake, the real dstack and SkyPilot
+/// servers, all in one config; the overview lists each cluster with its kind, fresh.
+#[test]
+fn the_overview_lists_every_kind_side_by_side() {
+    let _ = testbed_config();
+    let (dstack_url, dstack_project) = (testbed_var("FD_DSTACK_URL"), testbed_var("FD_DSTACK_PROJECT"));
+    let _ = testbed_var("FD_DSTACK_TOKEN");
+    let sky_url = testbed_var("FD_SKYPILOT_URL");
+    let fake = kube_fake::FakeApi::start_blocking();
+    fake.put(kube_fake::fixtures::node_h100("kn-1"));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = fake.kubeconfig(dir.path(), "fake");
+    let slurm = std::fs::read_to_string(testbed_config_path()).unwrap();
+    let config = format!(
+        "{slurm}\n[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\n\n\
+         [[cluster]]\nname = \"dstack-main\"\nkind = \"dstack\"\nurl = \"{dstack_url}\"\nproject = \"{dstack_project}\"\ntoken_env = \"FD_DSTACK_TOKEN\"\n\n\
+         [[cluster]]\nname = \"sky\"\nkind = \"skypilot\"\nurl = \"{sky_url}\"\n",
+        kubeconfig.display()
+    );
+    let path = dir.path().join("all-kinds.toml");
+    std::fs::write(&path, config).unwrap();
+
+    let after = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    let pane = Pane::start("kinds", &["--config", path.to_str().unwrap()], 200, 90, &after);
+    let line = |s: &str, name: &str, kind: &str| {
+        s.lines().any(|l| l.contains(&format!("▌{name} {kind}")) && l.contains("fresh"))
+    };
+    let screen = pane.wait_for("every kind fresh on the overview", |s| {
+        line(s, "fd22", "slurm")
+            && line(s, "k8s", "kubernetes")
+            && line(s, "dstack-main", "dstack")
+            && line(s, "sky", "skypilot")
+    });
+    assert!(!screen.contains("STALE"), "{screen}");
+    pane.keys(&["q"]);
+    let started = Instant::now();
+    while !Path::new(&format!("{}.status", after.display())).exists() && started.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = std::fs::read_to_string(format!("{}.status", after.display())).expect("flightdeck exited");
+    assert_eq!(status.trim(), "exit=0");
+    let _ = std::fs::remove_file(format!("{}.status", after.display()));
 }
