@@ -33,6 +33,31 @@ async fn submit_held(name: &str) -> Vec<String> {
     ids
 }
 
+/// Cancels every job named `name` when dropped, so that a failing test leaves no thousand
+/// held jobs behind for the next run to trip over.
+struct CleanUp(String);
+
+impl Drop for CleanUp {
+    fn drop(&mut self) {
+        let name = self.0.clone();
+        // Its own thread and runtime: drop may run inside the test's runtime.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let b = backend(CLUSTER);
+                let argv = vec!["scancel".to_string(), format!("--name={name}")];
+                let _ = b.transport().output(&argv, None, Duration::from_secs(30)).await;
+            });
+        })
+        .join();
+    }
+}
+
+/// A job name of this run only (jobs of an earlier run may still be listed).
+fn unique(what: &str) -> String {
+    format!("fdbatch-{what}-{}", std::process::id())
+}
+
 /// Wait until the cluster shows none of the jobs named `name`.
 async fn wait_all_gone(name: &str) {
     let b = backend(CLUSTER);
@@ -60,8 +85,9 @@ fn audit_counts(log: &AuditLog, ids: &[String]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_jobs_cancelled_from_the_cockpit_as_one_batch() {
     let _lock = cluster_lock(CLUSTER);
-    let name = "fdbatch-app";
-    let ids = submit_held(name).await;
+    let name = unique("app");
+    let _clean = CleanUp(name.clone());
+    let ids = submit_held(&name).await;
 
     let config = testbed_config();
     let state = tempfile::tempdir().unwrap();
@@ -119,15 +145,16 @@ async fn a_thousand_jobs_cancelled_from_the_cockpit_as_one_batch() {
     assert_eq!(app.toasts().len(), 1);
     assert!(app.toasts()[0].sticky, "the summary stays until dismissed");
 
-    wait_all_gone(name).await;
+    wait_all_gone(&name).await;
     audit_counts(&log, &ids);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_jobs_cancelled_from_the_cli_in_one_command() {
     let _lock = cluster_lock(CLUSTER);
-    let name = "fdbatch-cli";
-    let ids = submit_held(name).await;
+    let name = unique("cli");
+    let _clean = CleanUp(name.clone());
+    let ids = submit_held(&name).await;
     let _ = testbed_config();
     let state = tempfile::tempdir().unwrap();
     let refs: Vec<String> = ids.iter().map(|id| format!("{CLUSTER}/{id}")).collect();
@@ -149,6 +176,6 @@ async fn a_thousand_jobs_cancelled_from_the_cli_in_one_command() {
     assert_eq!(said.lines().filter(|l| l.starts_with("cancelled fd22/")).count(), JOBS, "{said}");
     assert!(err.contains(&format!("cancelled {JOBS} of {JOBS}")), "{err}");
 
-    wait_all_gone(name).await;
+    wait_all_gone(&name).await;
     audit_counts(&AuditLog::new(state.path().join("flightdeck/audit.jsonl")), &ids);
 }
