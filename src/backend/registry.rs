@@ -8,11 +8,11 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Backend, BackendError, Capabilities, kube, slurm};
+use crate::backend::{Backend, BackendError, Capabilities, kube, skypilot, slurm};
 use crate::config::{ClusterConfig, ClusterKind, KindConfig, KindSettings, KindTable};
 
 /// The kinds flightdeck ships, in the order messages list them. One line per kind.
-const BUILTIN: &[fn() -> KindEntry] = &[slurm::kind_entry, kube::kind_entry];
+const BUILTIN: &[fn() -> KindEntry] = &[slurm::kind_entry, kube::kind_entry, skypilot::kind_entry];
 
 /// Everything flightdeck knows about one cluster kind.
 #[derive(Clone)]
