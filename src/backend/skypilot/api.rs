@@ -21,9 +21,7 @@ pub struct Health {
 }
 
 pub async fn health(req: &Requests) -> Result<Health, BackendError> {
-    let v: Value = tokio::time::timeout(req.bound, req.api.get("/api/health"))
-        .await
-        .unwrap_or_else(|_| Err(BackendError::Timeout { what: "GET /api/health".into(), secs: req.bound.as_secs() }))?;
+    let v = req.get_now("/api/health").await?;
     let text = |k: &str| v.get(k).and_then(Value::as_str).map(clean_message);
     Ok(Health { version: text("version"), api_version: text("api_version"), status: text("status") })
 }

@@ -239,6 +239,14 @@ impl Requests {
         outcome(&what, record).map(|v| (id, v))
     }
 
+    /// `GET path` of a synchronous endpoint (`/api/health`): its JSON answer, bounded.
+    pub async fn get_now(&self, path: &str) -> Result<Value, BackendError> {
+        let what = format!("GET {path}");
+        let deadline = Instant::now() + self.bound;
+        let reply = self.send(Method::GET, path, None, deadline, &what).await.map_err(Failure::into_backend)?;
+        self.api.decode(&what, reply)
+    }
+
     /// What a finished request printed (`GET /api/stream`, plain, not followed), ANSI
     /// escapes removed, line breaks kept. Bounded by the deadline and the body cap.
     pub async fn stream_text(&self, id: &str) -> Result<String, BackendError> {
