@@ -23,13 +23,15 @@ SKY_NAME=skypilot-api
 SKY_CATALOG=$SKY_HOME/.sky/catalogs/v8
 
 install_venv() {
-    if [[ -x $SKY_VENV/bin/sky ]] && "$SKY_VENV/bin/python" -c "import sky, sys; sys.exit(sky.__version__ != '$SKY_VERSION')" 2>/dev/null; then
+    # Importing sky writes ~/.sky: under the server's HOME, never the caller's.
+    mkdir -p "$SKY_HOME"
+    if [[ -x $SKY_VENV/bin/sky ]] && HOME=$SKY_HOME "$SKY_VENV/bin/python" -c "import sky, sys; sys.exit(sky.__version__ != '$SKY_VERSION')" 2>/dev/null; then
         return 0
     fi
     log "installing skypilot==$SKY_VERSION into $SKY_VENV"
     rm -rf "$SKY_VENV"
     python3 -m venv "$SKY_VENV"
-    "$SKY_VENV/bin/pip" install -q --disable-pip-version-check "skypilot==$SKY_VERSION"
+    HOME=$SKY_HOME "$SKY_VENV/bin/pip" install -q --disable-pip-version-check "skypilot==$SKY_VERSION"
 }
 
 # The catalog SkyPilot would download: the GPU names (common/), and one cloud's offers

@@ -691,4 +691,79 @@ mod tests {
         assert_eq!(cluster_of_node("train:1"), "train");
         assert_eq!(cluster_of_node("train"), "train");
     }
+
+    mod no_input_panics {
+        use proptest::prelude::*;
+        use serde_json::{Map, Value};
+
+        use super::super::*;
+
+        /// Any JSON, biased towards the keys and shapes the mapper reads.
+        fn json() -> impl Strategy<Value = Value> {
+            let key = prop_oneof![
+                Just("name".to_string()),
+                Just("status".to_string()),
+                Just("nodes".to_string()),
+                Just("accelerators".to_string()),
+                Just("resources".to_string()),
+                Just("job_id".to_string()),
+                Just("task_id".to_string()),
+                Just("cpus".to_string()),
+                Just("memory".to_string()),
+                Just("submitted_at".to_string()),
+                Just("jobs".to_string()),
+                "[a-z_]{1,8}",
+            ];
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(Value::from),
+                any::<u64>().prop_map(Value::from),
+                any::<f64>().prop_map(Value::from),
+                prop_oneof![
+                    Just("UP".to_string()),
+                    Just("RUNNING".to_string()),
+                    Just("{'H100': 1e308}".to_string()),
+                    Just("4294967296x[H100:99999999999]".to_string()),
+                    ".{0,24}",
+                ]
+                .prop_map(Value::String),
+            ];
+            leaf.prop_recursive(4, 64, 8, move |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                    prop::collection::vec((key.clone(), inner), 0..8)
+                        .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            #[test]
+            fn no_json_panics_the_mapper(clusters in json(), queue in json(), managed in json()) {
+                let clusters = records::<ClusterRecord>(clusters);
+                let queue = records::<ClusterJobRecord>(queue);
+                let mut jobs = Vec::new();
+                for c in &clusters.records {
+                    jobs.extend(cluster_jobs("sky", c, &queue.records));
+                }
+                jobs.extend(managed_jobs("sky", &records::<ManagedJobRecord>(managed).records));
+                let nodes = nodes("sky", &clusters.records, &jobs);
+                for n in &nodes {
+                    prop_assert!(n.gpus_allocated() <= n.gpus_total());
+                }
+            }
+
+            #[test]
+            fn no_text_panics_the_resource_parsers(text in ".{0,64}") {
+                let _ = parse_accelerators(&text);
+                let (nodes, _) = parse_job_resources(&text);
+                prop_assert!(nodes >= 1);
+                let _ = parse_job_id(&text);
+                let _ = parse_log_handle(&text);
+            }
+        }
+    }
 }
