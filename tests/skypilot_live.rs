@@ -175,7 +175,10 @@ async fn a_server_stopped_mid_run_makes_the_cluster_stale_until_it_is_back() {
 
     let restart = Restart;
     testbed("stop");
-    let s = fleet.wait_for(Duration::from_secs(30), |s| matches!(s.clusters[0].health, Health::Stale { .. })).await;
+    // While it shuts down the server may still answer 503 ("Server is shutting down"); once
+    // it is gone the cluster is stale with the connection error.
+    let gone = |s: &flightdeck::model::FleetState| matches!(&s.clusters[0].health, Health::Stale { error, .. } if error.contains("cannot reach"));
+    let s = fleet.wait_for(Duration::from_secs(30), gone).await;
     match &s.clusters[0].health {
         Health::Stale { error, last_ok, .. } => {
             assert!(error.contains("cannot reach http://127.0.0.1:46590"), "{error}");
