@@ -7,6 +7,7 @@
 pub mod http;
 pub mod kube;
 pub mod registry;
+pub mod skypilot;
 pub mod slurm;
 
 use async_trait::async_trait;

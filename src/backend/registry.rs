@@ -8,11 +8,11 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Backend, BackendError, Capabilities, kube, slurm};
+use crate::backend::{Backend, BackendError, Capabilities, kube, skypilot, slurm};
 use crate::config::{ClusterConfig, ClusterKind, KindConfig, KindSettings, KindTable};
 
 /// The kinds flightdeck ships, in the order messages list them. One line per kind.
-const BUILTIN: &[fn() -> KindEntry] = &[slurm::kind_entry, kube::kind_entry];
+const BUILTIN: &[fn() -> KindEntry] = &[slurm::kind_entry, kube::kind_entry, skypilot::kind_entry];
 
 /// Everything flightdeck knows about one cluster kind.
 #[derive(Clone)]
@@ -217,7 +217,7 @@ kind = "slurm"
             format!(
                 "{FILE}:7: unknown key `hostt` in [[cluster]] \"hpc\" (expected one of: name, kind, host, user, port, \
                  identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, context, kubeconfig, \
-                 namespaces, queue)"
+                 namespaces, queue, url, token_env, token_file)"
             )
         );
     }
@@ -241,13 +241,15 @@ kind = "slurm"
         assert_eq!(
             shown,
             format!(
-                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"k8s\" (accepted kinds: slurm, kubernetes)"
+                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"k8s\" (accepted kinds: slurm, kubernetes, skypilot)"
             )
         );
         let shown = refused("read_only = true\n[[cluster]]\nname = \"hpc\"\n", 2, "kind");
         assert_eq!(
             shown,
-            format!("{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm, kubernetes)")
+            format!(
+                "{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm, kubernetes, skypilot)"
+            )
         );
     }
 
@@ -265,6 +267,10 @@ kind = "slurm"
         let kube = ClusterConfig::new("k8s", KubeConfig::default()).erase();
         assert_eq!(registry.build(&slurm).unwrap().name(), "hpc");
         assert_eq!(registry.build(&kube).unwrap().name(), "k8s");
+        let sky = ClusterConfig::new("sky", crate::backend::skypilot::SkyPilotConfig::default()).erase();
+        assert_eq!(registry.build(&sky).unwrap().name(), "sky");
+        let sky_caps = registry.capabilities(&crate::backend::skypilot::SkyPilotConfig::KIND).unwrap();
+        assert!(sky_caps.teardown && sky_caps.cancel && !sky_caps.hold_release && !sky_caps.drain_resume);
         assert!(!registry.capabilities(&ClusterKind::KUBERNETES).unwrap().requeue);
         assert!(registry.capabilities(&ClusterKind::SLURM).unwrap().requeue);
         let err = Registry::empty().build(&slurm).err().expect("no slurm kind in an empty registry");
@@ -280,6 +286,8 @@ kind = "slurm"
         let mut want = SlurmConfig::default_clusters(&[]);
         let kube = KubeConfig::default_clusters(&want);
         want.extend(kube);
+        let sky = crate::backend::skypilot::SkyPilotConfig::default_clusters(&want);
+        want.extend(sky);
         assert_eq!(config.clusters, want);
         assert!(Config::embedded_default(&Registry::empty()).clusters.is_empty());
     }

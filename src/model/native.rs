@@ -12,6 +12,8 @@ pub enum Dialect {
     Sbatch,
     /// A `batch/v1` Job manifest (YAML).
     KubernetesJob,
+    /// A SkyPilot task (YAML), with where it is launched as a leading comment.
+    SkyPilotTask,
 }
 
 impl Dialect {
@@ -20,6 +22,7 @@ impl Dialect {
         match self {
             Dialect::Sbatch => "sbatch script",
             Dialect::KubernetesJob => "Kubernetes Job manifest",
+            Dialect::SkyPilotTask => "SkyPilot task",
         }
     }
 }

@@ -50,5 +50,7 @@ if [[ -d $FD_CHROOT ]]; then
     left=$(chroot_mounts)
     [[ -z $left ]] || die "still mounted: $left"
 fi
+# 5. the SkyPilot API server (its venv, HOME and catalog stay)
+bash "$HERE/skypilot.sh" stop
 rm -f "$FD_PIDS"/*.pid "$FD_PIDS"/*.tag 2>/dev/null || true
 log "test bed down"

@@ -1,0 +1,289 @@
+//! `JobSpec` → a SkyPilot task YAML, and where it goes.
+//!
+//! * `resources.accelerators: MODEL:N` (SkyPilot's upper-case names: `h100` → `H100`,
+//!   `a100-80gb` → `A100-80GB`), `cpus`, `memory` (GB), `image_id: docker:IMAGE`;
+//! * `num_nodes`, `envs`, `run` (the command or the whole script);
+//! * `workdir` only when it is a directory here: SkyPilot syncs a local workdir up, and a
+//!   path that exists only on the cluster would make the launch fail;
+//! * where: the spec's `partition` is the queue, as everywhere in flightdeck. SkyPilot's
+//!   queues are its clusters and the managed-jobs controller, so `partition =
+//!   "managed-jobs"` launches a managed job, another name launches on (or creates) that
+//!   cluster, and none creates a cluster named after the job (`fd-NAME-xxxxx`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::map::MANAGED_QUEUE;
+use crate::backend::BackendError;
+use crate::spec::JobSpec;
+
+/// Where a task is launched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// `POST /launch` on this cluster (made if it does not exist).
+    Cluster(String),
+    /// `POST /jobs/launch` under this name.
+    Managed(String),
+}
+
+/// A task ready to send, and what of the spec it could not carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    pub yaml: String,
+    pub placement: Placement,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Yaml<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workdir: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    num_nodes: Option<u32>,
+    #[serde(skip_serializing_if = "Resources::is_empty")]
+    resources: Resources,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    envs: &'a BTreeMap<String, String>,
+    run: &'a str,
+}
+
+#[derive(Serialize, Default)]
+struct Resources {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    accelerators: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpus: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image_id: Option<String>,
+}
+
+impl Resources {
+    fn is_empty(&self) -> bool {
+        self.accelerators.is_none() && self.cpus.is_none() && self.memory.is_none() && self.image_id.is_none()
+    }
+}
+
+/// SkyPilot's name for a GPU model: the canonical model upper-cased (`a100-80gb` → `A100-80GB`).
+pub fn accelerator_name(gpu_type: &str) -> String {
+    gpu_type.trim().to_ascii_uppercase()
+}
+
+/// A SkyPilot cluster name: a letter first, then letters, digits, `-`, `_`, `.`, ending in a
+/// letter or digit.
+pub fn check_cluster_name(name: &str) -> Result<(), String> {
+    let ok_inner = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if name.is_empty() || name.len() > 63 {
+        return Err(format!("{name:?} is no SkyPilot cluster name (1 to 63 characters)"));
+    }
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic())
+        || !name.ends_with(|c: char| c.is_ascii_alphanumeric())
+        || !name.chars().all(ok_inner)
+    {
+        return Err(format!(
+            "{name:?} is no SkyPilot cluster name (a letter first, then letters, digits, `-`, `_`, `.`, ending in a letter or digit)"
+        ));
+    }
+    Ok(())
+}
+
+/// The cluster a job without a named one is launched on: `fd-` + the job name made a
+/// cluster name + `-` + `suffix`.
+pub fn generated_cluster(job_name: &str, suffix: &str) -> String {
+    let mut base: String = job_name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    base.truncate(40);
+    let base = base.trim_end_matches('-');
+    if base.is_empty() { format!("fd-{suffix}") } else { format!("fd-{base}-{suffix}") }
+}
+
+/// Five characters (`[0-9a-z]`) that make a generated cluster name new each time.
+pub fn name_suffix() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    let mut n = h.finish();
+    (0..5)
+        .map(|_| {
+            let d = (n % 36) as u32;
+            n /= 36;
+            char::from_digit(d, 36).unwrap_or('0')
+        })
+        .collect()
+}
+
+/// The task for `spec`; `suffix` names a generated cluster (random at submit, `xxxxx` in a
+/// preview).
+pub fn task(spec: &JobSpec, suffix: &str) -> Result<Task, BackendError> {
+    spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
+    let mut warnings = Vec::new();
+    let run = spec
+        .command
+        .as_deref()
+        .or(spec.script.as_deref())
+        .ok_or_else(|| BackendError::InvalidSpec("a SkyPilot task needs `command` or `script`".into()))?;
+
+    let mut resources = Resources::default();
+    if spec.gpus > 0 {
+        let Some(model) = spec.gpu_type.as_deref() else {
+            return Err(BackendError::InvalidSpec(
+                "`gpu_type`: SkyPilot asks a cloud for a GPU model by name (h100, a100-80gb, l4 …); set one".into(),
+            ));
+        };
+        resources.accelerators = Some(format!("{}:{}", accelerator_name(model), spec.gpus));
+    }
+    resources.cpus = spec.cpus.map(|c| c.to_string());
+    // SkyPilot's memory is in GB; round up so the job gets at least what it asked for.
+    resources.memory = spec.memory_mb().map(|mb| mb.div_ceil(1024).max(1).to_string());
+    resources.image_id = spec.image.as_deref().map(|i| format!("docker:{i}"));
+
+    let workdir = match spec.workdir.as_deref() {
+        Some(dir) if Path::new(dir).is_dir() => Some(dir),
+        Some(dir) => {
+            warnings.push(format!(
+                "`workdir`: {dir:?} is no directory here; left out (SkyPilot uploads a local workdir, it cannot use a path on the cluster)"
+            ));
+            None
+        }
+        None => None,
+    };
+    if spec.time_limit.is_some() {
+        warnings.push("`time_limit`: a SkyPilot task has no time limit; ignored".into());
+    }
+    if spec.account.is_some() {
+        warnings.push("`account`: SkyPilot has no accounts; ignored".into());
+    }
+
+    let placement = match spec.partition.as_deref() {
+        Some(MANAGED_QUEUE) => Placement::Managed(spec.name.clone()),
+        Some(cluster) => {
+            check_cluster_name(cluster).map_err(|why| BackendError::InvalidSpec(format!("`partition`: {why}")))?;
+            Placement::Cluster(cluster.to_string())
+        }
+        None => Placement::Cluster(generated_cluster(&spec.name, suffix)),
+    };
+    let doc =
+        Yaml { name: &spec.name, workdir, num_nodes: spec.nodes.filter(|n| *n > 1), resources, envs: &spec.env, run };
+    let yaml = serde_saphyr::to_string(&doc)
+        .map_err(|e| BackendError::Parse { what: "the task YAML".into(), message: e.to_string() })?;
+    Ok(Task { yaml, placement, warnings })
+}
+
+/// The preview's text: where the task goes, as a YAML comment, then the task.
+pub fn render(task: &Task) -> String {
+    let head = match &task.placement {
+        Placement::Cluster(c) => format!("# POST /launch on cluster {c}\n"),
+        Placement::Managed(n) => format!("# POST /jobs/launch as managed job {n}\n"),
+    };
+    format!("{head}{}", task.yaml)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> JobSpec {
+        JobSpec {
+            name: "train llm".into(),
+            command: Some("python train.py --epochs 3".into()),
+            gpus: 4,
+            gpu_type: Some("a100-80gb".into()),
+            cpus: Some(16),
+            memory: Some("64G".into()),
+            image: Some("nvcr.io/nvidia/pytorch:24.01-py3".into()),
+            env: [("WANDB_MODE".to_string(), "offline".to_string())].into(),
+            ..JobSpec::default()
+        }
+    }
+
+    fn yaml(task: &Task) -> serde_json::Value {
+        serde_saphyr::from_str(&task.yaml).unwrap()
+    }
+
+    #[test]
+    fn spec_becomes_a_task() {
+        let t = task(&spec(), "ab12c").unwrap();
+        let v = yaml(&t);
+        assert_eq!(v["name"], "train llm");
+        assert_eq!(v["resources"]["accelerators"], "A100-80GB:4");
+        assert_eq!(v["resources"]["cpus"], "16");
+        assert_eq!(v["resources"]["memory"], "64");
+        assert_eq!(v["resources"]["image_id"], "docker:nvcr.io/nvidia/pytorch:24.01-py3");
+        assert_eq!(v["envs"]["WANDB_MODE"], "offline");
+        assert_eq!(v["run"], "python train.py --epochs 3");
+        assert!(v.get("workdir").is_none() && v.get("num_nodes").is_none());
+        assert_eq!(t.placement, Placement::Cluster("fd-train-llm-ab12c".into()));
+        assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+        assert!(render(&t).starts_with("# POST /launch on cluster fd-train-llm-ab12c\nname: "));
+    }
+
+    #[test]
+    fn partition_picks_the_cluster_or_the_managed_queue() {
+        let mut s = spec();
+        s.partition = Some("managed-jobs".into());
+        assert_eq!(task(&s, "x").unwrap().placement, Placement::Managed("train llm".into()));
+        s.partition = Some("my-h100s".into());
+        assert_eq!(task(&s, "x").unwrap().placement, Placement::Cluster("my-h100s".into()));
+        s.partition = Some("9bad name".into());
+        let err = task(&s, "x").unwrap_err().to_string();
+        assert!(err.contains("`partition`") && err.contains("no SkyPilot cluster name"), "{err}");
+    }
+
+    #[test]
+    fn workdir_only_when_local_and_what_is_ignored_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec();
+        s.workdir = Some(dir.path().display().to_string());
+        s.nodes = Some(2);
+        s.script = Some("#!/bin/bash\necho one\necho two\n".into());
+        s.command = None;
+        let t = task(&s, "x").unwrap();
+        let v = yaml(&t);
+        assert_eq!(v["workdir"], dir.path().display().to_string());
+        assert_eq!(v["num_nodes"], 2);
+        assert_eq!(v["run"], "#!/bin/bash\necho one\necho two\n");
+        s.workdir = Some("/no/such/dir/anywhere".into());
+        s.time_limit = Some("2h".into());
+        s.account = Some("ml".into());
+        let t = task(&s, "x").unwrap();
+        assert!(yaml(&t).get("workdir").is_none());
+        assert_eq!(t.warnings.len(), 3, "{:?}", t.warnings);
+        assert!(t.warnings[0].starts_with("`workdir`"));
+    }
+
+    #[test]
+    fn gpus_need_a_model_and_cpu_jobs_have_no_accelerators() {
+        let mut s = spec();
+        s.gpu_type = None;
+        assert!(task(&s, "x").unwrap_err().to_string().contains("`gpu_type`"));
+        s.gpus = 0;
+        s.image = None;
+        s.cpus = None;
+        s.memory = None;
+        let v = yaml(&task(&s, "x").unwrap());
+        assert!(v.get("resources").is_none(), "{v}");
+    }
+
+    #[test]
+    fn generated_names_are_cluster_names() {
+        assert_eq!(generated_cluster("Train LLM!!", "ab12c"), "fd-train-llm-ab12c");
+        assert_eq!(generated_cluster("___", "ab12c"), "fd-ab12c");
+        let long = generated_cluster(&"x".repeat(200), "ab12c");
+        check_cluster_name(&long).unwrap();
+        check_cluster_name("fd-ab12c").unwrap();
+        assert!(
+            check_cluster_name("-a").is_err() && check_cluster_name("a:b").is_err() && check_cluster_name("").is_err()
+        );
+        assert_eq!(accelerator_name("h100"), "H100");
+    }
+}
