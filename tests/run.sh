@@ -14,9 +14,12 @@ if [[ -z $have || $(printf '%s\n%s\n' "$want" "$have" | sort -V | head -n1) != "
 fi
 
 bash tests/testbed/up.sh
+bash tests/testbed/dstack.sh
 set -a
 # shellcheck disable=SC1091
 . /var/lib/flightdeck-testbed/env
+# shellcheck disable=SC1091
+. /var/lib/flightdeck-testbed/dstack.env
 set +a
 # Leftovers from an earlier run would confuse the scenarios; start from an empty queue.
 bash tests/testbed/reset.sh

@@ -8,11 +8,11 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Backend, BackendError, Capabilities, kube, slurm};
+use crate::backend::{Backend, BackendError, Capabilities, dstack, kube, slurm};
 use crate::config::{ClusterConfig, ClusterKind, KindConfig, KindSettings, KindTable};
 
 /// The kinds flightdeck ships, in the order messages list them. One line per kind.
-const BUILTIN: &[fn() -> KindEntry] = &[slurm::kind_entry, kube::kind_entry];
+const BUILTIN: &[fn() -> KindEntry] = &[slurm::kind_entry, kube::kind_entry, dstack::kind_entry];
 
 /// Everything flightdeck knows about one cluster kind.
 #[derive(Clone)]
@@ -217,7 +217,7 @@ kind = "slurm"
             format!(
                 "{FILE}:7: unknown key `hostt` in [[cluster]] \"hpc\" (expected one of: name, kind, host, user, port, \
                  identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, context, kubeconfig, \
-                 namespaces, queue)"
+                 namespaces, queue, url, project, token_env, token_file, retry)"
             )
         );
     }
@@ -241,13 +241,13 @@ kind = "slurm"
         assert_eq!(
             shown,
             format!(
-                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"k8s\" (accepted kinds: slurm, kubernetes)"
+                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"k8s\" (accepted kinds: slurm, kubernetes, dstack)"
             )
         );
         let shown = refused("read_only = true\n[[cluster]]\nname = \"hpc\"\n", 2, "kind");
         assert_eq!(
             shown,
-            format!("{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm, kubernetes)")
+            format!("{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm, kubernetes, dstack)")
         );
     }
 

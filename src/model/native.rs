@@ -12,6 +12,8 @@ pub enum Dialect {
     Sbatch,
     /// A `batch/v1` Job manifest (YAML).
     KubernetesJob,
+    /// A dstack run spec (YAML of the JSON sent to `runs/apply`).
+    DstackRunSpec,
 }
 
 impl Dialect {
@@ -20,6 +22,7 @@ impl Dialect {
         match self {
             Dialect::Sbatch => "sbatch script",
             Dialect::KubernetesJob => "Kubernetes Job manifest",
+            Dialect::DstackRunSpec => "dstack run spec",
         }
     }
 }
