@@ -4,7 +4,7 @@
 # loopback port 3300 (not the default 3000, so a developer's own server is never touched) and a
 # fixed admin token. No backend and no fleet are configured: runs are accepted and then wait
 # or fail for lack of capacity, which is what the contract tests check. Writes FD_DSTACK_URL,
-# FD_DSTACK_TOKEN and FD_DSTACK_PROJECT into /var/lib/flightdeck-testbed/dstack.env.
+# FD_DSTACK_TOKEN, FD_DSTACK_PROJECT and FD_DSTACK_SERVER_DIR into /var/lib/flightdeck-testbed/dstack.env.
 #
 #   dstack.sh [up]   install if needed, start if not running, wait until it answers (idempotent)
 #   dstack.sh start  the same (tests restart a server they stopped mid-run with it)
@@ -64,8 +64,10 @@ start_server() {
         answers || die "dstack server does not answer on $DSTACK_URL (see $FD_LOGS/$DSTACK_NAME.out)"
         log "dstack server answers after $((SECONDS - t0)) s"
     fi
-    printf 'FD_DSTACK_URL=%s\nFD_DSTACK_TOKEN=%s\nFD_DSTACK_PROJECT=%s\n' \
-        "$DSTACK_URL" "$DSTACK_TOKEN" "$DSTACK_PROJECT" >"$DSTACK_ENV"
+    # FD_DSTACK_SERVER_DIR: the server's file log storage, where the log test writes the
+    # lines a runner would have sent (no runner can start offline).
+    printf 'FD_DSTACK_URL=%s\nFD_DSTACK_TOKEN=%s\nFD_DSTACK_PROJECT=%s\nFD_DSTACK_SERVER_DIR=%s\n' \
+        "$DSTACK_URL" "$DSTACK_TOKEN" "$DSTACK_PROJECT" "$DSTACK_HOME/.dstack/server" >"$DSTACK_ENV"
 }
 
 stop_server() {
