@@ -769,4 +769,97 @@ mod tests {
         assert_eq!(parse_log_handle("run/a/b/c"), None);
         assert_eq!(parse_log_handle("run//b"), None);
     }
+
+    /// Any JSON at all, with the field names the mapper reads so that it goes deep.
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let keys = prop::sample::select(vec![
+            "id",
+            "status",
+            "status_message",
+            "termination_reason",
+            "run_spec",
+            "run_name",
+            "configuration",
+            "resources",
+            "gpu",
+            "count",
+            "min",
+            "max",
+            "name",
+            "nodes",
+            "cpu",
+            "memory",
+            "max_duration",
+            "fleets",
+            "jobs",
+            "job_spec",
+            "job_name",
+            "latest_job_submission",
+            "job_provisioning_data",
+            "instance_type",
+            "gpus",
+            "cpus",
+            "memory_mib",
+            "price",
+            "total_blocks",
+            "busy_blocks",
+            "deleted",
+            "fleet",
+            "exit_status",
+            "submitted_at",
+            "finished_at",
+            "fleet_name",
+            "unreachable",
+            "health_status",
+        ]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<u64>().prop_map(|n| json!(n)),
+            any::<f64>().prop_filter("JSON numbers are finite", |f| f.is_finite()).prop_map(|f| json!(f)),
+            prop::sample::select(vec![
+                "running",
+                "busy",
+                "idle",
+                "pending",
+                "failed",
+                "terminated",
+                "H100:2",
+                "1..",
+                "2026-12-03T10:00:00Z",
+                "off",
+                "retrying",
+                "16GB.."
+            ])
+            .prop_map(|s| json!(s)),
+            ".{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(5, 64, 8, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((keys.clone(), inner), 0..8)
+                    .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_json_panics_the_mapper(runs in proptest::collection::vec(any_json(), 0..4),
+                                     instances in proptest::collection::vec(any_json(), 0..4),
+                                     fleets in proptest::collection::vec(any_json(), 0..3)) {
+            let (runs, _): (Vec<Run>, usize) = records(runs);
+            let (instances, _): (Vec<Instance>, usize) = records(instances);
+            let (fleets, _): (Vec<Fleet>, usize) = records(fleets);
+            let snap = snapshot("d", &runs, &fleets, &instances);
+            let _ = snap.cost_per_hour();
+            for r in &runs {
+                if let Some(c) = r.run_spec.as_ref().and_then(|s| s.configuration.as_ref()) {
+                    let _ = c.get("resources").and_then(|r| r.get("gpu")).map(gpu_ask);
+                }
+            }
+        }
+    }
 }
