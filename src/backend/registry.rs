@@ -280,6 +280,8 @@ kind = "slurm"
         let mut want = SlurmConfig::default_clusters(&[]);
         let kube = KubeConfig::default_clusters(&want);
         want.extend(kube);
+        let dstack = crate::backend::dstack::DstackConfig::default_clusters(&want);
+        want.extend(dstack);
         assert_eq!(config.clusters, want);
         assert!(Config::embedded_default(&Registry::empty()).clusters.is_empty());
     }
