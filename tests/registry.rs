@@ -184,7 +184,7 @@ fn keys_are_checked_against_every_registered_kind() {
         format!(
             "{FILE}:5: unknown key `endpiont` in [[cluster]] \"s\" (expected one of: name, kind, host, user, port, \
              identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, context, kubeconfig, \
-             namespaces, queue, url, token_env, token_file, endpoint)"
+             namespaces, queue, url, token_env, token_file, project, retry, endpoint)"
         )
     );
     let shown = refused(&format!("{STUB}endpoint = \"http://x\"\nhost = \"login\"\n"), 5, "host");
@@ -198,7 +198,7 @@ fn keys_are_checked_against_every_registered_kind() {
     let shown = refused("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nendpoint = \"http://x\"\n", 4, "endpoint");
     assert!(shown.contains("`endpoint` does not apply to a slurm cluster"), "{shown}");
     let shown = refused("[[cluster]]\nname = \"x\"\nkind = \"pbs\"\n", 3, "kind");
-    assert!(shown.ends_with("(accepted kinds: slurm, kubernetes, skypilot, stub)"), "{shown}");
+    assert!(shown.ends_with("(accepted kinds: slurm, kubernetes, skypilot, dstack, stub)"), "{shown}");
 }
 
 #[test]
@@ -207,7 +207,7 @@ fn without_its_line_the_kind_is_unknown() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{FILE}:7: bad value for `kind` in [[cluster]] \"s\": unknown cluster kind \"stub\" (accepted kinds: slurm, kubernetes, skypilot)"
+            "{FILE}:7: bad value for `kind` in [[cluster]] \"s\": unknown cluster kind \"stub\" (accepted kinds: slurm, kubernetes, skypilot, dstack)"
         )
     );
     assert_eq!(registry().capabilities(&StubConfig::KIND), Some(STUB_CAPABILITIES));

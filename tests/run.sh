@@ -15,11 +15,13 @@ fi
 
 bash tests/testbed/up.sh
 bash tests/testbed/skypilot.sh # SkyPilot API server: FD_SKYPILOT_URL in skypilot.env
+bash tests/testbed/dstack.sh
 set -a
 # shellcheck disable=SC1091
 . /var/lib/flightdeck-testbed/env
 # shellcheck disable=SC1091
 . /var/lib/flightdeck-testbed/skypilot.env
+. /var/lib/flightdeck-testbed/dstack.env
 set +a
 # Leftovers from an earlier run would confuse the scenarios; start from an empty queue.
 bash tests/testbed/reset.sh

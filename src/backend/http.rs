@@ -61,6 +61,12 @@ impl fmt::Display for Secret {
 pub enum TokenSource {
     Env(String),
     File(PathBuf),
+    /// A token already read from a tool's own config file (the dstack CLI's
+    /// `~/.dstack/config.yml`, for an embedded default); `from` names that file in messages.
+    Given {
+        secret: Secret,
+        from: String,
+    },
 }
 
 impl TokenSource {
@@ -90,6 +96,7 @@ impl TokenSource {
                 }
             },
             TokenSource::File(path) => read_private_file(path)?,
+            TokenSource::Given { secret, .. } => secret.expose().to_string(),
         };
         let token = text.trim();
         if token.is_empty() {
@@ -106,6 +113,7 @@ impl TokenSource {
         match self {
             TokenSource::Env(name) => format!("environment variable {name}"),
             TokenSource::File(path) => format!("token file {}", path.display()),
+            TokenSource::Given { from, .. } => format!("the token of {from}"),
         }
     }
 }
@@ -357,6 +365,9 @@ mod tests {
         assert_eq!(s.expose(), "hunter2");
         let api_debug = format!("{:?}", TokenSource::Env("X".into()));
         assert!(!api_debug.contains("hunter2"));
+        let given = TokenSource::Given { secret: s.clone(), from: "~/.dstack/config.yml".into() };
+        assert!(!format!("{given:?} {}", given.describe()).contains("hunter2"));
+        assert_eq!(given.read().unwrap().expose(), "hunter2");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! It knows nothing about terminals; the fleet owns backends and calls them from its own
 //! tasks, so a slow or dead backend never blocks a front end.
 
+pub mod dstack;
 pub mod http;
 pub mod kube;
 pub mod registry;

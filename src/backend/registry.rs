@@ -8,11 +8,11 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Backend, BackendError, Capabilities, kube, skypilot, slurm};
+use crate::backend::{Backend, BackendError, Capabilities, dstack, kube, skypilot, slurm};
 use crate::config::{ClusterConfig, ClusterKind, KindConfig, KindSettings, KindTable};
 
 /// The kinds flightdeck ships, in the order messages list them. One line per kind.
-const BUILTIN: &[fn() -> KindEntry] = &[slurm::kind_entry, kube::kind_entry, skypilot::kind_entry];
+const BUILTIN: &[fn() -> KindEntry] = &[slurm::kind_entry, kube::kind_entry, skypilot::kind_entry, dstack::kind_entry];
 
 /// Everything flightdeck knows about one cluster kind.
 #[derive(Clone)]
@@ -217,7 +217,7 @@ kind = "slurm"
             format!(
                 "{FILE}:7: unknown key `hostt` in [[cluster]] \"hpc\" (expected one of: name, kind, host, user, port, \
                  identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, context, kubeconfig, \
-                 namespaces, queue, url, token_env, token_file)"
+                 namespaces, queue, url, token_env, token_file, project, retry)"
             )
         );
     }
@@ -241,14 +241,14 @@ kind = "slurm"
         assert_eq!(
             shown,
             format!(
-                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"k8s\" (accepted kinds: slurm, kubernetes, skypilot)"
+                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"k8s\" (accepted kinds: slurm, kubernetes, skypilot, dstack)"
             )
         );
         let shown = refused("read_only = true\n[[cluster]]\nname = \"hpc\"\n", 2, "kind");
         assert_eq!(
             shown,
             format!(
-                "{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm, kubernetes, skypilot)"
+                "{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm, kubernetes, skypilot, dstack)"
             )
         );
     }
@@ -288,6 +288,8 @@ kind = "slurm"
         want.extend(kube);
         let sky = crate::backend::skypilot::SkyPilotConfig::default_clusters(&want);
         want.extend(sky);
+        let dstack = crate::backend::dstack::DstackConfig::default_clusters(&want);
+        want.extend(dstack);
         assert_eq!(config.clusters, want);
         assert!(Config::embedded_default(&Registry::empty()).clusters.is_empty());
     }

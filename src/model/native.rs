@@ -14,6 +14,8 @@ pub enum Dialect {
     KubernetesJob,
     /// A SkyPilot task (YAML), with where it is launched as a leading comment.
     SkyPilotTask,
+    /// A dstack run spec (YAML of the JSON sent to `runs/apply`).
+    DstackRunSpec,
 }
 
 impl Dialect {
@@ -23,6 +25,7 @@ impl Dialect {
             Dialect::Sbatch => "sbatch script",
             Dialect::KubernetesJob => "Kubernetes Job manifest",
             Dialect::SkyPilotTask => "SkyPilot task",
+            Dialect::DstackRunSpec => "dstack run spec",
         }
     }
 }

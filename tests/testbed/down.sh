@@ -8,6 +8,9 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 [[ $EUID -eq 0 ]] || die "run as root"
 
+# 0. the dstack server (tests/testbed/dstack.sh)
+bash "$HERE/dstack.sh" stop
+
 # 1. login nodes
 stop_daemon fd22-sshd fd24-sshd
 if [[ -s $FD_SSH/fd22/sshd.pid ]]; then # bookkeeping lost

@@ -1,0 +1,206 @@
+//! The dstack adapter against a small local HTTP stub, for what the offline test bed cannot
+//! reach: RUNNING runs on priced machines, busy and idle instances with GPUs, and thousands
+//! of runs paged through `prev_submitted_at` + `prev_run_id`. The responses are the files of
+//! `tests/fixtures/dstack/` (written from the real server's `openapi.json` schemas; see its
+//! README), or generated from the same shape.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use flightdeck::backend::Backend;
+use flightdeck::backend::dstack::config::TokenFrom;
+use flightdeck::backend::dstack::{DstackBackend, DstackConfig};
+use flightdeck::backend::http::{Secret, TokenSource};
+use flightdeck::config::ClusterConfig;
+use flightdeck::model::{JobState, NodeState};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "stub-token";
+
+fn fixture(name: &str) -> Value {
+    let path = format!("{}/tests/fixtures/dstack/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+#[derive(Default)]
+struct Stub {
+    runs: Vec<Value>,
+    fleets: Vec<Value>,
+    instances: Vec<Value>,
+    run_requests: AtomicU64,
+}
+
+fn authorised(headers: &HeaderMap) -> bool {
+    headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(&format!("Bearer {TOKEN}"))
+}
+
+fn forbidden() -> (StatusCode, Json<Value>) {
+    (StatusCode::FORBIDDEN, Json(json!({"detail": {"msg": "Invalid token", "code": null}})))
+}
+
+/// `runs/list` as the server pages it: newest first, after the cursor, `limit` at most.
+async fn runs_list(
+    State(stub): State<Arc<Stub>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> (StatusCode, Json<Value>) {
+    if !authorised(&headers) {
+        return forbidden();
+    }
+    stub.run_requests.fetch_add(1, Ordering::Relaxed);
+    let limit = body["limit"].as_u64().unwrap_or(100) as usize;
+    let after = body["prev_submitted_at"]
+        .as_str()
+        .map(|at| (at.to_string(), body["prev_run_id"].as_str().unwrap_or("").to_string()));
+    let page: Vec<Value> = stub
+        .runs
+        .iter()
+        .filter(|r| match &after {
+            // Descending by (submitted_at, id): strictly after the cursor.
+            Some((at, id)) => {
+                let key =
+                    (r["submitted_at"].as_str().unwrap_or("").to_string(), r["id"].as_str().unwrap_or("").to_string());
+                key < (at.clone(), id.clone())
+            }
+            None => true,
+        })
+        .take(limit)
+        .cloned()
+        .collect();
+    (StatusCode::OK, Json(Value::Array(page)))
+}
+
+async fn start(stub: Stub) -> (String, Arc<Stub>) {
+    let stub = Arc::new(stub);
+    let listed = |items: fn(&Stub) -> &Vec<Value>| {
+        move |State(stub): State<Arc<Stub>>, headers: HeaderMap| async move {
+            if !authorised(&headers) {
+                return forbidden();
+            }
+            (StatusCode::OK, Json(Value::Array(items(&stub).clone())))
+        }
+    };
+    let app = Router::new()
+        .route("/api/server/get_info", post(|| async { Json(json!({"server_version": "0.22.5"})) }))
+        .route("/api/runs/list", post(runs_list))
+        .route("/api/fleets/list", post(listed(|s| &s.fleets)))
+        .route("/api/instances/list", post(listed(|s| &s.instances)))
+        .with_state(stub.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), stub)
+}
+
+/// A backend whose token is given as is (no environment: tests run in parallel).
+fn backend(url: &str, token: &str) -> DstackBackend {
+    let mut settings = DstackConfig::new(url, "main", None);
+    settings.token =
+        Some(TokenFrom::Source(TokenSource::Given { secret: Secret::new(token), from: "the test".into() }));
+    let mut cfg = ClusterConfig::new("dstack-main", settings);
+    cfg.timeout = Duration::from_secs(10);
+    DstackBackend::new(&cfg).unwrap()
+}
+
+fn recorded() -> Stub {
+    let as_list = |v: Value| v.as_array().unwrap().clone();
+    Stub {
+        runs: as_list(fixture("runs-running.json")),
+        fleets: as_list(fixture("fleets.json")),
+        instances: as_list(fixture("instances.json")),
+        ..Stub::default()
+    }
+}
+
+/// Recorded responses (see the module comment): a RUNNING run on an 8×H100 machine at
+/// $23.92/h, a pending no-capacity run as the real server gave it, a soft-deleted run; a busy,
+/// an idle and a block-shared instance; three fleets, one without instances.
+#[tokio::test]
+async fn running_runs_busy_instances_and_prices() {
+    let (url, stub) = start(recorded()).await;
+    let b = backend(&url, TOKEN);
+    let snap = b.snapshot().await.unwrap();
+    assert_eq!(snap.release.as_deref(), Some("0.22.5"));
+    let ids: Vec<&str> = snap.jobs.iter().map(|j| j.job_ref.id.as_str()).collect();
+    assert_eq!(ids, ["train-llm", "probe-retry"], "the deleted run is left out");
+
+    let train = &snap.jobs[0];
+    assert_eq!(
+        (train.state, train.partition.as_str(), train.user.as_str()),
+        (JobState::Running, "h100-fleet", "alice")
+    );
+    assert_eq!((train.gpus_requested, train.gpus_allocated, train.gpu_model.as_deref()), (8, 8, Some("h100")));
+    assert_eq!(train.nodes, ["h100-fleet-0"]);
+    assert_eq!(train.cost_per_hour, Some(23.92));
+    assert_eq!(train.time_limit_secs, Some(7200));
+    assert!(train.start_time.is_some() && train.end_time.is_none());
+
+    let pending = &snap.jobs[1];
+    assert_eq!(pending.state, JobState::Pending);
+    assert!(pending.reason.as_deref().unwrap().starts_with("retrying: no capacity: No matching fleet found"));
+
+    let node = |name: &str| snap.nodes.iter().find(|n| n.name == name).unwrap();
+    let busy = node("h100-fleet-0");
+    assert_eq!((busy.state, busy.gpus_total(), busy.gpus_allocated()), (NodeState::Allocated, 8, 8));
+    assert_eq!((busy.cost_per_hour, busy.partitions.clone()), (Some(23.92), vec!["h100-fleet".to_string()]));
+    assert!(busy.features.contains(&"gpu_8x_h100_sxm5".to_string()));
+    let idle = node("h100-fleet-1");
+    assert_eq!((idle.state, idle.gpus_total(), idle.gpus_allocated()), (NodeState::Idle, 1, 0));
+    // One block of four busy: a quarter of its GPUs held, the node mixed and not responding.
+    let shared = node("a100-pool-0");
+    assert_eq!((shared.state, shared.gpus_total(), shared.gpus_allocated()), (NodeState::Mixed, 4, 1));
+    assert!(
+        shared.has_flag("NOT_RESPONDING") && shared.has_flag("WARNING") && shared.features.contains(&"spot".into())
+    );
+
+    let queues: Vec<(&str, u32, u32)> = snap.queues.iter().map(|q| (q.name.as_str(), q.nodes, q.gpus_total)).collect();
+    assert_eq!(queues, [("a100-pool", 1, 4), ("empty-fleet", 0, 0), ("h100-fleet", 2, 9)]);
+    let total = snap.cost_per_hour().unwrap();
+    assert!((total - (23.92 + 2.49 + 5.2)).abs() < 1e-9, "{total}");
+    assert_eq!(stub.run_requests.load(Ordering::Relaxed), 1);
+
+    // A second refresh: the release is known, three requests (one page of runs).
+    let before = b.api().requests();
+    b.snapshot().await.unwrap();
+    assert_eq!(b.api().requests() - before, 3);
+    let d = b.diagnose().await.unwrap();
+    assert_eq!(d.get("requests per refresh"), Some("3"));
+}
+
+/// A run in the shape of the recorded RUNNING one, numbered.
+pub fn numbered_run(template: &Value, i: usize) -> Value {
+    let mut r = template.clone();
+    r["id"] = json!(format!("00000000-0000-4000-8000-{i:012}"));
+    // Distinct times, newest first for lower numbers.
+    let secs = 1_000_000 - i as i64;
+    let at = chrono::DateTime::from_timestamp(1_780_000_000 + secs, 0).unwrap();
+    r["submitted_at"] = json!(at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string());
+    r["run_spec"]["run_name"] = json!(format!("run-{i}"));
+    r
+}
+
+#[tokio::test]
+async fn thousands_of_runs_come_in_pages_of_a_hundred() {
+    let template = fixture("runs-running.json")[0].clone();
+    let stub = Stub { runs: (0..1234).map(|i| numbered_run(&template, i)).collect(), ..Stub::default() };
+    let (url, stub) = start(stub).await;
+    let b = backend(&url, TOKEN);
+    let snap = b.snapshot().await.unwrap();
+    assert_eq!(snap.jobs.len(), 1234);
+    assert_eq!(snap.jobs[0].job_ref.id, "run-0");
+    assert_eq!(stub.run_requests.load(Ordering::Relaxed), 13, "1234 runs: 12 full pages and a short one");
+}
+
+#[tokio::test]
+async fn a_wrong_token_is_an_authentication_error_naming_the_cluster() {
+    let (url, _) = start(recorded()).await;
+    let err = backend(&url, "wrong").snapshot().await.unwrap_err();
+    assert_eq!(err.to_string(), "cluster dstack-main: authentication failed (403)");
+    assert!(!err.to_string().contains("wrong"));
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The dstack server of the test bed: pinned dstack[server]==0.22.5 in its own virtual
+# environment (cached between runs), its own HOME (the server rewrites ~/.dstack/config.yml),
+# loopback port 3300 (not the default 3000, so a developer's own server is never touched) and a
+# fixed admin token. No backend and no fleet are configured: runs are accepted and then wait
+# or fail for lack of capacity, which is what the contract tests check. Writes FD_DSTACK_URL,
+# FD_DSTACK_TOKEN, FD_DSTACK_PROJECT and FD_DSTACK_SERVER_DIR into /var/lib/flightdeck-testbed/dstack.env.
+#
+#   dstack.sh [up]   install if needed, start if not running, wait until it answers (idempotent)
+#   dstack.sh start  the same (tests restart a server they stopped mid-run with it)
+#   dstack.sh stop   stop the server (the venv, HOME and the server's database stay)
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+
+DSTACK_VERSION=0.22.5
+DSTACK_PORT=3300
+DSTACK_VENV=$FD_ROOT/venv-dstack
+DSTACK_HOME=$FD_ROOT/dstack-home
+DSTACK_ENV=$FD_ROOT/dstack.env
+DSTACK_URL=http://127.0.0.1:$DSTACK_PORT
+# A test-bed secret, not a credential: the server is on loopback and has no backend.
+DSTACK_TOKEN=fd-testbed-dstack-admin-token
+DSTACK_PROJECT=main
+DSTACK_NAME=dstack-server
+
+install_venv() {
+    if [[ -x $DSTACK_VENV/bin/dstack ]] && "$DSTACK_VENV/bin/python" -c \
+        "import dstack.version as v, sys; sys.exit(v.__version__ != '$DSTACK_VERSION')" 2>/dev/null; then
+        return 0
+    fi
+    local t0=$SECONDS
+    log "installing dstack[server]==$DSTACK_VERSION into $DSTACK_VENV"
+    rm -rf "$DSTACK_VENV"
+    python3 -m venv "$DSTACK_VENV"
+    "$DSTACK_VENV/bin/pip" install -q --disable-pip-version-check "dstack[server]==$DSTACK_VERSION"
+    log "installed in $((SECONDS - t0)) s"
+}
+
+answers() {
+    curl -fsS -m 2 -X POST -H 'Content-Type: application/json' -d '{}' \
+        "$DSTACK_URL/api/server/get_info" >/dev/null 2>&1
+}
+
+start_server() {
+    if running_pid "$DSTACK_NAME" >/dev/null && answers; then
+        log "dstack server already up on $DSTACK_URL"
+    else
+        stop_server
+        port_open "$DSTACK_PORT" && die "port $DSTACK_PORT is taken by something else"
+        mkdir -p "$DSTACK_HOME"
+        local t0=$SECONDS
+        log "starting dstack server on $DSTACK_URL"
+        start_daemon "$DSTACK_NAME" "$DSTACK_VENV" env -i HOME="$DSTACK_HOME" PATH="$DSTACK_VENV/bin:$FD_STD_PATH" \
+            LANG=C.UTF-8 DSTACK_SERVER_ADMIN_TOKEN="$DSTACK_TOKEN" DSTACK_CLI_DISABLE_UPDATE_CHECK=1 \
+            DSTACK_DISABLE_USAGE_STATS=1 DSTACK_SERVER_LOG_LEVEL=WARNING \
+            "$DSTACK_VENV/bin/dstack" server --host 127.0.0.1 --port "$DSTACK_PORT" -y
+        for _ in $(seq 120); do
+            answers && break
+            running_pid "$DSTACK_NAME" >/dev/null || die "dstack server exited (see $FD_LOGS/$DSTACK_NAME.out)"
+            sleep 0.5
+        done
+        answers || die "dstack server does not answer on $DSTACK_URL (see $FD_LOGS/$DSTACK_NAME.out)"
+        log "dstack server answers after $((SECONDS - t0)) s"
+    fi
+    # FD_DSTACK_SERVER_DIR: the server's file log storage, where the log test writes the
+    # lines a runner would have sent (no runner can start offline).
+    printf 'FD_DSTACK_URL=%s\nFD_DSTACK_TOKEN=%s\nFD_DSTACK_PROJECT=%s\nFD_DSTACK_SERVER_DIR=%s\n' \
+        "$DSTACK_URL" "$DSTACK_TOKEN" "$DSTACK_PROJECT" "$DSTACK_HOME/.dstack/server" >"$DSTACK_ENV"
+}
+
+stop_server() {
+    # The server may run workers below the recorded pid: stop the whole tree.
+    local pid pids
+    if pid=$(running_pid "$DSTACK_NAME"); then
+        mapfile -t pids < <(echo "$pid"; descendants "$pid")
+        log "stopping $DSTACK_NAME (pids ${pids[*]})"
+        stop_pids "${pids[@]}"
+    fi
+    rm -f "$FD_PIDS/$DSTACK_NAME.pid" "$FD_PIDS/$DSTACK_NAME.tag"
+}
+
+case ${1:-up} in
+up | start)
+    command -v curl >/dev/null || die "curl is needed"
+    install_venv
+    start_server
+    ;;
+stop) stop_server ;;
+*) die "usage: $0 [up|start|stop]" ;;
+esac
