@@ -78,6 +78,10 @@ pub struct JobSpec {
     /// written as strings, numbers or booleans in the file and are kept as text.
     #[serde(default, deserialize_with = "env_table", skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// Run as a managed job where the backend has them (SkyPilot's jobs controller picks a
+    /// cluster and recovers the job after preemption). Refused, by name, by kinds without.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub managed: bool,
 }
 
 /// Why a job spec was refused. `Display` is the text the user reads.
@@ -154,6 +158,14 @@ impl JobSpec {
     /// The spec as a TOML document that [`JobSpec::from_toml_str`] reads back unchanged.
     pub fn to_toml(&self) -> Result<String, SpecError> {
         toml::to_string(self).map_err(|err| SpecError::Serialize(err.to_string()))
+    }
+
+    /// Refuse `managed = true` on a kind (`kind`: `Slurm`) that has no managed jobs.
+    pub fn refuse_managed(&self, kind: &str) -> Result<(), String> {
+        if self.managed {
+            return Err(format!("`managed`: {kind} has no managed jobs (only SkyPilot does); remove `managed = true`"));
+        }
+        Ok(())
     }
 
     /// Check every field; the error names the first field at fault as written in the file

@@ -65,6 +65,7 @@ pub fn run_name(name: &str, suffix: &str) -> String {
 /// The run spec for `spec` and what the preview should say about fields dstack ignores.
 pub fn run_spec(spec: &JobSpec, target: &Target) -> Result<(Value, Vec<String>), BackendError> {
     spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
+    spec.refuse_managed("dstack").map_err(BackendError::InvalidSpec)?;
     let mut warnings = Vec::new();
     let mut conf = Map::new();
     conf.insert("type".into(), json!("task"));
@@ -160,6 +161,14 @@ mod tests {
             env: BTreeMap::from([("WANDB_MODE".into(), "offline".into())]),
             ..JobSpec::default()
         }
+    }
+
+    #[test]
+    fn managed_is_refused_by_name() {
+        let target = Target { suffix: "x7k2p".into(), retry_secs: None };
+        let managed = JobSpec { managed: true, ..spec() };
+        let err = run_spec(&managed, &target).unwrap_err().to_string();
+        assert!(err.contains("`managed`: dstack has no managed jobs"), "{err}");
     }
 
     #[test]

@@ -110,6 +110,7 @@ pub fn container_command(spec: &JobSpec) -> Vec<String> {
 
 /// Build the Job. The spec must be valid ([`JobSpec::validate`]); the image is required.
 pub fn job_manifest(spec: &JobSpec, target: &Target) -> Result<KJob, BackendError> {
+    spec.refuse_managed("Kubernetes").map_err(BackendError::InvalidSpec)?;
     let Some(image) = spec.image.as_deref().filter(|i| !i.trim().is_empty()) else {
         return Err(BackendError::InvalidSpec(
             "`image`: a Kubernetes job runs in a container; set `image` (for example \"nvcr.io/nvidia/pytorch:24.01-py3\")"
@@ -225,6 +226,12 @@ mod tests {
             env: [("WANDB_MODE".to_string(), "offline".to_string())].into(),
             ..JobSpec::default()
         }
+    }
+
+    #[test]
+    fn managed_is_refused_by_name() {
+        let err = job_manifest(&JobSpec { managed: true, ..spec() }, &target(None)).unwrap_err().to_string();
+        assert!(err.contains("`managed`: Kubernetes has no managed jobs"), "{err}");
     }
 
     #[test]

@@ -166,6 +166,12 @@ pub fn task(spec: &JobSpec, suffix: &str) -> Result<Task, BackendError> {
 
     let placement = match spec.partition.as_deref() {
         Some(MANAGED_QUEUE) => Placement::Managed(spec.name.clone()),
+        None if spec.managed => Placement::Managed(spec.name.clone()),
+        Some(cluster) if spec.managed => {
+            return Err(BackendError::InvalidSpec(format!(
+                "`managed`: a managed job picks its own cluster; leave `partition` ({cluster}) empty or set it to {MANAGED_QUEUE}"
+            )));
+        }
         Some(cluster) => {
             check_cluster_name(cluster).map_err(|why| BackendError::InvalidSpec(format!("`partition`: {why}")))?;
             Placement::Cluster(cluster.to_string())
@@ -225,6 +231,18 @@ mod tests {
         assert_eq!(t.placement, Placement::Cluster("fd-train-llm-ab12c".into()));
         assert!(t.warnings.is_empty(), "{:?}", t.warnings);
         assert!(render(&t).starts_with("# POST /launch on cluster fd-train-llm-ab12c\nname: "));
+    }
+
+    #[test]
+    fn managed_in_the_spec_makes_a_managed_job() {
+        let mut s = spec();
+        s.managed = true;
+        assert_eq!(task(&s, "x").unwrap().placement, Placement::Managed("train llm".into()));
+        s.partition = Some("managed-jobs".into());
+        assert_eq!(task(&s, "x").unwrap().placement, Placement::Managed("train llm".into()));
+        s.partition = Some("my-h100s".into());
+        let err = task(&s, "x").unwrap_err().to_string();
+        assert!(err.contains("`managed`") && err.contains("my-h100s"), "{err}");
     }
 
     #[test]

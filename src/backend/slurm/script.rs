@@ -51,6 +51,7 @@ pub struct SbatchOptions {
 /// precedence, except for the job name (see [`sbatch_argv`]).
 pub fn render_sbatch(spec: &JobSpec, opts: &SbatchOptions) -> Result<String, BackendError> {
     spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
+    spec.refuse_managed("Slurm").map_err(BackendError::InvalidSpec)?;
     if let (Some(image), false) = (&spec.image, opts.pyxis) {
         return Err(BackendError::Unsupported(format!(
             "the job spec sets `image` ({image}), but running a container image under Slurm needs the pyxis plugin, \
@@ -276,6 +277,16 @@ mod tests {
 
     fn render(spec: &JobSpec) -> String {
         render_sbatch(spec, &SbatchOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn managed_is_refused_by_name() {
+        let managed = JobSpec { managed: true, ..spec("t", "true") };
+        let err = render_sbatch(&managed, &SbatchOptions::default()).unwrap_err().to_string();
+        assert!(err.contains("`managed`: Slurm has no managed jobs"), "{err}");
+        // Read from a spec file like every other key.
+        let read: JobSpec = toml::from_str("name = \"t\"\ncommand = \"true\"\nmanaged = true\n").unwrap();
+        assert!(read.managed);
     }
 
     /// Split a directive line the way sbatch's `_get_argument` does (22.05–24.11 rules).
