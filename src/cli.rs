@@ -16,9 +16,9 @@ use crate::config::Config;
 use crate::fleet::{AuditLog, Fleet, FleetOptions, FleetState};
 use crate::model::{Action, Health, JobAction, JobRef, JobState, NodeAction, NodeRef, Verb};
 use crate::output;
-use crate::spec::JobSpec;
 
 mod logs;
+mod spec;
 
 #[derive(Debug, Parser)]
 #[command(name = "flightdeck", version, about = "One cockpit for every GPU a team can reach")]
@@ -70,12 +70,20 @@ pub enum Command {
         #[arg(long, short, value_enum, default_value_t)]
         output: OutputFormat,
     },
-    /// Submit a job spec (TOML) to a cluster; prints the new job's reference.
+    /// Submit a job to a cluster; prints the new job's reference. The file is a portable
+    /// spec (TOML) or any native form (an sbatch script, a Kubernetes Job, a SkyPilot task, a
+    /// dstack task), recognised by its content.
     Submit {
         spec: PathBuf,
         #[arg(long, short)]
         cluster: String,
+        /// Read the file as this dialect: toml, slurm, kubernetes, skypilot, dstack.
+        #[arg(long)]
+        from: Option<String>,
     },
+    /// Job specs: read a live job's, or translate a job file between dialects.
+    #[command(subcommand)]
+    Spec(SpecCommand),
     /// Cancel jobs or array tasks (CLUSTER/ID …).
     Cancel {
         #[arg(required = true)]
@@ -152,6 +160,21 @@ pub enum Command {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum SpecCommand {
+    /// Print the portable spec (TOML) of a live job (CLUSTER/ID), read from its backend.
+    Export { job: JobRef },
+    /// Print a job file in another dialect: toml, slurm, kubernetes, skypilot, dstack.
+    Convert {
+        file: PathBuf,
+        #[arg(long)]
+        to: String,
+        /// Read the file as this dialect instead of recognising it by content.
+        #[arg(long)]
+        from: Option<String>,
+    },
+}
+
 /// A failure the user can act on: printed as one line, exit status 1.
 #[derive(Debug)]
 pub struct Failure(pub String);
@@ -169,10 +192,13 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             jobs(&config, read_only, &cluster, user.as_deref(), &state, output).await
         }
         Some(Command::Nodes { cluster, output }) => nodes(&config, read_only, &cluster, output).await,
-        Some(Command::Submit { spec, cluster }) => {
-            let spec = JobSpec::load(&spec).map_err(|e| Failure(e.to_string()))?;
-            act(&config, read_only, vec![Action::Submit { cluster, spec: Box::new(spec) }]).await
+        Some(Command::Submit { spec, cluster, from }) => {
+            let imported = spec::read_job_file(&Registry::builtin(), &spec, from.as_deref())?;
+            spec::print_warnings(&imported.warnings);
+            act(&config, read_only, vec![Action::Submit { cluster, spec: Box::new(imported.spec) }]).await
         }
+        Some(Command::Spec(SpecCommand::Export { job })) => spec::export(&config, &job).await,
+        Some(Command::Spec(SpecCommand::Convert { file, to, from })) => spec::convert(&file, &to, from.as_deref()),
         Some(Command::Cancel { jobs }) => job_actions(&config, read_only, jobs, JobAction::Cancel).await,
         Some(Command::Hold { jobs }) => job_actions(&config, read_only, jobs, JobAction::Hold).await,
         Some(Command::Release { jobs }) => job_actions(&config, read_only, jobs, JobAction::Release).await,

@@ -82,6 +82,48 @@ pub struct JobSpec {
     /// cluster and recovers the job after preemption). Refused, by name, by kinds without.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub managed: bool,
+    /// A job array in Slurm's words: indices `0-99`, `1,3,5-7`, a step `0-20:2`, at most N
+    /// at once `0-99%10`. Kinds without arrays refuse it by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<String>,
+    /// Tasks started on each node (Slurm `--ntasks-per-node`); kinds that start one
+    /// process per node say so in a warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks_per_node: Option<u32>,
+    /// The job this one was migrated from (`hpc/123`): written by `flightdeck migrate`, carried
+    /// in each dialect's own place (Slurm `--comment`, a Kubernetes annotation, a cloud label)
+    /// so the cockpit can say where a job came from and a second migration is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrated_from: Option<String>,
+}
+
+/// A job read from a backend's own form (an sbatch script, a Job manifest …): the portable
+/// spec, and what of the native form it could not carry, one sentence each, by name
+/// (`#SBATCH --mail-type=END (line 7): no portable form; kept in the script`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Imported {
+    pub spec: JobSpec,
+    pub warnings: Vec<String>,
+}
+
+/// Why a native job could not be read as a [`JobSpec`]. `Display` names the line where
+/// there is one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", line.map(|l| format!("line {l}: ")).unwrap_or_default())]
+pub struct ImportError {
+    /// 1-based line of the native text at fault, where known.
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl ImportError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { line: None, message: message.into() }
+    }
+
+    pub fn at(line: usize, message: impl Into<String>) -> Self {
+        Self { line: Some(line), message: message.into() }
+    }
 }
 
 /// Why a job spec was refused. `Display` is the text the user reads.
@@ -202,6 +244,15 @@ impl JobSpec {
         if self.nodes == Some(0) {
             return Err(SpecError::invalid("nodes", "must be 1 or more"));
         }
+        if self.tasks_per_node == Some(0) {
+            return Err(SpecError::invalid("tasks_per_node", "must be 1 or more"));
+        }
+        if let Some(array) = &self.array {
+            parse_array(array).map_err(|why| SpecError::invalid("array", why))?;
+        }
+        if let Some(origin) = &self.migrated_from {
+            check_line("migrated_from", origin)?;
+        }
         if let Some(memory) = &self.memory {
             parse_memory_mb(memory).map_err(|why| SpecError::invalid("memory", why))?;
         }
@@ -247,6 +298,87 @@ impl JobSpec {
     pub fn time_limit_secs(&self) -> Option<u64> {
         self.time_limit.as_deref().and_then(|t| parse_time_limit_secs(t).ok())
     }
+}
+
+/// A job array as written in a spec (Slurm's `--array` syntax), read into its parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArraySpec {
+    /// `(first, last, step)` ranges in the order written; a single index is `(i, i, 1)`.
+    pub ranges: Vec<(u32, u32, u32)>,
+    /// At most this many tasks at once (`%N`).
+    pub max_running: Option<u32>,
+}
+
+impl ArraySpec {
+    /// Every index, in the order written (duplicates kept as written).
+    pub fn indices(&self) -> impl Iterator<Item = u32> + '_ {
+        self.ranges.iter().flat_map(|&(first, last, step)| (first..=last).step_by(step.max(1) as usize))
+    }
+
+    /// How many tasks the array has (saturating).
+    pub fn count(&self) -> u64 {
+        self.ranges.iter().map(|&(first, last, step)| u64::from((last - first) / step.max(1)) + 1).sum()
+    }
+
+    /// `Some(n)` when the indices are exactly `0..n` once each, the shape a Kubernetes
+    /// Indexed Job can express.
+    pub fn dense_from_zero(&self) -> Option<u32> {
+        match self.ranges.as_slice() {
+            [(0, last, 1)] => last.checked_add(1),
+            _ => None,
+        }
+    }
+}
+
+/// Read `0-99`, `1,3,5-7`, `0-20:2`, `0-99%10`. Indices above 4,000,000 (Slurm's own cap on
+/// `MaxArraySize`) are refused, as are empty, reversed or zero-step ranges.
+pub fn parse_array(text: &str) -> Result<ArraySpec, String> {
+    const MAX_INDEX: u32 = 4_000_000;
+    let bad = |why: &str| {
+        format!("cannot read {text:?} as a job array ({why}): write \"0-99\", \"1,3,5-7\", \"0-20:2\" or \"0-99%10\"")
+    };
+    let (list, max_running) = match text.trim().split_once('%') {
+        Some((list, limit)) => {
+            let limit: u32 = limit.trim().parse().map_err(|_| bad("the %limit is not a number"))?;
+            if limit == 0 {
+                return Err(bad("the %limit is zero"));
+            }
+            (list, Some(limit))
+        }
+        None => (text.trim(), None),
+    };
+    let number = |s: &str| -> Result<u32, String> {
+        let n: u32 = s.trim().parse().map_err(|_| bad(&format!("{s:?} is not an index")))?;
+        if n > MAX_INDEX {
+            return Err(bad(&format!("{n} is above {MAX_INDEX}")));
+        }
+        Ok(n)
+    };
+    let mut ranges = Vec::new();
+    for part in list.split(',') {
+        if part.trim().is_empty() {
+            return Err(bad("an empty item"));
+        }
+        let (range, step) = match part.split_once(':') {
+            Some((range, step)) => (range, number(step)?),
+            None => (part, 1),
+        };
+        if step == 0 {
+            return Err(bad("a step of zero"));
+        }
+        let (first, last) = match range.split_once('-') {
+            Some((first, last)) => (number(first)?, number(last)?),
+            None => {
+                let i = number(range)?;
+                (i, i)
+            }
+        };
+        if last < first {
+            return Err(bad(&format!("{first}-{last} runs backwards")));
+        }
+        ranges.push((first, last, step));
+    }
+    Ok(ArraySpec { ranges, max_running })
 }
 
 /// Memory as written in a spec, in MiB (rounded up).
@@ -764,6 +896,23 @@ SEED = 7
         std::fs::write(&path, "name = \"a\"\ncommand = \"b\"\ncpus = 0\n").unwrap();
         let shown = JobSpec::load(&path).unwrap_err().to_string();
         assert_eq!(shown, format!("{}:3: `cpus`: must be 1 or more", path.display()));
+    }
+
+    #[test]
+    fn arrays() {
+        let a = parse_array("0-99%10").unwrap();
+        assert_eq!((a.count(), a.max_running, a.dense_from_zero()), (100, Some(10), Some(100)));
+        let a = parse_array("1,3,5-7").unwrap();
+        assert_eq!(a.indices().collect::<Vec<_>>(), vec![1, 3, 5, 6, 7]);
+        assert_eq!(a.dense_from_zero(), None);
+        assert_eq!(parse_array("0-20:5").unwrap().indices().collect::<Vec<_>>(), vec![0, 5, 10, 15, 20]);
+        for bad in ["", "5-1", "0-9:0", "0-9%0", "a-b", "1,,2", "0-4000001"] {
+            assert!(parse_array(bad).is_err(), "{bad:?} accepted");
+        }
+        let spec = JobSpec { array: Some("0-3%x".into()), ..minimal() };
+        assert!(spec.validate().unwrap_err().to_string().starts_with("`array`: "));
+        let spec = JobSpec { tasks_per_node: Some(0), ..minimal() };
+        assert!(spec.validate().unwrap_err().to_string().starts_with("`tasks_per_node`: "));
     }
 
     #[test]

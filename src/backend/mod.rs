@@ -15,9 +15,9 @@ use async_trait::async_trait;
 
 pub use crate::model::{Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
 use crate::model::{JobRef, LogHandle, Native, Snapshot, SpecFields};
-use crate::spec::JobSpec;
+use crate::spec::{Imported, JobSpec};
 
-pub use self::registry::{KindEntry, Registry};
+pub use self::registry::{DialectEntry, KindEntry, Registry};
 
 /// Typed failures of a backend. The `Display` text is what the user reads, so it carries
 /// the backend's own words (Slurm's stderr, the API's message) rather than a generic label.
@@ -74,6 +74,12 @@ pub trait Backend: Send + Sync {
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
         let _ = spec;
         Err(BackendError::Unsupported(format!("cluster {} cannot show a native preview", self.name())))
+    }
+    /// The portable spec of a live job, read from this backend's own record of it (Slurm's
+    /// job record and batch script, the Kubernetes Job object, the stored task or run spec),
+    /// with what the portable form cannot carry as warnings.
+    async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
+        Err(BackendError::Unsupported(format!("cluster {} cannot read back the spec of {job}", self.name())))
     }
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError>;
     /// [`Backend::job_action`] on the object whose identity is `uid` (as the snapshot the

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use crate::backend::{Backend, BackendError, Capabilities, dstack, kube, skypilot, slurm};
 use crate::config::{ClusterConfig, ClusterKind, KindConfig, KindSettings, KindTable};
+use crate::model::{Dialect, Native};
+use crate::spec::{ImportError, Imported, JobSpec};
 
 /// The kinds flightdeck ships, in the order messages list them. One line per kind.
 const BUILTIN: &[fn() -> KindEntry] = &[slurm::kind_entry, kube::kind_entry, skypilot::kind_entry, dstack::kind_entry];
@@ -23,6 +25,22 @@ pub struct KindEntry {
     pub build: fn(&ClusterConfig) -> Result<Arc<dyn Backend>, BackendError>,
     /// What clusters of this kind can do beyond reading state.
     pub capabilities: Capabilities,
+    /// The kind's own job form, read and written offline (`spec convert`, `submit` of a
+    /// native file); `None` for a kind without one.
+    pub dialect: Option<DialectEntry>,
+}
+
+/// One native job form: how to recognise it, read it into a [`JobSpec`] and write one out,
+/// with no cluster at hand. The choices a live cluster would make (pyxis or not, a
+/// namespace, a generated name) are assumed and said in the warnings.
+#[derive(Debug, Clone, Copy)]
+pub struct DialectEntry {
+    pub dialect: Dialect,
+    /// Whether `text` is in this dialect: by content, cheaply, without a full import. The
+    /// shipped dialects' detectors are exclusive (tests hold them to it).
+    pub detect: fn(&str) -> bool,
+    pub import: fn(&str) -> Result<Imported, ImportError>,
+    pub export: fn(&JobSpec) -> Result<Native, BackendError>,
 }
 
 impl KindEntry {
@@ -90,6 +108,22 @@ impl Registry {
                 cluster.name
             ))),
         }
+    }
+
+    /// The dialect spoken by the kind named `name` (`slurm`, `kubernetes` …).
+    pub fn dialect(&self, name: &str) -> Option<&DialectEntry> {
+        self.entries.iter().filter(|e| e.kind().as_str() == name).find_map(|e| e.dialect.as_ref())
+    }
+
+    /// Every dialect of this run, in the table's order.
+    pub fn dialects(&self) -> impl Iterator<Item = &DialectEntry> {
+        self.entries.iter().filter_map(|e| e.dialect.as_ref())
+    }
+
+    /// The dialect `text` is written in, by content; `None` when no dialect claims it (the
+    /// portable TOML, or nothing flightdeck reads).
+    pub fn detect(&self, text: &str) -> Option<&DialectEntry> {
+        self.dialects().find(|d| (d.detect)(text))
     }
 
     /// What clusters of `kind` can do; `None` for a kind not in the table.

@@ -20,8 +20,8 @@ use tokio::sync::{Notify, Semaphore, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, BackendError};
-use crate::model::{ClusterKind, Diagnosis, LogChunk, LogHandle, Native};
-use crate::spec::JobSpec;
+use crate::model::{ClusterKind, Diagnosis, JobRef, LogChunk, LogHandle, Native};
+use crate::spec::{Imported, JobSpec};
 
 pub use self::audit::{AuditLog, AuditRecord};
 // The vocabulary lives in `model`; re-exported because front ends meet it here first.
@@ -229,6 +229,15 @@ impl Fleet {
         match self.backends.get(cluster) {
             Some(b) => b.render(spec).await,
             None => Err(BackendError::NotFound(format!("no cluster named `{cluster}` is configured"))),
+        }
+    }
+
+    /// The portable spec of a live job, read from its backend (see [`Backend::job_spec`]):
+    /// a read, not an action; allowed read-only.
+    pub async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
+        match self.backends.get(&job.cluster) {
+            Some(b) => b.job_spec(job).await,
+            None => Err(BackendError::NotFound(format!("no cluster named `{}` is configured", job.cluster))),
         }
     }
 

@@ -19,6 +19,19 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    pub const ALL: [Dialect; 4] =
+        [Dialect::Sbatch, Dialect::KubernetesJob, Dialect::SkyPilotTask, Dialect::DstackRunSpec];
+
+    /// The kind of cluster that speaks it, as `--to` / `--from` name it (`slurm`).
+    pub fn kind_name(self) -> &'static str {
+        match self {
+            Dialect::Sbatch => "slurm",
+            Dialect::KubernetesJob => "kubernetes",
+            Dialect::SkyPilotTask => "skypilot",
+            Dialect::DstackRunSpec => "dstack",
+        }
+    }
+
     /// How a preview is titled.
     pub fn title(self) -> &'static str {
         match self {

@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod config;
+pub mod dialect;
 pub mod logs;
 pub mod manifest;
 pub mod map;
@@ -51,6 +52,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(DstackBackend::new(&cluster)?))
         },
         capabilities: CAPABILITIES,
+        dialect: Some(dialect::entry()),
     }
 }
 

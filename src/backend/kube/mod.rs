@@ -12,6 +12,7 @@
 //! client that never retries by itself, each bounded by the cluster's `timeout`.
 
 pub mod config;
+pub mod dialect;
 pub mod drain;
 pub mod gpu;
 pub mod kueue;
@@ -161,6 +162,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(KubeBackend::new(&cluster)))
         },
         capabilities: CAPABILITIES,
+        dialect: Some(dialect::entry()),
     }
 }
 

@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod config;
+pub mod dialect;
 pub mod map;
 pub mod request;
 pub mod task;
@@ -62,6 +63,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(SkyPilotBackend::new(&cluster)?))
         },
         capabilities: CAPABILITIES,
+        dialect: Some(dialect::entry()),
     }
 }
 

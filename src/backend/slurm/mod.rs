@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod commands;
 pub mod config;
+pub mod dialect;
 pub mod parse;
 pub mod script;
 pub mod sdiag;
@@ -74,6 +75,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(SlurmBackend::new(&cluster)))
         },
         capabilities: CAPABILITIES,
+        dialect: Some(dialect::entry()),
     }
 }
 

@@ -1,0 +1,77 @@
+//! `flightdeck spec export|convert` and the reading of job files for `submit`: one job
+//! file in any dialect the registry knows (detected by content, `--from` to force) or the
+//! portable TOML, read into a [`JobSpec`] with every warning printed on stderr.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use super::{Failure, start_fleet};
+use crate::backend::{DialectEntry, Registry};
+use crate::config::Config;
+use crate::model::JobRef;
+use crate::output;
+use crate::spec::{Imported, JobSpec};
+
+/// The name `--from`/`--to` use for the portable form.
+pub const PORTABLE: &str = "toml";
+
+/// Read a job file: the dialect named by `from`, else the one that claims its content,
+/// else the portable TOML.
+pub fn read_job_file(registry: &Registry, path: &Path, from: Option<&str>) -> Result<Imported, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))?;
+    let dialect = match from {
+        Some(PORTABLE) => None,
+        Some(name) => Some(dialect_named(registry, name)?),
+        None => registry.detect(&text),
+    };
+    match dialect {
+        None => JobSpec::from_toml_str(&text, path)
+            .map(|spec| Imported { spec, warnings: Vec::new() })
+            .map_err(|e| Failure(e.to_string())),
+        Some(entry) => (entry.import)(&text)
+            .map_err(|e| Failure(format!("{}: cannot read it as {}: {e}", path.display(), entry.dialect.title()))),
+    }
+}
+
+/// The dialect `--to`/`--from` names, or a message listing the names there are.
+pub fn dialect_named<'r>(registry: &'r Registry, name: &str) -> Result<&'r DialectEntry, Failure> {
+    registry.dialect(name).ok_or_else(|| {
+        let mut names: Vec<&str> = registry.dialects().map(|d| d.dialect.kind_name()).collect();
+        names.push(PORTABLE);
+        Failure(format!("no job dialect named `{name}`: use one of {}", names.join(", ")))
+    })
+}
+
+pub fn print_warnings(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("flightdeck: warning: {}", output::printable(warning));
+    }
+}
+
+/// `spec convert FILE --to D`: the file's job in dialect `to` (or the portable TOML).
+pub fn convert(path: &Path, to: &str, from: Option<&str>) -> Result<ExitCode, Failure> {
+    let registry = Registry::builtin();
+    let imported = read_job_file(&registry, path, from)?;
+    print_warnings(&imported.warnings);
+    if to == PORTABLE {
+        print!("{}", imported.spec.to_toml().map_err(|e| Failure(e.to_string()))?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let target = dialect_named(&registry, to)?;
+    let native = (target.export)(&imported.spec).map_err(|e| Failure(e.to_string()))?;
+    print_warnings(&native.warnings);
+    print!("{}", native.text);
+    if !native.text.ends_with('\n') {
+        println!();
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `spec export REF`: the portable TOML of a live job, read from its backend.
+pub async fn export(config: &Config, job: &JobRef) -> Result<ExitCode, Failure> {
+    let fleet = start_fleet(config, true, std::slice::from_ref(&job.cluster.to_string()), false)?;
+    let imported = fleet.job_spec(job).await.map_err(|e| Failure(format!("{job}: {e}")))?;
+    print_warnings(&imported.warnings);
+    print!("{}", imported.spec.to_toml().map_err(|e| Failure(e.to_string()))?);
+    Ok(ExitCode::SUCCESS)
+}
