@@ -282,6 +282,10 @@ pub struct Job {
     /// object that took the same name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
+    /// The job this one was migrated from (`hpc/123`), read back from the tag `flightdeck
+    /// migrate` leaves in the backend's own place for it (see `JobSpec::migrated_from`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrated_from: Option<String>,
 }
 
 impl Job {
@@ -317,6 +321,7 @@ impl Job {
             array: None,
             cost_per_hour: None,
             uid: None,
+            migrated_from: None,
         }
     }
 
