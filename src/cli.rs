@@ -18,6 +18,7 @@ use crate::model::{Action, Health, JobAction, JobRef, JobState, NodeAction, Node
 use crate::output;
 
 mod logs;
+mod migrate;
 mod spec;
 
 #[derive(Debug, Parser)]
@@ -80,6 +81,27 @@ pub enum Command {
         /// Read the file as this dialect: toml, slurm, kubernetes, skypilot, dstack.
         #[arg(long)]
         from: Option<String>,
+    },
+    /// Move jobs (CLUSTER/ID …) to another cluster: submit there, then cancel here. Prints
+    /// the plan (source, target, every warning); `--yes` carries it out.
+    Migrate {
+        #[arg(required_unless_present = "resume")]
+        jobs: Vec<JobRef>,
+        /// The cluster to move them to.
+        #[arg(long, required_unless_present = "resume")]
+        to: Option<String>,
+        /// Show the plan with each job's native form on the target, and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Yes, carry the plan out.
+        #[arg(long)]
+        yes: bool,
+        /// Also move running jobs (they are killed and start again from scratch).
+        #[arg(long)]
+        running: bool,
+        /// Finish migrations the audit log shows as interrupted.
+        #[arg(long, conflicts_with_all = ["jobs", "to", "dry_run"])]
+        resume: bool,
     },
     /// Job specs: read a live job's, or translate a job file between dialects.
     #[command(subcommand)]
@@ -196,6 +218,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let imported = spec::read_job_file(&Registry::builtin(), &spec, from.as_deref())?;
             spec::print_warnings(&imported.warnings);
             act(&config, read_only, vec![Action::Submit { cluster, spec: Box::new(imported.spec) }]).await
+        }
+        Some(Command::Migrate { jobs, to, dry_run, yes, running, resume }) => {
+            let ask = migrate::MigrateRequest { jobs, to, dry_run, yes, running, resume };
+            migrate::migrate(&config, read_only, ask).await
         }
         Some(Command::Spec(SpecCommand::Export { job })) => spec::export(&config, &job).await,
         Some(Command::Spec(SpecCommand::Convert { file, to, from })) => spec::convert(&file, &to, from.as_deref()),
@@ -371,6 +397,11 @@ async fn job_actions(
 async fn act(config: &Config, read_only: bool, actions: Vec<Action>) -> Result<ExitCode, Failure> {
     let clusters: Vec<String> = actions.iter().map(|a| a.cluster().to_string()).collect();
     let fleet = start_fleet(config, read_only, &clusters, false)?;
+    act_on(&fleet, actions).await
+}
+
+/// [`act`] on a fleet already started (a migration plans on a polling one first).
+async fn act_on(fleet: &Fleet, actions: Vec<Action>) -> Result<ExitCode, Failure> {
     let mut failed = false;
     let state = fleet.state();
     // What the cluster's kind cannot do is refused here, before anyone is contacted.

@@ -35,6 +35,10 @@ pub struct AuditRecord {
     pub outcome: String,
     /// The result (a new job ref) or the backend's error text.
     pub message: String,
+    /// A migration's intent carries the spec it submits, so `migrate --resume` can finish
+    /// it from the log alone.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub spec: Option<Box<crate::spec::JobSpec>>,
 }
 
 #[derive(Debug, Clone)]
@@ -144,11 +148,16 @@ pub fn entries(records: Vec<AuditRecord>) -> Vec<AuditEntry> {
     let mut out: Vec<AuditEntry> = Vec::new();
     let mut open: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for r in records {
-        if r.outcome != "intent"
-            && let Some(at) = open.remove(&r.id).filter(|_| !r.id.is_empty())
-        {
-            out[at].outcome = r.outcome;
-            out[at].message = r.message;
+        // Later records of the same id tell how it went on: a migration's `submitted` step
+        // (still `unknown` until it ends), its outcome, and a resumed migration's outcome.
+        let known = if r.id.is_empty() { None } else { open.get(&r.id).copied() };
+        if let Some(at) = known {
+            if r.outcome == "submitted" {
+                out[at].message = format!("submitted {}; the source is not cancelled yet", r.message);
+            } else if r.outcome != "intent" {
+                out[at].outcome = r.outcome;
+                out[at].message = r.message;
+            }
             continue;
         }
         let intent = r.outcome == "intent";
@@ -213,6 +222,7 @@ mod tests {
                 detail: None,
                 outcome: "ok".into(),
                 message: String::new(),
+                spec: None,
             })
             .unwrap();
         }
@@ -233,6 +243,7 @@ mod tests {
             detail: None,
             outcome: outcome.into(),
             message: format!("{outcome} message"),
+            spec: None,
         }
     }
 

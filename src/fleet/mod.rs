@@ -6,6 +6,7 @@
 
 pub mod audit;
 pub mod build;
+pub mod migrate;
 pub mod poller;
 
 use std::collections::HashMap;
@@ -20,7 +21,7 @@ use tokio::sync::{Notify, Semaphore, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, BackendError};
-use crate::model::{ClusterKind, Diagnosis, JobRef, LogChunk, LogHandle, Native};
+use crate::model::{ClusterKind, Diagnosis, JobRef, LogChunk, LogHandle, Native, Verb};
 use crate::spec::{Imported, JobSpec};
 
 pub use self::audit::{AuditLog, AuditRecord};
@@ -129,6 +130,7 @@ impl Fleet {
             wakes: wakes.clone(),
             opts,
             outcomes: out_tx.clone(),
+            state: state_rx.clone(),
         };
         tasks.push(tokio::spawn(runner.run(req_rx)));
         // The state sender lives as long as the pollers; keep one so an empty fleet still has a state.
@@ -310,6 +312,8 @@ struct Runner {
     wakes: HashMap<String, Arc<Notify>>,
     opts: FleetOptions,
     outcomes: broadcast::Sender<Arc<BatchOutcome>>,
+    /// The published picture: a migration waits in it for the target to list its job.
+    state: watch::Receiver<Arc<FleetState>>,
 }
 
 /// One backend call of a batch: the indices (into the batch) of the actions it carries out.
@@ -347,22 +351,31 @@ impl Runner {
         let mut results: Vec<Option<Result<String, String>>> = vec![None; actions.len()];
         let mut refused = Vec::new();
         let mut by_cluster: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+        let mut migrations = Vec::new();
         for (i, action) in actions.iter().enumerate() {
             match self.refusal(action) {
                 Err(why) => {
                     refused.push(self.record(action, "", "refused", &why));
                     results[i] = Some(Err(why));
                 }
+                Ok(()) if matches!(action, Action::Migrate { .. }) => migrations.push(i),
                 Ok(()) => by_cluster.entry(action.cluster()).or_default().push(i),
             }
         }
         // A refusal that cannot be recorded is still a refusal; nothing was done.
         self.write(refused).await.ok();
         let clusters = by_cluster.into_iter().map(|(cluster, indices)| self.carry_out_on(cluster, actions, indices));
-        for done in futures_util::future::join_all(clusters).await {
+        let moves = futures_util::future::join_all(
+            migrations.into_iter().map(|i| async move { (i, self.migrate_recorded(&actions[i]).await) }),
+        );
+        let (done, moved) = futures_util::future::join(futures_util::future::join_all(clusters), moves).await;
+        for done in done {
             for (i, result) in done {
                 results[i] = Some(result);
             }
+        }
+        for (i, result) in moved {
+            results[i] = Some(result);
         }
         BatchOutcome {
             outcomes: actions
@@ -487,6 +500,10 @@ impl Runner {
                             backend.job_action_if(job, *action, uid.as_deref()).await.map(|()| String::new())
                         }
                         Action::Node { node, action } => backend.node_action(&node.name, action).await,
+                        // Carried out apart (`migrate_recorded`), never grouped per cluster.
+                        Action::Migrate { .. } => {
+                            Err(BackendError::Internal("a migration reached the per-cluster path".into()))
+                        }
                     }
                 };
                 let result = match AssertUnwindSafe(asked).catch_unwind().await {
@@ -498,10 +515,44 @@ impl Runner {
         }
     }
 
+    /// One migration: its intent (with the spec) on disk first under a new id (a resumed
+    /// one keeps its first id), then [`Runner::migrate`], then its outcome. A panic is an
+    /// internal error, and the log then says how far it got.
+    async fn migrate_recorded(&self, action: &Action) -> Result<String, String> {
+        let id = match action {
+            Action::Migrate { resume: Some(id), .. } => id.clone(),
+            _ => audit::new_id(),
+        };
+        self.write(vec![self.record(action, &id, "intent", "")]).await?;
+        let result = match AssertUnwindSafe(self.migrate(action, &id)).catch_unwind().await {
+            Ok(result) => result,
+            Err(panic) => Err(BackendError::Internal(poller::panic_text(panic.as_ref())).to_string()),
+        };
+        let (status, message) = match &result {
+            Ok(m) => ("ok", m.as_str()),
+            Err(e) => ("error", e.as_str()),
+        };
+        let mut outcome = self.record(action, &id, status, message);
+        outcome.spec = None;
+        match self.write(vec![outcome]).await {
+            Ok(()) => result,
+            Err(e) => result.map(|m| format!("{m} (done, but {e})")).map_err(|m| format!("{m} ({e})")),
+        }
+    }
+
     /// Why the fleet will not try `action` at all.
     fn refusal(&self, action: &Action) -> Result<(), String> {
         if self.opts.read_only {
             return Err(BackendError::ReadOnly.to_string());
+        }
+        if let Action::Migrate { source, .. } = action {
+            let Some(origin) = self.backends.get(&source.cluster) else {
+                return Err(format!("no cluster named `{}` is configured", source.cluster));
+            };
+            if !origin.capabilities().allows(Verb::Cancel) {
+                let kind = self.kinds.get(&source.cluster).map_or("unknown", ClusterKind::as_str);
+                return Err(crate::model::action::cannot(&source.cluster, kind, Verb::Cancel));
+            }
         }
         let Some(backend) = self.backends.get(action.cluster()) else {
             return Err(format!("no cluster named `{}` is configured", action.cluster()));
@@ -524,6 +575,10 @@ impl Runner {
             detail: action.detail(),
             outcome: outcome.to_string(),
             message: message.to_string(),
+            spec: match action {
+                Action::Migrate { spec, .. } if outcome == "intent" => Some(spec.clone()),
+                _ => None,
+            },
         }
     }
 

@@ -27,10 +27,12 @@ pub enum Verb {
     Delete,
     /// Delete a whole cloud cluster and its machines (SkyPilot `down`).
     Teardown,
+    /// Move a job to another cluster: submit there, then cancel here (see `fleet::migrate`).
+    Migrate,
 }
 
 impl Verb {
-    pub const ALL: [Verb; 11] = [
+    pub const ALL: [Verb; 12] = [
         Verb::Submit,
         Verb::Cancel,
         Verb::Hold,
@@ -42,6 +44,7 @@ impl Verb {
         Verb::Uncordon,
         Verb::Delete,
         Verb::Teardown,
+        Verb::Migrate,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -57,6 +60,7 @@ impl Verb {
             Verb::Uncordon => "uncordon",
             Verb::Delete => "delete",
             Verb::Teardown => "tear down",
+            Verb::Migrate => "migrate",
         }
     }
 
@@ -75,13 +79,14 @@ impl Verb {
             Verb::Uncordon => "uncordoned",
             Verb::Delete => "deleted",
             Verb::Teardown => "tearing down",
+            Verb::Migrate => "migrated",
         }
     }
 
     /// Loses work or takes capacity away. The one place that decides what confirms first:
     /// the cockpit asks before these, and only these.
     pub fn is_destructive(self) -> bool {
-        matches!(self, Verb::Cancel | Verb::Requeue | Verb::Drain | Verb::Delete | Verb::Teardown)
+        matches!(self, Verb::Cancel | Verb::Requeue | Verb::Drain | Verb::Delete | Verb::Teardown | Verb::Migrate)
     }
 }
 
@@ -175,6 +180,18 @@ pub enum Action {
         node: NodeRef,
         action: NodeAction,
     },
+    /// Move `source` to cluster `to` as `spec` (the translated spec the user saw in the
+    /// plan): submit there, confirm it arrived, only then cancel the source. `resume` names
+    /// the audit id of an unfinished migration that this one finishes (`migrate --resume`).
+    Migrate {
+        source: JobRef,
+        to: String,
+        spec: Box<JobSpec>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uid: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resume: Option<String>,
+    },
 }
 
 impl Action {
@@ -183,6 +200,7 @@ impl Action {
             Action::Submit { cluster, .. } => cluster,
             Action::Job { job, .. } => &job.cluster,
             Action::Node { node, .. } => &node.cluster,
+            Action::Migrate { to, .. } => to,
         }
     }
 
@@ -191,6 +209,7 @@ impl Action {
             Action::Submit { .. } => Verb::Submit,
             Action::Job { action, .. } => action.verb(),
             Action::Node { action, .. } => action.verb(),
+            Action::Migrate { .. } => Verb::Migrate,
         }
     }
 
@@ -199,6 +218,7 @@ impl Action {
             Action::Submit { cluster, .. } => cluster.clone(),
             Action::Job { job, .. } => job.to_string(),
             Action::Node { node, .. } => node.to_string(),
+            Action::Migrate { source, .. } => source.to_string(),
         }
     }
 
@@ -207,6 +227,8 @@ impl Action {
         match self {
             Action::Submit { spec, .. } => Some(format!("name={}", spec.name)),
             Action::Node { action: NodeAction::Drain { reason, .. }, .. } => Some(format!("reason={reason}")),
+            Action::Migrate { to, resume: None, .. } => Some(format!("to={to}")),
+            Action::Migrate { to, resume: Some(id), .. } => Some(format!("to={to} resume={id}")),
             _ => None,
         }
     }
@@ -321,6 +343,8 @@ impl Capabilities {
             Verb::Cordon | Verb::Uncordon => self.cordon_uncordon,
             Verb::Delete => self.delete,
             Verb::Teardown => self.teardown,
+            // What a migration asks of its target; the source's cancel is checked apart.
+            Verb::Migrate => self.submit,
         }
     }
 

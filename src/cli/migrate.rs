@@ -1,0 +1,83 @@
+//! `flightdeck migrate REF... --to CLUSTER`: plan, show, and (with `--yes`) carry out moves
+//! through the fleet ([`crate::fleet::migrate`] keeps the order that never loses a job);
+//! `--resume` finishes the moves the audit log shows as interrupted.
+
+use std::process::ExitCode;
+
+use super::{Failure, act_on, audit_log, first_refresh, start_fleet};
+use crate::config::Config;
+use crate::fleet::migrate::{self, MigrateOptions, MigrationPlan};
+use crate::model::JobRef;
+use crate::output;
+
+pub struct MigrateRequest {
+    pub jobs: Vec<JobRef>,
+    pub to: Option<String>,
+    pub dry_run: bool,
+    pub yes: bool,
+    pub running: bool,
+    pub resume: bool,
+}
+
+pub async fn migrate(config: &Config, read_only: bool, ask: MigrateRequest) -> Result<ExitCode, Failure> {
+    // Every cluster, polling: the plan needs the sources' and the target's listings, and
+    // the check that no job anywhere already carries a source as its origin.
+    let fleet = start_fleet(config, read_only, &[], true)?;
+    let (_, stale) = first_refresh(config, &fleet).await;
+    if ask.resume {
+        let records = audit_log().read_all().map_err(|e| Failure(format!("cannot read the audit log: {e}")))?;
+        let open = migrate::unfinished(&records);
+        if open.is_empty() {
+            println!("no interrupted migrations in the audit log");
+            return Ok(ExitCode::SUCCESS);
+        }
+        for u in &open {
+            let at = u
+                .submitted
+                .as_ref()
+                .map_or_else(|| "not known to be submitted".to_string(), |r| format!("submitted as {r}"));
+            eprintln!("flightdeck: resuming {} → {} ({at})", u.source, u.to);
+        }
+        return act_on(&fleet, open.iter().map(migrate::Unfinished::action).collect()).await;
+    }
+    let Some(to) = ask.to else { return Err(Failure("--to CLUSTER is required".into())) };
+    let plan = fleet.plan_migration(&ask.jobs, &to, MigrateOptions { running: ask.running }).await;
+    print_plan(&plan, ask.dry_run);
+    let actions = plan.actions();
+    let refused = plan.refused();
+    if ask.dry_run {
+        return Ok(if refused > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS });
+    }
+    if actions.is_empty() {
+        return Err(Failure(format!("nothing to migrate: {refused} of {} refused", plan.moves.len())));
+    }
+    if !ask.yes {
+        let noun = if actions.len() == 1 { "job" } else { "jobs" };
+        return Err(Failure(format!(
+            "this moves {} {noun} to {to}: each is submitted there, then cancelled where it is; add --yes to do it",
+            actions.len()
+        )));
+    }
+    let code = act_on(&fleet, actions).await?;
+    Ok(if refused > 0 || stale { ExitCode::FAILURE } else { code })
+}
+
+/// The plan as text: one head line per job, its warnings, and with `native` the target's
+/// own form of it.
+fn print_plan(plan: &MigrationPlan, native: bool) {
+    for m in &plan.moves {
+        match &m.refused {
+            Some(why) => eprintln!("flightdeck: {} → {}: refused: {}", m.source, m.to, output::printable(why)),
+            None => println!("{} ({}) → {}", m.source, m.source_state, m.to),
+        }
+        for w in &m.warnings {
+            println!("  warning: {}", output::printable(w));
+        }
+        if let (true, Some(n)) = (native, &m.native) {
+            println!("  {}:", n.dialect.title());
+            for line in n.text.lines() {
+                println!("    {}", output::printable(line));
+            }
+        }
+    }
+}

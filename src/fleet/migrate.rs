@@ -1,0 +1,547 @@
+//! Moving jobs between clusters without losing one or running one twice.
+//!
+//! A migration is planned first ([`Fleet::plan_migration`]): per job the source's spec is
+//! read back from its backend, adapted to the target ([`adapt`]: fields that mean nothing
+//! there are dropped *by name*, the origin tag is set), and rendered by the target, so the
+//! user sees exactly what will be submitted and every warning before anything happens.
+//!
+//! Carrying one out ([`Action::Migrate`], in the fleet's runner) keeps one order, always:
+//! the intent (with the spec) is fsynced to the audit log; the job is submitted to the
+//! target; the fleet waits until the target lists it and it has not been rejected; the new
+//! ref is recorded (`submitted`); only then is the source cancelled. Any failure before the
+//! cancel leaves the source as it was; a failed cancel reports both jobs by ref. Because the
+//! new job carries `migrated_from` in its backend's own place, a second migration of the
+//! same source is refused, and `flightdeck migrate --resume` ([`unfinished`]) can finish an
+//! interrupted one from the audit log and the clusters' own listings.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+#[cfg(test)]
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::audit::AuditRecord;
+use super::{Fleet, Runner};
+use crate::backend::BackendError;
+use crate::model::{Action, ClusterState, FleetState, Job, JobAction, JobRef, JobState, Native, Verb};
+use crate::spec::{Imported, JobSpec};
+
+/// How long a migration waits for the target to list the job it accepted before it leaves
+/// the source alone and says so (`--resume` finishes it once the job shows).
+pub const CONFIRM_WAIT: Duration = Duration::from_secs(60);
+/// Sources whose specs are read at once while planning.
+const PLAN_CONCURRENCY: usize = 16;
+
+/// The audit outcome that records the target's new job between submit and cancel.
+pub const SUBMITTED: &str = "submitted";
+
+/// What the user chose on the command line or in the plan screen.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MigrateOptions {
+    /// Running jobs may be moved: they are killed and start again from scratch.
+    pub running: bool,
+}
+
+/// One job's move, as planned and shown before anything happens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedMove {
+    pub source: JobRef,
+    pub source_state: JobState,
+    pub to: String,
+    /// What will be submitted, when the move can go ahead.
+    pub spec: Option<JobSpec>,
+    /// The target's own form of it (an sbatch script, a Job manifest …).
+    pub native: Option<Native>,
+    /// Every field dropped or changed, by name, from reading, adapting and rendering.
+    pub warnings: Vec<String>,
+    /// Why this job will not be moved (nothing is done for it).
+    pub refused: Option<String>,
+    /// The object identity the source had when planned (Kubernetes UID), for the cancel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+}
+
+impl PlannedMove {
+    fn refused(source: JobRef, state: JobState, to: &str, why: String) -> Self {
+        Self {
+            source,
+            source_state: state,
+            to: to.to_string(),
+            spec: None,
+            native: None,
+            warnings: Vec::new(),
+            refused: Some(why),
+            uid: None,
+        }
+    }
+
+    /// The action that carries this move out; `None` for a refused one.
+    pub fn action(&self) -> Option<Action> {
+        let spec = self.spec.clone().filter(|_| self.refused.is_none())?;
+        Some(Action::Migrate {
+            source: self.source.clone(),
+            to: self.to.clone(),
+            spec: Box::new(spec),
+            uid: self.uid.clone(),
+            resume: None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MigrationPlan {
+    pub moves: Vec<PlannedMove>,
+}
+
+impl MigrationPlan {
+    pub fn actions(&self) -> Vec<Action> {
+        self.moves.iter().filter_map(PlannedMove::action).collect()
+    }
+
+    pub fn refused(&self) -> usize {
+        self.moves.iter().filter(|m| m.refused.is_some()).count()
+    }
+}
+
+/// The job that already carries `source` as its origin, on any cluster: a second migration
+/// of the same source would run it twice.
+pub fn already_migrated<'a>(state: &'a FleetState, source: &JobRef) -> Option<&'a Job> {
+    let tag = source.to_string();
+    state
+        .clusters
+        .iter()
+        .filter_map(|c| c.snapshot.as_ref())
+        .flat_map(|s| s.jobs.iter())
+        .find(|j| j.migrated_from.as_deref() == Some(tag.as_str()) && !j.state.is_finished())
+}
+
+/// Why `job` (of the source cluster) may not be moved, before its spec is read.
+pub fn source_refusal(job: &Job, opts: MigrateOptions) -> Option<String> {
+    let state = job.state;
+    if state.is_finished() {
+        return Some(format!("{} has ended ({state}): there is nothing to move", job.job_ref));
+    }
+    if state.is_active() && !opts.running {
+        return Some(format!(
+            "{} is {state}: moving it kills it and starts it again from scratch on the target; pass --running to do that",
+            job.job_ref
+        ));
+    }
+    None
+}
+
+/// The source's spec made fit for `target`: the origin tag set, and what means nothing on
+/// the target (a partition it does not have, an account of another kind) dropped with a
+/// warning naming the field. Pure, so planning a thousand moves costs only this and the
+/// target's render.
+pub fn adapt(imported: Imported, source: &JobRef, source_kind: &str, target: &ClusterState) -> (JobSpec, Vec<String>) {
+    let Imported { mut spec, mut warnings } = imported;
+    spec.migrated_from = Some(source.to_string());
+    let same_kind = target.kind.as_str() == source_kind;
+    if let Some(partition) = spec.partition.take() {
+        let known = target.snapshot.as_ref().is_some_and(|s| {
+            s.queues.iter().any(|q| q.name == partition) || s.jobs.iter().any(|j| j.partition == partition)
+        });
+        if known {
+            spec.partition = Some(partition);
+        } else {
+            warnings.push(format!(
+                "`partition`: {target} has no partition or queue named {partition:?}; its default is used",
+                target = target.name
+            ));
+        }
+    }
+    if !same_kind && let Some(account) = spec.account.take() {
+        warnings.push(format!(
+            "`account`: {account:?} is a {source_kind} account, which means nothing on {} ({}); left out",
+            target.name, target.kind
+        ));
+    }
+    (spec, warnings)
+}
+
+impl Fleet {
+    /// Plan moving `sources` to cluster `to`: nothing is changed. Every source gets a
+    /// [`PlannedMove`], refused ones with the reason.
+    pub async fn plan_migration(&self, sources: &[JobRef], to: &str, opts: MigrateOptions) -> MigrationPlan {
+        use futures_util::StreamExt;
+        let state = self.state();
+        let moves = futures_util::stream::iter(sources.iter().cloned())
+            .map(|source| {
+                let state = state.clone();
+                async move { self.plan_one(&state, source, to, opts).await }
+            })
+            .buffered(PLAN_CONCURRENCY)
+            .collect()
+            .await;
+        MigrationPlan { moves }
+    }
+
+    async fn plan_one(&self, state: &FleetState, source: JobRef, to: &str, opts: MigrateOptions) -> PlannedMove {
+        let unknown = JobState::Unknown;
+        let Some(target) = state.cluster(to) else {
+            return PlannedMove::refused(source, unknown, to, format!("no cluster named `{to}` is configured"));
+        };
+        if !target.capabilities.allows(Verb::Submit) {
+            let why = crate::model::action::cannot(to, target.kind.as_str(), Verb::Submit);
+            return PlannedMove::refused(source, unknown, to, why);
+        }
+        let Some(from) = state.cluster(&source.cluster) else {
+            let why = format!("no cluster named `{}` is configured", source.cluster);
+            return PlannedMove::refused(source, unknown, to, why);
+        };
+        if source.cluster == to {
+            let why = format!("{source} is already on {to}");
+            return PlannedMove::refused(source, unknown, to, why);
+        }
+        let Some(job) = from.snapshot.as_ref().and_then(|s| s.jobs.iter().find(|j| j.job_ref == source)) else {
+            let why = format!("{source} is not in {}'s listing (ended, or not refreshed yet)", source.cluster);
+            return PlannedMove::refused(source, unknown, to, why);
+        };
+        let job_state = job.state;
+        if !from.capabilities.allows(Verb::Cancel) {
+            let why = crate::model::action::cannot(&from.name, from.kind.as_str(), Verb::Cancel);
+            return PlannedMove::refused(source, job_state, to, why);
+        }
+        if let Some(why) = source_refusal(job, opts) {
+            return PlannedMove::refused(source, job_state, to, why);
+        }
+        if let Some(copy) = already_migrated(state, &source) {
+            let why = format!("{source} was already migrated: {} carries it as its origin", copy.job_ref);
+            return PlannedMove::refused(source, job_state, to, why);
+        }
+        let uid = job.uid.clone();
+        let imported = match self.job_spec(&source).await {
+            Ok(imported) => imported,
+            Err(e) => return PlannedMove::refused(source, job_state, to, format!("cannot read its spec: {e}")),
+        };
+        let (spec, mut warnings) = adapt(imported, &source, from.kind.as_str(), target);
+        match self.render(to, &spec).await {
+            Ok(native) => {
+                warnings.extend(native.warnings.iter().cloned());
+                PlannedMove {
+                    source,
+                    source_state: job_state,
+                    to: to.to_string(),
+                    spec: Some(spec),
+                    native: Some(native),
+                    warnings,
+                    refused: None,
+                    uid,
+                }
+            }
+            Err(e) => {
+                let mut refused = PlannedMove::refused(source, job_state, to, format!("{to} cannot take it: {e}"));
+                refused.warnings = warnings;
+                refused
+            }
+        }
+    }
+}
+
+/// A migration the audit log shows as not finished: the target may or may not have the job,
+/// the source may or may not still be there. `--resume` turns each into an
+/// [`Action::Migrate`] with `resume` set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unfinished {
+    pub id: String,
+    pub source: JobRef,
+    pub to: String,
+    pub spec: JobSpec,
+    /// The target's job, when the log recorded one.
+    pub submitted: Option<JobRef>,
+}
+
+impl Unfinished {
+    pub fn action(&self) -> Action {
+        Action::Migrate {
+            source: self.source.clone(),
+            to: self.to.clone(),
+            spec: Box::new(self.spec.clone()),
+            uid: None,
+            resume: Some(self.id.clone()),
+        }
+    }
+}
+
+/// The migrations in `records` that did not finish: the last word on them is the intent,
+/// `submitted`, or an error after the target had accepted the job. A migration whose target
+/// refused it (nothing submitted, source untouched) is finished: there is nothing to resume.
+pub fn unfinished(records: &[AuditRecord]) -> Vec<Unfinished> {
+    struct Story {
+        intent: Option<AuditRecord>,
+        submitted: Option<JobRef>,
+        last: String,
+    }
+    let mut stories: BTreeMap<&str, Story> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for r in records.iter().filter(|r| r.action == Verb::Migrate.as_str() && !r.id.is_empty()) {
+        let story = stories.entry(&r.id).or_insert_with(|| {
+            order.push(&r.id);
+            Story { intent: None, submitted: None, last: String::new() }
+        });
+        match r.outcome.as_str() {
+            "intent" if story.intent.is_none() => story.intent = Some(r.clone()),
+            SUBMITTED => story.submitted = r.message.parse().ok(),
+            _ => {}
+        }
+        story.last = r.outcome.clone();
+    }
+    order
+        .into_iter()
+        .filter_map(|id| {
+            let story = stories.remove(id)?;
+            let open = match story.last.as_str() {
+                "intent" | SUBMITTED => true,
+                "error" => story.submitted.is_some(),
+                _ => false,
+            };
+            let intent = story.intent.filter(|_| open)?;
+            let spec = *intent.spec?;
+            let source = intent.target.parse().ok()?;
+            let to = intent.detail.as_deref()?.split_whitespace().find_map(|w| w.strip_prefix("to="))?.to_string();
+            Some(Unfinished { id: id.to_string(), source, to, spec, submitted: story.submitted })
+        })
+        .collect()
+}
+
+/// What the runner found on a cluster when it looked for a job.
+enum Sighting {
+    Listed(JobState),
+    Absent,
+    /// The cluster has no fresh picture: nobody can say.
+    Unknown,
+}
+
+impl Runner {
+    /// Carry out one [`Action::Migrate`]: the intent is already on disk under `id`.
+    pub(super) async fn migrate(&self, action: &Action, id: &str) -> Result<String, String> {
+        let Action::Migrate { source, to, spec, uid, resume } = action else {
+            return Err(BackendError::Internal("not a migration".into()).to_string());
+        };
+        let (Some(target), Some(origin)) = (self.backends.get(to.as_str()), self.backends.get(&source.cluster)) else {
+            return Err(format!("{source} → {to}: a cluster is no longer configured"));
+        };
+        // Resuming: the target's job is the one the log recorded, else one carrying the tag.
+        let mut submitted: Option<JobRef> = None;
+        if let Some(original) = resume {
+            submitted = self.opts.audit.as_ref().and_then(|log| {
+                let records = log.read_all().ok()?;
+                unfinished(&records).into_iter().find(|u| &u.id == original).and_then(|u| u.submitted)
+            });
+            if submitted.is_none() {
+                submitted = already_migrated(&self.state.borrow(), source).map(|j| j.job_ref.clone());
+            }
+            if submitted.is_none() && matches!(self.sighting(source).await, Sighting::Absent) {
+                return Err(format!(
+                    "{source} is gone and no job on any cluster carries it as its origin: nothing to finish"
+                ));
+            }
+        } else if let Some(copy) = already_migrated(&self.state.borrow(), source) {
+            return Err(format!("{source} was already migrated: {} carries it as its origin", copy.job_ref));
+        }
+
+        let new = match submitted {
+            Some(new) => new,
+            None => {
+                let asked = {
+                    let _turn = self.turn(to).await;
+                    target.submit(spec).await
+                };
+                let new = asked.map_err(|e| format!("{to} refused it: {e}; {source} is untouched"))?;
+                self.write(vec![self.step(action, id, SUBMITTED, &new.to_string())])
+                    .await
+                    .map_err(|e| format!("{new} submitted, but {e}; {source} is untouched (both exist)"))?;
+                new
+            }
+        };
+
+        match self.confirm(&new).await {
+            Sighting::Listed(state) if state.is_finished() && state != JobState::Completed => {
+                return Err(format!("{new} ended at once on {to} ({state}); {source} is left as it was (both exist)"));
+            }
+            Sighting::Listed(_) => {}
+            Sighting::Absent | Sighting::Unknown => {
+                return Err(format!(
+                    "{new} was submitted but {to} does not list it yet; {source} is left as it was (both exist: \
+                     `flightdeck migrate --resume` finishes it once {new} shows)"
+                ));
+            }
+        }
+
+        if matches!(self.sighting(source).await, Sighting::Absent) {
+            return Ok(format!("{source} → {new} ({source} had already left its queue)"));
+        }
+        let cancelled = {
+            let _turn = self.turn(&source.cluster).await;
+            origin.job_action_if(source, JobAction::Cancel, uid.as_deref()).await
+        };
+        if let Some(w) = self.wakes.get(&source.cluster) {
+            w.notify_one();
+        }
+        match cancelled {
+            Ok(()) => Ok(format!("{source} → {new}")),
+            Err(e) => Err(format!(
+                "{new} submitted, but cancelling {source} failed: {e}; both exist: {source} and {new} \
+                 (`flightdeck migrate --resume` finishes it)"
+            )),
+        }
+    }
+
+    /// Wait until the target lists `job` (its poller is woken), at most [`CONFIRM_WAIT`];
+    /// without pollers the target is asked for a snapshot directly.
+    async fn confirm(&self, job: &JobRef) -> Sighting {
+        if !self.opts.poll {
+            return self.sighting_now(job).await;
+        }
+        let mut rx = self.state.clone();
+        let asked_at = chrono::Utc::now();
+        let deadline = tokio::time::Instant::now() + CONFIRM_WAIT;
+        if let Some(w) = self.wakes.get(&job.cluster) {
+            w.notify_one();
+        }
+        loop {
+            let seen = {
+                let state = rx.borrow_and_update();
+                sighting_in(&state, job, Some(asked_at))
+            };
+            if let Sighting::Listed(state) = seen {
+                return Sighting::Listed(state);
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return seen,
+            }
+        }
+    }
+
+    /// Is `job` in its cluster's latest picture?
+    async fn sighting(&self, job: &JobRef) -> Sighting {
+        if !self.opts.poll {
+            return self.sighting_now(job).await;
+        }
+        sighting_in(&self.state.borrow(), job, None)
+    }
+
+    async fn sighting_now(&self, job: &JobRef) -> Sighting {
+        let Some(backend) = self.backends.get(&job.cluster) else { return Sighting::Unknown };
+        match backend.snapshot().await {
+            Ok(s) => s.jobs.iter().find(|j| &j.job_ref == job).map_or(Sighting::Absent, |j| Sighting::Listed(j.state)),
+            Err(_) => Sighting::Unknown,
+        }
+    }
+
+    async fn turn(&self, cluster: &str) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        match self.limits.get(cluster) {
+            Some(limit) => limit.clone().acquire_owned().await.ok(),
+            None => None,
+        }
+    }
+
+    fn step(&self, action: &Action, id: &str, outcome: &str, message: &str) -> AuditRecord {
+        let mut record = self.record(action, id, outcome, message);
+        record.spec = None;
+        record
+    }
+}
+
+/// `job` in `state`: listed, absent from a fresh picture (taken after `since`, when given),
+/// or unknown (no fresh picture).
+fn sighting_in(state: &FleetState, job: &JobRef, since: Option<chrono::DateTime<chrono::Utc>>) -> Sighting {
+    let Some(cluster) = state.cluster(&job.cluster) else { return Sighting::Unknown };
+    let Some(snapshot) = cluster.snapshot.as_ref() else { return Sighting::Unknown };
+    if let Some(j) = snapshot.jobs.iter().find(|j| &j.job_ref == job) {
+        return Sighting::Listed(j.state);
+    }
+    let fresh = match cluster.health {
+        crate::model::Health::Fresh { at } => since.is_none_or(|t| at > t),
+        _ => false,
+    };
+    if fresh { Sighting::Absent } else { Sighting::Unknown }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ClusterKind, Queue, Snapshot};
+
+    fn record(id: &str, outcome: &str, message: &str, spec: bool) -> AuditRecord {
+        AuditRecord {
+            id: id.into(),
+            time: chrono::Utc::now(),
+            who: "a@b".into(),
+            action: "migrate".into(),
+            target: "hpc/12".into(),
+            detail: Some("to=k8s".into()),
+            outcome: outcome.into(),
+            message: message.into(),
+            spec: spec
+                .then(|| Box::new(JobSpec { name: "t".into(), command: Some("true".into()), ..JobSpec::default() })),
+        }
+    }
+
+    #[test]
+    fn the_log_says_which_migrations_are_unfinished() {
+        let records = vec![
+            // 1: the target refused it: finished, the source untouched.
+            record("1", "intent", "", true),
+            record("1", "error", "k8s refused it", false),
+            // 2: submitted, then the cancel failed: unfinished, with the target's job.
+            record("2", "intent", "", true),
+            record("2", SUBMITTED, "k8s/ml:t-abcde", false),
+            record("2", "error", "cancelling hpc/12 failed", false),
+            // 3: the process died after the intent: unfinished, nothing known of the target.
+            record("3", "intent", "", true),
+            // 4: done.
+            record("4", "intent", "", true),
+            record("4", SUBMITTED, "k8s/ml:t-fghij", false),
+            record("4", "ok", "hpc/12 → k8s/ml:t-fghij", false),
+            // 5: unfinished, then resumed to the end (same id).
+            record("5", "intent", "", true),
+            record("5", SUBMITTED, "k8s/ml:t-klmno", false),
+            record("5", "intent", "", true),
+            record("5", "ok", "done", false),
+        ];
+        let open = unfinished(&records);
+        let ids: Vec<&str> = open.iter().map(|u| u.id.as_str()).collect();
+        assert_eq!(ids, ["2", "3"]);
+        assert_eq!(open[0].submitted, Some(JobRef::new("k8s", "ml:t-abcde")));
+        assert_eq!(open[0].to, "k8s");
+        assert_eq!(open[0].source, JobRef::new("hpc", "12"));
+        assert_eq!(open[1].submitted, None);
+        let Action::Migrate { resume, .. } = open[1].action() else { panic!() };
+        assert_eq!(resume.as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn adapting_tags_the_origin_and_drops_what_the_target_lacks_by_name() {
+        let spec = JobSpec {
+            name: "t".into(),
+            command: Some("true".into()),
+            partition: Some("gpu".into()),
+            account: Some("ml".into()),
+            ..JobSpec::default()
+        };
+        let mut target = ClusterState::new("k8s", ClusterKind::KUBERNETES);
+        target.snapshot = Some(Arc::new(Snapshot::default()));
+        let source = JobRef::new("hpc", "12");
+        let (out, warnings) =
+            adapt(Imported { spec: spec.clone(), warnings: vec!["w0".into()] }, &source, "slurm", &target);
+        assert_eq!(out.migrated_from.as_deref(), Some("hpc/12"));
+        assert_eq!((out.partition, out.account), (None, None));
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(warnings[1].starts_with("`partition`: k8s has no partition or queue named \"gpu\""), "{warnings:?}");
+        assert!(warnings[2].starts_with("`account`: \"ml\" is a slurm account"), "{warnings:?}");
+
+        // Slurm to Slurm: a partition the target has and the account stay.
+        let mut target = ClusterState::new("fd24", ClusterKind::SLURM);
+        let mut snapshot = Snapshot::default();
+        snapshot.queues.push(Queue { name: "gpu".into(), ..Queue::default() });
+        target.snapshot = Some(Arc::new(snapshot));
+        let (out, warnings) = adapt(Imported { spec, warnings: Vec::new() }, &source, "slurm", &target);
+        assert_eq!((out.partition.as_deref(), out.account.as_deref()), (Some("gpu"), Some("ml")));
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+}

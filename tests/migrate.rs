@@ -1,0 +1,383 @@
+//! Migration's order and its fault cases over two in-memory clusters: a pending job moves
+//! (target first, source cancelled after), a target that refuses leaves the source alone, a
+//! cancel that fails reports both jobs and `--resume` finishes it, a process that died after
+//! the intent is finished from the tag, a second migration is refused, running jobs need
+//! `--running`, read-only refuses. The same order runs over the real test bed in
+//! `tests/migrate_live.rs`; here the faults are injected on cue.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
+use flightdeck::fleet::migrate::{self, MigrateOptions};
+use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
+use flightdeck::model::{Dialect, Job, JobRef, JobState, Native, Snapshot};
+use flightdeck::spec::{Imported, JobSpec};
+
+/// A cluster held in memory: its jobs, what was asked of it in order, and faults to inject.
+struct Toy {
+    name: &'static str,
+    jobs: Mutex<Vec<(Job, JobSpec)>>,
+    /// Every call, `submit NAME` / `cancel ID`, across both clusters (shared).
+    calls: Arc<Mutex<Vec<String>>>,
+    refuse_submit: AtomicBool,
+    fail_cancel: AtomicBool,
+    next: AtomicU32,
+}
+
+impl Toy {
+    fn new(name: &'static str, calls: Arc<Mutex<Vec<String>>>) -> Arc<Toy> {
+        Arc::new(Toy {
+            name,
+            jobs: Mutex::new(Vec::new()),
+            calls,
+            refuse_submit: AtomicBool::new(false),
+            fail_cancel: AtomicBool::new(false),
+            next: AtomicU32::new(100),
+        })
+    }
+
+    fn add(&self, id: &str, state: JobState) -> JobRef {
+        let r = JobRef::new(self.name, id);
+        let mut job = Job::new(r.clone(), state);
+        job.name = format!("train-{id}");
+        job.partition = "gpu".into();
+        let spec = JobSpec {
+            name: job.name.clone(),
+            command: Some("python train.py".into()),
+            gpus: 4,
+            gpu_type: Some("h100".into()),
+            partition: Some("gpu".into()),
+            account: Some("ml".into()),
+            ..JobSpec::default()
+        };
+        self.jobs.lock().unwrap().push((job, spec));
+        r
+    }
+
+    fn has(&self, id: &str) -> bool {
+        self.jobs.lock().unwrap().iter().any(|(j, _)| j.job_ref.id == id)
+    }
+
+    fn tagged(&self, origin: &str) -> Vec<JobRef> {
+        self.jobs
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(j, _)| j.migrated_from.as_deref() == Some(origin))
+            .map(|(j, _)| j.job_ref.clone())
+            .collect()
+    }
+}
+
+#[async_trait]
+impl Backend for Toy {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { submit: true, cancel: true, ..Capabilities::default() }
+    }
+    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
+        let jobs = self.jobs.lock().unwrap().iter().map(|(j, _)| j.clone()).collect();
+        let mut s = Snapshot { cluster: self.name.into(), jobs, ..Snapshot::default() };
+        s.derive_queues();
+        Ok(s)
+    }
+    async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
+        self.calls.lock().unwrap().push(format!("submit {}/{}", self.name, spec.name));
+        if self.refuse_submit.load(Ordering::SeqCst) {
+            return Err(BackendError::Command {
+                command: "sbatch".into(),
+                status: Some(1),
+                stderr: "Batch job submission failed: Invalid partition name specified".into(),
+            });
+        }
+        let id = self.next.fetch_add(1, Ordering::SeqCst).to_string();
+        let r = JobRef::new(self.name, id);
+        let mut job = Job::new(r.clone(), JobState::Pending);
+        job.name = spec.name.clone();
+        job.migrated_from = spec.migrated_from.clone();
+        self.jobs.lock().unwrap().push((job, spec.clone()));
+        Ok(r)
+    }
+    async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
+        Ok(Native {
+            dialect: Dialect::Sbatch,
+            text: format!("#SBATCH --job-name={}\n", spec.name),
+            warnings: Vec::new(),
+        })
+    }
+    async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
+        let jobs = self.jobs.lock().unwrap();
+        let (_, spec) =
+            jobs.iter().find(|(j, _)| &j.job_ref == job).ok_or_else(|| BackendError::NotFound(job.to_string()))?;
+        Ok(Imported { spec: spec.clone(), warnings: vec!["`#SBATCH --mail-type=END`: no portable form".into()] })
+    }
+    async fn job_action(&self, job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
+        self.calls.lock().unwrap().push(format!("cancel {job}"));
+        if self.fail_cancel.load(Ordering::SeqCst) {
+            return Err(BackendError::Connect {
+                target: "login".into(),
+                message: "the remote process has terminated".into(),
+            });
+        }
+        self.jobs.lock().unwrap().retain(|(j, _)| &j.job_ref != job);
+        Ok(())
+    }
+    async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
+        Ok(String::new())
+    }
+    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
+        Ok(Diagnosis::default())
+    }
+    async fn read_log(
+        &self,
+        _log: &flightdeck::model::LogHandle,
+        _from: Option<u64>,
+        _max: u64,
+    ) -> Result<LogChunk, BackendError> {
+        Ok(LogChunk::default())
+    }
+}
+
+struct Bed {
+    hpc: Arc<Toy>,
+    k8s: Arc<Toy>,
+    calls: Arc<Mutex<Vec<String>>>,
+    audit: AuditLog,
+    _dir: tempfile::TempDir,
+}
+
+impl Bed {
+    fn new() -> Bed {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let dir = tempfile::tempdir().unwrap();
+        let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
+        Bed { hpc: Toy::new("hpc", calls.clone()), k8s: Toy::new("k8s", calls.clone()), calls, audit, _dir: dir }
+    }
+
+    /// A polling fleet over both clusters, once both have been seen.
+    async fn fleet(&self, read_only: bool) -> Fleet {
+        let member = |b: &Arc<Toy>, kind: &str| Member {
+            backend: b.clone(),
+            kind: kind.into(),
+            refresh: Duration::from_millis(20),
+            timeout: Duration::from_secs(2),
+        };
+        let fleet = Fleet::start(
+            vec![member(&self.hpc, "slurm"), member(&self.k8s, "kubernetes")],
+            FleetOptions { read_only, poll: true, audit: Some(self.audit.clone()), actor: "alice@login".into() },
+        );
+        fleet.wait_for(Duration::from_secs(5), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
+        fleet
+    }
+
+    fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    /// The audit outcomes of every migration, in order.
+    fn story(&self) -> Vec<String> {
+        self.audit.read_all().unwrap().into_iter().filter(|r| r.action == "migrate").map(|r| r.outcome).collect()
+    }
+}
+
+async fn plan_and_go(fleet: &Fleet, source: &JobRef, opts: MigrateOptions) -> Result<String, String> {
+    let plan = fleet.plan_migration(std::slice::from_ref(source), "k8s", opts).await;
+    assert_eq!(plan.moves.len(), 1);
+    let actions = plan.actions();
+    if let Some(why) = &plan.moves[0].refused {
+        return Err(format!("refused: {why}"));
+    }
+    let batch = fleet.perform_batch(actions).await;
+    batch.outcomes[0].result.clone()
+}
+
+#[tokio::test]
+async fn a_pending_job_moves_target_first_and_the_source_is_cancelled_after() {
+    let bed = Bed::new();
+    let source = bed.hpc.add("12", JobState::Pending);
+    let fleet = bed.fleet(false).await;
+
+    let plan = fleet.plan_migration(std::slice::from_ref(&source), "k8s", MigrateOptions::default()).await;
+    let planned = &plan.moves[0];
+    assert_eq!(planned.refused, None);
+    let spec = planned.spec.as_ref().unwrap();
+    assert_eq!(spec.migrated_from.as_deref(), Some("hpc/12"));
+    assert_eq!((spec.gpus, spec.gpu_type.as_deref()), (4, Some("h100")));
+    // Every warning, by name: from reading the source, from adapting to the target.
+    let warnings = planned.warnings.join("\n");
+    assert!(warnings.contains("--mail-type"), "{warnings}");
+    assert!(warnings.contains("`account`: \"ml\" is a slurm account"), "{warnings}");
+    assert!(warnings.contains("`partition`: k8s has no partition or queue named \"gpu\""), "{warnings}");
+    assert_eq!(planned.native.as_ref().unwrap().text, "#SBATCH --job-name=train-12\n");
+    assert!(bed.calls().is_empty(), "planning changes nothing: {:?}", bed.calls());
+
+    let outcome = fleet.perform_batch(plan.actions()).await;
+    let result = outcome.outcomes[0].result.clone().expect("migrated");
+    let moved = bed.k8s.tagged("hpc/12");
+    assert_eq!(moved.len(), 1);
+    assert_eq!(result, format!("hpc/12 → {}", moved[0]));
+    assert!(!bed.hpc.has("12"), "the source is cancelled");
+    assert_eq!(bed.calls(), ["submit k8s/train-12", "cancel hpc/12"], "target first, then the source");
+    assert_eq!(bed.story(), ["intent", "submitted", "ok"]);
+    let intent = &bed.audit.read_all().unwrap()[0];
+    assert_eq!(intent.spec.as_ref().unwrap().migrated_from.as_deref(), Some("hpc/12"), "the intent carries the spec");
+    assert_eq!((intent.target.as_str(), intent.detail.as_deref()), ("hpc/12", Some("to=k8s")));
+    assert!(migrate::unfinished(&bed.audit.read_all().unwrap()).is_empty());
+    assert_eq!(outcome.summary(), format!("migrate hpc/12: hpc/12 → {}", moved[0]));
+}
+
+#[tokio::test]
+async fn a_target_that_refuses_leaves_the_source_untouched() {
+    let bed = Bed::new();
+    let source = bed.hpc.add("12", JobState::Pending);
+    bed.k8s.refuse_submit.store(true, Ordering::SeqCst);
+    let fleet = bed.fleet(false).await;
+    let err = plan_and_go(&fleet, &source, MigrateOptions::default()).await.unwrap_err();
+    assert!(err.starts_with("k8s refused it: `sbatch` failed (exit 1): Batch job submission failed"), "{err}");
+    assert!(err.ends_with("hpc/12 is untouched"), "{err}");
+    assert!(bed.hpc.has("12"));
+    assert_eq!(bed.calls(), ["submit k8s/train-12"], "no cancel was tried");
+    assert_eq!(bed.story(), ["intent", "error"]);
+    assert!(migrate::unfinished(&bed.audit.read_all().unwrap()).is_empty(), "nothing to resume");
+}
+
+#[tokio::test]
+async fn a_failed_cancel_reports_both_jobs_and_resume_finishes_without_a_second_submit() {
+    let bed = Bed::new();
+    let source = bed.hpc.add("12", JobState::Pending);
+    bed.hpc.fail_cancel.store(true, Ordering::SeqCst);
+    let fleet = bed.fleet(false).await;
+    let err = plan_and_go(&fleet, &source, MigrateOptions::default()).await.unwrap_err();
+    let moved = bed.k8s.tagged("hpc/12");
+    assert_eq!(moved.len(), 1);
+    assert!(err.contains(&format!("both exist: hpc/12 and {}", moved[0])), "{err}");
+    assert!(err.contains("the remote process has terminated"), "{err}");
+    assert!(bed.hpc.has("12"));
+
+    // The link is back: --resume finishes it from the log.
+    bed.hpc.fail_cancel.store(false, Ordering::SeqCst);
+    let open = migrate::unfinished(&bed.audit.read_all().unwrap());
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].submitted.as_ref(), Some(&moved[0]));
+    let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
+    assert_eq!(done.outcomes[0].result, Ok(format!("hpc/12 → {}", moved[0])));
+    assert!(!bed.hpc.has("12"));
+    assert_eq!(bed.k8s.tagged("hpc/12"), moved, "nothing duplicated");
+    assert_eq!(bed.calls(), ["submit k8s/train-12", "cancel hpc/12", "cancel hpc/12"]);
+    assert_eq!(bed.story(), ["intent", "submitted", "error", "intent", "ok"]);
+    assert!(migrate::unfinished(&bed.audit.read_all().unwrap()).is_empty());
+    // `flightdeck audit` tells it as one action that ended well.
+    let entries = flightdeck::fleet::audit::entries(bed.audit.read_all().unwrap());
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].outcome, "ok");
+}
+
+#[tokio::test]
+async fn a_migration_cut_off_after_its_intent_is_finished_from_the_tag_or_done_again() {
+    let bed = Bed::new();
+    let first = bed.hpc.add("12", JobState::Pending);
+    let second = bed.hpc.add("13", JobState::Pending);
+    let fleet = bed.fleet(false).await;
+    // What a killed process leaves: intents on disk, and for hpc/12 a target job that was
+    // accepted before the `submitted` record could be written.
+    let plan = fleet.plan_migration(&[first.clone(), second.clone()], "k8s", MigrateOptions::default()).await;
+    let mut records = Vec::new();
+    for (n, m) in plan.moves.iter().enumerate() {
+        let Some(Action::Migrate { spec, .. }) = m.action() else { panic!("{m:?}") };
+        records.push(flightdeck::fleet::AuditRecord {
+            id: format!("cut-{n}"),
+            time: chrono::Utc::now(),
+            who: "alice@login".into(),
+            action: "migrate".into(),
+            target: m.source.to_string(),
+            detail: Some("to=k8s".into()),
+            outcome: "intent".into(),
+            message: String::new(),
+            spec: Some(spec),
+        });
+    }
+    bed.audit.append_all(&records).unwrap();
+    let spec = plan.moves[0].spec.clone().unwrap();
+    bed.k8s.submit(&spec).await.unwrap();
+    bed.calls.lock().unwrap().clear();
+    fleet.refresh_now(None);
+    fleet.wait_for(Duration::from_secs(5), |s| migrate::already_migrated(s, &first).is_some()).await;
+
+    let open = migrate::unfinished(&bed.audit.read_all().unwrap());
+    assert_eq!(open.len(), 2);
+    let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
+    assert_eq!(done.failed(), 0, "{}", done.summary());
+    assert_eq!(bed.k8s.tagged("hpc/12").len(), 1, "found by its tag, not submitted again");
+    assert_eq!(bed.k8s.tagged("hpc/13").len(), 1, "never submitted: submitted now");
+    assert!(!bed.hpc.has("12") && !bed.hpc.has("13"));
+    let mut calls = bed.calls();
+    calls.sort();
+    assert_eq!(calls, ["cancel hpc/12", "cancel hpc/13", "submit k8s/train-13"]);
+    assert!(migrate::unfinished(&bed.audit.read_all().unwrap()).is_empty());
+}
+
+#[tokio::test]
+async fn a_second_migration_of_the_same_source_is_refused() {
+    let bed = Bed::new();
+    let source = bed.hpc.add("12", JobState::Pending);
+    bed.hpc.fail_cancel.store(true, Ordering::SeqCst);
+    let fleet = bed.fleet(false).await;
+    plan_and_go(&fleet, &source, MigrateOptions::default()).await.unwrap_err();
+    let moved = bed.k8s.tagged("hpc/12");
+    fleet.refresh_now(None);
+    fleet.wait_for(Duration::from_secs(5), |s| migrate::already_migrated(s, &source).is_some()).await;
+    let err = plan_and_go(&fleet, &source, MigrateOptions::default()).await.unwrap_err();
+    assert_eq!(err, format!("refused: hpc/12 was already migrated: {} carries it as its origin", moved[0]));
+    // The fleet holds to it whoever asks, even with a plan made before the first move.
+    let spec = JobSpec { name: "x".into(), command: Some("true".into()), ..JobSpec::default() };
+    let direct =
+        Action::Migrate { source: source.clone(), to: "k8s".into(), spec: Box::new(spec), uid: None, resume: None };
+    let out = fleet.perform(direct).await;
+    assert!(out.result.unwrap_err().contains("already migrated"));
+    assert_eq!(bed.k8s.tagged("hpc/12").len(), 1);
+}
+
+#[tokio::test]
+async fn running_jobs_move_only_when_asked_and_ended_ones_never() {
+    let bed = Bed::new();
+    let running = bed.hpc.add("20", JobState::Running);
+    let ended = bed.hpc.add("21", JobState::Completed);
+    let fleet = bed.fleet(false).await;
+    let err = plan_and_go(&fleet, &running, MigrateOptions::default()).await.unwrap_err();
+    assert!(err.contains("hpc/20 is running: moving it kills it") && err.contains("--running"), "{err}");
+    let err = plan_and_go(&fleet, &ended, MigrateOptions { running: true }).await.unwrap_err();
+    assert!(err.contains("hpc/21 has ended"), "{err}");
+    assert!(bed.calls().is_empty());
+    plan_and_go(&fleet, &running, MigrateOptions { running: true }).await.expect("moved with --running");
+    assert!(!bed.hpc.has("20"));
+}
+
+#[tokio::test]
+async fn read_only_refuses_a_migration_and_touches_nothing() {
+    let bed = Bed::new();
+    let source = bed.hpc.add("12", JobState::Pending);
+    let fleet = bed.fleet(true).await;
+    let err = plan_and_go(&fleet, &source, MigrateOptions::default()).await.unwrap_err();
+    assert_eq!(err, "refused: flightdeck runs read-only");
+    assert!(bed.calls().is_empty());
+    assert!(bed.hpc.has("12"));
+}
+
+#[tokio::test]
+async fn a_thousand_moves_are_planned_and_carried_out_whole() {
+    let bed = Bed::new();
+    let sources: Vec<JobRef> = (0..1000).map(|i| bed.hpc.add(&format!("{}", 1000 + i), JobState::Pending)).collect();
+    let fleet = bed.fleet(false).await;
+    let plan = fleet.plan_migration(&sources, "k8s", MigrateOptions::default()).await;
+    assert_eq!(plan.refused(), 0);
+    let done = fleet.perform_batch(plan.actions()).await;
+    assert_eq!(done.failed(), 0, "{}", done.summary());
+    assert_eq!(done.summary(), "migrated 1000 of 1000");
+    assert!(bed.hpc.jobs.lock().unwrap().is_empty());
+    assert_eq!(bed.k8s.jobs.lock().unwrap().len(), 1000);
+}
