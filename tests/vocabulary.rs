@@ -114,6 +114,13 @@ fn a_whole_fleet_state_round_trips() {
     assert!(!back.clusters[1].capabilities.allows(Verb::Requeue), "capabilities cross the wire");
 }
 
+fn spec_of(action: &Action) -> JobSpec {
+    match action {
+        Action::Submit { spec, .. } => (**spec).clone(),
+        other => panic!("not a submission: {other:?}"),
+    }
+}
+
 #[test]
 fn every_action_and_outcome_round_trips() {
     let spec = JobSpec {
@@ -146,6 +153,14 @@ fn every_action_and_outcome_round_trips() {
         uid: Some("8d5b2a3c-0d1e-4f7a-9b6c-2e1f0a9d8c7b".into()),
     });
     actions.push(Action::Node { node: node.clone(), action: NodeAction::Teardown });
+    let migrated = JobSpec { migrated_from: Some(job.to_string()), array: Some("0-7%2".into()), ..spec_of(&actions[0]) };
+    actions.push(Action::Migrate {
+        source: job.clone(),
+        to: "k8s".into(),
+        spec: Box::new(migrated),
+        uid: None,
+        resume: Some("18f2a-1c-0".into()),
+    });
     let verbs: Vec<Verb> = actions.iter().map(|a| round_trip(a).verb()).collect();
     assert_eq!(verbs, Verb::ALL, "one action per verb, each coming back as itself");
 
