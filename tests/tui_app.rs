@@ -1478,3 +1478,85 @@ fn a_confirmed_cancel_carries_the_identity_each_job_had_when_the_dialog_opened()
         .collect();
     assert_eq!(uids, vec![("k8s/ml:a".to_string(), Some("uid-a-1".to_string())), ("k8s/ml:b".to_string(), None)]);
 }
+
+/// The moves a plan would hold, as the fleet's planner returns them.
+fn plan_of(sources: &[JobRef], to: &str) -> flightdeck::fleet::migrate::MigrationPlan {
+    use flightdeck::fleet::migrate::{MigrationPlan, PlannedMove};
+    let moves = sources
+        .iter()
+        .map(|s| PlannedMove {
+            source: s.clone(),
+            source_state: JobState::Pending,
+            to: to.to_string(),
+            spec: Some(flightdeck::spec::JobSpec {
+                name: "train".into(),
+                command: Some("true".into()),
+                migrated_from: Some(s.to_string()),
+                ..Default::default()
+            }),
+            native: Some(flightdeck::model::Native {
+                dialect: flightdeck::model::Dialect::KubernetesJob,
+                text: "apiVersion: batch/v1\nkind: Job\n".into(),
+                warnings: vec![],
+            }),
+            warnings: vec!["`account`: \"ml\" is a slurm account, which means nothing on k8s".into()],
+            refused: None,
+            uid: None,
+        })
+        .collect();
+    MigrationPlan { moves }
+}
+
+#[test]
+fn migrate_shows_the_plan_first_switches_targets_and_sends_exactly_the_planned_moves() {
+    let mut app = app();
+    app.update(fleet(
+        1,
+        vec![("fd22", jobs("fd22", &["1", "2", "3"]), vec![]), ("fd24", vec![], vec![]), ("k8s", vec![], vec![])],
+    ));
+    on_jobs(&mut app);
+    ch(&mut app, ' ');
+    ch(&mut app, ' ');
+    let asked = ch(&mut app, 'M');
+    let [Command::PlanMigration { sources, to, running: false, seq }] = asked.as_slice() else {
+        panic!("one plan asked for: {asked:?}")
+    };
+    assert_eq!(sources, &refs("fd22", &["1", "2"]));
+    assert_eq!(to, "fd24", "the first other cluster that takes submissions");
+    // Before the plan comes back nothing can be confirmed.
+    assert!(ch(&mut app, 'y').is_empty());
+    assert!(app.dialog().is_some(), "confirming an unplanned move keeps the dialog");
+    // Tab: plan for the next cluster; the answer to the old plan is ignored.
+    let stale = *seq;
+    let asked = code(&mut app, KeyCode::Tab);
+    let [Command::PlanMigration { to, seq, .. }] = asked.as_slice() else { panic!("{asked:?}") };
+    assert_eq!(to, "k8s");
+    let seq = *seq;
+    app.update(Msg::Planned { seq: stale, plan: Box::new(plan_of(&refs("fd22", &["1", "2"]), "fd24")) });
+    assert!(matches!(app.dialog(), Some(Dialog::Migrate { plan: None, .. })));
+    app.update(Msg::Planned { seq, plan: Box::new(plan_of(&refs("fd22", &["1", "2"]), "k8s")) });
+    let dialog = app.dialog().unwrap();
+    assert_eq!(dialog.title(), "Migrate 2 jobs to k8s?");
+    let lines = dialog.targets().join("\n");
+    assert!(lines.contains("fd22/1 (pending) → k8s") && lines.contains("warning: `account`"), "{lines}");
+    assert!(lines.contains("Kubernetes Job manifest of fd22/1:") && lines.contains("kind: Job"), "{lines}");
+    // `r`: running jobs too, planned again.
+    let asked = ch(&mut app, 'r');
+    assert!(matches!(asked.as_slice(), [Command::PlanMigration { running: true, .. }]), "{asked:?}");
+    let Some(Dialog::Migrate { seq, .. }) = app.dialog() else { panic!() };
+    let seq = *seq;
+    app.update(Msg::Planned { seq, plan: Box::new(plan_of(&refs("fd22", &["1", "2"]), "k8s")) });
+    let sent = ch(&mut app, 'y');
+    let moves: Vec<(JobRef, String)> = sent
+        .iter()
+        .filter_map(|c| match c {
+            Command::Fleet(Action::Migrate { source, to, spec, .. }) => {
+                assert_eq!(spec.migrated_from.as_deref(), Some(source.to_string().as_str()));
+                Some((source.clone(), to.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(moves, vec![(JobRef::new("fd22", "1"), "k8s".into()), (JobRef::new("fd22", "2"), "k8s".into())]);
+    assert!(app.dialog().is_none());
+}

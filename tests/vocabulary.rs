@@ -153,7 +153,8 @@ fn every_action_and_outcome_round_trips() {
         uid: Some("8d5b2a3c-0d1e-4f7a-9b6c-2e1f0a9d8c7b".into()),
     });
     actions.push(Action::Node { node: node.clone(), action: NodeAction::Teardown });
-    let migrated = JobSpec { migrated_from: Some(job.to_string()), array: Some("0-7%2".into()), ..spec_of(&actions[0]) };
+    let migrated =
+        JobSpec { migrated_from: Some(job.to_string()), array: Some("0-7%2".into()), ..spec_of(&actions[0]) };
     actions.push(Action::Migrate {
         source: job.clone(),
         to: "k8s".into(),

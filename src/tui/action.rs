@@ -115,6 +115,10 @@ ui_actions! {
     Uncordon => "uncordon", "uncordon the node", false;
     Delete => "delete", "delete the stopped run(s)", true;
     Teardown => "teardown", "tear down the node's cloud cluster", true;
+    Migrate => "migrate", "move the job(s) to another cluster (shows the plan first)", true;
+    NextTarget => "next_target", "migration: plan for the next cluster", false;
+    PrevTarget => "prev_target", "migration: plan for the previous cluster", false;
+    ToggleRunning => "toggle_running", "migration: move running jobs too (they restart)", false;
     NewJob => "new_job", "open the submit form", false;
     Follow => "follow", "follow the log as it grows", false;
     SwitchLog => "switch_log", "switch between stdout and stderr", false;

@@ -66,6 +66,11 @@ pub enum Msg {
         seq: u64,
         result: Result<Native, String>,
     },
+    /// The answer to [`Command::PlanMigration`] number `seq`.
+    Planned {
+        seq: u64,
+        plan: Box<crate::fleet::migrate::MigrationPlan>,
+    },
     /// The answer to [`Command::LoadSpec`].
     SpecLoaded {
         path: String,
@@ -101,6 +106,14 @@ pub enum Command {
     Render {
         cluster: String,
         spec: Box<JobSpec>,
+        seq: u64,
+    },
+    /// Plan moving `sources` to `to` (reads their specs, asks `to` to render them); answer
+    /// with [`Msg::Planned`] carrying `seq`. Changes nothing.
+    PlanMigration {
+        sources: Vec<JobRef>,
+        to: String,
+        running: bool,
         seq: u64,
     },
     Quit,
@@ -246,6 +259,7 @@ pub struct App {
     matchers: Vec<Matcher>,
     generation: u64,
     log_seq: u64,
+    plan_seq: u64,
 }
 
 impl App {
@@ -279,6 +293,7 @@ impl App {
             matchers: vec![Matcher::new(nucleo::Config::DEFAULT)],
             generation: 1,
             log_seq: 0,
+            plan_seq: 0,
         }
     }
 
@@ -462,6 +477,14 @@ impl App {
             Msg::Rendered { seq, result } => {
                 self.form.rendered(seq, result);
                 self.touch();
+            }
+            Msg::Planned { seq, plan } => {
+                if let Some(Dialog::Migrate { seq: asked, plan: slot, .. }) = &mut self.dialog
+                    && *asked == seq
+                {
+                    *slot = Some(*plan);
+                    self.touch();
+                }
             }
         }
         // The submit form's preview comes from the target cluster itself: ask again when
@@ -697,6 +720,9 @@ impl App {
             return;
         }
         match self.resolve(Mode::Dialog, key) {
+            Some(UiAction::NextTarget) => self.replan(1, false, out),
+            Some(UiAction::PrevTarget) => self.replan(-1, false, out),
+            Some(UiAction::ToggleRunning) => self.replan(0, true, out),
             Some(UiAction::Confirm) => self.confirm(out),
             Some(UiAction::Dismiss | UiAction::Back) => self.dialog = None,
             Some(UiAction::Quit) => out.push(Command::Quit),
@@ -709,7 +735,7 @@ impl App {
         let Some(dialog) = self.dialog.take() else { return };
         match dialog.actions() {
             Ok(actions) => {
-                if let Dialog::Jobs { targets, .. } = &dialog {
+                if let Dialog::Jobs { targets, .. } | Dialog::Migrate { sources: targets, .. } = &dialog {
                     for t in targets {
                         self.jobs.marked.remove(t);
                     }
@@ -1049,6 +1075,10 @@ impl App {
                 self.jobs.hide_finished = !self.jobs.hide_finished;
                 self.refilter_jobs();
             }
+            UiAction::Migrate => {
+                let targets = self.job_targets();
+                self.open_migration(targets, out);
+            }
             _ => {
                 if let Some(job_action) = action.job_action() {
                     let targets = self.job_targets();
@@ -1056,6 +1086,51 @@ impl App {
                 }
             }
         }
+    }
+
+    /// Clusters a migration of `sources` can go to: they take submissions, and are not the
+    /// one cluster every source is on.
+    fn migration_targets(&self, sources: &[JobRef]) -> Vec<String> {
+        self.data
+            .fleet
+            .clusters
+            .iter()
+            .filter(|c| c.capabilities.allows(Verb::Submit))
+            .filter(|c| !sources.iter().all(|j| j.cluster == c.name))
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// The migration dialog for `sources` (where their clusters can cancel), planned for the
+    /// first cluster that can take them; tab moves the plan to the next.
+    fn open_migration(&mut self, sources: Vec<JobRef>, out: &mut Vec<Command>) {
+        let sources = self.permitted(Verb::Cancel, sources, |j| &j.cluster);
+        if sources.is_empty() {
+            return;
+        }
+        let Some(to) = self.migration_targets(&sources).into_iter().next() else {
+            self.toast("no other cluster here takes submissions: nowhere to move these jobs".into(), true);
+            return;
+        };
+        self.plan_seq += 1;
+        let seq = self.plan_seq;
+        out.push(Command::PlanMigration { sources: sources.clone(), to: to.clone(), running: false, seq });
+        self.dialog = Some(Dialog::Migrate { sources, to, running: false, plan: None, seq });
+    }
+
+    /// Plan the open migration again, for another target (`step`) or with running jobs
+    /// moved or not.
+    fn replan(&mut self, step: isize, toggle_running: bool, out: &mut Vec<Command>) {
+        let Some(Dialog::Migrate { sources, to, running, .. }) = &self.dialog else { return };
+        let targets = self.migration_targets(sources);
+        let at = targets.iter().position(|t| t == to).unwrap_or(0) as isize;
+        let n = targets.len().max(1) as isize;
+        let Some(next) = targets.get((at + step).rem_euclid(n) as usize).cloned() else { return };
+        let (sources, running) = (sources.clone(), *running != toggle_running);
+        self.plan_seq += 1;
+        let seq = self.plan_seq;
+        out.push(Command::PlanMigration { sources: sources.clone(), to: next.clone(), running, seq });
+        self.dialog = Some(Dialog::Migrate { sources, to: next, running, plan: None, seq });
     }
 
     /// The identity `job` has in the data on screen (see [`crate::model::Job::uid`]).

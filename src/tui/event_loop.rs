@@ -287,6 +287,15 @@ where
                         let _ = tx.send(Msg::Rendered { seq, result });
                     });
                 }
+                Command::PlanMigration { sources, to, running, seq } => {
+                    let fleet = fleet.clone();
+                    let tx = results_tx.clone();
+                    tokio::spawn(async move {
+                        let opts = crate::fleet::migrate::MigrateOptions { running };
+                        let plan = fleet.plan_migration(&sources, &to, opts).await;
+                        let _ = tx.send(Msg::Planned { seq, plan: Box::new(plan) });
+                    });
+                }
                 Command::LoadSpec(path) => {
                     let tx = results_tx.clone();
                     tokio::task::spawn_blocking(move || {

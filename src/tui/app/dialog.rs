@@ -3,6 +3,7 @@
 
 use super::input::TextInput;
 use crate::fleet::Action;
+use crate::fleet::migrate::MigrationPlan;
 use crate::model::{JobAction, NodeAction};
 use crate::model::{JobRef, NodeRef};
 use crate::spec::JobSpec;
@@ -18,7 +19,13 @@ pub enum Dialog {
     Submit { cluster: String, spec: Box<JobSpec> },
     /// A destructive node action that needs no typed input (tear down a cloud cluster).
     Nodes { action: NodeAction, targets: Vec<NodeRef> },
+    /// Move these jobs to cluster `to`: the plan (asked of the fleet as [`seq`]) is shown
+    /// before anything happens, and confirming sends exactly the moves it holds.
+    Migrate { sources: Vec<JobRef>, to: String, running: bool, plan: Option<MigrationPlan>, seq: u64 },
 }
+
+/// Lines of the first move's native form shown in the plan.
+const NATIVE_LINES: usize = 12;
 
 impl Dialog {
     pub fn title(&self) -> String {
@@ -38,6 +45,10 @@ impl Dialog {
                 n => format!("Drain {n} nodes?"),
             },
             Dialog::Submit { cluster, .. } => format!("Submit to {cluster}?"),
+            Dialog::Migrate { sources, to, .. } => match sources.len() {
+                1 => format!("Migrate 1 job to {to}?"),
+                n => format!("Migrate {n} jobs to {to}?"),
+            },
             Dialog::Nodes { action, targets } => {
                 let mut v = action.verb().to_string();
                 if let Some(first) = v.get_mut(0..1) {
@@ -58,6 +69,12 @@ impl Dialog {
                 Some("deletes each cloud cluster named here, with every machine and disk in it")
             }
             Dialog::Jobs { action: JobAction::Delete, .. } => Some("removes each run's record for good"),
+            Dialog::Migrate { running: true, .. } => {
+                Some("submits each job there, then cancels it here; running jobs are killed and start from scratch")
+            }
+            Dialog::Migrate { .. } => {
+                Some("submits each job there first, and cancels it here once the target lists it")
+            }
             _ => None,
         }
     }
@@ -69,6 +86,12 @@ impl Dialog {
             Dialog::Drain { targets, .. } => targets.iter().map(ToString::to_string).collect(),
             Dialog::Submit { cluster, spec } => vec![format!("{} on {cluster}", spec.name)],
             Dialog::Nodes { targets, .. } => targets.iter().map(ToString::to_string).collect(),
+            Dialog::Migrate { plan: None, sources, to, .. } => {
+                let mut lines = vec![format!("planning the move to {to}…")];
+                lines.extend(sources.iter().map(ToString::to_string));
+                lines
+            }
+            Dialog::Migrate { plan: Some(plan), .. } => plan_lines(plan),
         }
     }
 
@@ -113,6 +136,43 @@ impl Dialog {
             Dialog::Nodes { action, targets } => {
                 Ok(targets.iter().map(|node| Action::Node { node: node.clone(), action: action.clone() }).collect())
             }
+            Dialog::Migrate { plan: None, .. } => Err("the plan is not ready yet".to_string()),
+            Dialog::Migrate { plan: Some(plan), .. } => {
+                let actions = plan.actions();
+                if actions.is_empty() {
+                    return Err(format!("nothing can be moved: all {} refused", plan.moves.len()));
+                }
+                Ok(actions)
+            }
         }
     }
+
+    pub fn is_migration(&self) -> bool {
+        matches!(self, Dialog::Migrate { .. })
+    }
+}
+
+/// The plan, as the dialog lists it: per job its move or why not, every warning, and the
+/// first movable job's native form on the target.
+fn plan_lines(plan: &MigrationPlan) -> Vec<String> {
+    let movable = plan.moves.len() - plan.refused();
+    let mut lines = vec![format!("{movable} of {} can move", plan.moves.len())];
+    for m in &plan.moves {
+        match &m.refused {
+            Some(why) => lines.push(format!("✗ {}: {why}", m.source)),
+            None => lines.push(format!("{} ({}) → {}", m.source, m.source_state, m.to)),
+        }
+        lines.extend(m.warnings.iter().map(|w| format!("    warning: {w}")));
+    }
+    if let Some((m, native)) =
+        plan.moves.iter().find_map(|m| Some((m, m.native.as_ref().filter(|_| m.refused.is_none())?)))
+    {
+        lines.push(format!("{} of {}:", native.dialect.title(), m.source));
+        let text: Vec<&str> = native.text.lines().collect();
+        lines.extend(text.iter().take(NATIVE_LINES).map(|l| format!("    {l}")));
+        if text.len() > NATIVE_LINES {
+            lines.push(format!("    … {} more lines", text.len() - NATIVE_LINES));
+        }
+    }
+    lines
 }

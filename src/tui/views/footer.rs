@@ -48,6 +48,9 @@ pub fn label(action: UiAction) -> &'static str {
         UiAction::Uncordon => "uncordon",
         UiAction::Delete => "delete",
         UiAction::Teardown => "tear down",
+        UiAction::Migrate => "migrate",
+        UiAction::NextTarget | UiAction::PrevTarget => "target",
+        UiAction::ToggleRunning => "running too",
         UiAction::NewJob => "new job",
         UiAction::Follow => "follow",
         UiAction::SwitchLog => "stdout/stderr",
@@ -67,6 +70,9 @@ pub fn label(action: UiAction) -> &'static str {
 /// The actions worth a hint on each screen, most important first.
 fn hints_for(app: &App) -> (Mode, &'static [UiAction]) {
     use UiAction::*;
+    if app.dialog().is_some_and(|d| d.is_migration()) {
+        return (Mode::Dialog, &[Confirm, Dismiss, NextTarget, ToggleRunning]);
+    }
     if app.dialog().is_some() {
         return (Mode::Dialog, &[Confirm, Dismiss]);
     }
@@ -83,6 +89,7 @@ fn hints_for(app: &App) -> (Mode, &'static [UiAction]) {
             Hold,
             Release,
             Requeue,
+            Migrate,
             SortNext,
             FilterMine,
             FilterState,
