@@ -102,6 +102,10 @@ pub enum Command {
         /// Finish migrations the audit log shows as interrupted.
         #[arg(long, conflicts_with_all = ["jobs", "to", "dry_run"])]
         resume: bool,
+        /// Run the moved jobs in this container image where they have none (Kubernetes needs
+        /// one); `none` drops the source's image (a Slurm target without pyxis).
+        #[arg(long)]
+        image: Option<String>,
     },
     /// Job specs: read a live job's, or translate a job file between dialects.
     #[command(subcommand)]
@@ -219,8 +223,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             spec::print_warnings(&imported.warnings);
             act(&config, read_only, vec![Action::Submit { cluster, spec: Box::new(imported.spec) }]).await
         }
-        Some(Command::Migrate { jobs, to, dry_run, yes, running, resume }) => {
-            let ask = migrate::MigrateRequest { jobs, to, dry_run, yes, running, resume };
+        Some(Command::Migrate { jobs, to, dry_run, yes, running, resume, image }) => {
+            let ask = migrate::MigrateRequest { jobs, to, dry_run, yes, running, resume, image };
             migrate::migrate(&config, read_only, ask).await
         }
         Some(Command::Spec(SpecCommand::Export { job })) => spec::export(&config, &job).await,

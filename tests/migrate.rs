@@ -185,7 +185,7 @@ impl Bed {
     }
 }
 
-async fn plan_and_go(fleet: &Fleet, source: &JobRef, opts: MigrateOptions) -> Result<String, String> {
+async fn plan_and_go(fleet: &Fleet, source: &JobRef, opts: &MigrateOptions) -> Result<String, String> {
     let plan = fleet.plan_migration(std::slice::from_ref(source), "k8s", opts).await;
     assert_eq!(plan.moves.len(), 1);
     let actions = plan.actions();
@@ -202,7 +202,7 @@ async fn a_pending_job_moves_target_first_and_the_source_is_cancelled_after() {
     let source = bed.hpc.add("12", JobState::Pending);
     let fleet = bed.fleet(false).await;
 
-    let plan = fleet.plan_migration(std::slice::from_ref(&source), "k8s", MigrateOptions::default()).await;
+    let plan = fleet.plan_migration(std::slice::from_ref(&source), "k8s", &MigrateOptions::default()).await;
     let planned = &plan.moves[0];
     assert_eq!(planned.refused, None);
     let spec = planned.spec.as_ref().unwrap();
@@ -237,7 +237,7 @@ async fn a_target_that_refuses_leaves_the_source_untouched() {
     let source = bed.hpc.add("12", JobState::Pending);
     bed.k8s.refuse_submit.store(true, Ordering::SeqCst);
     let fleet = bed.fleet(false).await;
-    let err = plan_and_go(&fleet, &source, MigrateOptions::default()).await.unwrap_err();
+    let err = plan_and_go(&fleet, &source, &MigrateOptions::default()).await.unwrap_err();
     assert!(err.starts_with("k8s refused it: `sbatch` failed (exit 1): Batch job submission failed"), "{err}");
     assert!(err.ends_with("hpc/12 is untouched"), "{err}");
     assert!(bed.hpc.has("12"));
@@ -252,7 +252,7 @@ async fn a_failed_cancel_reports_both_jobs_and_resume_finishes_without_a_second_
     let source = bed.hpc.add("12", JobState::Pending);
     bed.hpc.fail_cancel.store(true, Ordering::SeqCst);
     let fleet = bed.fleet(false).await;
-    let err = plan_and_go(&fleet, &source, MigrateOptions::default()).await.unwrap_err();
+    let err = plan_and_go(&fleet, &source, &MigrateOptions::default()).await.unwrap_err();
     let moved = bed.k8s.tagged("hpc/12");
     assert_eq!(moved.len(), 1);
     assert!(err.contains(&format!("both exist: hpc/12 and {}", moved[0])), "{err}");
@@ -285,7 +285,7 @@ async fn a_migration_cut_off_after_its_intent_is_finished_from_the_tag_or_done_a
     let fleet = bed.fleet(false).await;
     // What a killed process leaves: intents on disk, and for hpc/12 a target job that was
     // accepted before the `submitted` record could be written.
-    let plan = fleet.plan_migration(&[first.clone(), second.clone()], "k8s", MigrateOptions::default()).await;
+    let plan = fleet.plan_migration(&[first.clone(), second.clone()], "k8s", &MigrateOptions::default()).await;
     let mut records = Vec::new();
     for (n, m) in plan.moves.iter().enumerate() {
         let Some(Action::Migrate { spec, .. }) = m.action() else { panic!("{m:?}") };
@@ -327,11 +327,11 @@ async fn a_second_migration_of_the_same_source_is_refused() {
     let source = bed.hpc.add("12", JobState::Pending);
     bed.hpc.fail_cancel.store(true, Ordering::SeqCst);
     let fleet = bed.fleet(false).await;
-    plan_and_go(&fleet, &source, MigrateOptions::default()).await.unwrap_err();
+    plan_and_go(&fleet, &source, &MigrateOptions::default()).await.unwrap_err();
     let moved = bed.k8s.tagged("hpc/12");
     fleet.refresh_now(None);
     fleet.wait_for(Duration::from_secs(5), |s| migrate::already_migrated(s, &source).is_some()).await;
-    let err = plan_and_go(&fleet, &source, MigrateOptions::default()).await.unwrap_err();
+    let err = plan_and_go(&fleet, &source, &MigrateOptions::default()).await.unwrap_err();
     assert_eq!(err, format!("refused: hpc/12 was already migrated: {} carries it as its origin", moved[0]));
     // The fleet holds to it whoever asks, even with a plan made before the first move.
     let spec = JobSpec { name: "x".into(), command: Some("true".into()), ..JobSpec::default() };
@@ -348,12 +348,12 @@ async fn running_jobs_move_only_when_asked_and_ended_ones_never() {
     let running = bed.hpc.add("20", JobState::Running);
     let ended = bed.hpc.add("21", JobState::Completed);
     let fleet = bed.fleet(false).await;
-    let err = plan_and_go(&fleet, &running, MigrateOptions::default()).await.unwrap_err();
+    let err = plan_and_go(&fleet, &running, &MigrateOptions::default()).await.unwrap_err();
     assert!(err.contains("hpc/20 is running: moving it kills it") && err.contains("--running"), "{err}");
-    let err = plan_and_go(&fleet, &ended, MigrateOptions { running: true }).await.unwrap_err();
+    let err = plan_and_go(&fleet, &ended, &MigrateOptions { running: true, image: None }).await.unwrap_err();
     assert!(err.contains("hpc/21 has ended"), "{err}");
     assert!(bed.calls().is_empty());
-    plan_and_go(&fleet, &running, MigrateOptions { running: true }).await.expect("moved with --running");
+    plan_and_go(&fleet, &running, &MigrateOptions { running: true, image: None }).await.expect("moved with --running");
     assert!(!bed.hpc.has("20"));
 }
 
@@ -362,7 +362,7 @@ async fn read_only_refuses_a_migration_and_touches_nothing() {
     let bed = Bed::new();
     let source = bed.hpc.add("12", JobState::Pending);
     let fleet = bed.fleet(true).await;
-    let err = plan_and_go(&fleet, &source, MigrateOptions::default()).await.unwrap_err();
+    let err = plan_and_go(&fleet, &source, &MigrateOptions::default()).await.unwrap_err();
     assert_eq!(err, "refused: flightdeck runs read-only");
     assert!(bed.calls().is_empty());
     assert!(bed.hpc.has("12"));
@@ -373,7 +373,7 @@ async fn a_thousand_moves_are_planned_and_carried_out_whole() {
     let bed = Bed::new();
     let sources: Vec<JobRef> = (0..1000).map(|i| bed.hpc.add(&format!("{}", 1000 + i), JobState::Pending)).collect();
     let fleet = bed.fleet(false).await;
-    let plan = fleet.plan_migration(&sources, "k8s", MigrateOptions::default()).await;
+    let plan = fleet.plan_migration(&sources, "k8s", &MigrateOptions::default()).await;
     assert_eq!(plan.refused(), 0);
     let done = fleet.perform_batch(plan.actions()).await;
     assert_eq!(done.failed(), 0, "{}", done.summary());

@@ -17,6 +17,8 @@ pub struct MigrateRequest {
     pub yes: bool,
     pub running: bool,
     pub resume: bool,
+    /// `--image IMAGE` or `--image none`.
+    pub image: Option<String>,
 }
 
 pub async fn migrate(config: &Config, read_only: bool, ask: MigrateRequest) -> Result<ExitCode, Failure> {
@@ -41,7 +43,8 @@ pub async fn migrate(config: &Config, read_only: bool, ask: MigrateRequest) -> R
         return act_on(&fleet, open.iter().map(migrate::Unfinished::action).collect()).await;
     }
     let Some(to) = ask.to else { return Err(Failure("--to CLUSTER is required".into())) };
-    let plan = fleet.plan_migration(&ask.jobs, &to, MigrateOptions { running: ask.running }).await;
+    let image = ask.image.map(|i| Some(i).filter(|i| i != "none"));
+    let plan = fleet.plan_migration(&ask.jobs, &to, &MigrateOptions { running: ask.running, image }).await;
     print_plan(&plan, ask.dry_run);
     let actions = plan.actions();
     let refused = plan.refused();

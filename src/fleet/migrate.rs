@@ -38,10 +38,14 @@ const PLAN_CONCURRENCY: usize = 16;
 pub const SUBMITTED: &str = "submitted";
 
 /// What the user chose on the command line or in the plan screen.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct MigrateOptions {
     /// Running jobs may be moved: they are killed and start again from scratch.
     pub running: bool,
+    /// The container image the moved jobs run in: `Some(Some(image))` sets it where the job
+    /// has none (a Slurm job going to Kubernetes), `Some(None)` drops the source's (a
+    /// Kubernetes job going to a Slurm without pyxis, to run on the nodes' own software).
+    pub image: Option<Option<String>>,
 }
 
 /// One job's move, as planned and shown before anything happens.
@@ -118,7 +122,7 @@ pub fn already_migrated<'a>(state: &'a FleetState, source: &JobRef) -> Option<&'
 }
 
 /// Why `job` (of the source cluster) may not be moved, before its spec is read.
-pub fn source_refusal(job: &Job, opts: MigrateOptions) -> Option<String> {
+pub fn source_refusal(job: &Job, opts: &MigrateOptions) -> Option<String> {
     let state = job.state;
     if state.is_finished() {
         return Some(format!("{} has ended ({state}): there is nothing to move", job.job_ref));
@@ -136,9 +140,24 @@ pub fn source_refusal(job: &Job, opts: MigrateOptions) -> Option<String> {
 /// the target (a partition it does not have, an account of another kind) dropped with a
 /// warning naming the field. Pure, so planning a thousand moves costs only this and the
 /// target's render.
-pub fn adapt(imported: Imported, source: &JobRef, source_kind: &str, target: &ClusterState) -> (JobSpec, Vec<String>) {
+pub fn adapt(
+    imported: Imported,
+    source: &JobRef,
+    source_kind: &str,
+    target: &ClusterState,
+    opts: &MigrateOptions,
+) -> (JobSpec, Vec<String>) {
     let Imported { mut spec, mut warnings } = imported;
     spec.migrated_from = Some(source.to_string());
+    match &opts.image {
+        Some(Some(image)) if spec.image.is_none() => spec.image = Some(image.clone()),
+        Some(None) => {
+            if let Some(image) = spec.image.take() {
+                warnings.push(format!("`image`: {image} dropped as asked; the job runs on the target's own software"));
+            }
+        }
+        _ => {}
+    }
     let same_kind = target.kind.as_str() == source_kind;
     if let Some(partition) = spec.partition.take() {
         let known = target.snapshot.as_ref().is_some_and(|s| {
@@ -165,13 +184,14 @@ pub fn adapt(imported: Imported, source: &JobRef, source_kind: &str, target: &Cl
 impl Fleet {
     /// Plan moving `sources` to cluster `to`: nothing is changed. Every source gets a
     /// [`PlannedMove`], refused ones with the reason.
-    pub async fn plan_migration(&self, sources: &[JobRef], to: &str, opts: MigrateOptions) -> MigrationPlan {
+    pub async fn plan_migration(&self, sources: &[JobRef], to: &str, opts: &MigrateOptions) -> MigrationPlan {
         use futures_util::StreamExt;
         let state = self.state();
         let moves = futures_util::stream::iter(sources.iter().cloned())
             .map(|source| {
                 let state = state.clone();
-                async move { self.plan_one(&state, source, to, opts).await }
+                let opts = opts.clone();
+                async move { self.plan_one(&state, source, to, &opts).await }
             })
             .buffered(PLAN_CONCURRENCY)
             .collect()
@@ -179,7 +199,7 @@ impl Fleet {
         MigrationPlan { moves }
     }
 
-    async fn plan_one(&self, state: &FleetState, source: JobRef, to: &str, opts: MigrateOptions) -> PlannedMove {
+    async fn plan_one(&self, state: &FleetState, source: JobRef, to: &str, opts: &MigrateOptions) -> PlannedMove {
         let unknown = JobState::Unknown;
         let Some(target) = state.cluster(to) else {
             return PlannedMove::refused(source, unknown, to, format!("no cluster named `{to}` is configured"));
@@ -217,7 +237,7 @@ impl Fleet {
             Ok(imported) => imported,
             Err(e) => return PlannedMove::refused(source, job_state, to, format!("cannot read its spec: {e}")),
         };
-        let (spec, mut warnings) = adapt(imported, &source, from.kind.as_str(), target);
+        let (spec, mut warnings) = adapt(imported, &source, from.kind.as_str(), target, &opts);
         match self.render(to, &spec).await {
             Ok(native) => {
                 warnings.extend(native.warnings.iter().cloned());
@@ -527,8 +547,13 @@ mod tests {
         let mut target = ClusterState::new("k8s", ClusterKind::KUBERNETES);
         target.snapshot = Some(Arc::new(Snapshot::default()));
         let source = JobRef::new("hpc", "12");
-        let (out, warnings) =
-            adapt(Imported { spec: spec.clone(), warnings: vec!["w0".into()] }, &source, "slurm", &target);
+        let (out, warnings) = adapt(
+            Imported { spec: spec.clone(), warnings: vec!["w0".into()] },
+            &source,
+            "slurm",
+            &target,
+            &MigrateOptions::default(),
+        );
         assert_eq!(out.migrated_from.as_deref(), Some("hpc/12"));
         assert_eq!((out.partition, out.account), (None, None));
         assert_eq!(warnings.len(), 3, "{warnings:?}");
@@ -540,7 +565,8 @@ mod tests {
         let mut snapshot = Snapshot::default();
         snapshot.queues.push(Queue { name: "gpu".into(), ..Queue::default() });
         target.snapshot = Some(Arc::new(snapshot));
-        let (out, warnings) = adapt(Imported { spec, warnings: Vec::new() }, &source, "slurm", &target);
+        let (out, warnings) =
+            adapt(Imported { spec, warnings: Vec::new() }, &source, "slurm", &target, &MigrateOptions::default());
         assert_eq!((out.partition.as_deref(), out.account.as_deref()), (Some("gpu"), Some("ml")));
         assert!(warnings.is_empty(), "{warnings:?}");
     }

@@ -291,8 +291,8 @@ where
                     let fleet = fleet.clone();
                     let tx = results_tx.clone();
                     tokio::spawn(async move {
-                        let opts = crate::fleet::migrate::MigrateOptions { running };
-                        let plan = fleet.plan_migration(&sources, &to, opts).await;
+                        let opts = crate::fleet::migrate::MigrateOptions { running, image: None };
+                        let plan = fleet.plan_migration(&sources, &to, &opts).await;
                         let _ = tx.send(Msg::Planned { seq, plan: Box::new(plan) });
                     });
                 }
