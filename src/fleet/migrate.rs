@@ -237,7 +237,7 @@ impl Fleet {
             Ok(imported) => imported,
             Err(e) => return PlannedMove::refused(source, job_state, to, format!("cannot read its spec: {e}")),
         };
-        let (spec, mut warnings) = adapt(imported, &source, from.kind.as_str(), target, &opts);
+        let (spec, mut warnings) = adapt(imported, &source, from.kind.as_str(), target, opts);
         match self.render(to, &spec).await {
             Ok(native) => {
                 warnings.extend(native.warnings.iter().cloned());
