@@ -1,0 +1,372 @@
+//! Migration over the real test bed: Slurm 22.05 → Slurm 24.11 through the binary, Slurm →
+//! Kubernetes (the wire-protocol fake) and back, Slurm → dstack (the real server: the run
+//! arrives pending), and the fault cases: a target that rejects the job (the source stays
+//! pending), and a source whose cancel fails because its link died between the two steps
+//! (both reported, `--resume` finishes it from the audit log, nothing lost or duplicated).
+//! The failed cancel is injected by wrapping the real fd22 backend; everything else is real.
+
+mod common;
+mod kube_fake;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction, Registry};
+use flightdeck::config::{ClusterConfig, Config};
+use flightdeck::fleet::migrate::{self, MigrateOptions};
+use flightdeck::fleet::{AuditLog, Fleet, FleetOptions, Member};
+use flightdeck::model::{JobRef, JobState, LogHandle, Native, Snapshot, SpecFields};
+use flightdeck::spec::{Imported, JobSpec};
+
+use common::*;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A held job on `cluster`, cancelled when dropped, whatever the test did.
+struct Held {
+    backend: Arc<dyn Backend>,
+    job: JobRef,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let (backend, job) = (self.backend.clone(), self.job.clone());
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async { backend.job_action(&job, JobAction::Cancel).await.ok() });
+        })
+        .join();
+    }
+}
+
+fn spec(name: &str) -> JobSpec {
+    JobSpec {
+        name: name.into(),
+        command: Some("echo moved; sleep 600".into()),
+        gpus: 1,
+        time_limit: Some("20m".into()),
+        env: [("FD_MIGRATED".to_string(), "yes it was".to_string())].into(),
+        ..JobSpec::default()
+    }
+}
+
+fn built(cluster: &ClusterConfig) -> Arc<dyn Backend> {
+    Registry::builtin().build(cluster).expect("backend")
+}
+
+async fn held(backend: Arc<dyn Backend>, spec: &JobSpec) -> Held {
+    let job = backend.submit(spec).await.expect("submit the source job");
+    let held = Held { backend: backend.clone(), job: job.clone() };
+    backend.job_action(&job, JobAction::Hold).await.expect("hold it");
+    held
+}
+
+fn member(backend: Arc<dyn Backend>, kind: &str) -> Member {
+    Member { backend, kind: kind.into(), refresh: Duration::from_secs(1), timeout: Duration::from_secs(20) }
+}
+
+async fn fleet(members: Vec<Member>, audit: &AuditLog) -> Fleet {
+    let fleet = Fleet::start(
+        members,
+        FleetOptions { read_only: false, poll: true, audit: Some(audit.clone()), actor: "tester@testbed".into() },
+    );
+    fleet.wait_for(WAIT, |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
+    fleet
+}
+
+/// Wait until the fleet lists `job` (the source's hold reached it, a new job arrived …).
+async fn until_listed(fleet: &Fleet, job: &JobRef) {
+    fleet.refresh_now(None);
+    let state = fleet
+        .wait_for(WAIT, |s| {
+            s.cluster(&job.cluster).and_then(|c| c.snapshot.as_ref()).is_some_and(|s| s.jobs.iter().any(|j| &j.job_ref == job))
+        })
+        .await;
+    assert!(
+        state.cluster(&job.cluster).and_then(|c| c.snapshot.as_ref()).is_some_and(|s| s.jobs.iter().any(|j| &j.job_ref == job)),
+        "{job} never listed"
+    );
+}
+
+async fn listed(backend: &dyn Backend, job: &JobRef) -> Option<JobState> {
+    let snap = backend.snapshot().await.expect("snapshot");
+    snap.jobs.iter().find(|j| &j.job_ref == job).map(|j| j.state).filter(|s| !s.is_finished())
+}
+
+fn tagged(snapshot: &Snapshot, origin: &JobRef) -> Vec<JobRef> {
+    let origin = origin.to_string();
+    snapshot
+        .jobs
+        .iter()
+        .filter(|j| j.migrated_from.as_deref() == Some(origin.as_str()) && !j.state.is_finished())
+        .map(|j| j.job_ref.clone())
+        .collect()
+}
+
+#[test]
+fn slurm_22_to_slurm_24_through_the_binary() {
+    let _locks = (cluster_lock("fd22"), cluster_lock("fd24"));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (fd22, fd24) = (built(&cluster_config("fd22")), built(&cluster_config("fd24")));
+    let source = rt.block_on(held(fd22.clone(), &spec("fd-migrate-22-24")));
+    let state = tempfile::tempdir().unwrap();
+    let config = testbed_config_path();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("XDG_STATE_HOME", state.path())
+            .output()
+            .expect("run flightdeck")
+    };
+    let src = source.job.to_string();
+    // Without --yes: the plan, and nothing done.
+    let out = run(&["migrate", &src, "--to", "fd24"]);
+    assert!(!out.status.success());
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(plan.contains(&format!("{src} (held) → fd24")), "{plan}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("add --yes"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(rt.block_on(listed(&*fd22, &source.job)), Some(JobState::Held));
+    // --dry-run shows the sbatch script the target will get.
+    let out = run(&["migrate", &src, "--to", "fd24", "--dry-run"]);
+    let dry = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(dry.contains("#SBATCH --job-name=fd-migrate-22-24") && dry.contains(&format!("{src}")), "{dry}");
+
+    let out = run(&["migrate", &src, "--to", "fd24", "--yes"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    let new: JobRef = said
+        .trim()
+        .rsplit(' ')
+        .next()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no new ref in {said:?}"));
+    let _moved = Held { backend: fd24.clone(), job: new.clone() };
+    assert_eq!(new.cluster, "fd24");
+    assert!(said.starts_with(&format!("migrated {src}: {src} → {new}")), "{said}");
+    assert_eq!(rt.block_on(listed(&*fd22, &source.job)), None, "the source is cancelled");
+    let snap = rt.block_on(fd24.snapshot()).unwrap();
+    assert_eq!(tagged(&snap, &source.job), vec![new.clone()], "the new job says where it came from");
+    // What arrived is what left: the spec read back from fd24.
+    let back = rt.block_on(fd24.job_spec(&new)).expect("spec of the new job");
+    assert_eq!((back.spec.gpus, back.spec.time_limit_secs()), (1, Some(20 * 60)), "{:?}", back.spec);
+    assert_eq!(back.spec.env.get("FD_MIGRATED").map(String::as_str), Some("yes it was"));
+    assert_eq!(back.spec.migrated_from.as_deref(), Some(src.as_str()));
+    // The audit log tells it as one migration that ended well.
+    let out = run(&["audit", "--output", "json"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let row = rows.iter().find(|r| r["action"] == "migrate").expect("a migrate entry");
+    assert_eq!((&row["outcome"], &row["target"]), (&serde_json::json!("ok"), &serde_json::json!(src)));
+}
+
+#[tokio::test]
+async fn a_target_that_rejects_the_job_leaves_the_source_pending() {
+    let _locks = (cluster_lock("fd22"), cluster_lock("fd24"));
+    let (fd22, fd24) = (built(&cluster_config("fd22")), built(&cluster_config("fd24")));
+    // fd22 has a100s and fd24 has none: fd24's sbatch refuses the job at submit.
+    let mut s = spec("fd-migrate-rejected");
+    s.gpu_type = Some("a100".into());
+    let dir = tempfile::tempdir().unwrap();
+    let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
+    let source = held(fd22.clone(), &s).await;
+    let f = fleet(vec![member(fd22.clone(), "slurm"), member(fd24.clone(), "slurm")], &audit).await;
+    until_listed(&f, &source.job).await;
+    let plan = f.plan_migration(std::slice::from_ref(&source.job), "fd24", &MigrateOptions::default()).await;
+    assert_eq!(plan.moves[0].refused, None, "{:?}", plan.moves[0]);
+    let actions = plan.actions();
+    let done = f.perform_batch(actions).await;
+    let err = done.outcomes[0].result.clone().unwrap_err();
+    assert!(err.starts_with("fd24 refused it: "), "{err}");
+    assert!(err.ends_with(&format!("{} is untouched", source.job)), "{err}");
+    assert_eq!(listed(&*fd22, &source.job).await, Some(JobState::Held), "the source is as it was");
+    assert!(migrate::unfinished(&audit.read_all().unwrap()).is_empty(), "nothing to resume");
+}
+
+/// fd22 as it is, except that a cancel finds its SSH link dead.
+struct DeadLinkOnCancel(Arc<dyn Backend>);
+
+#[async_trait]
+impl Backend for DeadLinkOnCancel {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.0.capabilities()
+    }
+    fn spec_fields(&self) -> SpecFields {
+        self.0.spec_fields()
+    }
+    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
+        self.0.snapshot().await
+    }
+    async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
+        self.0.submit(spec).await
+    }
+    async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
+        self.0.render(spec).await
+    }
+    async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
+        self.0.job_spec(job).await
+    }
+    async fn job_action(&self, _job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
+        Err(BackendError::Connect { target: "root@127.0.0.1:2222".into(), message: "the remote process has terminated".into() })
+    }
+    async fn node_action(&self, node: &str, action: &NodeAction) -> Result<String, BackendError> {
+        self.0.node_action(node, action).await
+    }
+    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
+        self.0.diagnose().await
+    }
+    async fn read_log(&self, log: &LogHandle, from: Option<u64>, max: u64) -> Result<LogChunk, BackendError> {
+        self.0.read_log(log, from, max).await
+    }
+}
+
+#[tokio::test]
+async fn a_link_that_dies_between_submit_and_cancel_is_reported_and_resume_finishes_it() {
+    let _locks = (cluster_lock("fd22"), cluster_lock("fd24"));
+    let (fd22, fd24) = (built(&cluster_config("fd22")), built(&cluster_config("fd24")));
+    let dir = tempfile::tempdir().unwrap();
+    let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
+    let source = held(fd22.clone(), &spec("fd-migrate-cut")).await;
+    let broken = fleet(vec![member(Arc::new(DeadLinkOnCancel(fd22.clone())), "slurm"), member(fd24.clone(), "slurm")], &audit).await;
+    until_listed(&broken, &source.job).await;
+    let plan = broken.plan_migration(std::slice::from_ref(&source.job), "fd24", &MigrateOptions::default()).await;
+    let done = broken.perform_batch(plan.actions()).await;
+    let err = done.outcomes[0].result.clone().unwrap_err();
+    let snap = fd24.snapshot().await.unwrap();
+    let moved = tagged(&snap, &source.job);
+    assert_eq!(moved.len(), 1, "{err}");
+    let _moved = Held { backend: fd24.clone(), job: moved[0].clone() };
+    assert!(err.contains(&format!("both exist: {} and {}", source.job, moved[0])), "{err}");
+    assert_eq!(listed(&*fd22, &source.job).await, Some(JobState::Held), "the source was not cancelled");
+    drop(broken);
+
+    // The link is back: a new fleet (a new process) resumes from the same audit log.
+    let open = migrate::unfinished(&audit.read_all().unwrap());
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].submitted.as_ref(), Some(&moved[0]));
+    let healed = fleet(vec![member(fd22.clone(), "slurm"), member(fd24.clone(), "slurm")], &audit).await;
+    let done = healed.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
+    assert_eq!(done.outcomes[0].result, Ok(format!("{} → {}", source.job, moved[0])), "{}", done.summary());
+    assert_eq!(listed(&*fd22, &source.job).await, None, "the source is cancelled now");
+    let snap = fd24.snapshot().await.unwrap();
+    assert_eq!(tagged(&snap, &source.job), moved, "nothing duplicated");
+    assert!(migrate::unfinished(&audit.read_all().unwrap()).is_empty());
+}
+
+#[tokio::test]
+async fn slurm_to_kubernetes_and_back() {
+    let _lock = cluster_lock("fd22");
+    let fake = kube_fake::FakeApi::start().await;
+    fake.put_all(kube_fake::fixtures::standard_cluster());
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = fake.kubeconfig(dir.path(), "fake");
+    let text = format!(
+        "[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\n",
+        kubeconfig.display()
+    );
+    let path = dir.path().join("k8s.toml");
+    std::fs::write(&path, text).unwrap();
+    let k8s_config = Config::load(Some(&path), &Registry::builtin()).unwrap().clusters.remove(0);
+    let (fd22, k8s) = (built(&cluster_config("fd22")), built(&k8s_config));
+    let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
+    let source = held(fd22.clone(), &spec("fd-migrate-to-k8s")).await;
+    let f = fleet(vec![member(fd22.clone(), "slurm"), member(k8s.clone(), "kubernetes")], &audit).await;
+    until_listed(&f, &source.job).await;
+
+    // Kubernetes runs containers: without an image the plan says so by name.
+    let plan = f.plan_migration(std::slice::from_ref(&source.job), "k8s", &MigrateOptions::default()).await;
+    let why = plan.moves[0].refused.clone().expect("refused without an image");
+    assert!(why.contains("`image`"), "{why}");
+    let opts = MigrateOptions { running: false, image: Some(Some("nvcr.io/nvidia/pytorch:24.01-py3".into())) };
+    let plan = f.plan_migration(std::slice::from_ref(&source.job), "k8s", &opts).await;
+    assert_eq!(plan.moves[0].refused, None, "{:?}", plan.moves[0]);
+    let native = plan.moves[0].native.clone().unwrap();
+    assert!(native.text.contains("kind: Job") && native.text.contains("nvidia.com/gpu"), "{}", native.text);
+    let done = f.perform_batch(plan.actions()).await;
+    let result = done.outcomes[0].result.clone().expect("moved to Kubernetes");
+    assert_eq!(listed(&*fd22, &source.job).await, None, "the Slurm job is cancelled");
+    let jobs = fake.list("batch/v1", "Job");
+    let made = jobs
+        .iter()
+        .find(|j| j["metadata"]["name"].as_str().is_some_and(|n| n.starts_with("fd-migrate-to-k8s")))
+        .unwrap_or_else(|| panic!("no Job in the fake: {jobs:?}"));
+    let annotations = made["metadata"]["annotations"].to_string();
+    assert!(annotations.contains(&source.job.to_string()), "the origin is on the Job: {annotations}");
+    let new: JobRef = result.rsplit(' ').next().unwrap().parse().unwrap();
+
+    // And back to Slurm, which has no pyxis here: the image is dropped, by name.
+    until_listed(&f, &new).await;
+    let back = MigrateOptions { running: false, image: Some(None) };
+    let plan = f.plan_migration(std::slice::from_ref(&new), "fd22", &back).await;
+    assert_eq!(plan.moves[0].refused, None, "{:?}", plan.moves[0]);
+    assert!(plan.moves[0].warnings.iter().any(|w| w.starts_with("`image`")), "{:?}", plan.moves[0].warnings);
+    let done = f.perform_batch(plan.actions()).await;
+    let result = done.outcomes[0].result.clone().expect("moved back to Slurm");
+    let home: JobRef = result.rsplit(' ').next().unwrap().parse().unwrap();
+    let _home = Held { backend: fd22.clone(), job: home.clone() };
+    assert_eq!(home.cluster, "fd22");
+    let snap = fd22.snapshot().await.unwrap();
+    assert_eq!(tagged(&snap, &new), vec![home.clone()]);
+    assert!(fake.get("batch/v1", "Job", Some(made["metadata"]["namespace"].as_str().unwrap()), made["metadata"]["name"].as_str().unwrap()).is_none(), "the Kubernetes Job is deleted");
+}
+
+#[tokio::test]
+async fn slurm_to_dstack_arrives_pending() {
+    let _lock = cluster_lock("fd22");
+    let dstack_lock = std::env::temp_dir().join("flightdeck-testbed-dstack.lock");
+    let dstack_lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dstack_lock).unwrap();
+    dstack_lock.lock_shared().unwrap();
+    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set: source /var/lib/flightdeck-testbed/dstack.env"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dstack.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[cluster]]\nname = \"dstack\"\nkind = \"dstack\"\nurl = \"{}\"\nproject = \"{}\"\ntoken_env = \"FD_DSTACK_TOKEN\"\nretry = \"1h\"\n",
+            var("FD_DSTACK_URL"),
+            var("FD_DSTACK_PROJECT")
+        ),
+    )
+    .unwrap();
+    let dstack_config = Config::load(Some(&path), &Registry::builtin()).unwrap().clusters.remove(0);
+    let (fd22, dstack) = (built(&cluster_config("fd22")), built(&dstack_config));
+    let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
+    let source = held(fd22.clone(), &spec("fd-migrate-to-dstack")).await;
+    let f = fleet(vec![member(fd22.clone(), "slurm"), member(dstack.clone(), "dstack")], &audit).await;
+    until_listed(&f, &source.job).await;
+    let plan = f.plan_migration(std::slice::from_ref(&source.job), "dstack", &MigrateOptions::default()).await;
+    assert_eq!(plan.moves[0].refused, None, "{:?}", plan.moves[0]);
+    let done = f.perform_batch(plan.actions()).await;
+    let result = done.outcomes[0].result.clone().expect("moved to dstack");
+    let new: JobRef = result.rsplit(' ').next().unwrap().parse().unwrap();
+    let cleanup = dstack.clone();
+    let run = new.clone();
+    let _gone = Cleanup(Some(Box::new(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            cleanup.job_action(&run, JobAction::Cancel).await.ok();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            cleanup.job_action(&run, JobAction::Delete).await.ok();
+        });
+    })));
+    assert_eq!(listed(&*fd22, &source.job).await, None, "the Slurm job is cancelled");
+    let state = listed(&*dstack, &new).await;
+    assert!(matches!(state, Some(JobState::Pending)), "the run waits for capacity: {state:?}");
+}
+
+/// Runs its closure on drop, on a thread of its own (a runtime may be running here).
+struct Cleanup(Option<Box<dyn FnOnce() + Send>>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            let _ = std::thread::spawn(f).join();
+        }
+    }
+}
