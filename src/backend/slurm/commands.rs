@@ -5,7 +5,7 @@
 //! id or node name cannot be read by a Slurm command as an option (`--help`, `-u root`).
 
 use crate::backend::BackendError;
-use crate::backend::slurm::parse::{SINFO_TEXT_FORMAT, SQUEUE_TEXT_FORMAT};
+use crate::backend::slurm::parse::{SINFO_TEXT_FORMAT, squeue_text_format};
 
 fn argv(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
@@ -24,7 +24,7 @@ pub fn jobs_json() -> Vec<String> {
 /// makes them UTC, which is how the parser reads them.
 /// `mark` ends every record (see [`super::parse::record_mark`]).
 pub fn jobs_text(mark: &str) -> Vec<String> {
-    let format = format!("{SQUEUE_TEXT_FORMAT}|{mark}");
+    let format = squeue_text_format(mark);
     argv(&["env", "TZ=UTC", "squeue", "--all", "--states=all", "-r", "-h", "-o", &format])
 }
 
