@@ -518,7 +518,7 @@ fn memory(g: &Given) -> Result<Option<u64>, ImportError> {
 }
 
 /// Memory in MiB as the spec writes it: the largest unit that holds it exactly.
-fn memory_text(mib: u64) -> String {
+pub(crate) fn memory_text(mib: u64) -> String {
     if mib.is_multiple_of(1024 * 1024) {
         format!("{}T", mib / (1024 * 1024))
     } else if mib.is_multiple_of(1024) {
@@ -837,6 +837,12 @@ fn apply(given: &[Given], shell: bool) -> Result<(Reading, Vec<Fate>), ImportErr
 
 /// Read an sbatch script into a spec; see the module notes.
 pub fn import(text: &str) -> Result<Imported, ImportError> {
+    read_script(text).map(|(imported, _)| imported)
+}
+
+/// [`import`], and the long names of the known options that stayed in the script (a live
+/// job's record must not override what the script still says for itself).
+pub(crate) fn read_script(text: &str) -> Result<(Imported, Vec<&'static str>), ImportError> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     for (n, line) in lines.iter().enumerate() {
         if line.contains('\0') {
@@ -905,6 +911,12 @@ pub fn import(text: &str) -> Result<Imported, ImportError> {
     let given = read_options(&directives)?;
     let (mut reading, fates) = apply(&given, shell)?;
     warnings.append(&mut reading.warnings);
+    let kept: Vec<&'static str> = given
+        .iter()
+        .zip(&fates)
+        .filter(|(_, f)| **f == Fate::Kept)
+        .filter_map(|(g, _)| g.opt.map(|o| o.long))
+        .collect();
 
     // Which arguments leave: those of taken options, unless a kept option shares one
     // (`-Hc4`: -H stays, so the word stays).
@@ -968,7 +980,7 @@ pub fn import(text: &str) -> Result<Imported, ImportError> {
         }
         other => ImportError::new(other.to_string()),
     })?;
-    Ok(Imported { spec: reading.spec, warnings })
+    Ok((Imported { spec: reading.spec, warnings }, kept))
 }
 
 /// A directive line with the arguments that left taken out: the line as written when all
