@@ -5,7 +5,7 @@
 //! id or node name cannot be read by a Slurm command as an option (`--help`, `-u root`).
 
 use crate::backend::BackendError;
-use crate::backend::slurm::parse::{SINFO_TEXT_FORMAT, SQUEUE_TEXT_FORMAT};
+use crate::backend::slurm::parse::{SINFO_TEXT_FORMAT, squeue_text_format};
 
 fn argv(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
@@ -24,7 +24,7 @@ pub fn jobs_json() -> Vec<String> {
 /// makes them UTC, which is how the parser reads them.
 /// `mark` ends every record (see [`super::parse::record_mark`]).
 pub fn jobs_text(mark: &str) -> Vec<String> {
-    let format = format!("{SQUEUE_TEXT_FORMAT}|{mark}");
+    let format = squeue_text_format(mark);
     argv(&["env", "TZ=UTC", "squeue", "--all", "--states=all", "-r", "-h", "-o", &format])
 }
 
@@ -182,6 +182,21 @@ pub fn checked_path(path: &str) -> Result<&str, BackendError> {
     Ok(path)
 }
 
+/// The job record of `job_id` (all its tasks, for an array): `--json` from 23.02 on.
+pub fn show_job(job_id: &str, json: bool) -> Result<Vec<String>, BackendError> {
+    let mut v = argv(&["scontrol", "show", "job"]);
+    if json {
+        v.push("--json".into());
+    }
+    v.push(checked_job_id(job_id)?);
+    Ok(v)
+}
+
+/// The batch script of `job_id`, on standard output (`-`).
+pub fn batch_script(job_id: &str) -> Result<Vec<String>, BackendError> {
+    Ok(vec!["scontrol".into(), "write".into(), "batch_script".into(), checked_job_id(job_id)?, "-".into()])
+}
+
 pub fn srun_help() -> Vec<String> {
     argv(&["srun", "--help"])
 }
@@ -275,6 +290,15 @@ mod tests {
         for bad in ["", "--help", "-u", "12a", "1_", "1_[]", "1_[a]", "1 2", "1;id", "_4"] {
             assert!(checked_job_id(bad).is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn job_record_and_script_commands_check_the_id() {
+        assert_eq!(show_job("12", true).unwrap(), ["scontrol", "show", "job", "--json", "12"]);
+        assert_eq!(show_job("12", false).unwrap(), ["scontrol", "show", "job", "12"]);
+        assert_eq!(batch_script("12").unwrap(), ["scontrol", "write", "batch_script", "12", "-"]);
+        assert!(show_job("--help", false).is_err());
+        assert!(batch_script("-1").is_err());
     }
 
     #[test]

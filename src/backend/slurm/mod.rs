@@ -9,6 +9,7 @@ pub mod batch;
 pub mod commands;
 pub mod config;
 pub mod dialect;
+pub mod jobspec;
 pub mod parse;
 pub mod script;
 pub mod sdiag;
@@ -24,7 +25,7 @@ use tokio::sync::Mutex;
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
-use crate::spec::JobSpec;
+use crate::spec::{Imported, JobSpec};
 
 pub use self::config::{KnownHosts, SlurmConfig};
 use self::parse::{JobsDoc, NodesDoc};
@@ -215,6 +216,44 @@ impl SlurmBackend {
         script::render_sbatch(spec, &script::SbatchOptions { pyxis })
     }
 
+    /// The records of job `id` (an array job's tasks included): the JSON from 23.02 on, the
+    /// text where there is none (21.08/22.05's `scontrol` has no `--json`) or it fails.
+    async fn job_records(&self, job: &JobRef, id: &str) -> Result<Vec<jobspec::JobRecord>, BackendError> {
+        let probe = self.probe().await?;
+        let old = probe.release.as_deref().is_some_and(|r| matches!(parse::slurm_release_family(r), parse::Family::A));
+        if probe.jobs_json && !old {
+            let argv = commands::show_job(id, true)?;
+            let out = self.transport.output(&argv, None, self.timeout).await?;
+            if out.success() {
+                match jobspec::parse_show_job_json(&out.stdout) {
+                    Ok(records) => return Ok(records),
+                    Err(e) => {
+                        tracing::warn!(cluster = %self.name, error = %e, "scontrol show job --json unreadable; using text")
+                    }
+                }
+            } else {
+                let e = self.job_query_error(job, &argv, &out);
+                if !json_unsupported(&e) {
+                    return Err(e);
+                }
+            }
+        }
+        let argv = commands::show_job(id, false)?;
+        let out = self.transport.output(&argv, None, self.timeout).await?;
+        if !out.success() {
+            return Err(self.job_query_error(job, &argv, &out));
+        }
+        Ok(jobspec::parse_show_job_text(&String::from_utf8_lossy(&out.stdout)))
+    }
+
+    /// A failed `scontrol` about one job: an unknown id is "not found", in words.
+    fn job_query_error(&self, job: &JobRef, argv: &[String], out: &transport::CmdOutput) -> BackendError {
+        if out.stderr.contains("Invalid job id") {
+            return BackendError::NotFound(format!("{job}: Slurm does not know this job (any more)"));
+        }
+        transport::command_error(argv, out.status, &out.stderr, &out.stdout)
+    }
+
     /// Run an action command; Slurm's own complaint becomes the error.
     async fn act(&self, argv: Vec<String>, stdin: Option<&[u8]>) -> Result<String, BackendError> {
         let out = self.transport.output(&argv, stdin, self.timeout).await?;
@@ -358,6 +397,24 @@ impl Backend for SlurmBackend {
         let call = display_argv(&commands::sbatch(&script::sbatch_argv(spec)));
         text.insert_str(0, &format!("# {call} < this script\n"));
         Ok(Native { dialect: Dialect::Sbatch, text, warnings: Vec::new() })
+    }
+
+    async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
+        // An array is read whole, through its array job id.
+        let id = commands::checked_job_id(&job.id)?;
+        let base = id.split('_').next().unwrap_or(&id).to_string();
+        let records = self.job_records(job, &base).await?;
+        jobspec::check_batch(job, &records)?;
+        let argv = commands::batch_script(&base)?;
+        let out = self.transport.output(&argv, None, self.timeout).await?;
+        if !out.success() {
+            return Err(self.job_query_error(job, &argv, &out));
+        }
+        let script = String::from_utf8(out.stdout).map_err(|_| BackendError::Parse {
+            what: display_argv(&argv),
+            message: "the batch script is not UTF-8 text".into(),
+        })?;
+        jobspec::job_spec(job, &script, &records)
     }
 
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {

@@ -75,6 +75,9 @@ pub fn render_sbatch(spec: &JobSpec, opts: &SbatchOptions) -> Result<String, Bac
     if let Some(nodes) = spec.nodes {
         directive("nodes", "nodes", &nodes.to_string())?;
     }
+    if let Some(tasks) = spec.tasks_per_node {
+        directive("ntasks-per-node", "tasks_per_node", &tasks.to_string())?;
+    }
     if let Some(cpus) = spec.cpus {
         directive("cpus-per-task", "cpus", &cpus.to_string())?;
     }
@@ -96,6 +99,12 @@ pub fn render_sbatch(spec: &JobSpec, opts: &SbatchOptions) -> Result<String, Bac
     }
     if let Some(image) = &spec.image {
         directive("container-image", "image", image)?;
+    }
+    if let Some(array) = &spec.array {
+        directive("array", "array", array)?;
+    }
+    if let Some(origin) = &spec.migrated_from {
+        directive("comment", "migrated_from", &migrated_from_comment(origin))?;
     }
 
     let exports: Vec<String> =
@@ -226,6 +235,149 @@ fn shell_single_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
 }
 
+/// The inverse of the `export KEY='value'` lines [`render_sbatch`] writes: at the start of
+/// `text`, one such statement exactly as written there (an identifier, the value in
+/// [`shell_single_quote`]'s form, possibly over several lines, then the end of the line).
+/// Returns the key, the value and the bytes it takes, its line end included. Anything else
+/// (double quotes, a bare word, `$`, a second command on the line) is `None`: such a line
+/// means what the shell makes of it and stays in the script.
+pub(crate) fn read_export(text: &str) -> Option<(String, String, usize)> {
+    let rest = text.strip_prefix("export ")?;
+    let (key, rest) = rest.split_once('=')?;
+    if !crate::spec::is_identifier(key) {
+        return None;
+    }
+    let mut at = "export ".len() + key.len() + 1;
+    let mut rest = rest.strip_prefix('\'')?;
+    at += 1;
+    let mut value = String::new();
+    loop {
+        let close = rest.find('\'')?;
+        value.push_str(&rest[..close]);
+        rest = &rest[close + 1..];
+        at += close + 1;
+        match rest.strip_prefix("\\''") {
+            Some(more) => {
+                value.push('\'');
+                rest = more;
+                at += 3;
+            }
+            None => break,
+        }
+    }
+    match rest.chars().next() {
+        None => Some((key.to_string(), value, at)),
+        Some('\n') => Some((key.to_string(), value, at + 1)),
+        Some(_) => None,
+    }
+}
+
+/// What `--comment` carries for a migrated job: `flightdeck-migrated-from=` and the origin
+/// (`hpc/123`): plain enough that no other tool's comment is taken for it.
+pub const MIGRATED_FROM_TAG: &str = "flightdeck-migrated-from=";
+
+/// The `--comment` value for a job migrated from `origin`.
+pub fn migrated_from_comment(origin: &str) -> String {
+    format!("{MIGRATED_FROM_TAG}{origin}")
+}
+
+/// The origin in a job's comment when the comment is flightdeck's tag (and only then: the
+/// whole comment, surrounding blanks aside); `None` for any other comment.
+pub fn migrated_from_of(comment: &str) -> Option<&str> {
+    let origin = comment.trim().strip_prefix(MIGRATED_FROM_TAG)?.trim();
+    (!origin.is_empty() && !origin.contains(char::is_control)).then_some(origin)
+}
+
+/// One argument of an `#SBATCH` line as sbatch reads it, with where it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectiveArg {
+    /// The argument after sbatch's unquoting.
+    pub text: String,
+    /// Byte range of the argument as written, within the text given to [`split_directive`].
+    pub span: std::ops::Range<usize>,
+}
+
+/// The arguments of one directive line, and where a trailing `#` comment starts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DirectiveLine {
+    pub args: Vec<DirectiveArg>,
+    /// Byte offset of an unquoted `#` that ends the arguments (the rest is a comment).
+    pub comment_at: Option<usize>,
+}
+
+/// Split the text after `#SBATCH` the way sbatch's `_get_argument` (`src/sbatch/opt.c`,
+/// 22.05–24.11) does: C `isspace` separates arguments; `'…'` and `"…"` group (whitespace
+/// and `#` inside are kept); a backslash makes the next character literal, inside quotes
+/// too; an unquoted `#` ends the line's arguments. Two of its rules end the line early, as
+/// sbatch does: an argument that comes out empty (`""`) stops the scan, and so does the
+/// comment. Errors are the two sbatch stops on with a fatal error: an unmatched quote, and
+/// an argument starting with `:` (its heterogeneous-job separator).
+pub fn split_directive(line: &str) -> Result<DirectiveLine, String> {
+    // C's isspace in the C locale; Rust's char::is_ascii_whitespace leaves out \v.
+    fn c_space(c: char) -> bool {
+        matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r')
+    }
+    let mut out = DirectiveLine::default();
+    let mut chars = line.char_indices().peekable();
+    loop {
+        while chars.peek().is_some_and(|&(_, c)| c_space(c)) {
+            chars.next();
+        }
+        let Some(&(start, first)) = chars.peek() else { return Ok(out) };
+        if first == ':' {
+            return Err("an argument starts with `:`, which sbatch refuses (a heterogeneous-job separator)".into());
+        }
+        let mut text = String::new();
+        let mut quote: Option<char> = None;
+        let mut escape = false;
+        let mut end = line.len();
+        let mut comment = false;
+        while let Some(&(at, c)) = chars.peek() {
+            if quote.is_none() && c_space(c) {
+                end = at;
+                break;
+            }
+            if escape {
+                escape = false;
+            } else if c == '\\' {
+                escape = true;
+                chars.next();
+                continue;
+            } else if let Some(q) = quote {
+                if c == q {
+                    quote = None;
+                    chars.next();
+                    continue;
+                }
+            } else if c == '"' || c == '\'' {
+                quote = Some(c);
+                chars.next();
+                continue;
+            } else if c == '#' {
+                end = at;
+                comment = true;
+                break;
+            }
+            text.push(c);
+            chars.next();
+        }
+        if let Some(q) = quote {
+            return Err(format!("unmatched `{q}`, which sbatch refuses"));
+        }
+        if text.is_empty() {
+            // sbatch's _get_argument returns NULL for an argument with no characters, and
+            // its caller stops reading the line there.
+            out.comment_at = comment.then_some(end);
+            return Ok(out);
+        }
+        out.args.push(DirectiveArg { text, span: start..end });
+        if comment {
+            out.comment_at = Some(end);
+            return Ok(out);
+        }
+    }
+}
+
 /// sbatch refuses scripts with DOS line ends; say so before it does, naming the field.
 fn refuse_carriage_returns(field: &str, text: &str) -> Result<(), BackendError> {
     if text.contains('\r') {
@@ -237,7 +389,7 @@ fn refuse_carriage_returns(field: &str, text: &str) -> Result<(), BackendError> 
 }
 
 /// Whether a `#!` line names a POSIX-style shell (directly or through `env`).
-fn is_shell(shebang: &str) -> bool {
+pub(crate) fn is_shell(shebang: &str) -> bool {
     let mut words = shebang.trim_start_matches("#!").split_whitespace();
     let Some(interpreter) = words.next() else { return false };
     let mut program = interpreter.rsplit('/').next().unwrap_or(interpreter);
@@ -250,7 +402,7 @@ fn is_shell(shebang: &str) -> bool {
 
 /// Length in bytes of the leading lines sbatch still scans for `#SBATCH`: blank lines and
 /// lines whose first non-blank character is `#`.
-fn leading_comment_block_len(text: &str) -> usize {
+pub(crate) fn leading_comment_block_len(text: &str) -> usize {
     let mut len = 0;
     for line in text.split_inclusive('\n') {
         let content = line.trim_start();
@@ -289,47 +441,8 @@ mod tests {
         assert!(read.managed);
     }
 
-    /// Split a directive line the way sbatch's `_get_argument` does (22.05–24.11 rules).
     fn sbatch_split(line: &str) -> Vec<String> {
-        let mut args = Vec::new();
-        let mut chars = line.chars().peekable();
-        loop {
-            while chars.peek().is_some_and(|c| c.is_whitespace()) {
-                chars.next();
-            }
-            if chars.peek().is_none() {
-                return args;
-            }
-            let mut arg = String::new();
-            let mut quote: Option<char> = None;
-            let mut escape = false;
-            while let Some(&c) = chars.peek() {
-                if quote.is_none() && c.is_whitespace() {
-                    break;
-                }
-                chars.next();
-                if escape {
-                    escape = false;
-                } else if c == '\\' {
-                    escape = true;
-                    continue;
-                } else if let Some(q) = quote {
-                    if c == q {
-                        quote = None;
-                        continue;
-                    }
-                } else if c == '"' || c == '\'' {
-                    quote = Some(c);
-                    continue;
-                } else if c == '#' {
-                    args.push(arg);
-                    return args;
-                }
-                arg.push(c);
-            }
-            assert!(quote.is_none(), "unmatched quote in {line}");
-            args.push(arg);
-        }
+        split_directive(line).unwrap_or_else(|e| panic!("{line}: {e}")).args.into_iter().map(|a| a.text).collect()
     }
 
     fn directive_args(script: &str) -> Vec<String> {

@@ -11,6 +11,7 @@ use super::hostlist::expand_hostlist;
 use super::record::lenient_record;
 use super::states::job_state_with_reason;
 use super::stdout_pattern::{PatternFields, expand_stdout_pattern};
+use crate::backend::slurm::script::migrated_from_of;
 use crate::model::gpu_names::canonical_model;
 use crate::model::{ArrayInfo, GpuAllocation, Job, JobRef, LogHandle};
 
@@ -21,6 +22,7 @@ lenient_record! {
         array_task_id: Flex = b"array_task_id",
         array_task_string: LStr<'a> = b"array_task_string",
         batch_flag: LBool = b"batch_flag",
+        comment: LStr<'a> = b"comment",
         cpus: Flex = b"cpus",
         current_working_directory: LStr<'a> = b"current_working_directory",
         end_time: Flex = b"end_time",
@@ -305,6 +307,8 @@ impl<'a> JobRecord<'a> {
         job.partition = self.partition.into_string();
         job.workdir =
             self.current_working_directory.into_non_empty().or_else(|| self.working_directory.into_non_empty());
+        // `sacct --json` has an object here (job, admin and system comments): read as unset.
+        job.migrated_from = self.comment.non_empty().and_then(migrated_from_of).map(str::to_string);
 
         // Output files: 25.05+ expanded paths first, else the (possibly raw) pattern.
         let fields = PatternFields {
@@ -463,6 +467,16 @@ mod tests {
         assert_eq!((j.gpu_model.as_deref(), j.gpu_product.as_deref()), (Some("h100"), Some("h100")));
         let j = job(r#"{"job_id": 1, "tres_per_job": "gres/gpu=1"}"#).unwrap();
         assert_eq!((j.gpu_model, j.gpu_product), (None, None));
+    }
+
+    #[test]
+    fn migrated_from_is_read_from_flightdecks_comment_tag() {
+        let j = job(r#"{"job_id": 1, "comment": "flightdeck-migrated-from=hpc/12"}"#).unwrap();
+        assert_eq!(j.migrated_from.as_deref(), Some("hpc/12"));
+        for other in [r#""comment": "nightly run""#, r#""comment": """#, r#""comment": {"job": "x"}"#] {
+            let j = job(&format!(r#"{{"job_id": 1, {other}}}"#)).unwrap();
+            assert_eq!(j.migrated_from, None, "{other}");
+        }
     }
 
     #[test]

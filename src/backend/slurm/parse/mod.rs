@@ -48,7 +48,7 @@ pub use states::{job_state_from_slurm, job_state_with_reason, node_state_from_sl
 pub use stdout_pattern::{PatternFields, expand_stdout_pattern};
 pub use text::{
     SINFO_TEXT_FORMAT, SINFO_TEXT_FORMAT_WITH_REASON_META, SQUEUE_TEXT_FORMAT, parse_sinfo_records, parse_sinfo_text,
-    parse_squeue_records, parse_squeue_text, record_mark,
+    parse_squeue_records, parse_squeue_text, record_mark, squeue_text_format,
 };
 
 /// Jobs read from one `squeue --json` (or `sacct --json`) document.

@@ -13,6 +13,7 @@ use super::gres::{gpu_request, model_and_product};
 use super::hostlist::expand_hostlist;
 use super::nodes_json::{NodeMerger, gpu_slots};
 use super::states::{job_state_with_reason, node_state_from_slurm};
+use crate::backend::slurm::script::migrated_from_of;
 use crate::model::{ArrayInfo, Job, JobRef, Node};
 
 /// `squeue -r -h -o SQUEUE_TEXT_FORMAT`: id, array id, array task, name, user, account,
@@ -32,6 +33,12 @@ pub const SINFO_TEXT_FORMAT: &str = "%N|%P|%T|%C|%m|%e|%G|%E|%f";
 /// `reason_user` and `reason_time`. [`parse_sinfo_text`] recognises it on lines with at
 /// least 11 fields whose last field is a time (or `Unknown`/`None`/`N/A`).
 pub const SINFO_TEXT_FORMAT_WITH_REASON_META: &str = "%N|%P|%T|%C|%m|%e|%G|%E|%f|%u|%H";
+
+/// The `-o` format for [`parse_squeue_records`]: [`SQUEUE_TEXT_FORMAT`], then the comment
+/// (`%k`) between marks, then the end mark.
+pub fn squeue_text_format(mark: &str) -> String {
+    format!("{SQUEUE_TEXT_FORMAT}|{mark}=%k|{mark}")
+}
 
 const SQUEUE_WHAT: &str = "squeue text output";
 const SINFO_WHAT: &str = "sinfo text output";
@@ -72,12 +79,25 @@ fn marked_records<'a>(input: &'a str, mark: &str) -> (Vec<&'a str>, usize) {
 /// Read `squeue … -o "SQUEUE_TEXT_FORMAT|MARK"` output: records end with the mark, so a job
 /// name with a line break cannot pose as a row. Returns the jobs and how many records were
 /// dropped because they did not check (too few fields, no job id, no mark).
+///
+/// A record may end with the job's comment after `|MARK=` ([`squeue_text_format`]): a second
+/// free-text field beside the name, told apart from it by the mark rather than by counting
+/// `|`. The comment sets [`Job::migrated_from`] when it is flightdeck's tag.
 pub fn parse_squeue_records(cluster: &str, input: &str, mark: &str) -> Result<(Vec<Job>, usize), ParseError> {
     let (records, mut dropped) = marked_records(input, mark);
+    let comment_mark = format!("|{mark}=");
     let mut jobs = Vec::with_capacity(records.len());
     for record in records {
-        match squeue_line(cluster, record.trim_start_matches(['\r', '\n'])) {
-            Some(job) => jobs.push(job),
+        let record = record.trim_start_matches(['\r', '\n']);
+        let (fields, comment) = match record.find(&comment_mark) {
+            Some(at) => (&record[..at], Some(&record[at + comment_mark.len()..])),
+            None => (record, None),
+        };
+        match squeue_line(cluster, fields) {
+            Some(mut job) => {
+                job.migrated_from = comment.and_then(migrated_from_of).map(str::to_string);
+                jobs.push(job)
+            }
             None => dropped += 1,
         }
     }
@@ -456,6 +476,31 @@ mod marked_tests {
         // Line mode (no mark) is what the forger aims at: the phantom appears there.
         let plain = input.replace(&format!("|{mark}"), "");
         assert!(parse_squeue_text("c", &plain).unwrap().iter().any(|j| j.job_ref.id == "999"));
+    }
+
+    #[test]
+    fn the_comment_between_marks_gives_migrated_from() {
+        let mark = record_mark();
+        let with = |id: &str, name: &str, comment: &str| {
+            row(id, name, &mark).replace(&format!("|{mark}\n"), &format!("|{mark}={comment}|{mark}\n"))
+        };
+        let input = format!(
+            "{}{}{}{}",
+            with("1", "a|b", "flightdeck-migrated-from=hpc/12"),
+            with("2", "plain", "(null)"),
+            with("3", "c", "x|y|flightdeck-migrated-from=forged"),
+            with("4", "d|flightdeck-migrated-from=hpc/9", "multi\nline|comment"),
+        );
+        let (jobs, dropped) = parse_squeue_records("c", &input, &mark).unwrap();
+        assert_eq!(dropped, 0);
+        let got: Vec<(&str, Option<&str>)> =
+            jobs.iter().map(|j| (j.name.as_str(), j.migrated_from.as_deref())).collect();
+        assert_eq!(
+            got,
+            [("a|b", Some("hpc/12")), ("plain", None), ("c", None), ("d|flightdeck-migrated-from=hpc/9", None)]
+        );
+        assert_eq!(jobs[0].user, "alice", "the fields after a name with `|` still line up");
+        assert!(squeue_text_format(&mark).ends_with(&format!("|%Q|{mark}=%k|{mark}")));
     }
 
     #[test]
