@@ -6,7 +6,8 @@
 //! names what stayed (disruption budget, emptyDir, unmanaged); submit creates the Job the
 //! spec describes; dropped and expired (410) watches recover by themselves; the API server
 //! going away makes the cluster stale in a real `Fleet` and it recovers; absent Kueue CRDs
-//! or missing RBAC reduce the view with a note; logs tail and follow; actions are bounded.
+//! or missing RBAC reduce the view with a note; logs tail and follow; actions are bounded;
+//! a live Job (or bare pod) reads back as its spec, and a migrated one says where it came from.
 
 mod kube_fake;
 
@@ -870,4 +871,98 @@ fn a_hanging_exec_credential_plugin_is_bounded_by_the_cluster_timeout() {
     let err = result.expect_err("no credential, no action");
     assert!(started.elapsed() < Duration::from_secs(15), "{:?}: {err}", started.elapsed());
     assert!(err.contains("k8s") || err.contains("exec") || err.contains("timed out"), "{err}");
+}
+
+/// `spec export` of a live job: the Job object the fake serves, read through the fleet and
+/// imported; a job flightdeck submitted reads back as the spec it was submitted from; the
+/// migration annotation shows in the snapshot.
+#[tokio::test]
+async fn a_live_job_reads_back_as_its_spec_and_says_where_it_came_from() {
+    let mut s = standard();
+    s.cfg.settings.namespaces = vec!["train".into()];
+    let served: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/dialects/kubernetes/flightdeck-made.yaml"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    s.fake.put(served);
+    let backend = Arc::new(KubeBackend::new(&s.cfg));
+    let spec = JobSpec { account: Some("train".into()), migrated_from: Some("slurm-a/4242".into()), ..train_spec() };
+    let submitted = backend.submit(&spec).await.unwrap();
+    let fleet = Fleet::start(
+        vec![Member { backend, kind: "kubernetes".into(), refresh: s.cfg.refresh, timeout: s.cfg.timeout }],
+        FleetOptions { read_only: true, poll: true, audit: None, actor: "tester".into() },
+    );
+    s.fake.clear_requests();
+
+    let job_ref = flightdeck::model::JobRef::new("k8s", "train:fine-tune-7b-x7k2p");
+    let got = fleet.job_spec(&job_ref).await.unwrap();
+    assert_eq!(got.spec.name, "Fine-tune 7B");
+    assert_eq!(got.spec.migrated_from.as_deref(), Some("hpc/88123"));
+    assert_eq!((got.spec.gpus, got.spec.gpu_type.as_deref(), got.spec.cpus), (4, Some("h100"), Some(32)));
+    assert_eq!((got.spec.memory.as_deref(), got.spec.time_limit.as_deref()), (Some("256G"), Some("3h")));
+    assert_eq!(got.spec.partition.as_deref(), Some("team-train"));
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+    let gets = s.fake.requests_to("GET", "/apis/batch/v1/namespaces/train/jobs/fine-tune-7b-x7k2p");
+    assert_eq!(gets.len(), 1, "one GET of the Job object");
+
+    // What submit created reads back as what was submitted, random suffix and all.
+    let back = fleet.job_spec(&submitted).await.unwrap();
+    assert_eq!(back.spec, spec);
+    assert!(back.warnings.is_empty(), "{:?}", back.warnings);
+
+    // The annotation is where the job came from, in the snapshot every front end reads.
+    let state = fleet
+        .wait_for(Duration::from_secs(10), |st| {
+            st.clusters[0].snapshot.as_ref().is_some_and(|snap| snap.jobs.iter().any(|j| j.job_ref == submitted))
+        })
+        .await;
+    let snap = state.clusters[0].snapshot.as_ref().unwrap();
+    assert_eq!(job(snap, "train:fine-tune-7b-x7k2p").migrated_from.as_deref(), Some("hpc/88123"));
+    assert_eq!(job(snap, &submitted.id).migrated_from.as_deref(), Some("slurm-a/4242"));
+
+    // Gone, or no Kubernetes id: said so.
+    let err = fleet.job_spec(&flightdeck::model::JobRef::new("k8s", "train:no-such-job")).await.unwrap_err();
+    assert!(matches!(err, BackendError::NotFound(_)) && err.to_string() == "no Job train/no-such-job", "{err}");
+    let err = fleet.job_spec(&flightdeck::model::JobRef::new("k8s", "not-an-id")).await.unwrap_err();
+    assert!(matches!(err, BackendError::NotFound(_)) && err.to_string().contains("NAMESPACE:JOB"), "{err}");
+}
+
+/// A bare pod reads back from its own spec; one that runs its image's entrypoint is refused
+/// with the reason.
+#[tokio::test]
+async fn a_bare_pod_reads_back_from_its_spec_or_is_refused_clearly() {
+    let s = standard();
+    let mut pod = fixtures::gpu_pod("research", "notebook", Some(fixtures::NODE_MI300), "amd.com/gpu", 1);
+    pod["spec"]["containers"][0]["command"] = json!(["jupyter", "lab", "--ip=0.0.0.0"]);
+    s.fake.put(pod);
+    s.fake.put(fixtures::gpu_pod("research", "entrypoint", Some(fixtures::NODE_MI300), "amd.com/gpu", 1));
+    let b = KubeBackend::new(&s.cfg);
+    let got = b.job_spec(&flightdeck::model::JobRef::new("k8s", "research:pod:notebook")).await.unwrap();
+    assert_eq!(shlex::split(got.spec.command.as_deref().unwrap()).unwrap(), ["jupyter", "lab", "--ip=0.0.0.0"]);
+    assert_eq!((got.spec.gpus, got.spec.cpus, got.spec.memory.as_deref()), (1, Some(8), Some("64G")));
+    assert_eq!(got.spec.account.as_deref(), Some("research"));
+    // What admission and the scheduler added is no warning; the restart policy is.
+    assert_eq!(got.warnings.len(), 1, "{:?}", got.warnings);
+    assert!(got.warnings[0].starts_with("`spec.restartPolicy`: \"Always\""), "{:?}", got.warnings);
+
+    let err = b.job_spec(&flightdeck::model::JobRef::new("k8s", "research:pod:entrypoint")).await.unwrap_err();
+    assert!(matches!(err, BackendError::Parse { .. }), "{err}");
+    assert!(err.to_string().contains("pod research/entrypoint") && err.to_string().contains("entrypoint"), "{err}");
+}
+
+/// Reading a spec back is bounded by the cluster's timeout like every other request.
+#[tokio::test]
+async fn reading_a_spec_back_is_bounded_by_the_cluster_timeout() {
+    let mut s = standard();
+    s.cfg.timeout = Duration::from_secs(1);
+    let b = KubeBackend::new(&s.cfg);
+    s.fake.set_latency(Duration::from_secs(5));
+    let started = Instant::now();
+    let err = b.job_spec(&flightdeck::model::JobRef::new("k8s", "train:llm-pretrain")).await.unwrap_err();
+    assert!(matches!(err, BackendError::Timeout { .. }), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
 }

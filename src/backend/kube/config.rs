@@ -156,7 +156,7 @@ fn check_context(value: &str) -> Result<(), String> {
 /// A Kubernetes name: a namespace (DNS-1123 label: `[a-z0-9-]`, starting and ending with a
 /// letter or digit) or, with `label_value`, a label value (also `A-Z`, `_`, `.`), at most
 /// `max` characters.
-fn check_k8s_name(value: &str, max: usize, label_value: bool) -> Result<(), String> {
+pub(super) fn check_k8s_name(value: &str, max: usize, label_value: bool) -> Result<(), String> {
     let what = if label_value { "a queue name" } else { "a namespace name" };
     if value.is_empty() {
         return Err("the value is empty".into());

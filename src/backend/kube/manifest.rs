@@ -6,17 +6,22 @@
 //!   resource the GPU type resolved to), CPUs as a request, memory as request and limit;
 //! * the time limit as `activeDeadlineSeconds`; `restartPolicy: Never`, `backoffLimit: 0`
 //!   (a failed run fails the job, as on a batch scheduler);
-//! * several nodes: an Indexed Job with one pod per node;
+//! * a job array whose indices are `0..N` (`0-99%10`): an Indexed Job of N completions, the
+//!   `%` limit as `parallelism`; any other array is refused by name;
+//! * several nodes are refused by name: a plain Job gives no gang scheduling (all pods or
+//!   none), which a multi-node job needs;
 //! * with a Kueue LocalQueue: the `kueue.x-k8s.io/queue-name` label and `suspend: true`,
-//!   which Kueue lifts on admission.
+//!   which Kueue lifts on admission;
+//! * annotations that let the Job be read back as the same spec ([`super::dialect`]): the
+//!   spec's name as written, the random suffix added to it, the job it was migrated from.
 
 use k8s_openapi::api::batch::v1::Job as KJob;
 use serde_json::{Map, Value, json};
 
 use super::kueue::QUEUE_LABEL;
-use super::map::SUBMITTED_BY;
+use super::map::{MIGRATED_FROM, NAME, NAME_SUFFIX, SUBMITTED_BY};
 use crate::backend::BackendError;
-use crate::spec::JobSpec;
+use crate::spec::{JobSpec, parse_array};
 
 /// Where a job's GPUs come from, as resolved against the cluster's nodes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,14 +41,23 @@ impl GpuPlacement {
 /// Everything about a submission that does not come from the spec itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// Empty: the manifest names no namespace (kubectl then uses its context's).
     pub namespace: String,
     /// Kueue LocalQueue, when the job goes through Kueue.
     pub queue: Option<String>,
     pub gpus: GpuPlacement,
     /// Who submits (recorded as an annotation).
     pub user: String,
-    /// Appended to the name so that the same spec can be submitted twice.
+    /// Appended to the name so that the same spec can be submitted twice (recorded as an
+    /// annotation, so that reading the Job back can take it off again).
     pub suffix: String,
+}
+
+/// A built Job and what of the spec it could not carry as asked, one sentence per field.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    pub job: KJob,
+    pub warnings: Vec<String>,
 }
 
 /// A MIG profile as written in a GPU type (`1g.10gb`, `3g.40gb`, `1c.2g.20gb`).
@@ -95,22 +109,72 @@ pub fn container_command(spec: &JobSpec) -> Vec<String> {
         return vec!["/bin/sh".into(), "-c".into(), command.clone()];
     }
     let script = spec.script.clone().unwrap_or_default();
-    let interpreter: Vec<String> = script
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("#!"))
-        .map(|l| l.split_whitespace().map(str::to_string).collect())
-        .filter(|v: &Vec<String>| !v.is_empty())
-        .unwrap_or_else(|| vec!["/bin/sh".into()]);
-    let mut argv = interpreter;
+    let mut argv = shebang_words(&script).unwrap_or_else(|| vec!["/bin/sh".into()]);
     argv.push("-c".into());
     argv.push(script);
     argv
 }
 
+/// `text` written so that Kubernetes passes it on as it is. The kubelet expands `$(NAME)` in
+/// a container's command, args and env values (to the value of the variable NAME) and turns
+/// `$$` into `$`, so a shell's own `$(date)` or `$$` would change on the way; doubling each
+/// `$` that precedes `$` or `(` undoes exactly that ([`super::dialect`] reads it back).
+pub fn escape_expansion(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("$$") && !text.contains("$(") {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '$' && matches!(chars.peek(), Some('$' | '(')) {
+            out.push('$');
+        }
+    }
+    out.into()
+}
+
+/// The words of a script's `#!` line (`["/usr/bin/env", "python3"]`); `None` without one.
+pub fn shebang_words(script: &str) -> Option<Vec<String>> {
+    let words: Vec<String> =
+        script.lines().next()?.strip_prefix("#!")?.split_whitespace().map(str::to_string).collect();
+    (!words.is_empty()).then_some(words)
+}
+
+/// `completions` and `parallelism` of the Indexed Job for a job array, or why there is none.
+fn indexed(array: &str) -> Result<(u32, u32), String> {
+    let parsed = parse_array(array).map_err(|why| format!("`array`: {why}"))?;
+    let Some(count) = parsed.dense_from_zero() else {
+        return Err(format!(
+            "`array`: {array:?} is not the indices 0 to N-1 in order, the only kind a Kubernetes Indexed Job runs (for {} tasks: \"0-{}\")",
+            parsed.count(),
+            parsed.count().saturating_sub(1)
+        ));
+    };
+    Ok((count, parsed.max_running.map_or(count, |limit| limit.min(count))))
+}
+
 /// Build the Job. The spec must be valid ([`JobSpec::validate`]); the image is required.
-pub fn job_manifest(spec: &JobSpec, target: &Target) -> Result<KJob, BackendError> {
+pub fn job_manifest(spec: &JobSpec, target: &Target) -> Result<Manifest, BackendError> {
     spec.refuse_managed("Kubernetes").map_err(BackendError::InvalidSpec)?;
+    let mut warnings = Vec::new();
+    let nodes = spec.nodes.unwrap_or(1).max(1);
+    if nodes > 1 {
+        return Err(BackendError::InvalidSpec(format!(
+            "`nodes`: {nodes} nodes need gang scheduling (every pod placed or none), which a plain Kubernetes Job does not give; set `nodes = 1`"
+        )));
+    }
+    let array = spec.array.as_deref().map(indexed).transpose().map_err(BackendError::InvalidSpec)?;
+    if let Some((count, parallel)) = array {
+        warnings.push(format!(
+            "`array`: an Indexed Job of {count} pods, {parallel} at a time; each reads its index from JOB_COMPLETION_INDEX (not SLURM_ARRAY_TASK_ID)"
+        ));
+    }
+    if let Some(tasks) = spec.tasks_per_node.filter(|t| *t > 1) {
+        warnings.push(format!(
+            "`tasks_per_node`: a pod runs one process, the command; it must start the {tasks} tasks itself (torchrun --nproc-per-node {tasks}, mpirun -n {tasks})"
+        ));
+    }
     let Some(image) = spec.image.as_deref().filter(|i| !i.trim().is_empty()) else {
         return Err(BackendError::InvalidSpec(
             "`image`: a Kubernetes job runs in a container; set `image` (for example \"nvcr.io/nvidia/pytorch:24.01-py3\")"
@@ -137,7 +201,7 @@ pub fn job_manifest(spec: &JobSpec, target: &Target) -> Result<KJob, BackendErro
     let mut container = json!({
         "name": "main",
         "image": image,
-        "command": container_command(spec),
+        "command": container_command(spec).iter().map(|arg| escape_expansion(arg)).collect::<Vec<_>>(),
         "resources": {},
     });
     if !limits.is_empty() {
@@ -147,7 +211,7 @@ pub fn job_manifest(spec: &JobSpec, target: &Target) -> Result<KJob, BackendErro
         container["resources"]["requests"] = Value::Object(requests);
     }
     if !spec.env.is_empty() {
-        container["env"] = spec.env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect();
+        container["env"] = spec.env.iter().map(|(k, v)| json!({"name": k, "value": escape_expansion(v)})).collect();
     }
     if let Some(dir) = &spec.workdir {
         container["workingDir"] = json!(dir);
@@ -172,17 +236,22 @@ pub fn job_manifest(spec: &JobSpec, target: &Target) -> Result<KJob, BackendErro
     if !target.user.is_empty() {
         annotations.insert(SUBMITTED_BY.into(), json!(target.user));
     }
-    annotations.insert("flightdeck.io/name".into(), json!(spec.name));
+    annotations.insert(NAME.into(), json!(spec.name));
+    if !target.suffix.is_empty() {
+        annotations.insert(NAME_SUFFIX.into(), json!(target.suffix));
+    }
+    if let Some(origin) = &spec.migrated_from {
+        annotations.insert(MIGRATED_FROM.into(), json!(origin));
+    }
 
-    let nodes = spec.nodes.unwrap_or(1).max(1);
     let mut job_spec = json!({
         "backoffLimit": 0,
         "template": {"metadata": {"labels": Value::Object(labels.clone())}, "spec": pod_spec},
     });
-    if nodes > 1 {
-        job_spec["parallelism"] = json!(nodes);
-        job_spec["completions"] = json!(nodes);
+    if let Some((count, parallel)) = array {
         job_spec["completionMode"] = json!("Indexed");
+        job_spec["completions"] = json!(count);
+        job_spec["parallelism"] = json!(parallel);
     }
     if let Some(secs) = spec.time_limit_secs() {
         job_spec["activeDeadlineSeconds"] = json!(secs);
@@ -190,13 +259,14 @@ pub fn job_manifest(spec: &JobSpec, target: &Target) -> Result<KJob, BackendErro
     if target.queue.is_some() {
         job_spec["suspend"] = json!(true);
     }
-    let job = json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": target.namespace, "labels": labels, "annotations": annotations},
-        "spec": job_spec,
-    });
-    serde_json::from_value(job).map_err(|e| BackendError::InvalidSpec(format!("cannot build the Job manifest: {e}")))
+    let mut metadata = json!({"name": name, "labels": labels, "annotations": annotations});
+    if !target.namespace.is_empty() {
+        metadata["namespace"] = json!(target.namespace);
+    }
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec});
+    let job = serde_json::from_value(job)
+        .map_err(|e| BackendError::InvalidSpec(format!("cannot build the Job manifest: {e}")))?;
+    Ok(Manifest { job, warnings })
 }
 
 #[cfg(test)]
@@ -236,7 +306,7 @@ mod tests {
 
     #[test]
     fn the_manifest_matches_the_spec() {
-        let job = job_manifest(&spec(), &target(None)).unwrap();
+        let job = job_manifest(&spec(), &target(None)).unwrap().job;
         let v = serde_json::to_value(&job).unwrap();
         assert_eq!(v["metadata"]["name"], "train-llm-abc12");
         assert_eq!(v["metadata"]["namespace"], "ml");
@@ -265,7 +335,7 @@ mod tests {
 
     #[test]
     fn kueue_queue_label_and_suspend() {
-        let v = serde_json::to_value(job_manifest(&spec(), &target(Some("team-a"))).unwrap()).unwrap();
+        let v = serde_json::to_value(job_manifest(&spec(), &target(Some("team-a"))).unwrap().job).unwrap();
         assert_eq!(v["metadata"]["labels"][QUEUE_LABEL], "team-a");
         assert_eq!(v["spec"]["template"]["metadata"]["labels"][QUEUE_LABEL], "team-a");
         assert_eq!(v["spec"]["suspend"], true);
@@ -284,7 +354,7 @@ mod tests {
     fn gpu_placement_mig_and_models() {
         let mut t = target(None);
         t.gpus = GpuPlacement { resource: "nvidia.com/mig-1g.10gb".into(), node_label: None };
-        let v = serde_json::to_value(job_manifest(&spec(), &t).unwrap()).unwrap();
+        let v = serde_json::to_value(job_manifest(&spec(), &t).unwrap().job).unwrap();
         assert_eq!(
             v["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-1g.10gb"],
             "4"
@@ -293,10 +363,10 @@ mod tests {
             resource: "nvidia.com/gpu".into(),
             node_label: Some(("nvidia.com/gpu.product".into(), vec!["NVIDIA-H100-80GB-HBM3".into()])),
         };
-        let v = serde_json::to_value(job_manifest(&spec(), &t).unwrap()).unwrap();
+        let v = serde_json::to_value(job_manifest(&spec(), &t).unwrap().job).unwrap();
         assert_eq!(v["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
         t.gpus.node_label = Some(("nvidia.com/gpu.product".into(), vec!["A".into(), "B".into()]));
-        let v = serde_json::to_value(job_manifest(&spec(), &t).unwrap()).unwrap();
+        let v = serde_json::to_value(job_manifest(&spec(), &t).unwrap().job).unwrap();
         let expr = &v["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
             ["nodeSelectorTerms"][0]["matchExpressions"][0];
         assert_eq!(expr["values"], json!(["A", "B"]));
@@ -305,24 +375,24 @@ mod tests {
     }
 
     #[test]
-    fn scripts_multi_node_and_names() {
+    fn scripts_and_names() {
         let mut s = spec();
         s.command = None;
         s.script = Some("#!/usr/bin/env python3\nprint('hi')\n".into());
-        s.nodes = Some(2);
         s.time_limit = None;
-        let v = serde_json::to_value(job_manifest(&s, &target(None)).unwrap()).unwrap();
+        let v = serde_json::to_value(job_manifest(&s, &target(None)).unwrap().job).unwrap();
         assert_eq!(
             v["spec"]["template"]["spec"]["containers"][0]["command"],
             json!(["/usr/bin/env", "python3", "-c", "#!/usr/bin/env python3\nprint('hi')\n"])
         );
-        assert_eq!(
-            (v["spec"]["parallelism"].clone(), v["spec"]["completionMode"].clone()),
-            (json!(2), json!("Indexed"))
-        );
+        assert!(v["spec"].get("completionMode").is_none() && v["spec"].get("parallelism").is_none());
         assert!(v["spec"].get("activeDeadlineSeconds").is_none());
         s.script = Some("echo plain".into());
         assert_eq!(container_command(&s), vec!["/bin/sh", "-c", "echo plain"]);
+        s.script = Some("#!\necho".into());
+        assert_eq!(container_command(&s), vec!["/bin/sh", "-c", "#!\necho"]);
+        assert_eq!(shebang_words("#! /bin/bash -e\nx"), Some(vec!["/bin/bash".to_string(), "-e".to_string()]));
+        assert_eq!(shebang_words("echo"), None);
 
         assert_eq!(dns_label("My_Job.v2", 63), "my-job-v2");
         assert_eq!(dns_label("---", 63), "job");
@@ -332,5 +402,84 @@ mod tests {
         let sfx = name_suffix();
         assert_eq!(sfx.len(), 5);
         assert!(sfx.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
+    }
+
+    #[test]
+    fn shell_dollars_survive_the_kubelet() {
+        assert_eq!(escape_expansion("echo $HOME"), "echo $HOME");
+        assert_eq!(escape_expansion("echo $$ $(date) $"), "echo $$$ $$(date) $");
+        let s = JobSpec {
+            command: Some("kill -0 $$ && echo $(hostname)".into()),
+            env: [("A".to_string(), "$(B)".to_string())].into(),
+            ..spec()
+        };
+        let v = serde_json::to_value(job_manifest(&s, &target(None)).unwrap().job).unwrap();
+        let c = &v["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["command"][2], "kill -0 $$$ && echo $$(hostname)");
+        assert_eq!(c["env"][0]["value"], "$$(B)");
+    }
+
+    #[test]
+    fn several_nodes_are_refused_by_name() {
+        let err = job_manifest(&JobSpec { nodes: Some(2), ..spec() }, &target(None)).unwrap_err();
+        assert!(matches!(err, BackendError::InvalidSpec(_)));
+        assert!(err.to_string().contains("`nodes`: 2 nodes need gang scheduling"), "{err}");
+        job_manifest(&JobSpec { nodes: Some(1), ..spec() }, &target(None)).unwrap();
+    }
+
+    #[test]
+    fn arrays_from_zero_are_indexed_jobs() {
+        let built = job_manifest(&JobSpec { array: Some("0-99%10".into()), ..spec() }, &target(None)).unwrap();
+        let v = serde_json::to_value(&built.job).unwrap();
+        assert_eq!(
+            (&v["spec"]["completionMode"], &v["spec"]["completions"], &v["spec"]["parallelism"]),
+            (&json!("Indexed"), &json!(100), &json!(10))
+        );
+        assert!(built.warnings.iter().any(|w| w.starts_with("`array`: an Indexed Job of 100 pods, 10 at a time")));
+        let v = serde_json::to_value(
+            job_manifest(&JobSpec { array: Some("0-3".into()), ..spec() }, &target(None)).unwrap().job,
+        )
+        .unwrap();
+        assert_eq!((&v["spec"]["completions"], &v["spec"]["parallelism"]), (&json!(4), &json!(4)));
+        // A limit above the count runs them all at once.
+        let v = serde_json::to_value(
+            job_manifest(&JobSpec { array: Some("0-3%9".into()), ..spec() }, &target(None)).unwrap().job,
+        )
+        .unwrap();
+        assert_eq!(v["spec"]["parallelism"], json!(4));
+        for other in ["1-10", "0,2,4", "0-20:2", "0-4,5-9"] {
+            let err = job_manifest(&JobSpec { array: Some(other.into()), ..spec() }, &target(None)).unwrap_err();
+            assert!(
+                matches!(err, BackendError::InvalidSpec(_)) && err.to_string().contains("`array`"),
+                "{other}: {err}"
+            );
+        }
+        let err = job_manifest(&JobSpec { array: Some("1,3".into()), ..spec() }, &target(None)).unwrap_err();
+        assert!(err.to_string().contains("(for 2 tasks: \"0-1\")"), "{err}");
+    }
+
+    #[test]
+    fn tasks_per_node_migration_and_suffix() {
+        let s = JobSpec { tasks_per_node: Some(8), migrated_from: Some("hpc/123".into()), ..spec() };
+        let built = job_manifest(&s, &target(None)).unwrap();
+        assert!(
+            built.warnings.iter().any(|w| w.starts_with("`tasks_per_node`: ") && w.contains("8 tasks")),
+            "{:?}",
+            built.warnings
+        );
+        let v = serde_json::to_value(&built.job).unwrap();
+        assert_eq!(v["metadata"]["annotations"][MIGRATED_FROM], "hpc/123");
+        assert_eq!(v["metadata"]["annotations"][NAME_SUFFIX], "abc12");
+        let one = job_manifest(&JobSpec { tasks_per_node: Some(1), ..spec() }, &target(None)).unwrap();
+        assert!(one.warnings.is_empty(), "{:?}", one.warnings);
+        // No suffix, no namespace: neither is written.
+        let mut t = target(None);
+        t.suffix.clear();
+        t.namespace.clear();
+        let v = serde_json::to_value(job_manifest(&spec(), &t).unwrap().job).unwrap();
+        assert_eq!(v["metadata"]["name"], "train-llm");
+        assert!(v["metadata"].get("namespace").is_none());
+        assert!(v["metadata"]["annotations"].get(NAME_SUFFIX).is_none());
+        assert!(v["metadata"]["annotations"].get(MIGRATED_FROM).is_none());
     }
 }

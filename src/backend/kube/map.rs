@@ -24,6 +24,12 @@ pub const DRAIN_REASON: &str = "flightdeck.io/drain-reason";
 pub const DRAIN_BY: &str = "flightdeck.io/drain-by";
 pub const DRAIN_AT: &str = "flightdeck.io/drain-at";
 pub const SUBMITTED_BY: &str = "flightdeck.io/submitted-by";
+/// The spec's name as written (a Job's name is a DNS label made from it).
+pub const NAME: &str = "flightdeck.io/name";
+/// The random suffix submit appended to the Job's name.
+pub const NAME_SUFFIX: &str = "flightdeck.io/name-suffix";
+/// The job this one was migrated from (`JobSpec::migrated_from`, `Job::migrated_from`).
+pub const MIGRATED_FROM: &str = "flightdeck.io/migrated-from";
 
 /// GPU Feature Discovery and vendor labels.
 pub const NVIDIA_PRODUCT: &str = "nvidia.com/gpu.product";
@@ -569,6 +575,7 @@ pub fn batch_job(
     out.uid = job.metadata.uid.clone();
     out.name = name;
     out.user = job.metadata.annotations.as_ref().and_then(|a| a.get(SUBMITTED_BY)).cloned().unwrap_or_default();
+    out.migrated_from = job.metadata.annotations.as_ref().and_then(|a| a.get(MIGRATED_FROM)).cloned();
     out.account = Some(ns.clone());
     out.partition = queue_label
         .as_deref()
@@ -628,6 +635,7 @@ pub fn bare_pod(cluster: &str, pod: &Pod, lookup: &dyn Lookup) -> Job {
     out.uid = pod.metadata.uid.clone();
     out.name = name;
     out.user = pod.metadata.annotations.as_ref().and_then(|a| a.get(SUBMITTED_BY)).cloned().unwrap_or_default();
+    out.migrated_from = pod.metadata.annotations.as_ref().and_then(|a| a.get(MIGRATED_FROM)).cloned();
     out.account = Some(ns.clone());
     out.partition =
         queue.map(|lq| lookup.cluster_queue_of(&ns, lq).unwrap_or(lq).to_string()).unwrap_or_else(|| ns.clone());
@@ -993,6 +1001,23 @@ mod tests {
         assert_eq!(j.partition, "ml");
         assert_eq!(owning_job(&pods[0]), Some(("ml", "train")));
         assert!(j.stdout.as_deref().is_some_and(|p| p.starts_with("pod/ml/train-")));
+        assert_eq!(j.migrated_from, None);
+    }
+
+    #[test]
+    fn the_migration_annotation_is_where_a_job_came_from() {
+        let none: [&Pod; 0] = [];
+        let j = batch_job(
+            "k",
+            &job(json!({"metadata": {"annotations": {MIGRATED_FROM: "hpc/4242"}}})),
+            &none,
+            None,
+            &NoLookup,
+        );
+        assert_eq!(j.migrated_from.as_deref(), Some("hpc/4242"));
+        let mut pod = pending_pod("solo");
+        pod.metadata.annotations = Some([(MIGRATED_FROM.to_string(), "sky/7".to_string())].into());
+        assert_eq!(bare_pod("k", &pod, &NoLookup).migrated_from.as_deref(), Some("sky/7"));
     }
 
     #[test]

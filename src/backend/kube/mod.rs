@@ -41,7 +41,7 @@ use tokio::task::JoinHandle;
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields, gpu_names};
-use crate::spec::JobSpec;
+use crate::spec::{Imported, JobSpec};
 
 pub use self::config::KubeConfig;
 use self::drain::{DrainOptions, DrainReport};
@@ -652,7 +652,9 @@ impl KubeBackend {
             user: whoami::username().unwrap_or_default(),
             suffix,
         };
-        Ok((manifest::job_manifest(spec, &target)?, namespace, warnings))
+        let built = manifest::job_manifest(spec, &target)?;
+        warnings.extend(built.warnings);
+        Ok((built.job, namespace, warnings))
     }
 
     fn submission_queue(&self, spec: &JobSpec, namespace: &str) -> Option<String> {
@@ -666,6 +668,14 @@ impl KubeBackend {
             tracing::info!(cluster = %self.name, partition = %p, namespace, "partition is no LocalQueue here; ignored");
         }
         self.queue.clone()
+    }
+}
+
+/// A failed GET of one object: 404 is "no such job", the rest the API's words.
+fn get_error(what: &str, err: ::kube::Error) -> BackendError {
+    match err {
+        ::kube::Error::Api(s) if s.code == 404 => BackendError::NotFound(format!("no {what}")),
+        e => BackendError::Command { command: format!("get {what}"), status: None, stderr: describe_client_error(&e) },
     }
 }
 
@@ -825,6 +835,35 @@ impl Backend for KubeBackend {
             let text = serde_saphyr::to_string(&job)
                 .map_err(|e| BackendError::Parse { what: "the Job manifest".into(), message: e.to_string() })?;
             Ok(Native { dialect: Dialect::KubernetesJob, text, warnings })
+        })
+        .await
+    }
+
+    /// The Job object (or a bare pod) as the API server has it now, read back as a spec.
+    async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
+        let target = map::parse_job_id(&job.id).ok_or_else(|| {
+            BackendError::NotFound(format!(
+                "`{}` is not a Kubernetes job id (NAMESPACE:JOB, or NAMESPACE:pod:POD)",
+                job.id
+            ))
+        })?;
+        let client = self.client().await?;
+        self.bounded(format!("read the spec of {job}"), async {
+            let (what, imported) = match target {
+                Target::Job { namespace, name } => {
+                    let what = format!("Job {namespace}/{name}");
+                    let api: Api<KJob> = Api::namespaced(client, &namespace);
+                    let object = api.get(&name).await.map_err(|e| get_error(&what, e))?;
+                    (what, dialect::import_job(&object))
+                }
+                Target::Pod { namespace, name } => {
+                    let what = format!("pod {namespace}/{name}");
+                    let api: Api<Pod> = Api::namespaced(client, &namespace);
+                    let object = api.get(&name).await.map_err(|e| get_error(&what, e))?;
+                    (what, dialect::import_pod(&object))
+                }
+            };
+            imported.map_err(|e| BackendError::Parse { what, message: e.to_string() })
         })
         .await
     }
