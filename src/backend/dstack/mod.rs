@@ -209,7 +209,7 @@ impl Backend for DstackBackend {
 
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
         let target = manifest::Target { suffix: "xxxxx".into(), retry_secs: self.retry_secs };
-        let (run_spec, mut warnings) = manifest::run_spec(spec, &target)?;
+        let (run_spec, mut warnings) = manifest::run_spec_of(spec, &target)?;
         warnings.push("`name`: the run's name gets a random 5-character suffix (xxxxx here) at submit".into());
         let text = serde_saphyr::to_string(&run_spec)
             .map_err(|e| BackendError::Parse { what: "the run spec".into(), message: e.to_string() })?;

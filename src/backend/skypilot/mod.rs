@@ -35,7 +35,7 @@ use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot,
 use crate::spec::JobSpec;
 
 pub use self::config::SkyPilotConfig;
-use self::map::{JobTarget, MANAGED_QUEUE};
+use self::map::JobTarget;
 use self::request::Requests;
 
 /// Queues read at once during a refresh.
@@ -220,13 +220,9 @@ impl Backend for SkyPilotBackend {
     }
 
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
-        let task = self.plan(spec, "xxxxx")?;
+        let task = self.plan(spec, dialect::PLACEHOLDER_SUFFIX)?;
         let mut warnings = task.warnings.clone();
-        if spec.partition.is_none() {
-            warnings.push(format!(
-                "`partition`: none given, so a new cluster is made (xxxxx is drawn at submit); `{MANAGED_QUEUE}` makes it a managed job"
-            ));
-        }
+        warnings.extend(task::placement_note(spec));
         Ok(Native { dialect: Dialect::SkyPilotTask, text: task::render(&task), warnings })
     }
 
