@@ -386,3 +386,76 @@ async fn five_hundred_clusters_in_one_refresh() {
     assert_eq!(stub.ops().len(), 502);
     assert_eq!(sky.last_refresh_requests(), 2 * 502 + 1);
 }
+
+// The tasks in recorded/: managed job 7's user_yaml is a flightdeck task carrying
+// FLIGHTDECK_MIGRATED_FROM=hpc/4242; job 8's a user's task with setup, choices, spot and a
+// file mount; job 6 has none; cluster train-h100 was started by a task tagged
+// k8s-prod/ml/train-7 (its last_creation_yaml), whose job is train-h100:2.
+#[tokio::test]
+async fn a_managed_jobs_spec_is_its_stored_task() {
+    let (sky, stub) = serve(recorded()).await;
+    let got = sky.job_spec(&JobRef::new("sky", "7")).await.unwrap();
+    let want = JobSpec {
+        name: "finetune".into(),
+        script: Some("python finetune.py --epochs 3\npython eval.py\n".into()),
+        gpus: 4,
+        gpu_type: Some("a100-80gb".into()),
+        cpus: Some(48),
+        memory: Some("340G".into()),
+        nodes: Some(1),
+        env: [("WANDB_MODE".to_string(), "offline".to_string())].into(),
+        managed: true,
+        migrated_from: Some("hpc/4242".into()),
+        ..JobSpec::default()
+    };
+    assert_eq!(got.spec, want);
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+    let (op, body) = stub.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!((op.as_str(), &body["job_ids"]), ("/jobs/queue/v2", &json!([7])));
+    assert!(body.get("fields").is_none(), "every field, user_yaml with them");
+
+    // The stub answers every job for any job_ids: only job 8's record is read.
+    let sweep = sky.job_spec(&JobRef::new("sky", "8")).await.unwrap();
+    assert_eq!(sweep.spec.script.as_deref(), Some("pip install -r requirements.txt\npython sweep.py --lr $LR"));
+    assert_eq!((sweep.spec.gpus, sweep.spec.gpu_type.as_deref()), (1, Some("h100")));
+    assert_eq!(sweep.spec.env.get("LR").map(String::as_str), Some("0.001"));
+    let said = sweep.warnings.join("\n");
+    for name in ["`setup`", "`resources.any_of`", "`resources.use_spot`", "`file_mounts`"] {
+        assert!(said.contains(name), "{name} in {said}");
+    }
+
+    let err = sky.job_spec(&JobRef::new("sky", "6")).await.unwrap_err().to_string();
+    assert!(err.contains("kept no task (user_yaml) for managed job 6"), "{err}");
+    let err = sky.job_spec(&JobRef::new("sky", "99")).await.unwrap_err();
+    assert!(matches!(err, flightdeck::backend::BackendError::NotFound(_)), "{err}");
+    let err = sky.job_spec(&JobRef::new("sky", "train-h100:2")).await.unwrap_err().to_string();
+    assert!(err.contains("keeps no task for a job on a cluster") && err.contains("last_creation_yaml"), "{err}");
+}
+
+#[tokio::test]
+async fn no_managed_jobs_at_all_is_not_found() {
+    let stub = Stub::default();
+    stub.answer("/jobs/queue/v2", 500, fixture("get_jobs_queue_v2_none.json"));
+    let (sky, _) = serve(stub).await;
+    let err = sky.job_spec(&JobRef::new("sky", "7")).await.unwrap_err();
+    assert!(matches!(err, flightdeck::backend::BackendError::NotFound(_)), "{err}");
+}
+
+#[tokio::test]
+async fn the_listing_says_where_jobs_were_migrated_from() {
+    let (sky, _) = serve(recorded()).await;
+    let s = sky.snapshot().await.unwrap();
+    let from: Vec<(&str, Option<&str>)> =
+        s.jobs.iter().map(|j| (j.job_ref.id.as_str(), j.migrated_from.as_deref())).collect();
+    assert_eq!(
+        from,
+        [
+            ("train-h100:2", Some("k8s-prod/ml/train-7")),
+            ("train-h100:3", None),
+            ("train-h100:1", None),
+            ("6", None),
+            ("7", Some("hpc/4242")),
+            ("8", None),
+        ]
+    );
+}

@@ -3,9 +3,12 @@
 //! * `commands`: the command, or the script as one bash command (dstack runs commands in
 //!   bash; a script's `#!` line is dropped with a warning when it names another shell);
 //! * `resources.gpu: MODEL:N` (dstack's upper-case names: `h100` → `H100`), `cpu: N..`,
-//!   `memory: NGB..` (at least, as a batch scheduler reads them);
+//!   `memory: NGB..` or `NMB..` (at least, as a batch scheduler reads them);
 //! * `env`, `image` (only when given: the server looks images up online), `nodes`,
 //!   `working_dir`, `fleets: [partition]`;
+//! * `migrated_from` as the tag [`MIGRATED_FROM_TAG`] (dstack keeps `tags` in the run spec it
+//!   lists); no job arrays (`array` is refused by name); `tasks_per_node` above one is a
+//!   warning (dstack runs the commands once per node);
 //! * `max_duration` from `time_limit` (seconds);
 //! * `retry: {on_events: [no-capacity, interruption], duration}` when the cluster sets
 //!   `retry`: the run then waits for capacity instead of failing at once.
@@ -14,7 +17,10 @@
 //! suffix, so the same spec can be submitted twice (applying an existing name would replace
 //! that run).
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use crate::backend::BackendError;
 use crate::spec::JobSpec;
@@ -62,13 +68,100 @@ pub fn run_name(name: &str, suffix: &str) -> String {
     if suffix.is_empty() { base } else { format!("{base}-{suffix}") }
 }
 
-/// The run spec for `spec` and what the preview should say about fields dstack ignores.
-pub fn run_spec(spec: &JobSpec, target: &Target) -> Result<(Value, Vec<String>), BackendError> {
+/// The tag that carries `migrated_from` (`hpc/123`): dstack keeps a configuration's `tags`
+/// in the run spec that `runs/list` and `runs/get` give back.
+pub const MIGRATED_FROM_TAG: &str = "flightdeck-migrated-from";
+
+/// Whether dstack takes `value` as a tag value (its `TAG_VALUE_PATTERN`).
+pub fn is_tag_value(value: &str) -> bool {
+    value.len() <= 256 && value.chars().all(|c| c.is_ascii_alphanumeric() || " .:/=_-+@".contains(c))
+}
+
+/// A task configuration (what a `.dstack.yml` holds), its keys in the order people write
+/// them; `runs/apply` takes it as the run spec's `configuration`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Configuration {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
+    pub commands: Vec<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Resources::is_empty")]
+    pub resources: Resources,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fleets: Vec<String>,
+    /// Seconds (how the server echoes it back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_duration: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Resources {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+}
+
+impl Resources {
+    fn is_empty(&self) -> bool {
+        self.gpu.is_none() && self.cpu.is_none() && self.memory.is_none()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Retry {
+    pub on_events: [&'static str; 2],
+    pub duration: u64,
+}
+
+/// A run spec as `runs/apply` takes it, keys in reading order (for the preview).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSpec {
+    pub run_name: String,
+    pub configuration: Configuration,
+}
+
+/// dstack's name for a GPU model: upper case, and a memory variant as dstack writes it
+/// (`a100-80gb` → `A100:80GB`, since dstack names the board and asks the memory apart).
+pub fn gpu_name(model: &str) -> String {
+    let upper = model.trim().to_ascii_uppercase();
+    if let Some((board, memory)) = upper.rsplit_once('-')
+        && let Some(gb) = memory.strip_suffix("GB")
+        && !gb.is_empty()
+        && gb.chars().all(|c| c.is_ascii_digit())
+        && !board.is_empty()
+    {
+        return format!("{board}:{gb}GB");
+    }
+    upper
+}
+
+/// The task configuration for `spec` (without a name: the run spec names the run, a
+/// `.dstack.yml` its `name`), and what dstack does not carry.
+pub fn configuration(spec: &JobSpec) -> Result<(Configuration, Vec<String>), BackendError> {
     spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
     spec.refuse_managed("dstack").map_err(BackendError::InvalidSpec)?;
+    if let Some(array) = &spec.array {
+        return Err(BackendError::InvalidSpec(format!(
+            "`array`: dstack has no job arrays; submit {array:?} as separate runs, or loop over the indices in one task"
+        )));
+    }
     let mut warnings = Vec::new();
-    let mut conf = Map::new();
-    conf.insert("type".into(), json!("task"));
     let command = match (&spec.command, &spec.script) {
         (Some(command), _) => command.clone(),
         (None, Some(script)) => {
@@ -90,52 +183,68 @@ pub fn run_spec(spec: &JobSpec, target: &Target) -> Result<(Value, Vec<String>),
         }
         (None, None) => return Err(BackendError::InvalidSpec("set `command` or `script`".into())),
     };
-    conf.insert("commands".into(), json!([command]));
 
-    let mut resources = Map::new();
+    let mut resources = Resources::default();
     if spec.gpus > 0 {
-        let gpu = match &spec.gpu_type {
-            Some(model) => format!("{}:{}", model.to_ascii_uppercase(), spec.gpus),
+        resources.gpu = Some(match &spec.gpu_type {
+            Some(model) => format!("{}:{}", gpu_name(model), spec.gpus),
             None => spec.gpus.to_string(),
-        };
-        resources.insert("gpu".into(), json!(gpu));
+        });
     }
-    if let Some(cpus) = spec.cpus {
-        resources.insert("cpu".into(), json!(format!("{cpus}..")));
+    resources.cpu = spec.cpus.map(|cpus| format!("{cpus}.."));
+    // dstack reads MB, GB and TB; whole GB where it is that, else the MB asked, exactly.
+    resources.memory = spec
+        .memory_mb()
+        .map(|mb| if mb.is_multiple_of(1024) { format!("{}GB..", mb / 1024) } else { format!("{mb}MB..") });
+    let mut tags = BTreeMap::new();
+    if let Some(origin) = &spec.migrated_from {
+        if !is_tag_value(origin) {
+            return Err(BackendError::InvalidSpec(format!(
+                "`migrated_from`: {origin:?} cannot be a dstack tag (letters, digits, spaces and . : / = _ - + @, at most 256)"
+            )));
+        }
+        tags.insert(MIGRATED_FROM_TAG.to_string(), origin.clone());
     }
-    if let Some(mb) = spec.memory_mb() {
-        resources.insert("memory".into(), json!(format!("{}GB..", mb.div_ceil(1024).max(1))));
-    }
-    if !resources.is_empty() {
-        conf.insert("resources".into(), Value::Object(resources));
-    }
-    if !spec.env.is_empty() {
-        conf.insert("env".into(), json!(spec.env));
-    }
-    if let Some(image) = &spec.image {
-        conf.insert("image".into(), json!(image));
-    }
-    if let Some(nodes) = spec.nodes.filter(|n| *n > 1) {
-        conf.insert("nodes".into(), json!(nodes));
-    }
-    if let Some(dir) = &spec.workdir {
-        conf.insert("working_dir".into(), json!(dir));
-    }
-    if let Some(fleet) = &spec.partition {
-        conf.insert("fleets".into(), json!([fleet]));
-    }
-    if let Some(secs) = spec.time_limit_secs() {
-        conf.insert("max_duration".into(), json!(secs));
-    }
-    if let Some(secs) = target.retry_secs {
-        conf.insert("retry".into(), json!({"on_events": RETRY_EVENTS, "duration": secs}));
+    if let Some(n) = spec.tasks_per_node.filter(|n| *n > 1) {
+        warnings.push(format!(
+            "`tasks_per_node`: dstack runs `commands` once per node; start the {n} tasks per node from the commands"
+        ));
     }
     if let Some(account) = &spec.account {
         warnings
             .push(format!("`account`: dstack has no accounts; {account:?} is ignored (the project is the cluster's)"));
     }
-    let name = run_name(&spec.name, &target.suffix);
-    Ok((json!({"run_name": name, "configuration": Value::Object(conf)}), warnings))
+    let conf = Configuration {
+        kind: "task",
+        name: None,
+        nodes: spec.nodes,
+        image: spec.image.clone(),
+        working_dir: spec.workdir.clone(),
+        commands: vec![command],
+        env: spec.env.clone(),
+        resources,
+        fleets: spec.partition.iter().cloned().collect(),
+        max_duration: spec.time_limit_secs(),
+        retry: None,
+        tags,
+    };
+    Ok((conf, warnings))
+}
+
+/// The run spec for `spec` (as sent, and as the preview shows it) and what the preview
+/// should say about fields dstack ignores.
+pub fn run_spec_of(spec: &JobSpec, target: &Target) -> Result<(RunSpec, Vec<String>), BackendError> {
+    let (mut configuration, warnings) = configuration(spec)?;
+    configuration.retry = target.retry_secs.map(|duration| Retry { on_events: RETRY_EVENTS, duration });
+    Ok((RunSpec { run_name: run_name(&spec.name, &target.suffix), configuration }, warnings))
+}
+
+/// [`run_spec_of`] as the JSON `runs/apply` takes.
+pub fn run_spec(spec: &JobSpec, target: &Target) -> Result<(Value, Vec<String>), BackendError> {
+    let (run, warnings) = run_spec_of(spec, target)?;
+    let value = serde_json::to_value(&run)
+        .map_err(|e| BackendError::Parse { what: "the run spec".into(), message: e.to_string() })?;
+    Ok((value, warnings))
 }
 
 /// The body of `runs/apply` for a run spec.
@@ -145,8 +254,6 @@ pub fn apply_body(run_spec: &Value) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
 
     fn spec() -> JobSpec {
@@ -215,7 +322,7 @@ mod tests {
         plain.memory = Some("500M".into());
         let (run, _) = run_spec(&plain, &target).unwrap();
         assert_eq!(run["configuration"]["resources"]["gpu"], "2");
-        assert_eq!(run["configuration"]["resources"]["memory"], "1GB..");
+        assert_eq!(run["configuration"]["resources"]["memory"], "500MB..");
         let mut bash = spec();
         bash.command = None;
         bash.script = Some("#!/bin/bash\nset -e\necho hi".into());

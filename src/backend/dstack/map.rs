@@ -351,13 +351,24 @@ pub fn job(cluster: &str, run: &Run, nodes_of: &NodesByJob<'_>) -> Option<Job> {
     job.reason = run_reason(run, state);
     job.partition = match run.fleet.as_ref().and_then(|f| f.name.clone()) {
         Some(fleet) => fleet,
-        // Not placed yet: the fleets it may go to, as the configuration names them.
+        // Not placed yet: the fleets it may go to, as the configuration names them (the
+        // server stores them as `{project, name}`).
         None => config
             .and_then(|c| c.get("fleets"))
             .and_then(Value::as_array)
-            .map(|fs| fs.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","))
+            .map(|fs| {
+                fs.iter()
+                    .filter_map(|f| f.as_str().or_else(|| f.get("name").and_then(Value::as_str)))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
             .unwrap_or_default(),
     };
+    job.migrated_from = config
+        .and_then(|c| c.get("tags"))
+        .and_then(|t| t.get(super::manifest::MIGRATED_FROM_TAG))
+        .and_then(Value::as_str)
+        .map(str::to_string);
 
     let resources = config.and_then(|c| c.get("resources"));
     let nodes_asked = config.and_then(|c| c.get("nodes")).and_then(least).unwrap_or(1).max(1);

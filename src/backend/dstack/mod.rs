@@ -24,7 +24,8 @@ use crate::backend::http::{Api, Secret, TokenSource};
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
-use crate::spec::JobSpec;
+use crate::spec::{Imported, JobSpec};
+use serde_json::{Value, json};
 
 use self::api::DstackApi;
 pub use self::config::DstackConfig;
@@ -209,11 +210,28 @@ impl Backend for DstackBackend {
 
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
         let target = manifest::Target { suffix: "xxxxx".into(), retry_secs: self.retry_secs };
-        let (run_spec, mut warnings) = manifest::run_spec(spec, &target)?;
+        let (run_spec, mut warnings) = manifest::run_spec_of(spec, &target)?;
         warnings.push("`name`: the run's name gets a random 5-character suffix (xxxxx here) at submit".into());
         let text = serde_saphyr::to_string(&run_spec)
             .map_err(|e| BackendError::Parse { what: "the run spec".into(), message: e.to_string() })?;
         Ok(Native { dialect: Dialect::DstackRunSpec, text, warnings })
+    }
+
+    /// The run spec the server stored (`runs/get` → `run_spec`), read by the dialect: the
+    /// configuration as submitted, with the server's defaults read as unset.
+    async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
+        let run = self.run_name(job)?;
+        let path = format!("/api/project/{}/runs/get", self.api.project);
+        let record: Value = self
+            .bounded(format!("read the spec of {job}"), self.api.call(&path, &json!({"run_name": run})))
+            .await
+            .map_err(|e| not_found_in_words(e, run))?;
+        let run_spec = record.get("run_spec").filter(|s| s.is_object()).ok_or_else(|| BackendError::Parse {
+            what: format!("POST {path}"),
+            message: format!("the record of run {run} has no run spec"),
+        })?;
+        dialect::import_value(run_spec)
+            .map_err(|e| BackendError::Parse { what: format!("the stored run spec of {job}"), message: e.to_string() })
     }
 
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {

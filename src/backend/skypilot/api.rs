@@ -52,6 +52,19 @@ pub async fn managed_jobs(req: &Requests) -> Result<Records<ManagedJobRecord>, B
     }
 }
 
+/// The records (one per task) of managed job `job_id`, every field included, the stored
+/// `user_yaml` with them; none when the server knows no such job.
+pub async fn managed_job(req: &Requests, job_id: u64) -> Result<Vec<ManagedJobRecord>, BackendError> {
+    let body = json!({"refresh": false, "skip_finished": false, "all_users": true, "job_ids": [job_id]});
+    match req.call("/jobs/queue/v2", Some(&body)).await {
+        Ok(v) => {
+            Ok(map::records::<ManagedJobRecord>(v).records.into_iter().filter(|r| r.job_id == Some(job_id)).collect())
+        }
+        Err(Failure::Server { message, .. }) if message == NO_MANAGED_JOBS => Ok(Vec::new()),
+        Err(e) => Err(e.into_backend()),
+    }
+}
+
 /// Launch `task` (YAML) on `cluster`, made if needed: the new job's id there.
 pub async fn launch(req: &Requests, cluster: &str, task: &str) -> Result<u64, BackendError> {
     let body = json!({"task": task, "cluster_name": cluster});

@@ -182,6 +182,9 @@ pub struct ClusterRecord {
     /// Dollars per hour, where a server reports it (0.14.1's `/status` does not).
     #[serde(deserialize_with = "lenient::float")]
     pub cost_per_hour: Option<f64>,
+    /// The task (as its user wrote it) of the launch that last started the cluster.
+    #[serde(deserialize_with = "lenient::string")]
+    pub last_creation_yaml: Option<String>,
 }
 
 impl ClusterRecord {
@@ -257,6 +260,24 @@ pub struct ManagedJobRecord {
     pub current_cluster_name: Option<String>,
     #[serde(deserialize_with = "lenient::float")]
     pub cost_per_hour: Option<f64>,
+    /// The job's task as its user sent it (a pipeline header document, then the task).
+    #[serde(deserialize_with = "lenient::string")]
+    pub user_yaml: Option<String>,
+}
+
+/// The task name and `migrated_from` tag of a stored task YAML, when it carries the tag
+/// ([`super::task::MIGRATED_FROM_ENV`] in its `envs`). The text is searched first, so the
+/// tasks without one (nearly all) cost no YAML parse on a refresh.
+pub fn migration_tag(yaml: &str) -> Option<(Option<String>, String)> {
+    if !yaml.contains(super::task::MIGRATED_FROM_ENV) {
+        return None;
+    }
+    let docs = super::dialect::documents(yaml).ok()?;
+    docs.iter().rev().find_map(|doc| {
+        let origin = doc.get("envs")?.get(super::task::MIGRATED_FROM_ENV)?.as_str()?;
+        let name = doc.get("name").and_then(Value::as_str).map(str::to_string);
+        Some((name, origin.to_string()))
+    })
 }
 
 /// Records of one listing, and how many entries were not records.
@@ -425,8 +446,16 @@ fn set_gpus(job: &mut Job, nodes: u32, per_node: &[(String, f64)]) {
 }
 
 /// The jobs of one cluster's queue.
+///
+/// A cluster records only the task that last started it (`last_creation_yaml`), not each
+/// job's, so a `migrated_from` tag in that task is put on the first job (lowest id) of the
+/// task's name: the job that launch started.
 pub fn cluster_jobs(fleet_cluster: &str, cluster: &ClusterRecord, records: &[ClusterJobRecord]) -> Vec<Job> {
     let Some(name) = cluster.name.as_deref() else { return Vec::new() };
+    let tagged = cluster.last_creation_yaml.as_deref().and_then(migration_tag).and_then(|(task, origin)| {
+        let first = records.iter().filter(|r| r.job_name == task).filter_map(|r| r.job_id).min()?;
+        Some((first, origin))
+    });
     let cluster_nodes =
         cluster.nodes.map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX)).clamp(1, MAX_NODES_PER_CLUSTER);
     records
@@ -463,6 +492,7 @@ pub fn cluster_jobs(fleet_cluster: &str, cluster: &ClusterRecord, records: &[Clu
                 }
             }
             job.workdir = r.log_path.clone();
+            job.migrated_from = tagged.as_ref().filter(|(first, _)| *first == id).map(|(_, origin)| origin.clone());
             job.stdout = Some(LogHandle::new(format!("{CLUSTER_LOG_PREFIX}{name}/{id}")));
             Some(job)
         })
@@ -516,6 +546,7 @@ pub fn managed_jobs(fleet_cluster: &str, records: &[ManagedJobRecord]) -> Vec<Jo
             job.account = r.infra.clone();
             job.cost_per_hour = r.cost_per_hour.filter(|c| *c >= 0.0);
             job.stdout = Some(LogHandle::new(format!("{MANAGED_LOG_PREFIX}{id}")));
+            job.migrated_from = r.user_yaml.as_deref().and_then(migration_tag).map(|(_, origin)| origin);
             job
         })
         .collect()

@@ -32,10 +32,10 @@ use crate::backend::http::Api;
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
-use crate::spec::JobSpec;
+use crate::spec::{Imported, JobSpec};
 
 pub use self::config::SkyPilotConfig;
-use self::map::{JobTarget, MANAGED_QUEUE};
+use self::map::JobTarget;
 use self::request::Requests;
 
 /// Queues read at once during a refresh.
@@ -220,14 +220,40 @@ impl Backend for SkyPilotBackend {
     }
 
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
-        let task = self.plan(spec, "xxxxx")?;
+        let task = self.plan(spec, dialect::PLACEHOLDER_SUFFIX)?;
         let mut warnings = task.warnings.clone();
-        if spec.partition.is_none() {
-            warnings.push(format!(
-                "`partition`: none given, so a new cluster is made (xxxxx is drawn at submit); `{MANAGED_QUEUE}` makes it a managed job"
-            ));
-        }
+        warnings.extend(task::placement_note(spec));
         Ok(Native { dialect: Dialect::SkyPilotTask, text: task::render(&task), warnings })
+    }
+
+    /// A managed job's task as its user sent it (`user_yaml` of `/jobs/queue/v2`), read by
+    /// the dialect. A job on a cluster has none: SkyPilot keeps no task per cluster job.
+    async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
+        let target = map::parse_job_id(&job.id).ok_or_else(|| {
+            BackendError::NotFound(format!(
+                "`{}` is not a SkyPilot job id (CLUSTER:JOB_ID for a job on a cluster, JOB_ID for a managed job)",
+                job.id
+            ))
+        })?;
+        let job_id = match target {
+            JobTarget::Managed { job_id } => job_id,
+            JobTarget::OnCluster { cluster, job_id } => {
+                return Err(BackendError::Unsupported(format!(
+                    "{job}: SkyPilot keeps no task for a job on a cluster (its /queue record has the job's name, resources and state only, and the cluster's last_creation_yaml is the task that last started {cluster}, not necessarily job {job_id}); only managed jobs keep theirs"
+                )));
+            }
+        };
+        let records = api::managed_job(&self.req, job_id).await?;
+        let record = records.first().ok_or_else(|| BackendError::NotFound(format!("no managed job {job_id}")))?;
+        let yaml = record.user_yaml.as_deref().filter(|y| !y.trim().is_empty()).ok_or_else(|| {
+            BackendError::Unsupported(format!("{job}: the server kept no task (user_yaml) for managed job {job_id}"))
+        })?;
+        let mut imported = dialect::import(yaml).map_err(|e| BackendError::Parse {
+            what: format!("the stored task of managed job {job_id}"),
+            message: e.to_string(),
+        })?;
+        imported.spec.managed = true;
+        Ok(imported)
     }
 
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {

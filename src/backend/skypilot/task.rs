@@ -4,7 +4,14 @@
 //!   `a100-80gb` → `A100-80GB`), `cpus`, `memory` (GB), `image_id: docker:IMAGE`;
 //! * `num_nodes`, `envs`, `run` (the command or the whole script);
 //! * `workdir` only when it is a directory here: SkyPilot syncs a local workdir up, and a
-//!   path that exists only on the cluster would make the launch fail;
+//!   path that exists only on the cluster would make the launch fail (an offline export,
+//!   launched later from elsewhere, keeps it and says so: [`Workdir::Keep`]);
+//! * `migrated_from` as the environment variable [`MIGRATED_FROM_ENV`]: SkyPilot 0.14.1 gives
+//!   a task's `envs` back, verbatim, in the managed job's `user_yaml` and in the cluster's
+//!   `last_creation_yaml`, and puts no limit on its characters (a cloud label would be
+//!   refused by GCP and Kubernetes for the `/` of `hpc/123`);
+//! * no job arrays (`array` is refused by name); `run` starts once per node, so
+//!   `tasks_per_node` above one is a warning;
 //! * where: the spec's `partition` is the queue, as everywhere in flightdeck. SkyPilot's
 //!   queues are its clusters and the managed-jobs controller, so `partition =
 //!   "managed-jobs"` launches a managed job, another name launches on (or creates) that
@@ -18,6 +25,20 @@ use serde::Serialize;
 use super::map::MANAGED_QUEUE;
 use crate::backend::BackendError;
 use crate::spec::JobSpec;
+
+/// The environment variable that carries `migrated_from` (`hpc/123`) in a task.
+pub const MIGRATED_FROM_ENV: &str = "FLIGHTDECK_MIGRATED_FROM";
+
+/// What to do with a `workdir` that is no directory on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workdir {
+    /// Leave it out with a warning: this machine launches now, and SkyPilot would fail to
+    /// upload a directory that is not here.
+    LocalOnly,
+    /// Keep it with a warning: the task is written to a file and launched later, perhaps
+    /// from where the directory is.
+    Keep,
+}
 
 /// Where a task is launched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +67,7 @@ struct Yaml<'a> {
     #[serde(skip_serializing_if = "Resources::is_empty")]
     resources: Resources,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    envs: &'a BTreeMap<String, String>,
+    envs: BTreeMap<&'a str, &'a str>,
     run: &'a str,
 }
 
@@ -66,6 +87,18 @@ impl Resources {
     fn is_empty(&self) -> bool {
         self.accelerators.is_none() && self.cpus.is_none() && self.memory.is_none() && self.image_id.is_none()
     }
+}
+
+/// MiB as SkyPilot's GB, exactly: `64` for 65536, `0.48828125` for 500 (a MiB count over
+/// 1024 always has a finite decimal form, so reading it back gives the same MiB).
+pub fn gb_text(mb: u64) -> String {
+    let (whole, rest) = (mb / 1024, mb % 1024);
+    if rest == 0 {
+        return whole.to_string();
+    }
+    // rest / 1024 = rest × 5¹⁰ / 10¹⁰.
+    let fraction = format!("{:010}", rest * 9_765_625);
+    format!("{whole}.{}", fraction.trim_end_matches('0'))
 }
 
 /// SkyPilot's name for a GPU model: the canonical model upper-cased (`a100-80gb` → `A100-80GB`).
@@ -125,7 +158,22 @@ pub fn name_suffix() -> String {
 /// The task for `spec`; `suffix` names a generated cluster (random at submit, `xxxxx` in a
 /// preview).
 pub fn task(spec: &JobSpec, suffix: &str) -> Result<Task, BackendError> {
+    task_with(spec, suffix, Workdir::LocalOnly)
+}
+
+/// [`task`], choosing what happens to a `workdir` that is not here.
+pub fn task_with(spec: &JobSpec, suffix: &str, workdir: Workdir) -> Result<Task, BackendError> {
     spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
+    if let Some(array) = &spec.array {
+        return Err(BackendError::InvalidSpec(format!(
+            "`array`: SkyPilot has no job arrays; submit {array:?} as separate jobs, or loop over the indices in one task"
+        )));
+    }
+    if spec.env.contains_key(MIGRATED_FROM_ENV) {
+        return Err(BackendError::InvalidSpec(format!(
+            "`env.{MIGRATED_FROM_ENV}`: flightdeck keeps `migrated_from` in this variable; set `migrated_from` instead"
+        )));
+    }
     let mut warnings = Vec::new();
     let run = spec
         .command
@@ -143,20 +191,30 @@ pub fn task(spec: &JobSpec, suffix: &str) -> Result<Task, BackendError> {
         resources.accelerators = Some(format!("{}:{}", accelerator_name(model), spec.gpus));
     }
     resources.cpus = spec.cpus.map(|c| c.to_string());
-    // SkyPilot's memory is in GB; round up so the job gets at least what it asked for.
-    resources.memory = spec.memory_mb().map(|mb| mb.div_ceil(1024).max(1).to_string());
+    resources.memory = spec.memory_mb().map(gb_text);
     resources.image_id = spec.image.as_deref().map(|i| format!("docker:{i}"));
 
-    let workdir = match spec.workdir.as_deref() {
-        Some(dir) if Path::new(dir).is_dir() => Some(dir),
-        Some(dir) => {
+    let workdir = match (spec.workdir.as_deref(), workdir) {
+        (Some(dir), _) if Path::new(dir).is_dir() => Some(dir),
+        (Some(dir), Workdir::Keep) => {
+            warnings.push(format!(
+                "`workdir`: SkyPilot uploads {dir:?} from the machine that launches the task; it is no directory here, so launch from where it is"
+            ));
+            Some(dir)
+        }
+        (Some(dir), Workdir::LocalOnly) => {
             warnings.push(format!(
                 "`workdir`: {dir:?} is no directory here; left out (SkyPilot uploads a local workdir, it cannot use a path on the cluster)"
             ));
             None
         }
-        None => None,
+        (None, _) => None,
     };
+    if let Some(n) = spec.tasks_per_node.filter(|n| *n > 1) {
+        warnings.push(format!(
+            "`tasks_per_node`: SkyPilot runs `run` once per node; start the {n} tasks per node from the script"
+        ));
+    }
     if spec.time_limit.is_some() {
         warnings.push("`time_limit`: a SkyPilot task has no time limit; ignored".into());
     }
@@ -178,11 +236,23 @@ pub fn task(spec: &JobSpec, suffix: &str) -> Result<Task, BackendError> {
         }
         None => Placement::Cluster(generated_cluster(&spec.name, suffix)),
     };
-    let doc =
-        Yaml { name: &spec.name, workdir, num_nodes: spec.nodes.filter(|n| *n > 1), resources, envs: &spec.env, run };
+    let mut envs: BTreeMap<&str, &str> = spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    if let Some(origin) = spec.migrated_from.as_deref() {
+        envs.insert(MIGRATED_FROM_ENV, origin);
+    }
+    let doc = Yaml { name: &spec.name, workdir, num_nodes: spec.nodes, resources, envs, run };
     let yaml = serde_saphyr::to_string(&doc)
         .map_err(|e| BackendError::Parse { what: "the task YAML".into(), message: e.to_string() })?;
     Ok(Task { yaml, placement, warnings })
+}
+
+/// What a preview or an export says about where a spec without a cluster goes.
+pub fn placement_note(spec: &JobSpec) -> Option<String> {
+    (spec.partition.is_none() && !spec.managed).then(|| {
+        format!(
+            "`partition`: none given, so a new cluster is made (xxxxx is drawn at submit); `{MANAGED_QUEUE}` makes it a managed job"
+        )
+    })
 }
 
 /// The preview's text: where the task goes, as a YAML comment, then the task.
@@ -303,5 +373,9 @@ mod tests {
             check_cluster_name("-a").is_err() && check_cluster_name("a:b").is_err() && check_cluster_name("").is_err()
         );
         assert_eq!(accelerator_name("h100"), "H100");
+        assert_eq!(
+            (gb_text(65536), gb_text(512), gb_text(500), gb_text(1025)),
+            ("64".into(), "0.5".into(), "0.48828125".into(), "1.0009765625".into())
+        );
     }
 }
