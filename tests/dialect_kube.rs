@@ -324,6 +324,14 @@ fn detection_is_for_batch_v1_jobs_only() {
         assert!(!dialect::detect(text), "claimed: {text:?}");
     }
     assert!(dialect::detect("{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\"}"));
+    // A Job that does not parse is still claimed, so its reader's error is what is shown.
+    let broken = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: [x\n";
+    assert!(dialect::detect(broken));
+    assert!(dialect::import(broken).unwrap_err().line.is_some());
+    assert!(dialect::detect("{\"apiVersion\": \"batch/v1\", \"kind\": \"Job\",,}"));
+    assert!(!dialect::detect(
+        "#!/bin/bash\ncat <<EOF | kubectl create -f -\napiVersion: batch/v1\nkind: Job\nmetadata: {name: [\nEOF\n"
+    ));
     assert!(dialect::detect("\u{feff}apiVersion: batch/v1\nkind: Job\n"));
     // Through the registry: the Kubernetes line claims it.
     let registry = Registry::builtin();

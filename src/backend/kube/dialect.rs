@@ -5,7 +5,7 @@
 //!
 //! | Job | spec |
 //! |---|---|
-//! | `metadata.name` (`generateName` less its `-`; flightdeck's random suffix taken off when the `flightdeck.io/name-suffix` annotation says it added one; the `flightdeck.io/name` annotation when it is the name the Job's was made from) | `name` |
+//! | `metadata.name` (`generateName` less its `-`; flightdeck's random suffix taken off when the `flightdeck.io/name-suffix` annotation says it added one; the `flightdeck.io/name` annotation when the Job's name was made from it) | `name` |
 //! | `metadata.namespace` | `account` |
 //! | label `kueue.x-k8s.io/queue-name` | `partition` |
 //! | annotation `flightdeck.io/migrated-from` | `migrated_from` |
@@ -13,6 +13,7 @@
 //! | `completionMode: Indexed`, `completions` N, `parallelism` P | `array = "0-N-1%P"` |
 //! | the one container's `command` + `args`: `sh -c CMD` → CMD; `INTERP -c SCRIPT` whose `#!` line is INTERP → the script; another shell's `-c` → a script with a `#!` line for it; any other argv → shell-quoted | `command` / `script` |
 //! | `image`, `workingDir`, `env` (plain values) | `image`, `workdir`, `env` |
+//! | `$(NAME)` and `$$` in command, args and env values, as the kubelet expands them | the text the container gets (export escapes the other way) |
 //! | limits `nvidia.com/gpu`, `amd.com/gpu` (MIG `nvidia.com/mig-1g.10gb` names the type too) | `gpus` |
 //! | node selector (or required node affinity) `nvidia.com/gpu.product`, `amd.com/gpu.product-name`, through `model::gpu_names` | `gpu_type` |
 //! | requests `cpu` (rounded up to whole CPUs), limits `memory` (to whole MiB) | `cpus`, `memory` |
@@ -75,12 +76,32 @@ fn looks_like_json(text: &str) -> bool {
 /// A `batch/v1` Job, in YAML or JSON. A List or a stream of several documents holding one
 /// is claimed too, so that importing it says why it cannot be read instead of the file
 /// falling through to another dialect.
+/// A Job that does not parse is claimed too when it plainly says it is one, so that the
+/// reader's error (with its line) is what the user sees.
 pub fn detect(text: &str) -> bool {
     let text = without_bom(text);
     let heads: Option<Vec<Head>> =
         if looks_like_json(text) { serde_json::from_str::<Head>(text).ok().map(|h| vec![h]) } else { None };
-    let Some(heads) = heads.or_else(|| serde_saphyr::from_multiple::<Head>(text).ok()) else { return false };
-    heads.iter().any(|h| h.is_job() || h.items.as_ref().is_some_and(|items| items.iter().any(Head::is_job)))
+    match heads.or_else(|| serde_saphyr::from_multiple::<Head>(text).ok()) {
+        Some(heads) => {
+            heads.iter().any(|h| h.is_job() || h.items.as_ref().is_some_and(|items| items.iter().any(Head::is_job)))
+        }
+        None => says_it_is_a_job(text),
+    }
+}
+
+/// `apiVersion: batch/v1` and `kind: Job` as top-level lines, the first of them before any
+/// other content (so a script that only carries a manifest in a here-document is not one).
+fn says_it_is_a_job(text: &str) -> bool {
+    if looks_like_json(text) {
+        return text.contains("\"batch/v1\"") && text.contains("\"Job\"");
+    }
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#') && l.trim() != "---");
+    let head = |l: &str| {
+        let l = l.trim_end();
+        l == "apiVersion: batch/v1" || l == "kind: Job"
+    };
+    lines.next().is_some_and(head) && text.lines().filter(|l| head(l)).count() >= 2
 }
 
 // ----- reading -----------------------------------------------------------------------------

@@ -154,6 +154,12 @@ fn indexed(array: &str) -> Result<(u32, u32), String> {
     Ok((count, parsed.max_running.map_or(count, |limit| limit.min(count))))
 }
 
+/// The most pods an Indexed Job may run at once: the API server refuses more than 100,000,
+/// and more than 10,000 when it has over 100,000 indices.
+pub fn max_indexed_parallelism(count: u32) -> u32 {
+    if count > 100_000 { 10_000 } else { 100_000 }
+}
+
 /// Build the Job. The spec must be valid ([`JobSpec::validate`]); the image is required.
 pub fn job_manifest(spec: &JobSpec, target: &Target) -> Result<Manifest, BackendError> {
     spec.refuse_managed("Kubernetes").map_err(BackendError::InvalidSpec)?;
@@ -164,7 +170,15 @@ pub fn job_manifest(spec: &JobSpec, target: &Target) -> Result<Manifest, Backend
             "`nodes`: {nodes} nodes need gang scheduling (every pod placed or none), which a plain Kubernetes Job does not give; set `nodes = 1`"
         )));
     }
-    let array = spec.array.as_deref().map(indexed).transpose().map_err(BackendError::InvalidSpec)?;
+    let mut array = spec.array.as_deref().map(indexed).transpose().map_err(BackendError::InvalidSpec)?;
+    if let Some((count, parallel)) = &mut array
+        && *parallel > max_indexed_parallelism(*count)
+    {
+        *parallel = max_indexed_parallelism(*count);
+        warnings.push(format!(
+            "`array`: an Indexed Job of {count} pods runs at most {parallel} at once (the API server's limit)"
+        ));
+    }
     if let Some((count, parallel)) = array {
         warnings.push(format!(
             "`array`: an Indexed Job of {count} pods, {parallel} at a time; each reads its index from JOB_COMPLETION_INDEX (not SLURM_ARRAY_TASK_ID)"
@@ -454,6 +468,9 @@ mod tests {
                 "{other}: {err}"
             );
         }
+        let big = job_manifest(&JobSpec { array: Some("0-199999".into()), ..spec() }, &target(None)).unwrap();
+        assert_eq!(serde_json::to_value(&big.job).unwrap()["spec"]["parallelism"], json!(10_000));
+        assert!(big.warnings.iter().any(|w| w.contains("runs at most 10000 at once")), "{:?}", big.warnings);
         let err = job_manifest(&JobSpec { array: Some("1,3".into()), ..spec() }, &target(None)).unwrap_err();
         assert!(err.to_string().contains("(for 2 tasks: \"0-1\")"), "{err}");
     }
