@@ -157,7 +157,10 @@ fn main() {
             timeout: Duration::from_secs(10),
         };
         let fleet = Fleet::start(
-            vec![member(Arc::new(Source { scripts: scripts.clone() }), "slurm"), member(Arc::new(Target), "kubernetes")],
+            vec![
+                member(Arc::new(Source { scripts: scripts.clone() }), "slurm"),
+                member(Arc::new(Target), "kubernetes"),
+            ],
             FleetOptions { read_only: false, poll: true, audit: None, actor: "bench@host".into() },
         );
         fleet.wait_for(Duration::from_secs(10), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
@@ -177,7 +180,9 @@ fn main() {
     let (wall, cpu) = (Instant::now(), cpu_time());
     black_box(plan(&fleet));
     let (wall, cpu) = (wall.elapsed(), cpu_time() - cpu);
-    println!("migrate_plan: planning {n} moves (Slurm → Kubernetes) took {wall:?} wall, {cpu:?} CPU before the first submit");
+    println!(
+        "migrate_plan: planning {n} moves (Slurm → Kubernetes) took {wall:?} wall, {cpu:?} CPU before the first submit"
+    );
 
     let mut c = Criterion::default()
         .sample_size(20)

@@ -81,11 +81,16 @@ async fn until_listed(fleet: &Fleet, job: &JobRef) {
     fleet.refresh_now(None);
     let state = fleet
         .wait_for(WAIT, |s| {
-            s.cluster(&job.cluster).and_then(|c| c.snapshot.as_ref()).is_some_and(|s| s.jobs.iter().any(|j| &j.job_ref == job))
+            s.cluster(&job.cluster)
+                .and_then(|c| c.snapshot.as_ref())
+                .is_some_and(|s| s.jobs.iter().any(|j| &j.job_ref == job))
         })
         .await;
     assert!(
-        state.cluster(&job.cluster).and_then(|c| c.snapshot.as_ref()).is_some_and(|s| s.jobs.iter().any(|j| &j.job_ref == job)),
+        state
+            .cluster(&job.cluster)
+            .and_then(|c| c.snapshot.as_ref())
+            .is_some_and(|s| s.jobs.iter().any(|j| &j.job_ref == job)),
         "{job} never listed"
     );
 }
@@ -139,15 +144,13 @@ fn slurm_22_to_slurm_24_through_the_binary() {
     let out = run(&["migrate", &src, "--to", "fd24", "--yes"]);
     let said = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
-    let new: JobRef = said
-        .trim()
-        .rsplit(' ')
-        .next()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or_else(|| panic!("no new ref in {said:?}"));
+    let new: JobRef =
+        said.trim().rsplit(' ').next().and_then(|r| r.parse().ok()).unwrap_or_else(|| panic!("no new ref in {said:?}"));
     let _moved = Held { backend: fd24.clone(), job: new.clone() };
     assert_eq!(new.cluster, "fd24");
-    assert!(said.starts_with(&format!("migrated {src}: {src} → {new}")), "{said}");
+    // The plan first (the same lines --dry-run prints), then the outcome.
+    assert!(said.starts_with(&format!("{src} (held) → fd24\n")), "{said}");
+    assert!(said.trim_end().ends_with(&format!("migrated {src}: {src} → {new}")), "{said}");
     assert_eq!(rt.block_on(listed(&*fd22, &source.job)), None, "the source is cancelled");
     let snap = rt.block_on(fd24.snapshot()).unwrap();
     assert_eq!(tagged(&snap, &source.job), vec![new.clone()], "the new job says where it came from");
@@ -213,7 +216,10 @@ impl Backend for DeadLinkOnCancel {
         self.0.job_spec(job).await
     }
     async fn job_action(&self, _job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
-        Err(BackendError::Connect { target: "root@127.0.0.1:2222".into(), message: "the remote process has terminated".into() })
+        Err(BackendError::Connect {
+            target: "root@127.0.0.1:2222".into(),
+            message: "the remote process has terminated".into(),
+        })
     }
     async fn node_action(&self, node: &str, action: &NodeAction) -> Result<String, BackendError> {
         self.0.node_action(node, action).await
@@ -233,7 +239,9 @@ async fn a_link_that_dies_between_submit_and_cancel_is_reported_and_resume_finis
     let dir = tempfile::tempdir().unwrap();
     let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
     let source = held(fd22.clone(), &spec("fd-migrate-cut")).await;
-    let broken = fleet(vec![member(Arc::new(DeadLinkOnCancel(fd22.clone())), "slurm"), member(fd24.clone(), "slurm")], &audit).await;
+    let broken =
+        fleet(vec![member(Arc::new(DeadLinkOnCancel(fd22.clone())), "slurm"), member(fd24.clone(), "slurm")], &audit)
+            .await;
     until_listed(&broken, &source.job).await;
     let plan = broken.plan_migration(std::slice::from_ref(&source.job), "fd24", &MigrateOptions::default()).await;
     let done = broken.perform_batch(plan.actions()).await;
@@ -313,7 +321,16 @@ async fn slurm_to_kubernetes_and_back() {
     assert_eq!(home.cluster, "fd22");
     let snap = fd22.snapshot().await.unwrap();
     assert_eq!(tagged(&snap, &new), vec![home.clone()]);
-    assert!(fake.get("batch/v1", "Job", Some(made["metadata"]["namespace"].as_str().unwrap()), made["metadata"]["name"].as_str().unwrap()).is_none(), "the Kubernetes Job is deleted");
+    assert!(
+        fake.get(
+            "batch/v1",
+            "Job",
+            Some(made["metadata"]["namespace"].as_str().unwrap()),
+            made["metadata"]["name"].as_str().unwrap()
+        )
+        .is_none(),
+        "the Kubernetes Job is deleted"
+    );
 }
 
 #[tokio::test]
@@ -322,7 +339,9 @@ async fn slurm_to_dstack_arrives_pending() {
     let dstack_lock = std::env::temp_dir().join("flightdeck-testbed-dstack.lock");
     let dstack_lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dstack_lock).unwrap();
     dstack_lock.lock_shared().unwrap();
-    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set: source /var/lib/flightdeck-testbed/dstack.env"));
+    let var = |k: &str| {
+        std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set: source /var/lib/flightdeck-testbed/dstack.env"))
+    };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dstack.toml");
     std::fs::write(
