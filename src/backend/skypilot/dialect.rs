@@ -293,14 +293,14 @@ fn read_resources(r: &Map<String, Value>, spec: &mut JobSpec, w: &mut Vec<String
                 let mib = memory_mib(value).ok_or_else(|| {
                     ImportError::new(format!("`resources.memory`: {} is no memory size (GB)", brief(value)))
                 })?;
+                let memory = if mib.is_multiple_of(1024) { format!("{}G", mib / 1024) } else { format!("{mib}M") };
                 if at_least(value).is_some_and(|(_, plus)| plus) {
                     w.push(format!(
-                        "`resources.memory`: {} asks for at least that much; that much is asked",
+                        "`resources.memory`: {} asks for at least {memory}; {memory} is asked",
                         brief(value)
                     ));
                 }
-                spec.memory =
-                    Some(if mib.is_multiple_of(1024) { format!("{}G", mib / 1024) } else { format!("{mib}M") });
+                spec.memory = Some(memory);
             }
             "image_id" => match value.as_str().and_then(|i| i.strip_prefix("docker:")) {
                 Some(image) if !image.trim().is_empty() => spec.image = Some(image.to_string()),
