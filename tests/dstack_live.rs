@@ -279,3 +279,98 @@ async fn a_server_stopped_mid_run_goes_stale_and_recovers_when_restarted() {
         state.clusters[0].health
     );
 }
+
+/// Stops and deletes a run however the test ends (an active run cannot be deleted: stop,
+/// wait for it to end, then delete), on a runtime of its own so it works from `drop`.
+struct RunGuard(Option<JobRef>);
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        let Some(r) = self.0.take() else { return };
+        let cleanup = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let b = backend(None);
+                let _ = b.job_action(&r, JobAction::Cancel).await;
+                let started = Instant::now();
+                while started.elapsed() < Duration::from_secs(60) {
+                    if b.job_action(&r, JobAction::Delete).await.is_ok() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                eprintln!("run {r} could not be deleted");
+            });
+        });
+        let _ = cleanup.join();
+    }
+}
+
+#[tokio::test]
+async fn a_pending_runs_spec_reads_back_from_the_stored_run_spec() {
+    let _lock = server_lock(false);
+    let b = backend(Some(3600));
+    let spec = JobSpec {
+        name: "spec back".into(),
+        script: Some("echo one\necho \"two $HOME\" 'three'".into()),
+        gpus: 2,
+        gpu_type: Some("a100-80gb".into()),
+        cpus: Some(4),
+        memory: Some("500M".into()),
+        time_limit: Some("90m".into()),
+        workdir: Some("/workflow".into()),
+        // The server writes `nodes: 1` into every stored run spec; ask it explicitly.
+        nodes: Some(1),
+        env: [("WANDB_MODE".to_string(), "offline".to_string()), ("EMPTY".to_string(), String::new())].into(),
+        migrated_from: Some("hpc/123_4".into()),
+        ..JobSpec::default()
+    };
+    let r = b.submit(&spec).await.unwrap();
+    let _guard = RunGuard(Some(r.clone()));
+    let snap = wait(&b, "the run listed", |s| job(s, &r).is_some()).await;
+    assert_eq!(job(&snap, &r).unwrap().migrated_from.as_deref(), Some("hpc/123_4"), "the listing carries the tag");
+
+    let got = b.job_spec(&r).await.unwrap();
+    // What the server stored is what was sent; only the name is the run's (with its suffix).
+    assert_eq!(got.spec, JobSpec { name: r.id.clone(), ..spec.clone() });
+    assert_eq!(
+        got.warnings,
+        ["`retry`: no portable form (a dstack cluster's own `retry` setting adds one at submit); left out"]
+    );
+
+    // A run the server does not know is "not found", in its words.
+    let err = b.job_spec(&JobRef::new(CLUSTER, "no-such-run-x")).await.unwrap_err();
+    assert!(matches!(err, flightdeck::backend::BackendError::NotFound(_)), "{err}");
+}
+
+/// The offline exports (`spec convert --to dstack`) of every fixture are configurations the
+/// real server takes as they are (with a run name and the retry that keeps them pending),
+/// and what it stores reads back as the spec that was exported.
+#[tokio::test]
+async fn exported_configurations_are_stored_as_they_were_written() {
+    let _lock = server_lock(false);
+    let b = backend(None);
+    let registry = flightdeck::backend::Registry::builtin();
+    let d = registry.dialect("dstack").unwrap();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/dialects/dstack");
+    let mut paths: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    for (i, path) in paths.iter().enumerate() {
+        let mut spec = (d.import)(&std::fs::read_to_string(path).unwrap()).unwrap().spec;
+        // The server looks an image up online, and plans only for fleets it has: none here.
+        spec.image = None;
+        spec.partition = None;
+        let exported = (d.export)(&spec).unwrap();
+        let mut configuration: Value = serde_saphyr::from_str(&exported.text).unwrap();
+        configuration["retry"] = serde_json::json!({"on_events": ["no-capacity"], "duration": 3600});
+        let run_name = format!("fd-export-{}-{i}", std::process::id());
+        let body = serde_json::json!({"plan": {"run_spec": {"run_name": run_name, "configuration": configuration}}, "force": false});
+        let applied = b.api().apply(&body).await;
+        let r = JobRef::new(CLUSTER, run_name.clone());
+        let _guard = RunGuard(Some(r.clone()));
+        applied.unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), exported.text));
+        let got = b.job_spec(&r).await.unwrap().spec;
+        // The server writes `nodes: 1` into a run spec without it.
+        let want = JobSpec { name: run_name, nodes: Some(spec.nodes.unwrap_or(1)), ..spec };
+        assert_eq!(got, want, "{}:\n{}", path.display(), exported.text);
+    }
+}

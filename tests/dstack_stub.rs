@@ -204,3 +204,61 @@ async fn a_wrong_token_is_an_authentication_error_naming_the_cluster() {
     assert_eq!(err.to_string(), "cluster dstack-main: authentication failed (403)");
     assert!(!err.to_string().contains("wrong"));
 }
+
+/// `runs/get` of the stub: the recorded runs by name, else dstack's 400 "not found".
+async fn runs_get(
+    State(stub): State<Arc<Stub>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> (StatusCode, Json<Value>) {
+    if !authorised(&headers) {
+        return forbidden();
+    }
+    match stub.runs.iter().find(|r| r["run_spec"]["run_name"] == body["run_name"]) {
+        Some(run) => (StatusCode::OK, Json(run.clone())),
+        None => (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"detail": [{"msg": "Run not found", "code": "resource_not_exists"}]})),
+        ),
+    }
+}
+
+/// A run spec as the real server stores it (tests/fixtures/dialects/dstack/run-spec.json,
+/// captured from dstack 0.22.5), served by `runs/get`: the spec comes back, and the
+/// listing says where the run was migrated from.
+#[tokio::test]
+async fn a_runs_spec_is_read_from_runs_get() {
+    let path = format!("{}/tests/fixtures/dialects/dstack/run-spec.json", env!("CARGO_MANIFEST_DIR"));
+    let run_spec: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut run = fixture("runs-running.json")[1].clone();
+    run["run_spec"] = run_spec;
+    let stub = Arc::new(Stub { runs: vec![run], ..Stub::default() });
+    let app = Router::new()
+        .route("/api/server/get_info", post(|| async { Json(json!({"server_version": "0.22.5"})) }))
+        .route("/api/project/main/runs/get", post(runs_get))
+        .route("/api/runs/list", post(runs_list))
+        .route("/api/fleets/list", post(|| async { Json(json!([])) }))
+        .route("/api/instances/list", post(|| async { Json(json!([])) }))
+        .with_state(stub.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let b = backend(&url, TOKEN);
+
+    let got = b.job_spec(&flightdeck::model::JobRef::new("dstack-main", "probe-cloud-x1")).await.unwrap();
+    assert_eq!(got.spec.name, "probe-cloud-x1");
+    assert_eq!((got.spec.gpus, got.spec.gpu_type.as_deref(), got.spec.nodes), (2, Some("h100"), Some(2)));
+    assert_eq!((got.spec.cpus, got.spec.memory.as_deref()), (Some(4), Some("32G")));
+    assert_eq!((got.spec.time_limit.as_deref(), got.spec.partition.as_deref()), (Some("2h"), Some("f1")));
+    assert_eq!(got.spec.migrated_from.as_deref(), Some("hpc/123"));
+    assert_eq!(got.warnings.len(), 1, "only the retry: {:?}", got.warnings);
+
+    let err = b.job_spec(&flightdeck::model::JobRef::new("dstack-main", "gone")).await.unwrap_err();
+    assert_eq!(err.to_string(), "no dstack run gone: Run not found");
+    let err = b.job_spec(&flightdeck::model::JobRef::new("dstack-main", "a/b")).await.unwrap_err();
+    assert!(err.to_string().contains("not a dstack run name"), "{err}");
+
+    let snap = b.snapshot().await.unwrap();
+    assert_eq!(snap.jobs[0].migrated_from.as_deref(), Some("hpc/123"));
+    assert_eq!(snap.jobs[0].partition, "f1", "not placed yet: the fleet the stored spec names");
+}

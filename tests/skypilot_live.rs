@@ -266,3 +266,38 @@ async fn a_slow_api_get_is_bounded_by_the_cluster_timeout() {
         s.clusters[0].health
     );
 }
+
+/// The offline exports (`spec convert --to skypilot`) of every fixture are tasks the real
+/// server reads: each launch gets past SkyPilot's own parsing and schema check to the
+/// no-cloud-access error, the furthest a launch goes here.
+#[tokio::test]
+async fn exported_tasks_are_read_by_the_real_server() {
+    let _lock = server_lock(false);
+    let sky = backend();
+    let registry = flightdeck::backend::Registry::builtin();
+    let d = registry.dialect("skypilot").unwrap();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/dialects/skypilot");
+    let mut names: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    names.sort();
+    for path in names {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut spec = (d.import)(&text).unwrap().spec;
+        // SkyPilot checks that a workdir exists where it launches (here, on the server).
+        spec.workdir = None;
+        let exported = (d.export)(&spec).unwrap();
+        let err = api::launch(sky.requests(), "fd-live-export", &exported.text).await.unwrap_err().to_string();
+        assert!(err.contains("(NoCloudAccessError)"), "{}: {err}\n{}", path.display(), exported.text);
+    }
+}
+
+/// `job_spec` asks the real server for one managed job (its body accepted), and says
+/// plainly why a cluster job has no spec.
+#[tokio::test]
+async fn job_specs_of_missing_managed_jobs_and_of_cluster_jobs() {
+    let _lock = server_lock(false);
+    let sky = backend();
+    let err = sky.job_spec(&JobRef::new("sky", "1")).await.unwrap_err();
+    assert!(matches!(err, flightdeck::backend::BackendError::NotFound(_)), "{err}");
+    let err = sky.job_spec(&JobRef::new("sky", "fd-x:1")).await.unwrap_err().to_string();
+    assert!(err.contains("SkyPilot keeps no task for a job on a cluster"), "{err}");
+}

@@ -168,6 +168,10 @@ pub fn client(timeout: Duration, ca_file: Option<&Path>) -> Result<reqwest::Clie
         .tls_backend_preconfigured(tls)
         .timeout(timeout)
         .connect_timeout(timeout)
+        // Below the keep-alive of the servers behind these APIs (uvicorn closes an idle
+        // connection after 5 s): a pooled connection the server has already closed would
+        // fail the next POST with "connection closed before message completed".
+        .pool_idle_timeout(Duration::from_secs(4))
         .user_agent(concat!("flightdeck/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| format!("HTTP client setup: {e}"))

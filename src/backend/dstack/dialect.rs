@@ -5,8 +5,8 @@
 //! * **Recognised** by content: one YAML (or JSON) mapping without `apiVersion`/`kind` that
 //!   is a dstack run configuration (`type: task`, also `service` or `dev-environment`, which
 //!   `import` then refuses by name) or a whole run spec whose `configuration` is one.
-//! * **Imported**: `name` (else the run spec's `run_name`; made a dstack name if it is not
-//!   one), `commands` (one line → `command`, more → `script`), `setup` (put before the
+//! * **Imported**: `name` (in a run spec its `run_name`, the run's name; made a dstack name if
+//!   it is not one), `commands` (one line → `command`, more → `script`), `setup` (put before the
 //!   commands, with a warning), `env` (a list of `K=V` or a mapping), `resources.gpu` (`H100:8`,
 //!   `A100:80GB:4`, `24GB..:2`, `{name, count}`), `cpu`, `memory`, `image`, `max_duration`,
 //!   `nodes`, `fleets` (the first is the partition), `working_dir`, and the tag
@@ -167,9 +167,12 @@ fn import_configuration(conf: &Map<String, Value>, run_name: Option<&str>) -> Re
         ));
     }
 
-    let name = match conf.get("name") {
-        Some(v) if !v.is_null() => Some(scalar_text(v).ok_or_else(|| ImportError::new("`name` is not text"))?),
-        _ => run_name.map(str::to_string),
+    // In a run spec, `run_name` is the run's name (the server takes it over the
+    // configuration's `name`).
+    let name = match (run_name, conf.get("name")) {
+        (Some(run), _) => Some(run.to_string()),
+        (None, Some(v)) if !v.is_null() => Some(scalar_text(v).ok_or_else(|| ImportError::new("`name` is not text"))?),
+        _ => None,
     };
     spec.name = match name {
         Some(name) => {
@@ -549,8 +552,15 @@ fn read_gpu(value: &Value, spec: &mut JobSpec, w: &mut Vec<String>) {
     if names.len() > 1 {
         w.push(format!("`{key}`: {} models ({}); {} is taken", names.len(), names.join(", "), names[0]));
     }
-    let exact_memory =
-        memory.as_ref().and_then(Value::as_str).filter(|m| !m.contains("..")).map(str::to_ascii_uppercase);
+    // One memory size, as written (`80GB`) or as the server stores it (`{min: 80, max: 80}`).
+    let exact_memory = memory.as_ref().and_then(|m| match m {
+        Value::String(t) => (!t.contains("..")).then(|| t.trim().to_ascii_uppercase()),
+        Value::Object(r) => match (r.get("min").and_then(number), r.get("max").and_then(number)) {
+            (Some(lo), Some(hi)) if lo == hi && lo.fract() == 0.0 => Some(format!("{lo}GB")),
+            _ => None,
+        },
+        _ => None,
+    });
     let Some(name) = names.first() else {
         if let Some(m) = &memory {
             w.push(format!("`{key}`: GPUs of {} memory, of no model; the model is left to the target", brief(m)));
@@ -684,6 +694,7 @@ mod tests {
             ("'2'", 2, None),
             ("{name: [H100], count: {min: 2, max: 2}}", 2, Some("h100")),
             ("{name: L4, count: 3}", 3, Some("l4")),
+            ("{name: [A100], count: {min: 4, max: 4}, memory: {min: 80.0, max: 80.0}}", 4, Some("a100-80gb")),
             ("0", 0, None),
         ] {
             let s = spec_of(&format!("type: task\nname: t1\ncommands: [x]\nresources:\n  gpu: {gpu}\n"));

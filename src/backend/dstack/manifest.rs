@@ -331,6 +331,20 @@ mod tests {
     }
 
     #[test]
+    fn migration_tag_arrays_and_tasks_per_node() {
+        let target = Target { suffix: "x7k2p".into(), retry_secs: None };
+        let s = JobSpec { migrated_from: Some("hpc/123_4".into()), tasks_per_node: Some(4), ..spec() };
+        let (run, warnings) = run_spec(&s, &target).unwrap();
+        assert_eq!(run["configuration"]["tags"], json!({"flightdeck-migrated-from": "hpc/123_4"}));
+        assert!(warnings.iter().any(|w| w.starts_with("`tasks_per_node`")), "{warnings:?}");
+        let bad = JobSpec { migrated_from: Some("hpc/1;rm".into()), ..spec() };
+        assert!(run_spec(&bad, &target).unwrap_err().to_string().contains("`migrated_from`"));
+        let array = JobSpec { array: Some("1-3".into()), ..spec() };
+        assert!(run_spec(&array, &target).unwrap_err().to_string().contains("`array`: dstack has no job arrays"));
+        assert!(is_tag_value("k8s-prod/ml/train-7") && !is_tag_value("a\nb") && !is_tag_value(&"a".repeat(257)));
+    }
+
+    #[test]
     fn run_names_fit_dstack() {
         let ok = |n: &str| {
             n.len() <= 41

@@ -7,7 +7,7 @@
 //!   `file_mounts`), none with `type` (dstack), `apiVersion` or `kind` (Kubernetes), and no
 //!   `#!` first line (a batch script). A pipeline's header document (`name` alone) is
 //!   allowed; a pipeline of several tasks is recognised and then refused by `import`.
-//! * **Imported**: `name`, `run` (one line → `command`, several → `script`), `setup` (put
+//! * **Imported**: `name` (made a SkyPilot task name if it is not one), `run` (one line → `command`, several → `script`), `setup` (put
 //!   before `run` in the script, with a warning: SkyPilot runs it once per cluster launch),
 //!   `envs` (the [`MIGRATED_FROM_ENV`] variable → `migrated_from`), `workdir` (a local path),
 //!   `num_nodes`, and from `resources` the accelerators (`H100:8`, `{H100: 8}`, a list of
@@ -146,7 +146,11 @@ fn import_task(task: &Map<String, Value>) -> Result<Imported, ImportError> {
         }
         Some(v) => scalar_text(v).ok_or_else(|| ImportError::new("`name` is not text"))?,
     };
-    let mut spec = JobSpec { name, ..JobSpec::default() };
+    let taken = task::task_name(&name);
+    if taken != name {
+        w.push(format!("`name`: {name:?} is no SkyPilot task name; it is read as {taken}"));
+    }
+    let mut spec = JobSpec { name: taken, ..JobSpec::default() };
 
     let run = match task.get("run") {
         None | Some(Value::Null) => {
@@ -223,7 +227,13 @@ fn read_envs(envs: &Value, spec: &mut JobSpec, w: &mut Vec<String>) {
         return;
     };
     for (key, value) in map {
-        let Some(text) = scalar_text(value) else {
+        // SkyPilot makes every value text the way Python's `str` does (`True`, not `true`).
+        let text = match value {
+            Value::Bool(true) => Some("True".to_string()),
+            Value::Bool(false) => Some("False".to_string()),
+            other => scalar_text(other),
+        };
+        let Some(text) = text else {
             match value {
                 Value::Null => {
                     w.push(format!("`envs.{key}`: no value (SkyPilot asks for it at launch); left out"));
@@ -283,14 +293,14 @@ fn read_resources(r: &Map<String, Value>, spec: &mut JobSpec, w: &mut Vec<String
                 let mib = memory_mib(value).ok_or_else(|| {
                     ImportError::new(format!("`resources.memory`: {} is no memory size (GB)", brief(value)))
                 })?;
+                let memory = if mib.is_multiple_of(1024) { format!("{}G", mib / 1024) } else { format!("{mib}M") };
                 if at_least(value).is_some_and(|(_, plus)| plus) {
                     w.push(format!(
-                        "`resources.memory`: {} asks for at least that much; that much is asked",
+                        "`resources.memory`: {} asks for at least {memory}; {memory} is asked",
                         brief(value)
                     ));
                 }
-                spec.memory =
-                    Some(if mib.is_multiple_of(1024) { format!("{}G", mib / 1024) } else { format!("{mib}M") });
+                spec.memory = Some(memory);
             }
             "image_id" => match value.as_str().and_then(|i| i.strip_prefix("docker:")) {
                 Some(image) if !image.trim().is_empty() => spec.image = Some(image.to_string()),
@@ -541,7 +551,10 @@ mod tests {
         assert!(err("- a\n- b\n").contains("mapping"));
         assert!(err("name: p\n---\nrun: a\n---\nrun: b\n").contains("pipeline of 2 tasks"));
         assert!(err("run: [1\n").starts_with("line "), "{}", err("run: [1\n"));
-        assert!(err("name: \"a\\nb\"\nrun: x\n").contains("`name`"));
+        assert!(err("name: [a]\nrun: x\n").contains("`name`"));
+        let renamed = import("name: \"a\\nb\"\nrun: x\n").unwrap();
+        assert_eq!(renamed.spec.name, "a-b");
+        assert!(renamed.warnings[0].starts_with("`name`"), "{:?}", renamed.warnings);
     }
 
     #[test]

@@ -106,6 +106,48 @@ pub fn accelerator_name(gpu_type: &str) -> String {
     gpu_type.trim().to_ascii_uppercase()
 }
 
+/// Whether SkyPilot takes `name` as a task name (`[a-zA-Z0-9]+(?:[._-]{1,2}[a-zA-Z0-9]+)*`:
+/// ASCII letters and digits, runs of at most two of `.`, `_`, `-` between them).
+pub fn is_task_name(name: &str) -> bool {
+    let mut separators = 0;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            separators = 0;
+        } else if matches!(c, '.' | '_' | '-') {
+            separators += 1;
+            if separators > 2 {
+                return false;
+            }
+        } else {
+            return false;
+        }
+    }
+    name.starts_with(|c: char| c.is_ascii_alphanumeric()) && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// `name` as a SkyPilot task name: unchanged when it is one, else every run of other
+/// characters made one `-` (`train llm!` → `train-llm`); `task` when nothing is left.
+pub fn task_name(name: &str) -> String {
+    if is_task_name(name) {
+        return name.to_string();
+    }
+    let mut out = String::new();
+    let mut run = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            if !out.is_empty() && !run.is_empty() {
+                let kept = run.chars().all(|r| matches!(r, '.' | '_' | '-')) && run.len() <= 2;
+                out.push_str(if kept { &run } else { "-" });
+            }
+            run.clear();
+            out.push(c);
+        } else {
+            run.push(c);
+        }
+    }
+    if out.is_empty() { "task".to_string() } else { out }
+}
+
 /// A SkyPilot cluster name: a letter first, then letters, digits, `-`, `_`, `.`, ending in a
 /// letter or digit.
 pub fn check_cluster_name(name: &str) -> Result<(), String> {
@@ -175,6 +217,13 @@ pub fn task_with(spec: &JobSpec, suffix: &str, workdir: Workdir) -> Result<Task,
         )));
     }
     let mut warnings = Vec::new();
+    let name = task_name(&spec.name);
+    if name != spec.name {
+        warnings.push(format!(
+            "`name`: SkyPilot task names are ASCII letters and digits with `.`, `_` or `-` between them; {:?} is written {name}",
+            spec.name
+        ));
+    }
     let run = spec
         .command
         .as_deref()
@@ -223,8 +272,8 @@ pub fn task_with(spec: &JobSpec, suffix: &str, workdir: Workdir) -> Result<Task,
     }
 
     let placement = match spec.partition.as_deref() {
-        Some(MANAGED_QUEUE) => Placement::Managed(spec.name.clone()),
-        None if spec.managed => Placement::Managed(spec.name.clone()),
+        Some(MANAGED_QUEUE) => Placement::Managed(name.clone()),
+        None if spec.managed => Placement::Managed(name.clone()),
         Some(cluster) if spec.managed => {
             return Err(BackendError::InvalidSpec(format!(
                 "`managed`: a managed job picks its own cluster; leave `partition` ({cluster}) empty or set it to {MANAGED_QUEUE}"
@@ -240,7 +289,7 @@ pub fn task_with(spec: &JobSpec, suffix: &str, workdir: Workdir) -> Result<Task,
     if let Some(origin) = spec.migrated_from.as_deref() {
         envs.insert(MIGRATED_FROM_ENV, origin);
     }
-    let doc = Yaml { name: &spec.name, workdir, num_nodes: spec.nodes, resources, envs, run };
+    let doc = Yaml { name: &name, workdir, num_nodes: spec.nodes, resources, envs, run };
     let yaml = serde_saphyr::to_string(&doc)
         .map_err(|e| BackendError::Parse { what: "the task YAML".into(), message: e.to_string() })?;
     Ok(Task { yaml, placement, warnings })
@@ -290,7 +339,7 @@ mod tests {
     fn spec_becomes_a_task() {
         let t = task(&spec(), "ab12c").unwrap();
         let v = yaml(&t);
-        assert_eq!(v["name"], "train llm");
+        assert_eq!(v["name"], "train-llm", "a SkyPilot task name");
         assert_eq!(v["resources"]["accelerators"], "A100-80GB:4");
         assert_eq!(v["resources"]["cpus"], "16");
         assert_eq!(v["resources"]["memory"], "64");
@@ -299,7 +348,8 @@ mod tests {
         assert_eq!(v["run"], "python train.py --epochs 3");
         assert!(v.get("workdir").is_none() && v.get("num_nodes").is_none());
         assert_eq!(t.placement, Placement::Cluster("fd-train-llm-ab12c".into()));
-        assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+        assert_eq!(t.warnings.len(), 1, "{:?}", t.warnings);
+        assert!(t.warnings[0].starts_with("`name`"), "{:?}", t.warnings);
         assert!(render(&t).starts_with("# POST /launch on cluster fd-train-llm-ab12c\nname: "));
     }
 
@@ -307,9 +357,9 @@ mod tests {
     fn managed_in_the_spec_makes_a_managed_job() {
         let mut s = spec();
         s.managed = true;
-        assert_eq!(task(&s, "x").unwrap().placement, Placement::Managed("train llm".into()));
+        assert_eq!(task(&s, "x").unwrap().placement, Placement::Managed("train-llm".into()));
         s.partition = Some("managed-jobs".into());
-        assert_eq!(task(&s, "x").unwrap().placement, Placement::Managed("train llm".into()));
+        assert_eq!(task(&s, "x").unwrap().placement, Placement::Managed("train-llm".into()));
         s.partition = Some("my-h100s".into());
         let err = task(&s, "x").unwrap_err().to_string();
         assert!(err.contains("`managed`") && err.contains("my-h100s"), "{err}");
@@ -319,7 +369,7 @@ mod tests {
     fn partition_picks_the_cluster_or_the_managed_queue() {
         let mut s = spec();
         s.partition = Some("managed-jobs".into());
-        assert_eq!(task(&s, "x").unwrap().placement, Placement::Managed("train llm".into()));
+        assert_eq!(task(&s, "x").unwrap().placement, Placement::Managed("train-llm".into()));
         s.partition = Some("my-h100s".into());
         assert_eq!(task(&s, "x").unwrap().placement, Placement::Cluster("my-h100s".into()));
         s.partition = Some("9bad name".into());
@@ -345,8 +395,8 @@ mod tests {
         s.account = Some("ml".into());
         let t = task(&s, "x").unwrap();
         assert!(yaml(&t).get("workdir").is_none());
-        assert_eq!(t.warnings.len(), 3, "{:?}", t.warnings);
-        assert!(t.warnings[0].starts_with("`workdir`"));
+        assert_eq!(t.warnings.len(), 4, "{:?}", t.warnings);
+        assert!(t.warnings[1].starts_with("`workdir`"));
     }
 
     #[test]
@@ -363,6 +413,22 @@ mod tests {
     }
 
     #[test]
+    fn migration_tag_arrays_and_tasks_per_node() {
+        let mut s = spec();
+        s.migrated_from = Some("hpc/123".into());
+        s.nodes = Some(1);
+        s.tasks_per_node = Some(8);
+        let t = task(&s, "x").unwrap();
+        let v = yaml(&t);
+        assert_eq!((&v["envs"][MIGRATED_FROM_ENV], &v["envs"]["WANDB_MODE"]), (&"hpc/123".into(), &"offline".into()));
+        assert_eq!(v["num_nodes"], 1);
+        assert!(t.warnings.iter().any(|w| w.starts_with("`tasks_per_node`")), "{:?}", t.warnings);
+        s.array = Some("0-9%2".into());
+        let err = task(&s, "x").unwrap_err().to_string();
+        assert!(err.contains("`array`: SkyPilot has no job arrays"), "{err}");
+    }
+
+    #[test]
     fn generated_names_are_cluster_names() {
         assert_eq!(generated_cluster("Train LLM!!", "ab12c"), "fd-train-llm-ab12c");
         assert_eq!(generated_cluster("___", "ab12c"), "fd-ab12c");
@@ -373,6 +439,20 @@ mod tests {
             check_cluster_name("-a").is_err() && check_cluster_name("a:b").is_err() && check_cluster_name("").is_err()
         );
         assert_eq!(accelerator_name("h100"), "H100");
+        for (name, want) in [
+            ("train-llm", "train-llm"),
+            ("a__b--c.d", "a__b--c.d"),
+            ("train llm!", "train-llm"),
+            ("a---b", "a-b"),
+            ("_x_", "x"),
+            ("x'; rm -rf / #$(id)", "x-rm-rf-id"),
+            ("ünï", "n"),
+            ("!!", "task"),
+        ] {
+            assert_eq!(task_name(name), want, "{name}");
+            assert!(is_task_name(want), "{want}");
+        }
+        assert!(!is_task_name("a---b") && !is_task_name("-a") && !is_task_name("a b") && !is_task_name(""));
         assert_eq!(
             (gb_text(65536), gb_text(512), gb_text(500), gb_text(1025)),
             ("64".into(), "0.5".into(), "0.48828125".into(), "1.0009765625".into())
