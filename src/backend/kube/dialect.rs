@@ -712,6 +712,13 @@ impl Reader {
 
     fn container(&mut self, spec: &mut JobSpec, raw: &Value, c: &Container, path: &str) -> Result<(), ImportError> {
         spec.image = c.image.clone().filter(|i| !i.trim().is_empty());
+        // `#` is how a spec writes an enroot registry (`nvcr.io#nvidia/pytorch`), and no image
+        // reference Kubernetes pulls has one: such a manifest would not run, so say so.
+        if let Some(image) = spec.image.as_deref().filter(|i| i.contains('#')) {
+            return Err(ImportError::new(format!(
+                "`{path}.image`: {image:?} is not an image reference (a `#` has no place in one)"
+            )));
+        }
         let argv: Vec<String> = c.command.iter().flatten().chain(c.args.iter().flatten()).cloned().collect();
         if c.command.as_ref().is_none_or(Vec::is_empty) {
             return Err(ImportError::new(format!(
