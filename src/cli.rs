@@ -17,6 +17,7 @@ use crate::fleet::{AuditLog, Fleet, FleetOptions, FleetState};
 use crate::model::{Action, Health, JobAction, JobRef, JobState, NodeAction, NodeRef, Verb};
 use crate::output;
 
+mod advise;
 mod logs;
 mod spec;
 
@@ -80,6 +81,13 @@ pub enum Command {
         /// Read the file as this dialect: toml, slurm, kubernetes, skypilot, dstack.
         #[arg(long)]
         from: Option<String>,
+    },
+    /// Where a job could start: every cluster ranked (now, queued, cannot) with the reason,
+    /// for a job file (any dialect, or the portable TOML) or a live job (CLUSTER/ID).
+    Advise {
+        spec: String,
+        #[arg(long, short, value_enum, default_value_t)]
+        output: OutputFormat,
     },
     /// Job specs: read a live job's, or translate a job file between dialects.
     #[command(subcommand)]
@@ -197,6 +205,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             spec::print_warnings(&imported.warnings);
             act(&config, read_only, vec![Action::Submit { cluster, spec: Box::new(imported.spec) }]).await
         }
+        Some(Command::Advise { spec, output }) => advise::advise(&config, read_only, &spec, output).await,
         Some(Command::Spec(SpecCommand::Export { job })) => spec::export(&config, &job).await,
         Some(Command::Spec(SpecCommand::Convert { file, to, from })) => spec::convert(&file, &to, from.as_deref()),
         Some(Command::Cancel { jobs }) => job_actions(&config, read_only, jobs, JobAction::Cancel).await,

@@ -9,6 +9,7 @@ pub mod batch;
 pub mod commands;
 pub mod config;
 pub mod dialect;
+pub mod estimate;
 pub mod parse;
 pub mod script;
 pub mod sdiag;
@@ -358,6 +359,14 @@ impl Backend for SlurmBackend {
         let call = display_argv(&commands::sbatch(&script::sbatch_argv(spec)));
         text.insert_str(0, &format!("# {call} < this script\n"));
         Ok(Native { dialect: Dialect::Sbatch, text, warnings: Vec::new() })
+    }
+
+    async fn estimate_start(&self, spec: &JobSpec) -> Result<Option<crate::backend::StartEstimate>, BackendError> {
+        estimate::for_spec(self, spec).await
+    }
+
+    async fn estimate_job_start(&self, job: &JobRef) -> Result<Option<crate::backend::StartEstimate>, BackendError> {
+        estimate::for_job(self, job).await
     }
 
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {
