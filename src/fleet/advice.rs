@@ -129,8 +129,69 @@ pub fn advise(state: &FleetState, spec: &JobSpec) -> Vec<Advice> {
 
 /// [`advise`], leaving out what `opts` says.
 pub fn advise_with(state: &FleetState, spec: &JobSpec, opts: &Options<'_>) -> Vec<Advice> {
+    advise_waiting(state, &Waiting::of(state), spec, opts)
+}
+
+/// The pending jobs of every cluster, counted by partition and GPU model: what "ahead" is
+/// made of. Walking 100,000 jobs is most of an advice's cost (each job is its own cache
+/// line), and the answer depends on the state alone, so a front end that advises on many
+/// specs for one state (the submit form, per keystroke) builds this once per state.
+#[derive(Debug, Clone, Default)]
+pub struct Waiting {
+    /// Per cluster, in the state's order: `(partition as the job names it, GPU model, asks
+    /// for GPUs) → pending jobs`.
+    clusters: Vec<(String, Vec<Bucket>)>,
+}
+
+#[derive(Debug, Clone)]
+struct Bucket {
+    partition: String,
+    model: Option<String>,
+    gpus: bool,
+    count: u32,
+}
+
+impl Waiting {
+    /// One pass over every job of `state`.
+    pub fn of(state: &FleetState) -> Waiting {
+        let clusters = state
+            .clusters
+            .iter()
+            .map(|c| {
+                let mut counts: HashMap<(&str, Option<&str>, bool), u32> = HashMap::new();
+                for job in c.snapshot.iter().flat_map(|s| s.jobs.iter()) {
+                    if job.state == JobState::Pending {
+                        let n = counts
+                            .entry((job.partition.as_str(), job.gpu_model.as_deref(), job.gpus_requested > 0))
+                            .or_default();
+                        *n = n.saturating_add(1);
+                    }
+                }
+                let buckets = counts
+                    .into_iter()
+                    .map(|((partition, model, gpus), count)| Bucket {
+                        partition: partition.to_string(),
+                        model: model.map(str::to_string),
+                        gpus,
+                        count,
+                    })
+                    .collect();
+                (c.name.clone(), buckets)
+            })
+            .collect();
+        Waiting { clusters }
+    }
+
+    fn of_cluster(&self, name: &str) -> &[Bucket] {
+        self.clusters.iter().find(|(n, _)| n == name).map_or(&[], |(_, b)| b.as_slice())
+    }
+}
+
+/// [`advise_with`] over pending jobs counted beforehand ([`Waiting::of`] of this `state`).
+pub fn advise_waiting(state: &FleetState, waiting: &Waiting, spec: &JobSpec, opts: &Options<'_>) -> Vec<Advice> {
     let want = Want::of(spec);
-    let mut scored: Vec<(Key, Advice)> = state.clusters.iter().map(|c| assess(c, spec, &want, opts)).collect();
+    let mut scored: Vec<(Key, Advice)> =
+        state.clusters.iter().map(|c| assess(c, waiting.of_cluster(&c.name), spec, &want, opts)).collect();
     scored.sort_by(|a, b| a.0.cmp(&b.0));
     scored
         .into_iter()
@@ -210,20 +271,16 @@ impl Want {
         self.model.as_deref().unwrap_or("GPUs")
     }
 
-    /// A pending job that competes for the same GPUs.
-    fn competes(&self, job: &Job) -> bool {
-        if job.state != JobState::Pending {
-            return false;
-        }
+    /// Pending jobs asking for `gpus` of `model` compete for the same GPUs.
+    fn competes(&self, model: Option<&str>, gpus: bool) -> bool {
         if self.gpus == 0 {
             return true;
         }
-        job.gpus_requested > 0
-            && match (&self.model, &job.gpu_model) {
-                (Some(want), Some(theirs)) => theirs.split(',').any(|m| m.trim() == want),
-                // A job for any GPU (or a spec for any) takes what we would.
-                _ => true,
-            }
+        gpus && match (&self.model, model) {
+            (Some(want), Some(theirs)) => theirs.split(',').any(|m| m.trim() == want),
+            // A job for any GPU (or a spec for any) takes what we would.
+            _ => true,
+        }
     }
 }
 
@@ -280,7 +337,7 @@ struct Group<'s> {
     ever_price: Option<f64>,
     down: Vec<&'s Node>,
     ahead: u32,
-    models: BTreeSet<&'s str>,
+    models: Vec<&'s str>,
 }
 
 /// Why it waits, for the order among queued clusters.
@@ -351,12 +408,12 @@ impl Draft {
     }
 }
 
-fn assess(c: &ClusterState, spec: &JobSpec, want: &Want, opts: &Options<'_>) -> (Key, Advice) {
+fn assess(c: &ClusterState, waiting: &[Bucket], spec: &JobSpec, want: &Want, opts: &Options<'_>) -> (Key, Advice) {
     let stale_since = match &c.health {
         Health::Stale { since, .. } => Some(*since),
         _ => None,
     };
-    let mut draft = judge(c, spec, want, opts);
+    let mut draft = judge(c, waiting, spec, want, opts);
     if let Some(since) = stale_since {
         draft.reason.push_str(&stale_text(since));
     }
@@ -393,7 +450,7 @@ fn stale_text(since: DateTime<Utc>) -> String {
 }
 
 /// The verdict and its reason, before staleness is said.
-fn judge(c: &ClusterState, spec: &JobSpec, want: &Want, opts: &Options<'_>) -> Draft {
+fn judge(c: &ClusterState, waiting: &[Bucket], spec: &JobSpec, want: &Want, opts: &Options<'_>) -> Draft {
     let style = Style::of(&c.kind);
     if !c.capabilities.allows(Verb::Submit) {
         return Draft::new(Verdict::Cannot, crate::model::action::cannot(&c.name, c.kind.as_str(), Verb::Submit));
@@ -512,7 +569,9 @@ fn judge(c: &ClusterState, spec: &JobSpec, want: &Want, opts: &Options<'_>) -> D
         provision = Some("dstack provisions where a backend can, else waits or fails (not known here)".into());
     }
     let share = style == Style::Kubernetes;
-    let groups = tally(snap, &scope, want, share, opts.exclude);
+    // A live job advised on is not ahead of itself.
+    let me = opts.exclude.filter(|r| r.cluster == c.name).and_then(|r| snap.jobs.iter().find(|j| j.job_ref.id == r.id));
+    let groups = tally(snap, waiting, &scope, want, share, me);
     let mut draft = decide(&groups, want, label, matches!(scope, Scope::Parts(_)));
     if let Some(queue) = quota {
         apply_quota(&mut draft, queue, want);
@@ -550,20 +609,25 @@ fn no_such(label: &str, named: &[&str], there: &[&str]) -> Draft {
     Draft::new(Verdict::Cannot, format!("no {label} {} here ({label}s: {listed})", names.join(" or ")))
 }
 
-/// One pass over the nodes and one over the jobs.
+/// One pass over the nodes, then the pending jobs' buckets.
 fn tally<'s>(
     snap: &'s Snapshot,
+    waiting: &[Bucket],
     scope: &Scope<'s>,
     want: &Want,
     share: bool,
-    exclude: Option<&JobRef>,
+    me: Option<&Job>,
 ) -> Vec<Group<'s>> {
-    let (mut groups, index): (Vec<Group<'s>>, HashMap<&str, usize>) = match scope {
-        Scope::Whole { .. } => (vec![Group::default()], HashMap::new()),
-        Scope::Parts(names) => (
-            names.iter().map(|n| Group { name: Some(n), ..Group::default() }).collect(),
-            names.iter().enumerate().map(|(i, n)| (*n, i)).collect(),
-        ),
+    let mut groups: Vec<Group<'s>> = match scope {
+        Scope::Whole { .. } => vec![Group::default()],
+        Scope::Parts(names) => names.iter().map(|n| Group { name: Some(n), ..Group::default() }).collect(),
+    };
+    // A cluster has a handful of partitions: a scan beats hashing each name.
+    let index = |name: &str| -> Option<usize> {
+        match scope {
+            Scope::Whole { .. } => None,
+            Scope::Parts(names) => names.iter().position(|n| *n == name),
+        }
     };
     for node in &snap.nodes {
         let fit = NodeFit::of(node, want, share);
@@ -571,38 +635,47 @@ fn tally<'s>(
             Scope::Whole { .. } => groups[0].add(node, &fit),
             Scope::Parts(_) => {
                 for p in &node.partitions {
-                    if let Some(&i) = index.get(p.as_str()) {
+                    if let Some(i) = index(p) {
                         groups[i].add(node, &fit);
                     }
                 }
             }
         }
     }
-    for job in &snap.jobs {
-        if !want.competes(job) || exclude.is_some_and(|r| r.cluster == snap.cluster && r.id == job.job_ref.id) {
-            continue;
-        }
+    let mut count = |partition: &str, n: u32, add: bool| {
+        let bump = |g: &mut Group<'_>| {
+            g.ahead = if add { g.ahead.saturating_add(n) } else { g.ahead.saturating_sub(n) };
+        };
         match scope {
-            Scope::Whole { queue: None } => groups[0].ahead = groups[0].ahead.saturating_add(1),
+            Scope::Whole { queue: None } => bump(&mut groups[0]),
             Scope::Whole { queue: Some(q) } => {
-                if job.partition.split(',').any(|p| p == *q) {
-                    groups[0].ahead = groups[0].ahead.saturating_add(1);
+                if partition.split(',').any(|p| p == *q) {
+                    bump(&mut groups[0]);
                 }
             }
+            // A job pending in `gpu,debug` waits in both.
             Scope::Parts(_) => {
-                for p in job.partition.split(',') {
-                    if let Some(&i) = index.get(p) {
-                        groups[i].ahead = groups[i].ahead.saturating_add(1);
+                for p in partition.split(',') {
+                    if let Some(i) = index(p) {
+                        bump(&mut groups[i]);
                     }
                 }
             }
         }
+    };
+    for b in waiting.iter().filter(|b| want.competes(b.model.as_deref(), b.gpus)) {
+        count(&b.partition, b.count, true);
+    }
+    if let Some(job) =
+        me.filter(|j| j.state == JobState::Pending && want.competes(j.gpu_model.as_deref(), j.gpus_requested > 0))
+    {
+        count(&job.partition, 1, false);
     }
     groups
 }
 
 /// What one node offers the spec.
-struct NodeFit<'n> {
+struct NodeFit {
     total: u64,
     free: u64,
     available: bool,
@@ -610,15 +683,12 @@ struct NodeFit<'n> {
     now: u64,
     ever: u64,
     gpu_ever: u64,
-    models: Vec<&'n str>,
 }
 
-impl<'n> NodeFit<'n> {
-    fn of(node: &'n Node, want: &Want, share: bool) -> NodeFit<'n> {
+impl NodeFit {
+    fn of(node: &Node, want: &Want, share: bool) -> NodeFit {
         let (mut total, mut free) = (0u64, 0u64);
-        let mut models = Vec::new();
         for slot in node.gpus.iter().filter(|s| !s.shared) {
-            models.push(slot.model.as_str());
             if want.model.as_deref().is_some_and(|m| m != slot.model) {
                 continue;
             }
@@ -643,13 +713,18 @@ impl<'n> NodeFit<'n> {
         let gpu_ever = count(total);
         let ever = if cpu_ok(node.cpus_total) && mem_ok(node.memory_total_mb) { gpu_ever } else { 0 };
         let now = if available && cpu_ok(cpus_free) && mem_ok(mem_free) { count(free) } else { 0 };
-        NodeFit { total, free: if available { free } else { 0 }, available, now, ever, gpu_ever, models }
+        NodeFit { total, free: if available { free } else { 0 }, available, now, ever, gpu_ever }
     }
 }
 
 impl<'s> Group<'s> {
-    fn add(&mut self, node: &'s Node, fit: &NodeFit<'s>) {
-        self.models.extend(fit.models.iter().copied());
+    fn add(&mut self, node: &'s Node, fit: &NodeFit) {
+        // Few models per cluster: a list beats a set.
+        for slot in node.gpus.iter().filter(|s| !s.shared) {
+            if !self.models.contains(&slot.model.as_str()) {
+                self.models.push(slot.model.as_str());
+            }
+        }
         self.nodes += 1;
         self.idle += fit.free;
         self.total += fit.total;
