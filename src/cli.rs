@@ -17,6 +17,7 @@ use crate::fleet::{AuditLog, Fleet, FleetOptions, FleetState};
 use crate::model::{Action, Health, JobAction, JobRef, JobState, NodeAction, NodeRef, Verb};
 use crate::output;
 
+mod advise;
 mod logs;
 mod migrate;
 mod spec;
@@ -106,6 +107,13 @@ pub enum Command {
         /// one); `none` drops the source's image (a Slurm target without pyxis).
         #[arg(long)]
         image: Option<String>,
+    },
+    /// Where a job could start: every cluster ranked (now, queued, cannot) with the reason,
+    /// for a job file (any dialect, or the portable TOML) or a live job (CLUSTER/ID).
+    Advise {
+        spec: String,
+        #[arg(long, short, value_enum, default_value_t)]
+        output: OutputFormat,
     },
     /// Job specs: read a live job's, or translate a job file between dialects.
     #[command(subcommand)]
@@ -227,6 +235,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let ask = migrate::MigrateRequest { jobs, to, dry_run, yes, running, resume, image };
             migrate::migrate(&config, read_only, ask).await
         }
+        Some(Command::Advise { spec, output }) => advise::advise(&config, read_only, &spec, output).await,
         Some(Command::Spec(SpecCommand::Export { job })) => spec::export(&config, &job).await,
         Some(Command::Spec(SpecCommand::Convert { file, to, from })) => spec::convert(&file, &to, from.as_deref()),
         Some(Command::Cancel { jobs }) => job_actions(&config, read_only, jobs, JobAction::Cancel).await,

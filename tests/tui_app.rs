@@ -1560,3 +1560,54 @@ fn migrate_shows_the_plan_first_switches_targets_and_sends_exactly_the_planned_m
     assert_eq!(moves, vec![(JobRef::new("fd22", "1"), "k8s".into()), (JobRef::new("fd22", "2"), "k8s".into())]);
     assert!(app.dialog().is_none());
 }
+
+/// The submit form ranks every cluster for the spec being edited, from the state the App
+/// holds: again when the spec's placement or the fleet changes, never by asking anyone.
+#[test]
+fn the_submit_form_shows_where_the_job_could_start() {
+    use flightdeck::fleet::advice::Verdict;
+    let mut app = app();
+    let fd22 = vec![node("fd22", "a1", NodeState::Mixed, 4, 3)];
+    let fd24 = vec![node("fd24", "b1", NodeState::Idle, 8, 0), node("fd24", "b2", NodeState::Mixed, 8, 6)];
+    app.update(fleet(1, vec![("fd22", vec![], fd22.clone()), ("fd24", vec![], fd24.clone())]));
+    ch(&mut app, 'n');
+    assert!(app.form().advice.is_empty(), "nothing to advise on an empty form");
+    code(&mut app, KeyCode::Tab);
+    code(&mut app, KeyCode::Tab);
+    code(&mut app, KeyCode::Tab);
+    assert_eq!(app.form().focused(), Field::Gpus);
+    let sent = typed(&mut app, "4");
+    assert!(sent.iter().all(|c| matches!(c, Command::Render { .. })), "advice asks nobody: {sent:?}");
+    let ranked: Vec<(&str, Verdict)> = app.form().advice.iter().map(|a| (a.cluster.as_str(), a.verdict)).collect();
+    assert_eq!(ranked, [("fd24", Verdict::Now), ("fd22", Verdict::Queued)]);
+    assert_eq!(app.form().advice[0].reason, "10 of 16 GPUs idle");
+    code(&mut app, KeyCode::Tab);
+    typed(&mut app, "h100");
+    assert!(app.form().advice.iter().all(|a| a.verdict == Verdict::Cannot), "{:?}", app.form().advice);
+    assert_eq!(app.form().advice[0].reason, "no node has h100 (models: a100)");
+    for _ in 0..4 {
+        code(&mut app, KeyCode::Backspace);
+    }
+    typed(&mut app, "a100");
+    assert_eq!(app.form().advice[0].reason, "10 of 16 a100 idle");
+
+    // A new state: fd24 is drained, and the advice follows it without a keystroke.
+    let drained: Vec<Node> = fd24
+        .into_iter()
+        .map(|mut n| {
+            n.state = NodeState::Drained;
+            n.flags = vec!["DRAIN".into()];
+            n
+        })
+        .collect();
+    app.update(fleet(2, vec![("fd22", vec![], fd22), ("fd24", vec![], drained)]));
+    let ranked: Vec<(&str, Verdict)> = app.form().advice.iter().map(|a| (a.cluster.as_str(), a.verdict)).collect();
+    assert_eq!(ranked, [("fd22", Verdict::Queued), ("fd24", Verdict::Queued)]);
+    assert!(app.form().advice[1].reason.contains("out of service (b1 drained, b2 drained)"), "{:?}", app.form().advice);
+    // An unreadable number: no advice rather than a wrong one.
+    while app.form().focused() != Field::Gpus {
+        code(&mut app, KeyCode::Tab);
+    }
+    typed(&mut app, "x");
+    assert!(app.form().advice.is_empty());
+}

@@ -12,6 +12,8 @@ pub mod skypilot;
 pub mod slurm;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 
 pub use crate::model::{Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
 use crate::model::{JobRef, LogHandle, Native, Snapshot, SpecFields};
@@ -51,6 +53,20 @@ pub enum BackendError {
     Internal(String),
 }
 
+/// When a scheduler expects a job to start, as it says when asked (Slurm's `sbatch
+/// --test-only`, `squeue --start`): an estimate from its backfill plan, not a promise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartEstimate {
+    pub at: DateTime<Utc>,
+    /// The nodes it would start on, as the scheduler writes them (`gpu-[01-02]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processors: Option<u32>,
+}
+
 /// How many single-job requests [`Backend::job_actions`] keeps in flight by default: enough
 /// to hide a round trip, few enough that one user's batch is not a storm on an API server.
 pub const BATCH_CONCURRENCY: usize = 4;
@@ -80,6 +96,19 @@ pub trait Backend: Send + Sync {
     /// with what the portable form cannot carry as warnings.
     async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
         Err(BackendError::Unsupported(format!("cluster {} cannot read back the spec of {job}", self.name())))
+    }
+    /// When `spec` would start if submitted now, where the scheduler can say without
+    /// submitting anything (Slurm: `sbatch --test-only`). Asked on demand only (`flightdeck
+    /// advise`), never per refresh: it costs the scheduler a planning pass. `None`: no estimate.
+    async fn estimate_start(&self, spec: &JobSpec) -> Result<Option<StartEstimate>, BackendError> {
+        let _ = spec;
+        Ok(None)
+    }
+    /// When the pending job `job` is expected to start (Slurm: `squeue --start`); `None`
+    /// when the backend has no estimate for it.
+    async fn estimate_job_start(&self, job: &JobRef) -> Result<Option<StartEstimate>, BackendError> {
+        let _ = job;
+        Ok(None)
     }
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError>;
     /// [`Backend::job_action`] on the object whose identity is `uid` (as the snapshot the

@@ -4,6 +4,7 @@
 //! `tokio::sync::watch` channel of `Arc<FleetState>` and send [`Action`]s; they never call a
 //! backend themselves.
 
+pub mod advice;
 pub mod audit;
 pub mod build;
 pub mod migrate;
@@ -20,7 +21,7 @@ use futures_util::FutureExt;
 use tokio::sync::{Notify, Semaphore, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::backend::{Backend, BackendError};
+use crate::backend::{Backend, BackendError, StartEstimate};
 use crate::model::{ClusterKind, Diagnosis, JobRef, LogChunk, LogHandle, Native, Verb};
 use crate::spec::{Imported, JobSpec};
 
@@ -231,6 +232,23 @@ impl Fleet {
         match self.backends.get(cluster) {
             Some(b) => b.render(spec).await,
             None => Err(BackendError::NotFound(format!("no cluster named `{cluster}` is configured"))),
+        }
+    }
+
+    /// When `spec` would start on `cluster` (see [`Backend::estimate_start`]): a read, asked
+    /// on demand only; `None` where the backend has no estimate.
+    pub async fn estimate_start(&self, cluster: &str, spec: &JobSpec) -> Result<Option<StartEstimate>, BackendError> {
+        match self.backends.get(cluster) {
+            Some(b) => b.estimate_start(spec).await,
+            None => Err(BackendError::NotFound(format!("no cluster named `{cluster}` is configured"))),
+        }
+    }
+
+    /// When the pending `job` is expected to start (see [`Backend::estimate_job_start`]).
+    pub async fn estimate_job_start(&self, job: &JobRef) -> Result<Option<StartEstimate>, BackendError> {
+        match self.backends.get(&job.cluster) {
+            Some(b) => b.estimate_job_start(job).await,
+            None => Err(BackendError::NotFound(format!("no cluster named `{}` is configured", job.cluster))),
         }
     }
 

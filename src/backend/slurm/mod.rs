@@ -9,6 +9,7 @@ pub mod batch;
 pub mod commands;
 pub mod config;
 pub mod dialect;
+pub mod estimate;
 pub mod jobspec;
 pub mod parse;
 pub mod script;
@@ -415,6 +416,14 @@ impl Backend for SlurmBackend {
             message: "the batch script is not UTF-8 text".into(),
         })?;
         jobspec::job_spec(job, &script, &records)
+    }
+
+    async fn estimate_start(&self, spec: &JobSpec) -> Result<Option<crate::backend::StartEstimate>, BackendError> {
+        estimate::for_spec(self, spec).await
+    }
+
+    async fn estimate_job_start(&self, job: &JobRef) -> Result<Option<crate::backend::StartEstimate>, BackendError> {
+        estimate::for_job(self, job).await
     }
 
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {

@@ -4,8 +4,13 @@
 //!
 //! Which fields a cluster needs and what it calls them come from its [`SpecFields`]: the
 //! form knows no cluster kind by name.
+//!
+//! Beside the preview, the placement advice: every cluster ranked for the spec being
+//! edited ([`crate::fleet::advice`]), computed from the fleet state the App already holds
+//! (no network, no estimate), again only when the spec's placement or the state changed.
 
 use super::input::TextInput;
+use crate::fleet::advice::{self, Advice};
 use crate::model::{FieldUse, FleetState, Native, Need, SpecFields};
 use crate::spec::{JobSpec, SpecError};
 
@@ -153,6 +158,13 @@ pub struct SubmitForm {
     pub render_seq: u64,
     /// A preview was asked for and has not come back.
     pub rendering: bool,
+    /// Every cluster ranked for the spec being edited (empty until a field is filled in).
+    pub advice: Vec<Advice>,
+    /// What the advice was computed for: the fleet state (its address and version), the
+    /// target cluster and the spec's placement key.
+    advised: Option<(usize, u64, String, JobSpec)>,
+    /// The pending jobs of the state advised on, counted once per state (the costly part).
+    waiting: Option<((usize, u64), advice::Waiting)>,
 }
 
 impl Default for SubmitForm {
@@ -170,6 +182,9 @@ impl Default for SubmitForm {
             requested: None,
             render_seq: 0,
             rendering: false,
+            advice: Vec::new(),
+            advised: None,
+            waiting: None,
         }
     }
 }
@@ -214,6 +229,18 @@ impl SubmitForm {
 
     /// The spec the form describes, or its first problem.
     pub fn spec(&self) -> Result<JobSpec, Problem> {
+        let spec = self.draft()?;
+        spec.validate().map_err(|e| match e {
+            SpecError::Invalid { field, message } => {
+                Problem { field: Field::of_spec_key(&field), message: format!("`{field}`: {message}") }
+            }
+            other => Problem { field: None, message: other.to_string() },
+        })?;
+        Ok(spec)
+    }
+
+    /// The fields read into a spec, not validated yet (the advice needs no name or command).
+    fn draft(&self) -> Result<JobSpec, Problem> {
         let on = |field: Field, message: String| Problem { field: Some(field), message };
         let text = |f: Field| {
             let v = self.value(f).trim();
@@ -243,12 +270,6 @@ impl SubmitForm {
         spec.image = text(Field::Image);
         spec.account = text(Field::Account);
         spec.env = parse_env(self.value(Field::Env)).map_err(|message| on(Field::Env, message))?;
-        spec.validate().map_err(|e| match e {
-            SpecError::Invalid { field, message } => {
-                Problem { field: Field::of_spec_key(&field), message: format!("`{field}`: {message}") }
-            }
-            other => Problem { field: None, message: other.to_string() },
-        })?;
         Ok(spec)
     }
 
@@ -293,6 +314,38 @@ impl SubmitForm {
                 self.rendering = false;
             }
         }
+        self.readvise(fleet);
+    }
+
+    /// Rank the clusters for the spec being edited, when its placement, the target or the
+    /// fleet state changed since the last time. The pending jobs are counted once per state
+    /// (at 100,000 jobs that walk is most of the cost); an edit then costs a pass over the
+    /// nodes.
+    fn readvise(&mut self, fleet: &FleetState) {
+        let untouched =
+            self.loaded_from.is_none() && self.values.iter().take(Field::Cluster as usize).all(|v| v.text().is_empty());
+        let Some(spec) = self.draft().ok().filter(|_| !untouched) else {
+            self.advice.clear();
+            self.advised = None;
+            return;
+        };
+        let target = self.value(Field::Cluster).trim().to_string();
+        // The address tells one published state from the next (the App holds the current
+        // one while this runs, so it cannot be reused for another); the version, edits of it.
+        let state = (fleet as *const FleetState as usize, fleet.version);
+        let key = (state.0, state.1, target, advice::placement_key(&spec));
+        if self.advised.as_ref() == Some(&key) {
+            return;
+        }
+        let waiting = match self.waiting.take() {
+            Some((at, waiting)) if at == state => waiting,
+            _ => advice::Waiting::of(fleet),
+        };
+        // The partition is the target cluster's: elsewhere the default applies.
+        let opts = advice::Options { exclude: None, partition_on: Some(key.2.as_str()) };
+        self.advice = advice::advise_waiting(fleet, &waiting, &spec, &opts);
+        self.waiting = Some((state, waiting));
+        self.advised = Some(key);
     }
 
     /// The next preview to ask for, if the wanted one has not been asked yet: its number,

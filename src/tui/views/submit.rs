@@ -1,15 +1,19 @@
 //! The submit form: one line per field, labelled as the target cluster calls it (the first
 //! problem shown under its field), and the target's own form of the job (an sbatch script, a
-//! Job manifest …), live, with what it will not carry.
+//! Job manifest …), live, with what it will not carry; and where the job could start: every
+//! cluster ranked ([`crate::fleet::advice`]), the target marked `▸` — in a panel under the
+//! form when the screen is wide, in the form's spare lines when it is not.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
+use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{block, put};
+use crate::fleet::advice::Verdict;
 use crate::tui::app::App;
-use crate::tui::app::form::Field;
+use crate::tui::app::form::{Field, SubmitForm};
 use crate::tui::theme::Slot;
 use crate::tui::widgets::text;
 
@@ -25,6 +29,13 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     } else {
         Layout::vertical([Constraint::Length(form_h.min(area.height.saturating_sub(4))), Constraint::Min(3)])
             .areas(area)
+    };
+    // Wide and tall enough: the advice gets a panel of its own under the form.
+    let (left, panel) = if side_by_side && left.height >= form_h + 4 && !form.advice.is_empty() {
+        let [form_area, panel] = Layout::vertical([Constraint::Length(form_h), Constraint::Min(4)]).areas(left);
+        (form_area, Some(panel))
+    } else {
+        (left, None)
     };
 
     let mut title = " New job ".to_string();
@@ -101,6 +112,17 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             y,
         });
     }
+    // No panel: the advice takes the form's spare lines, one per cluster.
+    if panel.is_none() {
+        for (i, (line, style)) in
+            advice_lines(app, form).into_iter().take(bottom.saturating_sub(y) as usize).enumerate()
+        {
+            let label = if i == 0 { "placement" } else { "" };
+            put(buf, inner.x, y, label_w, label, theme.style(Slot::Dim));
+            put(buf, inner.x + label_w + 1, y, value_w, &line, style);
+            y += 1;
+        }
+    }
     if let Some(pos) = cursor
         && pos.x < inner.x + inner.width
         && app.dialog().is_none()
@@ -108,6 +130,36 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         && !app.help_open()
     {
         super::text_cursor(frame, pos);
+    }
+
+    if let Some(panel) = panel {
+        let b = block(app, " placement · where it could start ", false);
+        let inner = b.inner(panel);
+        frame.render_widget(b, panel);
+        let buf = frame.buffer_mut();
+        let mut y = inner.y;
+        let bottom = inner.y + inner.height;
+        for (advice, (line, style)) in form.advice.iter().zip(advice_lines(app, form)) {
+            if y >= bottom {
+                break;
+            }
+            put(buf, inner.x, y, inner.width, &line, style);
+            y += 1;
+            for caveat in &advice.caveats {
+                if y >= bottom {
+                    break;
+                }
+                put(
+                    buf,
+                    inner.x + 4,
+                    y,
+                    inner.width.saturating_sub(4),
+                    &format!("note: {caveat}"),
+                    theme.style(Slot::Dim),
+                );
+                y += 1;
+            }
+        }
     }
 
     let updating = if form.rendering { " · updating" } else { "" };
@@ -150,4 +202,28 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// One line per cluster, best first: `▸1 now    fd22  4 of 4 a100 idle in partition gpu`, the
+/// price where there is one; styled by verdict. The target cluster is marked `▸`.
+fn advice_lines(app: &App, form: &SubmitForm) -> Vec<(String, Style)> {
+    let theme = app.theme();
+    let target = form.value(Field::Cluster).trim();
+    let width = form.advice.iter().map(|a| text::width(&a.cluster)).max().unwrap_or(0);
+    form.advice
+        .iter()
+        .map(|a| {
+            let mark = if a.cluster == target { "▸" } else { " " };
+            let price =
+                a.price_per_hour.map(|p| format!(" · ${}/h", crate::columns::format::cost(p))).unwrap_or_default();
+            let cluster = text::fit(&a.cluster, width, false);
+            let line = format!("{mark}{} {:<7} {cluster}  {}{price}", a.rank, a.verdict.as_str(), a.reason);
+            let slot = match a.verdict {
+                Verdict::Now => Slot::JobRunning,
+                Verdict::Queued => Slot::JobPending,
+                Verdict::Cannot | Verdict::Unknown => Slot::Dim,
+            };
+            (line, theme.style(slot))
+        })
+        .collect()
 }

@@ -1,0 +1,180 @@
+//! `flightdeck advise SPEC|REF`: every cluster ranked for one job (see `fleet::advice`), from
+//! one refresh of the fleet, plus the scheduler's own start estimate for the best Slurm
+//! clusters, asked once, a few at a time, each bounded by its cluster's timeout.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::{Failure, OutputFormat, exit, first_refresh, spec, start_fleet};
+use crate::backend::Registry;
+use crate::config::Config;
+use crate::fleet::Fleet;
+use crate::fleet::advice::{self, Advice, Options, Verdict};
+use crate::model::{ClusterKind, JobRef};
+use crate::output;
+use crate::spec::JobSpec;
+
+/// Slurm clusters asked for an estimate: the best-ranked ones only, since each answer costs
+/// the scheduler a planning pass.
+pub const ESTIMATES: usize = 3;
+
+/// What `advise` was given.
+enum Target {
+    File(Box<JobSpec>),
+    Job(JobRef),
+}
+
+pub async fn advise(config: &Config, read_only: bool, what: &str, format: OutputFormat) -> Result<ExitCode, Failure> {
+    let target = target(config, what)?;
+    let fleet = start_fleet(config, read_only, &[], true)?;
+    let (state, failed) = first_refresh(config, &fleet).await;
+    let (spec, job) = match &target {
+        Target::File(spec) => ((**spec).clone(), None),
+        Target::Job(job) => {
+            let found = state
+                .cluster(&job.cluster)
+                .and_then(|c| c.snapshot.as_deref())
+                .and_then(|s| s.jobs.iter().find(|j| j.job_ref.id == job.id));
+            let Some(found) = found else {
+                return Err(Failure(format!("{job}: no such job in the cluster's last snapshot")));
+            };
+            (advice::spec_of_job(found), Some((job.clone(), found.state.is_waiting())))
+        }
+    };
+    let opts =
+        Options { exclude: job.as_ref().map(|(r, _)| r), partition_on: job.as_ref().map(|(r, _)| r.cluster.as_str()) };
+    let mut ranked = advice::advise_with(&state, &spec, &opts);
+    estimates(config, &fleet, &mut ranked, &spec, job.as_ref()).await;
+    match format {
+        OutputFormat::Json => {
+            println!("{}", serde_json::to_string_pretty(&ranked).expect("advice serialises"));
+        }
+        OutputFormat::Table => print!("{}", table(&ranked)),
+    }
+    Ok(exit(failed))
+}
+
+/// A file that exists is a job file (any dialect, or the portable TOML); otherwise a
+/// `CLUSTER/ID` of a configured cluster.
+fn target(config: &Config, what: &str) -> Result<Target, Failure> {
+    let path = Path::new(what);
+    if path.is_file() {
+        let imported = spec::read_job_file(&Registry::builtin(), path, None)?;
+        spec::print_warnings(&imported.warnings);
+        return Ok(Target::File(Box::new(imported.spec)));
+    }
+    match what.parse::<JobRef>() {
+        Ok(job) if config.clusters.iter().any(|c| c.name == job.cluster) => Ok(Target::Job(job)),
+        Ok(job) if !path.exists() && !what.ends_with(".toml") => {
+            let names: Vec<&str> = config.clusters.iter().map(|c| c.name.as_str()).collect();
+            Err(Failure(format!(
+                "`{what}` is neither a job file nor a job of a configured cluster (no cluster `{}`; configured: {})",
+                job.cluster,
+                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+            )))
+        }
+        _ => Err(Failure(format!("cannot read {what}: no such file (give a job file or CLUSTER/ID)"))),
+    }
+}
+
+/// The scheduler's estimate for the [`ESTIMATES`] best Slurm clusters that could take the
+/// job, all at once, each within its cluster's timeout. A live job on its own cluster is
+/// asked about itself (`squeue --start`); elsewhere its spec (`sbatch --test-only`) is.
+async fn estimates(
+    config: &Config,
+    fleet: &Fleet,
+    ranked: &mut [Advice],
+    spec: &JobSpec,
+    job: Option<&(JobRef, bool)>,
+) {
+    let chosen: Vec<usize> = ranked
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.kind == ClusterKind::SLURM && matches!(a.verdict, Verdict::Now | Verdict::Queued))
+        .map(|(i, _)| i)
+        .take(ESTIMATES)
+        .collect();
+    let asks = chosen.iter().map(|&i| {
+        let cluster = ranked[i].cluster.clone();
+        let limit = config
+            .clusters
+            .iter()
+            .find(|c| c.name == cluster)
+            .map_or(Duration::from_secs(30), |c| c.timeout)
+            .saturating_add(Duration::from_secs(5));
+        // A live job's partition is its own cluster's: elsewhere the default applies.
+        let mut spec = spec.clone();
+        if job.is_some_and(|(r, _)| r.cluster != cluster) {
+            spec.partition = None;
+        }
+        async move {
+            let asked = async {
+                match job {
+                    Some((r, waiting)) if r.cluster == cluster => {
+                        if *waiting {
+                            fleet.estimate_job_start(r).await
+                        } else {
+                            Ok(None)
+                        }
+                    }
+                    _ => fleet.estimate_start(&cluster, &spec).await,
+                }
+            };
+            match tokio::time::timeout(limit, asked).await {
+                Ok(result) => result.map_err(|e| e.to_string()),
+                Err(_) => Err(format!("no estimate within {} s", limit.as_secs())),
+            }
+        }
+    });
+    let answers = futures_util::future::join_all(asks).await;
+    for (i, answer) in chosen.into_iter().zip(answers) {
+        match answer {
+            Ok(estimate) => ranked[i].estimate = estimate,
+            Err(e) => ranked[i].estimate_error = Some(e),
+        }
+    }
+}
+
+/// `RANK CLUSTER VERDICT REASON $/H` (and `START` where an estimate was asked), then each
+/// cluster's caveats and estimate errors.
+pub fn table(ranked: &[Advice]) -> String {
+    let with_start = ranked.iter().any(|a| a.estimate.is_some() || a.estimate_error.is_some());
+    let mut header = vec!["RANK", "CLUSTER", "VERDICT", "REASON", "$/H"];
+    if with_start {
+        header.push("START");
+    }
+    let rows: Vec<Vec<String>> = ranked
+        .iter()
+        .map(|a| {
+            let mut row = vec![
+                a.rank.to_string(),
+                a.cluster.clone(),
+                a.verdict.to_string(),
+                a.reason.clone(),
+                a.price_per_hour.map(crate::columns::format::cost).unwrap_or_else(|| "-".into()),
+            ];
+            if with_start {
+                row.push(match (&a.estimate, &a.estimate_error) {
+                    (Some(e), _) => e.at.format("%Y-%m-%d %H:%M UTC").to_string(),
+                    (None, Some(_)) => "?".into(),
+                    (None, None) => "-".into(),
+                });
+            }
+            row
+        })
+        .collect();
+    let mut out = output::table(&header, &rows);
+    if ranked.is_empty() {
+        out.push_str("no clusters configured\n");
+    }
+    for a in ranked {
+        for caveat in &a.caveats {
+            out.push_str(&format!("{}: note: {}\n", a.cluster, output::printable(caveat)));
+        }
+        if let Some(e) = &a.estimate_error {
+            out.push_str(&format!("{}: no start estimate: {}\n", a.cluster, output::printable(e)));
+        }
+    }
+    out
+}
