@@ -386,7 +386,8 @@ fn overlay_array(imported: &mut Imported, records: &[JobRecord], kept: bool) {
     let throttle = records.iter().find_map(|r| r.array_throttle);
     let spec = &mut imported.spec;
     if let Some(script) = spec.array.as_deref().and_then(|a| parse_array(a).ok()) {
-        let covers = |i: u32| script.ranges.iter().any(|&(f, l, s)| f <= i && i <= l && (i - f).is_multiple_of(s.max(1)));
+        let covers =
+            |i: u32| script.ranges.iter().any(|&(f, l, s)| f <= i && i <= l && (i - f).is_multiple_of(s.max(1)));
         let pending_covered = pending.iter().filter_map(|p| parse_array(p).ok()).all(|p| p.indices().all(covers));
         if tasks.iter().all(|&t| covers(t)) && pending_covered && script.max_running == throttle {
             return;

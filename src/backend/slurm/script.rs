@@ -195,7 +195,7 @@ pub fn slurm_time(secs: u64) -> String {
 
 /// A value as sbatch's directive parser must see it to read it back unchanged (see the module
 /// notes); line breaks and NUL are refused.
-fn directive_value(field: &str, value: &str) -> Result<String, BackendError> {
+pub(crate) fn directive_value(field: &str, value: &str) -> Result<String, BackendError> {
     if value.contains(['\n', '\r', '\0']) {
         return Err(BackendError::InvalidSpec(format!(
             "`{field}` contains a line break or NUL, which would end the #SBATCH line; use one line"
