@@ -135,7 +135,7 @@ fn a_hostile_name_and_quoted_values_are_read_exactly() {
     assert_eq!(s.name, "x'; touch /tmp/pwned; echo '$(id)");
     assert_eq!(s.workdir.as_deref(), Some("/tmp/dir with spaces"));
     assert_eq!(s.time_limit.as_deref(), Some("01:30:00"));
-    assert_eq!((s.gpus, s.gpu_type.as_deref()), (1, Some("1g.10gb")));
+    assert_eq!((s.gpus, s.gpu_type.as_deref()), (1, Some("h100")));
     assert_eq!(s.migrated_from, None, "another comment is not the tag");
     assert!(has_warning(
         &i,

@@ -189,6 +189,9 @@ async fn the_command_line_beats_the_script(cluster: &str) {
     assert_eq!(imported.spec.name, "fd-spec-cli");
     assert_eq!(imported.spec.time_limit_secs(), Some(20 * 60));
     assert_eq!(imported.spec.cpus, Some(3));
+    // It asked for no memory: what the cluster gives by default (fd24: DefMemPerCPU) is not
+    // taken for a request.
+    assert_eq!(imported.spec.memory, None, "{:?}", imported.warnings);
     for field in ["`name`", "`time_limit`", "`cpus`"] {
         assert!(
             imported.warnings.iter().any(|w| w.starts_with(field) && w.contains("command line")),
@@ -201,11 +204,16 @@ async fn the_command_line_beats_the_script(cluster: &str) {
 async fn jobs_without_a_script_and_unknown_jobs_are_refused_by_name(cluster: &str) {
     let _lock = cluster_lock(cluster);
     let b = backend(cluster);
-    // An allocation with no batch script: salloc returns once it is granted.
-    let out = remote(&b, &["salloc", "--no-shell", "-N1", "-t", "5", "-J", "fd-spec-nobatch"]).await;
-    let _ = out;
-    let snap = wait_snapshot(&b, WAIT, "the allocation", |s| s.jobs.iter().any(|j| j.name == "fd-spec-nobatch")).await;
-    let job = snap.jobs.iter().find(|j| j.name == "fd-spec-nobatch").unwrap().job_ref.clone();
+    // An allocation with no batch script: salloc returns once it is granted, and says which.
+    let argv = ["salloc", "--no-shell", "-N1", "-t", "5", "-J", "fd-spec-nobatch"].map(String::from);
+    let out = b.transport().output(&argv, None, WAIT).await.expect("salloc");
+    let id = out
+        .stderr
+        .lines()
+        .find_map(|l| l.split("Granted job allocation ").nth(1))
+        .map(|id| id.trim().to_string())
+        .unwrap_or_else(|| panic!("salloc: {}", out.stderr));
+    let job = JobRef::new(cluster, id);
     let _cancel = CancelOnDrop { cluster: cluster.into(), job: job.clone() };
     match b.job_spec(&job).await {
         Err(BackendError::Unsupported(why)) => assert!(why.contains("srun or salloc"), "{why}"),

@@ -1138,6 +1138,26 @@ mod tests {
     }
 
     #[test]
+    fn gres_forms() {
+        for (gres, count, gpu_type) in [
+            ("gpu:1g.10gb:1", 1, Some("1g.10gb")),
+            ("gpu:2", 2, None),
+            ("gpu", 1, None),
+            ("gres/gpu:a100:3", 3, Some("a100")),
+            ("gpu:nvidia_a100-sxm4-80gb:8", 8, Some("nvidia_a100-sxm4-80gb")),
+        ] {
+            let i = imported(&format!("#!/bin/bash\n#SBATCH -J g --gres={gres}\nx\n"));
+            assert_eq!((i.spec.gpus, i.spec.gpu_type.as_deref()), (count, gpu_type), "{gres}");
+            assert!(i.warnings.is_empty(), "{gres}: {:?}", i.warnings);
+        }
+        let i = imported("#!/bin/bash\n#SBATCH -J g --gres=gpu:a100:2,nvme:1\nx\n");
+        assert_eq!(i.spec.gpus, 2);
+        assert!(i.warnings[0].contains("nvme:1 has no portable form; kept"), "{:?}", i.warnings);
+        let i = imported("#!/bin/bash\n#SBATCH -J g --gres=gpu:a100:0\nx\n");
+        assert_eq!((i.spec.gpus, i.spec.gpu_type.as_deref()), (0, None));
+    }
+
+    #[test]
     fn gpus_per_job_over_nodes() {
         let i = imported("#!/bin/bash\n#SBATCH -J g -N 2 --gpus=a100:8\nx\n");
         assert_eq!((i.spec.gpus, i.spec.gpu_type.as_deref()), (4, Some("a100")));
