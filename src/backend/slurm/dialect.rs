@@ -877,14 +877,19 @@ pub(crate) fn read_script(text: &str) -> Result<(Imported, Vec<&'static str>), I
                     index + 1
                 ));
             }
-            let lower = content.to_ascii_lowercase();
-            if lower.contains("hetjob") || lower.contains("packjob") {
+            let split = split_directive(rest).map_err(|why| ImportError::at(index + 1, why))?;
+            // 22.05+ start a heterogeneous job's next component at an argument `hetjob`
+            // (`packjob` before 20.02); the word inside a value or a comment is just text.
+            if split
+                .args
+                .iter()
+                .any(|a| a.text.eq_ignore_ascii_case("hetjob") || a.text.eq_ignore_ascii_case("packjob"))
+            {
                 return Err(ImportError::at(
                     index + 1,
-                    "`hetjob` in a directive line starts a heterogeneous job's next component, and a job spec has one",
+                    "`hetjob` starts a heterogeneous job's next component, and a job spec has one",
                 ));
             }
-            let split = split_directive(rest).map_err(|why| ImportError::at(index + 1, why))?;
             // `--container-image=nvcr.io#nvidia/x`: sbatch reads `nvcr.io` and a comment.
             if let Some(at) = split.comment_at
                 && split.args.last().is_some_and(|a| a.span.end == at)
@@ -1126,6 +1131,7 @@ mod tests {
             ("#!/bin/bash\n#SBATCH -t 2h\n", 2, "time limit"),
             ("#!/bin/bash\n#SBATCH --array=5-1\n", 2, "backwards"),
             ("#!/bin/bash\n#SBATCH -J a\n#SBATCH hetjob\n", 3, "heterogeneous"),
+            ("#!/bin/bash\n#SBATCH -J a\n#SBATCH -N 1 PackJob\n", 3, "heterogeneous"),
             ("#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH --gpus=2\n", 3, "twice"),
             ("#!/bin/bash\n#SBATCH --mem=1G --mem-per-cpu=1G\n", 2, "only one"),
             ("#!/bin/bash\r\necho\r\n", 1, "carriage return"),
@@ -1135,6 +1141,12 @@ mod tests {
             assert_eq!(err.line, Some(line), "{text:?}: {err}");
             assert!(err.to_string().contains(words), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn hetjob_inside_a_value_or_a_comment_is_text() {
+        let i = imported("#!/bin/bash\n#SBATCH --job-name=my-hetjob-7 # not a hetjob\nx\n");
+        assert_eq!(i.spec.name, "my-hetjob-7");
     }
 
     #[test]
