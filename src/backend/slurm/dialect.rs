@@ -27,8 +27,8 @@ use std::collections::BTreeMap;
 
 use crate::backend::slurm::parse::gres::{gpu_spec, split_top_level};
 use crate::backend::slurm::script::{
-    DirectiveArg, SbatchOptions, is_shell, leading_comment_block_len, migrated_from_of, read_export, render_sbatch,
-    slurm_time, split_directive,
+    DirectiveArg, SbatchOptions, directive_value, is_shell, leading_comment_block_len, migrated_from_of, read_export,
+    render_sbatch, slurm_time, split_directive,
 };
 use crate::backend::{BackendError, DialectEntry};
 use crate::model::{Dialect, Native};
@@ -309,6 +309,9 @@ struct Given {
     args: Vec<(usize, usize)>,
     /// 1-based script line where it starts.
     line: usize,
+    /// Within a word of clustered short options (`-Hc4`), the letters (and attached value)
+    /// that are this option's (`c4`), so that the word can be written again without it.
+    piece: Option<String>,
 }
 
 /// Whether a given option leaves the script (the spec holds it) or stays.
@@ -350,7 +353,14 @@ fn read_options(lines: &[DirLine]) -> Result<Vec<Given>, ImportError> {
                 Err(_) => {
                     // Unknown here (a SPANK plugin's option, or one newer than this list):
                     // kept, taken to need no value.
-                    given.push(Given { opt: None, shown: arg.to_string(), value: inline, args: vec![here], line });
+                    given.push(Given {
+                        opt: None,
+                        shown: arg.to_string(),
+                        value: inline,
+                        args: vec![here],
+                        line,
+                        piece: None,
+                    });
                     continue;
                 }
             };
@@ -377,56 +387,41 @@ fn read_options(lines: &[DirLine]) -> Result<Vec<Given>, ImportError> {
                 [_, next] => format!("{arg} {}", text(*next)),
                 _ => arg.to_string(),
             };
-            given.push(Given { opt: Some(opt), shown, value, args, line });
+            given.push(Given { opt: Some(opt), shown, value, args, line, piece: None });
             continue;
         }
         if let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.is_empty()) {
             // `-Hc4`: flags in a row, the first that takes a value taking the rest.
             for (at, c) in cluster.char_indices() {
+                let attached = &cluster[at + c.len_utf8()..];
+                let mut part = |opt, value: Option<&str>, next: Option<(usize, usize)>, piece: &str| {
+                    let shown = match next {
+                        Some(next) => format!("-{c} {}", text(next)),
+                        None => format!("-{piece}"),
+                    };
+                    given.push(Given {
+                        opt,
+                        shown,
+                        value: value.map(str::to_string),
+                        args: std::iter::once(here).chain(next).collect(),
+                        line,
+                        piece: Some(piece.to_string()),
+                    });
+                };
                 let Some(opt) = short_option(c) else {
-                    given.push(Given { opt: None, shown: format!("-{c}"), value: None, args: vec![here], line });
+                    part(None, None, None, &cluster[at..at + c.len_utf8()]);
                     continue;
                 };
-                let attached = &cluster[at + c.len_utf8()..];
                 match opt.takes {
-                    Takes::Nothing => {
-                        given.push(Given {
-                            opt: Some(opt),
-                            shown: format!("-{c}"),
-                            value: None,
-                            args: vec![here],
-                            line,
-                        });
-                    }
                     Takes::Optional | Takes::Value if !attached.is_empty() => {
-                        given.push(Given {
-                            opt: Some(opt),
-                            shown: format!("-{c}{attached}"),
-                            value: Some(attached.to_string()),
-                            args: vec![here],
-                            line,
-                        });
+                        part(Some(opt), Some(attached), None, &cluster[at..]);
                         break;
                     }
-                    Takes::Optional => {
-                        given.push(Given {
-                            opt: Some(opt),
-                            shown: format!("-{c}"),
-                            value: None,
-                            args: vec![here],
-                            line,
-                        });
-                    }
+                    Takes::Nothing | Takes::Optional => part(Some(opt), None, None, &cluster[at..at + c.len_utf8()]),
                     Takes::Value => {
                         let Some(&next) = all.get(i) else { return Err(missing_value(line, &format!("-{c}"))) };
                         i += 1;
-                        given.push(Given {
-                            opt: Some(opt),
-                            shown: format!("-{c} {}", text(next)),
-                            value: Some(text(next).to_string()),
-                            args: vec![here, next],
-                            line,
-                        });
+                        part(Some(opt), Some(text(next)), Some(next), &cluster[at..at + c.len_utf8()]);
                         break;
                     }
                 }
@@ -882,14 +877,30 @@ pub(crate) fn read_script(text: &str) -> Result<(Imported, Vec<&'static str>), I
                     index + 1
                 ));
             }
-            let lower = content.to_ascii_lowercase();
-            if lower.contains("hetjob") || lower.contains("packjob") {
+            let split = split_directive(rest).map_err(|why| ImportError::at(index + 1, why))?;
+            // 22.05+ start a heterogeneous job's next component at an argument `hetjob`
+            // (`packjob` before 20.02); the word inside a value or a comment is just text.
+            if split
+                .args
+                .iter()
+                .any(|a| a.text.eq_ignore_ascii_case("hetjob") || a.text.eq_ignore_ascii_case("packjob"))
+            {
                 return Err(ImportError::at(
                     index + 1,
-                    "`hetjob` in a directive line starts a heterogeneous job's next component, and a job spec has one",
+                    "`hetjob` starts a heterogeneous job's next component, and a job spec has one",
                 ));
             }
-            let split = split_directive(rest).map_err(|why| ImportError::at(index + 1, why))?;
+            // `--container-image=nvcr.io#nvidia/x`: sbatch reads `nvcr.io` and a comment.
+            if let Some(at) = split.comment_at
+                && split.args.last().is_some_and(|a| a.span.end == at)
+            {
+                let cut = &split.args[split.args.len() - 1].text;
+                warnings.push(format!(
+                    "line {}: the unquoted `#` right after `{cut}` starts a comment, so sbatch reads `{cut}` \
+                     (write `\\#` or quote the value to keep the rest)",
+                    index + 1
+                ));
+            }
             directives.push(DirLine {
                 index,
                 magic,
@@ -918,13 +929,12 @@ pub(crate) fn read_script(text: &str) -> Result<(Imported, Vec<&'static str>), I
         .filter_map(|(g, _)| g.opt.map(|o| o.long))
         .collect();
 
-    // Which arguments leave: those of taken options, unless a kept option shares one
-    // (`-Hc4`: -H stays, so the word stays).
-    let mut leaves: BTreeMap<(usize, usize), bool> = BTreeMap::new();
+    // What becomes of each argument: the fates of the options made of it (several for a
+    // word of clustered short options), with their pieces of the word.
+    let mut uses: Uses = BTreeMap::new();
     for (g, fate) in given.iter().zip(&fates) {
         for &arg in &g.args {
-            let entry = leaves.entry(arg).or_insert(true);
-            *entry &= *fate == Fate::Taken;
+            uses.entry(arg).or_default().push((g.piece.as_deref(), *fate));
         }
     }
 
@@ -936,7 +946,7 @@ pub(crate) fn read_script(text: &str) -> Result<(Imported, Vec<&'static str>), I
         match next_directive.peek() {
             Some(&(l, d)) if d.index == index => {
                 next_directive.next();
-                script.push_str(&kept_directive(l, d, &leaves));
+                script.push_str(&kept_directive(l, d, &uses));
             }
             _ => script.push_str(line),
         }
@@ -983,24 +993,55 @@ pub(crate) fn read_script(text: &str) -> Result<(Imported, Vec<&'static str>), I
     Ok((Imported { spec: reading.spec, warnings }, kept))
 }
 
-/// A directive line with the arguments that left taken out: the line as written when all
-/// stay, nothing when none does, else the magic word and the staying arguments as written
-/// (and the line's comment).
-fn kept_directive(l: usize, d: &DirLine, leaves: &BTreeMap<(usize, usize), bool>) -> String {
-    let leaving: Vec<bool> = (0..d.args.len()).map(|a| leaves.get(&(l, a)).copied().unwrap_or(false)).collect();
-    let original = format!("{}{}\n", d.magic, d.rest);
-    if d.args.is_empty() || !leaving.iter().any(|x| *x) {
-        return original;
+/// Per argument ((directive line, argument) indices): the options made of it, each with its
+/// piece of a clustered word and its fate.
+type Uses<'a> = BTreeMap<(usize, usize), Vec<(Option<&'a str>, Fate)>>;
+
+/// What stays of an argument: `None` when it leaves, else its text as written, or for a
+/// word of clustered flags of which some leave (`-Hc4` when `c4` is taken), the word
+/// written again from the flags that stay (`-H`): a flag left in a kept word would be read
+/// after flightdeck's own directives and undo them.
+fn kept_word(raw: &str, uses: &[(Option<&str>, Fate)]) -> Option<String> {
+    if uses.iter().all(|(_, f)| *f == Fate::Kept) {
+        return Some(raw.to_string());
     }
-    if leaving.iter().all(|x| *x) {
+    if uses.iter().all(|(_, f)| *f == Fate::Taken) {
+        return None;
+    }
+    let pieces: Option<String> = uses
+        .iter()
+        .filter(|(_, f)| *f == Fate::Kept)
+        .map(|(piece, _)| *piece)
+        .collect::<Option<Vec<_>>>()
+        .map(|p| p.concat());
+    // Mixed fates only happen inside a cluster, where every option has its piece.
+    let word = format!("-{}", pieces.unwrap_or_default());
+    Some(directive_value("directive", &word).unwrap_or(word))
+}
+
+/// A directive line with the arguments that left taken out: the line as written when all
+/// stay, nothing when none does, else the magic word and what stays of each argument (and
+/// the line's comment).
+fn kept_directive(l: usize, d: &DirLine, uses: &Uses) -> String {
+    let words: Vec<Option<String>> = d
+        .args
+        .iter()
+        .enumerate()
+        .map(|(a, arg)| {
+            let raw = &d.rest[arg.span.clone()];
+            uses.get(&(l, a)).map_or(Some(raw.to_string()), |u| kept_word(raw, u))
+        })
+        .collect();
+    if words.iter().enumerate().all(|(a, w)| w.as_deref() == Some(&d.rest[d.args[a].span.clone()])) {
+        return format!("{}{}\n", d.magic, d.rest);
+    }
+    if words.iter().all(Option::is_none) {
         return String::new();
     }
     let mut out = d.magic.to_string();
-    for (arg, leaves) in d.args.iter().zip(leaving) {
-        if !leaves {
-            out.push(' ');
-            out.push_str(&d.rest[arg.span.clone()]);
-        }
+    for word in words.into_iter().flatten() {
+        out.push(' ');
+        out.push_str(&word);
     }
     if let Some(at) = d.comment_at {
         out.push(' ');
@@ -1046,8 +1087,8 @@ mod tests {
         let i = imported("#!/bin/sh\n#SBATCH --time\n#SBATCH 10 -Hc4\ntrue\n");
         assert_eq!(i.spec.time_limit.as_deref(), Some("00:10:00"));
         assert_eq!(i.spec.cpus, Some(4));
-        // -H (hold) stays, and with it the word it shares with -c4.
-        assert_eq!(i.spec.script.as_deref(), Some("#!/bin/sh\n#SBATCH -Hc4\ntrue\n"));
+        // -H (hold) stays, written again without the -c4 it shared a word with.
+        assert_eq!(i.spec.script.as_deref(), Some("#!/bin/sh\n#SBATCH -H\ntrue\n"));
         assert!(i.warnings.iter().any(|w| w.contains("-H (line 3)") && w.contains("--hold")), "{:?}", i.warnings);
     }
 
@@ -1064,6 +1105,20 @@ mod tests {
     }
 
     #[test]
+    fn an_unquoted_hash_cuts_the_value_as_in_sbatch_and_is_said() {
+        let i = imported("#!/bin/bash\n#SBATCH -J c --container-image=nvcr.io#nvidia/pytorch:24.01\nx\n");
+        assert_eq!(i.spec.image.as_deref(), Some("nvcr.io"));
+        assert!(
+            i.warnings[0].starts_with("line 2: the unquoted `#` right after `--container-image=nvcr.io`"),
+            "{:?}",
+            i.warnings
+        );
+        let i = imported("#!/bin/bash\n#SBATCH -J c --container-image=nvcr.io\\#nvidia/pytorch:24.01 # a comment\nx\n");
+        assert_eq!(i.spec.image.as_deref(), Some("nvcr.io#nvidia/pytorch:24.01"));
+        assert!(i.warnings.is_empty(), "{:?}", i.warnings);
+    }
+
+    #[test]
     fn what_sbatch_refuses_is_an_error_naming_the_line() {
         for (text, line, words) in [
             ("#!/bin/bash\n#SBATCH foo\n", 2, "invalid directive"),
@@ -1076,6 +1131,7 @@ mod tests {
             ("#!/bin/bash\n#SBATCH -t 2h\n", 2, "time limit"),
             ("#!/bin/bash\n#SBATCH --array=5-1\n", 2, "backwards"),
             ("#!/bin/bash\n#SBATCH -J a\n#SBATCH hetjob\n", 3, "heterogeneous"),
+            ("#!/bin/bash\n#SBATCH -J a\n#SBATCH -N 1 PackJob\n", 3, "heterogeneous"),
             ("#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH --gpus=2\n", 3, "twice"),
             ("#!/bin/bash\n#SBATCH --mem=1G --mem-per-cpu=1G\n", 2, "only one"),
             ("#!/bin/bash\r\necho\r\n", 1, "carriage return"),
@@ -1085,6 +1141,32 @@ mod tests {
             assert_eq!(err.line, Some(line), "{text:?}: {err}");
             assert!(err.to_string().contains(words), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn hetjob_inside_a_value_or_a_comment_is_text() {
+        let i = imported("#!/bin/bash\n#SBATCH --job-name=my-hetjob-7 # not a hetjob\nx\n");
+        assert_eq!(i.spec.name, "my-hetjob-7");
+    }
+
+    #[test]
+    fn gres_forms() {
+        for (gres, count, gpu_type) in [
+            ("gpu:1g.10gb:1", 1, Some("1g.10gb")),
+            ("gpu:2", 2, None),
+            ("gpu", 1, None),
+            ("gres/gpu:a100:3", 3, Some("a100")),
+            ("gpu:nvidia_a100-sxm4-80gb:8", 8, Some("nvidia_a100-sxm4-80gb")),
+        ] {
+            let i = imported(&format!("#!/bin/bash\n#SBATCH -J g --gres={gres}\nx\n"));
+            assert_eq!((i.spec.gpus, i.spec.gpu_type.as_deref()), (count, gpu_type), "{gres}");
+            assert!(i.warnings.is_empty(), "{gres}: {:?}", i.warnings);
+        }
+        let i = imported("#!/bin/bash\n#SBATCH -J g --gres=gpu:a100:2,nvme:1\nx\n");
+        assert_eq!(i.spec.gpus, 2);
+        assert!(i.warnings[0].contains("nvme:1 has no portable form; kept"), "{:?}", i.warnings);
+        let i = imported("#!/bin/bash\n#SBATCH -J g --gres=gpu:a100:0\nx\n");
+        assert_eq!((i.spec.gpus, i.spec.gpu_type.as_deref()), (0, None));
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub struct JobRecord {
     pub tasks_per_node: Option<u32>,
     pub mem_per_node_mb: Option<u64>,
     pub mem_per_cpu_mb: Option<u64>,
+    /// Whether the job asked for its memory (`Some(false)`: the cluster's `DefMemPerCPU`
+    /// gave it); `None` where the record does not say (the text form).
+    pub memory_requested: Option<bool>,
     pub workdir: Option<String>,
     pub comment: Option<String>,
 }
@@ -113,6 +116,8 @@ pub fn parse_show_job_json(input: &[u8]) -> Result<Vec<JobRecord>, String> {
                 // reports the other as 0 or unset.
                 mem_per_node_mb: number(j.get("memory_per_node")).filter(|m| *m > 0 && memory_per_cpu.is_none()),
                 mem_per_cpu_mb: memory_per_cpu,
+                // 23.11+ flag a job's own memory request; a default leaves it out.
+                memory_requested: (!flags.is_empty()).then(|| flags.contains(&"EXACT_MEMORY_REQUESTED")),
                 workdir: text(j.get("current_working_directory")),
                 comment: text(j.get("comment")),
             }
@@ -203,6 +208,7 @@ fn text_record(f: &BTreeMap<String, String>) -> JobRecord {
             .filter(|n| *n > 0),
         mem_per_node_mb: get("MinMemoryNode").and_then(|m| parse_memory_mb(m).ok()),
         mem_per_cpu_mb: get("MinMemoryCPU").and_then(|m| parse_memory_mb(m).ok()),
+        memory_requested: None,
         workdir: get("WorkDir").map(str::to_string),
         comment: f.get("Comment").filter(|c| !c.is_empty() && *c != "(null)").cloned(),
     }
@@ -327,24 +333,29 @@ fn overlay(imported: &mut Imported, r: &JobRecord, kept: &[&str]) {
         changed(warnings, "tasks_per_node", spec.tasks_per_node.map(|t| t.to_string()), &t.to_string());
         spec.tasks_per_node = Some(t);
     }
-    if free("mem") && free("mem-per-cpu") && free("mem-per-gpu") {
-        if let Some(mb) = r.mem_per_node_mb
-            && spec.memory_mb() != Some(mb)
-        {
-            changed(warnings, "memory", spec.memory.clone(), &memory_text(mb));
-            spec.memory = Some(memory_text(mb));
-        } else if let Some(per_cpu) = r.mem_per_cpu_mb
-            && r.mem_per_node_mb.is_none()
-        {
+    // Memory the cluster gave by default (DefMemPerCPU) is no part of the job's request.
+    if free("mem") && free("mem-per-cpu") && free("mem-per-gpu") && r.memory_requested != Some(false) {
+        if let Some(mb) = r.mem_per_node_mb {
+            if spec.memory_mb() != Some(mb) {
+                changed(warnings, "memory", spec.memory.clone(), &memory_text(mb));
+                spec.memory = Some(memory_text(mb));
+            }
+        } else if let Some(per_cpu) = r.mem_per_cpu_mb {
             let cpus = u64::from(spec.cpus.unwrap_or(1)) * u64::from(spec.tasks_per_node.unwrap_or(1));
             let total = per_cpu.saturating_mul(cpus);
-            if spec.memory_mb() != Some(total) {
+            if r.memory_requested == Some(true) && spec.memory_mb() != Some(total) {
                 warnings.push(format!(
                     "`memory`: the job asks {} per CPU; as memory per node that is {} (× {cpus} CPUs)",
                     memory_text(per_cpu),
                     memory_text(total)
                 ));
                 spec.memory = Some(memory_text(total));
+            } else if r.memory_requested.is_none() && spec.memory.is_none() {
+                // The text form cannot tell a request from the cluster's default.
+                warnings.push(format!(
+                    "`memory`: the job has {} per CPU (the cluster's default, or given on sbatch's command line); left out",
+                    memory_text(per_cpu)
+                ));
             }
         }
     }
@@ -540,6 +551,26 @@ mod tests {
         assert!(i.warnings.iter().any(|w| w.contains("a task of an array job")), "{:?}", i.warnings);
         let i = job_spec(&job(), "#!/bin/bash\n#SBATCH -J a --array=0-7%2\nx\n", &records).unwrap();
         assert_eq!(i.spec.array.as_deref(), Some("0-7%2"), "the script covers the records");
+    }
+
+    #[test]
+    fn memory_the_cluster_gave_is_not_the_jobs_request() {
+        let record = |requested| JobRecord {
+            job_id: Some(7),
+            batch: Some(true),
+            cpus_per_task: Some(2),
+            mem_per_cpu_mb: Some(500),
+            memory_requested: requested,
+            ..JobRecord::default()
+        };
+        let script = "#!/bin/bash\n#SBATCH -J m -c 2\nx\n";
+        let i = job_spec(&job(), script, &[record(Some(false))]).unwrap();
+        assert_eq!((i.spec.memory.as_deref(), i.warnings.len()), (None, 0), "{:?}", i.warnings);
+        let i = job_spec(&job(), script, &[record(Some(true))]).unwrap();
+        assert_eq!(i.spec.memory.as_deref(), Some("1000M"));
+        let i = job_spec(&job(), script, &[record(None)]).unwrap();
+        assert_eq!(i.spec.memory, None);
+        assert!(i.warnings[0].contains("500M per CPU (the cluster's default"), "{:?}", i.warnings);
     }
 
     #[test]

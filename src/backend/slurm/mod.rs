@@ -411,6 +411,14 @@ impl Backend for SlurmBackend {
         if !out.success() {
             return Err(self.job_query_error(job, &argv, &out));
         }
+        // A job whose script Slurm lost (or never had) prints an error, on some releases
+        // with exit status 0.
+        if out.stdout.is_empty() {
+            return Err(BackendError::Unsupported(format!(
+                "{job}: Slurm gives no batch script for it ({})",
+                out.stderr.trim()
+            )));
+        }
         let script = String::from_utf8(out.stdout).map_err(|_| BackendError::Parse {
             what: display_argv(&argv),
             message: "the batch script is not UTF-8 text".into(),

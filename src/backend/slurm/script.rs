@@ -25,6 +25,12 @@
 //! A line break, carriage return or NUL in a value would end the directive and inject the rest
 //! as a new one: such values are refused ([`BackendError::InvalidSpec`]), never escaped.
 //!
+//! The same rules, read the other way, are [`split_directive`]: the dialect's importer
+//! (`super::dialect`) reads directive lines with it, and the tests here check every value this
+//! module writes against it. A migrated job carries where it came from in `--comment`, as
+//! [`MIGRATED_FROM_TAG`] and the origin (`flightdeck-migrated-from=hpc/123`); the job parsers
+//! read it back into `Job::migrated_from`.
+//!
 //! Belt and braces for the one value flightdeck identifies jobs by: [`sbatch_argv`] passes the
 //! name again as a command-line argument (`--job-name=…`, one argv element, quoted by the
 //! transport). sbatch ranks command-line options above script directives, so the name is exact
@@ -195,7 +201,7 @@ pub fn slurm_time(secs: u64) -> String {
 
 /// A value as sbatch's directive parser must see it to read it back unchanged (see the module
 /// notes); line breaks and NUL are refused.
-fn directive_value(field: &str, value: &str) -> Result<String, BackendError> {
+pub(crate) fn directive_value(field: &str, value: &str) -> Result<String, BackendError> {
     if value.contains(['\n', '\r', '\0']) {
         return Err(BackendError::InvalidSpec(format!(
             "`{field}` contains a line break or NUL, which would end the #SBATCH line; use one line"
