@@ -149,7 +149,7 @@ fn slurm_22_to_slurm_24_through_the_binary() {
     let _moved = Held { backend: fd24.clone(), job: new.clone() };
     assert_eq!(new.cluster, "fd24");
     // The plan first (the same lines --dry-run prints), then the outcome.
-    assert!(said.starts_with(&format!("{src} (held) → fd24\n")), "{said}");
+    assert!(said.starts_with(&format!("{src} (held) → fd24\n  placement: ")), "{said}");
     assert!(said.trim_end().ends_with(&format!("migrated {src}: {src} → {new}")), "{said}");
     assert_eq!(rt.block_on(listed(&*fd22, &source.job)), None, "the source is cancelled");
     let snap = rt.block_on(fd24.snapshot()).unwrap();

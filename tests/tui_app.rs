@@ -1502,6 +1502,7 @@ fn plan_of(sources: &[JobRef], to: &str) -> flightdeck::fleet::migrate::Migratio
             warnings: vec!["`account`: \"ml\" is a slurm account, which means nothing on k8s".into()],
             refused: None,
             uid: None,
+            advice: None,
         })
         .collect();
     MigrationPlan { moves }

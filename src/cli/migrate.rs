@@ -73,6 +73,9 @@ fn print_plan(plan: &MigrationPlan, native: bool) {
             Some(why) => eprintln!("flightdeck: {} → {}: refused: {}", m.source, m.to, output::printable(why)),
             None => println!("{} ({}) → {}", m.source, m.source_state, m.to),
         }
+        if let Some(a) = &m.advice {
+            println!("  placement: {} ({})", a.verdict, output::printable(&a.reason));
+        }
         for w in &m.warnings {
             println!("  warning: {}", output::printable(w));
         }

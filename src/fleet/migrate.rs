@@ -17,11 +17,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-#[cfg(test)]
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::advice::{self, Advice};
 use super::audit::AuditRecord;
 use super::{Fleet, Runner};
 use crate::backend::BackendError;
@@ -65,6 +65,9 @@ pub struct PlannedMove {
     /// The object identity the source had when planned (Kubernetes UID), for the cancel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
+    /// Whether the target can start it now, and why (placement advice for the target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<Advice>,
 }
 
 impl PlannedMove {
@@ -78,6 +81,7 @@ impl PlannedMove {
             warnings: Vec::new(),
             refused: Some(why),
             uid: None,
+            advice: None,
         }
     }
 
@@ -187,11 +191,13 @@ impl Fleet {
     pub async fn plan_migration(&self, sources: &[JobRef], to: &str, opts: &MigrateOptions) -> MigrationPlan {
         use futures_util::StreamExt;
         let state = self.state();
+        // What waits where, counted once for the whole plan (advice per move reads it).
+        let waiting = Arc::new(advice::Waiting::of(&state));
         let moves = futures_util::stream::iter(sources.iter().cloned())
             .map(|source| {
-                let state = state.clone();
+                let (state, waiting) = (state.clone(), waiting.clone());
                 let opts = opts.clone();
-                async move { self.plan_one(&state, source, to, &opts).await }
+                async move { self.plan_one(&state, &waiting, source, to, &opts).await }
             })
             .buffered(PLAN_CONCURRENCY)
             .collect()
@@ -199,7 +205,14 @@ impl Fleet {
         MigrationPlan { moves }
     }
 
-    async fn plan_one(&self, state: &FleetState, source: JobRef, to: &str, opts: &MigrateOptions) -> PlannedMove {
+    async fn plan_one(
+        &self,
+        state: &FleetState,
+        waiting: &advice::Waiting,
+        source: JobRef,
+        to: &str,
+        opts: &MigrateOptions,
+    ) -> PlannedMove {
         let unknown = JobState::Unknown;
         let Some(target) = state.cluster(to) else {
             return PlannedMove::refused(source, unknown, to, format!("no cluster named `{to}` is configured"));
@@ -238,6 +251,9 @@ impl Fleet {
             Err(e) => return PlannedMove::refused(source, job_state, to, format!("cannot read its spec: {e}")),
         };
         let (spec, mut warnings) = adapt(imported, &source, from.kind.as_str(), target, opts);
+        let only_target = FleetState { clusters: vec![target.clone()], ..FleetState::default() };
+        let placement = advice::Options { exclude: Some(&source), partition_on: Some(to) };
+        let advice = advice::advise_waiting(&only_target, waiting, &spec, &placement).into_iter().next();
         match self.render(to, &spec).await {
             Ok(native) => {
                 warnings.extend(native.warnings.iter().cloned());
@@ -250,6 +266,7 @@ impl Fleet {
                     warnings,
                     refused: None,
                     uid,
+                    advice,
                 }
             }
             Err(e) => {

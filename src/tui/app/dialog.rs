@@ -162,6 +162,9 @@ fn plan_lines(plan: &MigrationPlan) -> Vec<String> {
             Some(why) => lines.push(format!("✗ {}: {why}", m.source)),
             None => lines.push(format!("{} ({}) → {}", m.source, m.source_state, m.to)),
         }
+        if let Some(a) = m.advice.as_ref().filter(|_| m.refused.is_none()) {
+            lines.push(format!("    placement: {} ({})", a.verdict, a.reason));
+        }
         lines.extend(m.warnings.iter().map(|w| format!("    warning: {w}")));
     }
     if let Some((m, native)) =
