@@ -851,9 +851,15 @@ pub(crate) fn read_script(text: &str) -> Result<(Imported, Vec<&'static str>), I
         }
     }
     let mut warnings = Vec::new();
-    let has_shebang = lines.first().is_some_and(|l| l.starts_with("#!"));
+    // A preview from `Backend::render` starts with the sbatch call it stands for, as a
+    // comment above the `#!` line: not part of the script.
+    let start = usize::from(
+        lines.first().is_some_and(|l| l.starts_with("# sbatch ") && l.trim_end().ends_with("< this script"))
+            && lines.get(1).is_some_and(|l| l.starts_with("#!")),
+    );
+    let has_shebang = lines.get(start).is_some_and(|l| l.starts_with("#!"));
     let shebang = if has_shebang {
-        lines[0].trim_end_matches('\n').to_string()
+        lines[start].trim_end_matches('\n').to_string()
     } else {
         warnings.push(format!(
             "no #! line (sbatch needs one): the script runs with {}",
@@ -861,7 +867,7 @@ pub(crate) fn read_script(text: &str) -> Result<(Imported, Vec<&'static str>), I
         ));
         DEFAULT_SHEBANG.to_string()
     };
-    let first_body = usize::from(has_shebang);
+    let first_body = start + usize::from(has_shebang);
 
     // The leading block sbatch reads directives from.
     let mut directives: Vec<DirLine> = Vec::new();
@@ -1147,6 +1153,13 @@ mod tests {
     fn hetjob_inside_a_value_or_a_comment_is_text() {
         let i = imported("#!/bin/bash\n#SBATCH --job-name=my-hetjob-7 # not a hetjob\nx\n");
         assert_eq!(i.spec.name, "my-hetjob-7");
+    }
+
+    #[test]
+    fn a_preview_reads_without_its_call_line() {
+        let i = imported("# sbatch --parsable '--job-name=p' < this script\n#!/bin/sh\n#SBATCH --job-name=p\nx\n");
+        assert_eq!((i.spec.name.as_str(), i.spec.script.as_deref()), ("p", Some("#!/bin/sh\nx\n")));
+        assert!(i.warnings.is_empty(), "{:?}", i.warnings);
     }
 
     #[test]

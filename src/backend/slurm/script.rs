@@ -718,6 +718,66 @@ python train.py --epochs 3 > log.txt
     }
 
     #[test]
+    fn array_tasks_per_node_and_the_migration_tag() {
+        let full = JobSpec {
+            array: Some("0-99%10".into()),
+            tasks_per_node: Some(8),
+            nodes: Some(2),
+            migrated_from: Some("hpc/123".into()),
+            ..spec("a", "true")
+        };
+        assert_eq!(
+            render(&full),
+            "#!/bin/bash\n#SBATCH --job-name=a\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n#SBATCH --array=0-99%10\n\
+             #SBATCH --comment=flightdeck-migrated-from=hpc/123\ntrue\n"
+        );
+        let odd = JobSpec { migrated_from: Some("my cluster/7".into()), ..spec("a", "true") };
+        let script = render(&odd);
+        assert!(directive_args(&script).contains(&"--comment=flightdeck-migrated-from=my cluster/7".to_string()));
+        assert_eq!(migrated_from_of("flightdeck-migrated-from=hpc/123"), Some("hpc/123"));
+        assert_eq!(migrated_from_of(" flightdeck-migrated-from=my cluster/7 "), Some("my cluster/7"));
+        for other in ["", "(null)", "nightly", "flightdeck-migrated-from=", "see flightdeck-migrated-from=hpc/1"] {
+            assert_eq!(migrated_from_of(other), None, "{other:?}");
+        }
+    }
+
+    #[test]
+    fn export_lines_read_back_exactly() {
+        let mut env = BTreeMap::new();
+        for (k, v) in [("A", "it's"), ("B", "two\nlines"), ("C", ""), ("D", "'''"), ("E", "$(id) `x` \\ \"q\"")] {
+            env.insert(k.to_string(), v.to_string());
+        }
+        let script = render(&JobSpec { env: env.clone(), ..spec("e", "true") });
+        let mut rest = &script[script.find("export ").unwrap()..];
+        let mut back = BTreeMap::new();
+        while let Some((k, v, len)) = read_export(rest) {
+            back.insert(k, v);
+            rest = &rest[len..];
+        }
+        assert_eq!(back, env);
+        assert_eq!(rest, "true\n");
+        for not_ours in
+            ["export A=b\n", "export A=\"b\"\n", "export A='b'; rm x\n", "export A-B='b'\n", "export A='b\n"]
+        {
+            assert_eq!(read_export(not_ours), None, "{not_ours:?}");
+        }
+    }
+
+    #[test]
+    fn the_splitter_keeps_where_each_argument_was_written() {
+        let line = r#" -J "a b" --x='c'\#d  # rest"#;
+        let split = split_directive(line).unwrap();
+        let shown: Vec<(&str, &str)> = split.args.iter().map(|a| (a.text.as_str(), &line[a.span.clone()])).collect();
+        assert_eq!(shown, [("-J", "-J"), ("a b", "\"a b\""), ("--x=c#d", "--x='c'\\#d")]);
+        assert_eq!(split.comment_at.map(|at| &line[at..]), Some("# rest"));
+        assert_eq!(split_directive(" --a \"\" --b").unwrap().args.len(), 1, "an empty argument ends the line");
+        assert!(split_directive(" -J 'x").unwrap_err().contains("unmatched"));
+        assert!(split_directive(" : -J x").unwrap_err().contains("`:`"));
+        // \v is C's whitespace too.
+        assert_eq!(sbatch_split("a\u{b}b"), ["a", "b"]);
+    }
+
+    #[test]
     fn quoting_helpers() {
         assert_eq!(directive_value("f", "plain-1.2_3:4/5@6%7+8=9,10").unwrap(), "plain-1.2_3:4/5@6%7+8=9,10");
         assert_eq!(directive_value("f", "").unwrap(), "\"\"");
