@@ -367,7 +367,7 @@ mod tests {
     #[test]
     fn only_the_verbs_that_lose_work_confirm() {
         let confirming: Vec<Verb> = Verb::ALL.into_iter().filter(|v| v.is_destructive()).collect();
-        assert_eq!(confirming, [Verb::Cancel, Verb::Requeue, Verb::Drain, Verb::Delete, Verb::Teardown]);
+        assert_eq!(confirming, [Verb::Cancel, Verb::Requeue, Verb::Drain, Verb::Delete, Verb::Teardown, Verb::Migrate]);
         assert!(JobAction::Cancel.is_destructive());
         assert!(!JobAction::Hold.is_destructive());
     }
