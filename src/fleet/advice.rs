@@ -33,6 +33,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::StartEstimate;
+use crate::backend::skypilot::map::MANAGED_QUEUE;
 use crate::model::{
     ClusterKind, ClusterState, FleetState, Health, Job, JobRef, JobState, Need, Node, Queue, Snapshot, Verb, gpu_names,
 };
@@ -551,7 +552,7 @@ fn judge(c: &ClusterState, waiting: &[Bucket], spec: &JobSpec, want: &Want, opts
             }
         },
         Style::SkyPilot => match partition {
-            Some(p) if p == "managed-jobs" => {
+            Some(p) if p == MANAGED_QUEUE => {
                 return Draft {
                     wait: Some(Wait::Provision),
                     caveats,
@@ -577,7 +578,7 @@ fn judge(c: &ClusterState, waiting: &[Bucket], spec: &JobSpec, want: &Want, opts
             None => {
                 provision =
                     Some("launches a new cluster (capacity and price are the cloud's, not known here)".to_string());
-                Scope::Parts(queue_names().into_iter().filter(|q| *q != "managed-jobs").collect())
+                Scope::Parts(queue_names().into_iter().filter(|q| *q != MANAGED_QUEUE).collect())
             }
         },
         Style::Other => match partition {
@@ -599,8 +600,6 @@ fn judge(c: &ClusterState, waiting: &[Bucket], spec: &JobSpec, want: &Want, opts
     let mut draft = decide(&groups, want, label, matches!(scope, Scope::Parts(_)));
     if let Some(queue) = quota {
         apply_quota(&mut draft, queue, want);
-    }
-    if let Some(queue) = quota {
         draft.partition = Some(queue.name.clone());
     }
     if let Some(how) = provision
