@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
 use flightdeck::backend::Registry;
-use flightdeck::fleet::advice::{Advice, Options, Verdict, advise, advise_with, placement_key, spec_of_job};
+use flightdeck::fleet::advice::{
+    Advice, Options, Verdict, Waiting, advise, advise_waiting, advise_with, placement_key, spec_of_job,
+};
 use flightdeck::model::{
     ClusterKind, ClusterState, FieldUse, FleetState, GpuSlot, Health, Job, JobRef, JobState, Need, Node, NodeState,
     Queue, QueueQuota, Snapshot, SpecFields,
@@ -517,4 +519,59 @@ fn a_live_jobs_fields_make_its_spec() {
     // What the submit form keys its recomputation on leaves the name and command out.
     assert_eq!(placement_key(&spec(4, "h100")), placement_key(&JobSpec { name: "other".into(), ..spec(4, "h100") }));
     assert_ne!(placement_key(&spec(4, "h100")), placement_key(&spec(5, "h100")));
+}
+
+#[test]
+fn pending_jobs_in_many_partitions_are_counted_right() {
+    // 100 partitions (past the few a scan is kept for), two pending jobs each, interleaved.
+    let nodes = (0..100)
+        .map(|i| node(&format!("n{i}"), NodeState::Allocated, vec![slot("h100", 8, 8)], &[&format!("p{i}")]))
+        .collect();
+    let jobs = (0..200).map(|i| pending(&i.to_string(), &format!("p{}", i % 100), 8, Some("h100"))).collect();
+    let state = fleet(vec![cluster("big", "slurm", nodes, jobs)]);
+    for p in ["p0", "p31", "p32", "p57", "p99"] {
+        let a = &advise(&state, &JobSpec { partition: Some(p.into()), ..spec(8, "h100") })[0];
+        assert_eq!((a.verdict, a.ahead), (Verdict::Queued, 2), "{p}: {a:#?}");
+    }
+    // Counting once per state and advising many specs over it gives the same answers.
+    let waiting = Waiting::of(&state);
+    for s in [spec(8, "h100"), spec(1, "a100"), JobSpec { partition: Some("p3".into()), ..spec(2, "h100") }] {
+        assert_eq!(advise_waiting(&state, &waiting, &s, &Options::default()), advise(&state, &s));
+    }
+}
+
+#[test]
+fn extreme_counts_do_not_overflow() {
+    let huge = || node("n", NodeState::Idle, vec![slot("h100", u32::MAX, 0), slot("h100", u32::MAX, 0)], &["gpu"]);
+    let mut c = k8s_prod(i64::MAX / 1000, i64::MAX / 1000, None);
+    let mut snap = (**c.snapshot.as_ref().unwrap()).clone();
+    snap.nodes = vec![huge(), huge()];
+    let mut q = snap.queues.last().unwrap().clone();
+    q.quota.push(q.quota[0].clone());
+    q.quota[1].nominal_milli = i64::MAX;
+    q.quota[1].used_milli = i64::MIN;
+    snap.queues.push(q);
+    c.snapshot = Some(Arc::new(snap));
+    let slurm = cluster(
+        "s",
+        "slurm",
+        vec![huge(), huge()],
+        (0..3).map(|i| pending(&i.to_string(), "gpu", u32::MAX, None)).collect(),
+    );
+    let state = fleet(vec![c, slurm]);
+    for s in [
+        JobSpec {
+            nodes: Some(u32::MAX),
+            cpus: Some(u32::MAX),
+            tasks_per_node: Some(u32::MAX),
+            ..kube_spec(u32::MAX, Some("team-a"))
+        },
+        kube_spec(1, Some("team-a")),
+        JobSpec { gpus: 0, gpu_type: None, ..kube_spec(0, None) },
+    ] {
+        let advice = advise(&state, &s);
+        assert_eq!(advice.len(), 2);
+    }
+    let a = &advise(&state, &kube_spec(1, None))[1];
+    assert_eq!((a.cluster.as_str(), a.idle_gpus), ("s", 4 * u64::from(u32::MAX)));
 }

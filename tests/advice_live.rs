@@ -1,7 +1,8 @@
 //! Placement advice and start estimates against the Slurm test bed, both releases (22.05 and
 //! 24.11): `sbatch --test-only` and `squeue --start` read back into a time that is really
 //! in the future, and `flightdeck advise` ranking a cluster with free GPUs of the model as
-//! `now` (for a job file and for a live job).
+//! `now` (for a job file and for a live job), and the scheduler's refusal overruling the
+//! snapshot's hope.
 
 mod common;
 
@@ -185,6 +186,20 @@ fn advise_a_live_job_from_its_snapshot_fields() {
     assert!(fd22["reason"].as_str().unwrap().contains("a100 idle in partition gpu"), "{fd22}");
     assert_eq!(entry(&rows, "fd24")["verdict"], "cannot");
     assert!(fd22.get("estimate_error").is_none(), "{fd22}");
+    // Three nodes of 4 a100: the snapshot counts dead-01 (down) as one that could come
+    // back; Slurm's planner refuses the job outright, and its word wins.
+    let dir = tempfile::tempdir().unwrap();
+    let three = dir.path().join("three.toml");
+    std::fs::write(&three, "name = \"fd-advise-3\"\ncommand = \"true\"\ngpus = 4\ngpu_type = \"a100\"\nnodes = 3\n")
+        .unwrap();
+    let rows = advise_json(three.to_str().unwrap());
+    let fd22 = entry(&rows, "fd22");
+    assert_eq!(fd22["verdict"], "cannot", "{rows:#?}");
+    assert!(
+        fd22["reason"].as_str().unwrap().contains("the scheduler refuses it: ")
+            && fd22["reason"].as_str().unwrap().contains("Requested node configuration is not available"),
+        "{fd22}"
+    );
     // A reference that is no job: one line, non-zero.
     let cfg = testbed_config_path().display().to_string();
     let out = flightdeck(&["--config", &cfg, "advise", "fd22/999999999"]);

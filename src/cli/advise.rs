@@ -1,13 +1,14 @@
 //! `flightdeck advise SPEC|REF`: every cluster ranked for one job (see `fleet::advice`), from
 //! one refresh of the fleet, plus the scheduler's own start estimate for the best Slurm
-//! clusters, asked once, a few at a time, each bounded by its cluster's timeout.
+//! clusters, asked once, a few at a time, each bounded by its cluster's timeout. Where the
+//! scheduler answers that it would refuse the job, that overrules the snapshot: `cannot`.
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use super::{Failure, OutputFormat, exit, first_refresh, spec, start_fleet};
-use crate::backend::Registry;
+use crate::backend::{BackendError, Registry};
 use crate::config::Config;
 use crate::fleet::Fleet;
 use crate::fleet::advice::{self, Advice, Options, Verdict};
@@ -122,16 +123,33 @@ async fn estimates(
                 }
             };
             match tokio::time::timeout(limit, asked).await {
-                Ok(result) => result.map_err(|e| e.to_string()),
-                Err(_) => Err(format!("no estimate within {} s", limit.as_secs())),
+                Ok(result) => result,
+                Err(_) => Err(BackendError::Timeout { what: "the start estimate".into(), secs: limit.as_secs() }),
             }
         }
     });
     let answers = futures_util::future::join_all(asks).await;
+    let mut refused = false;
     for (i, answer) in chosen.into_iter().zip(answers) {
         match answer {
             Ok(estimate) => ranked[i].estimate = estimate,
-            Err(e) => ranked[i].estimate_error = Some(e),
+            // The scheduler itself answered that it would refuse the job (`sbatch
+            // --test-only` exits 1: "Requested node configuration is not available"): its
+            // word beats what the snapshot suggested.
+            Err(BackendError::Command { status: Some(1), stderr, .. }) => {
+                let a = &mut ranked[i];
+                a.reason = format!("the scheduler refuses it: {}", stderr.trim());
+                a.verdict = Verdict::Cannot;
+                refused = true;
+            }
+            Err(e) => ranked[i].estimate_error = Some(e.to_string()),
+        }
+    }
+    if refused {
+        // Stable: the order within each verdict stays the ranking's.
+        ranked.sort_by_key(|a| a.verdict);
+        for (i, a) in ranked.iter_mut().enumerate() {
+            a.rank = i + 1;
         }
     }
 }

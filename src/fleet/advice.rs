@@ -33,6 +33,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::StartEstimate;
+use crate::backend::skypilot::map::MANAGED_QUEUE;
 use crate::model::{
     ClusterKind, ClusterState, FleetState, Health, Job, JobRef, JobState, Need, Node, Queue, Snapshot, Verb, gpu_names,
 };
@@ -158,14 +159,38 @@ impl Waiting {
             .clusters
             .iter()
             .map(|c| {
-                let mut counts: HashMap<(&str, Option<&str>, bool), u32> = HashMap::new();
+                type Key<'j> = (&'j str, Option<&'j str>, bool);
+                // Few distinct keys per cluster, often the same one job after job (arrays,
+                // sweeps): the last one, then a scan, and a map only past a few dozen.
+                let mut counts: Vec<(Key<'_>, u32)> = Vec::new();
+                let mut many: HashMap<Key<'_>, usize> = HashMap::new();
+                let mut last = usize::MAX;
                 for job in c.snapshot.iter().flat_map(|s| s.jobs.iter()) {
-                    if job.state == JobState::Pending {
-                        let n = counts
-                            .entry((job.partition.as_str(), job.gpu_model.as_deref(), job.gpus_requested > 0))
-                            .or_default();
-                        *n = n.saturating_add(1);
+                    if job.state != JobState::Pending {
+                        continue;
                     }
+                    let key = (job.partition.as_str(), job.gpu_model.as_deref(), job.gpus_requested > 0);
+                    let at = if counts.get(last).is_some_and(|(k, _)| *k == key) {
+                        last
+                    } else if counts.len() <= 32 {
+                        counts.iter().position(|(k, _)| *k == key).unwrap_or(usize::MAX)
+                    } else {
+                        many.get(&key).copied().unwrap_or(usize::MAX)
+                    };
+                    last = if at == usize::MAX {
+                        counts.push((key, 0));
+                        if counts.len() > 32 {
+                            if many.is_empty() {
+                                many.extend(counts.iter().enumerate().map(|(i, (k, _))| (*k, i)));
+                            } else {
+                                many.insert(key, counts.len() - 1);
+                            }
+                        }
+                        counts.len() - 1
+                    } else {
+                        at
+                    };
+                    counts[last].1 = counts[last].1.saturating_add(1);
                 }
                 let buckets = counts
                     .into_iter()
@@ -527,7 +552,7 @@ fn judge(c: &ClusterState, waiting: &[Bucket], spec: &JobSpec, want: &Want, opts
             }
         },
         Style::SkyPilot => match partition {
-            Some(p) if p == "managed-jobs" => {
+            Some(p) if p == MANAGED_QUEUE => {
                 return Draft {
                     wait: Some(Wait::Provision),
                     caveats,
@@ -553,7 +578,7 @@ fn judge(c: &ClusterState, waiting: &[Bucket], spec: &JobSpec, want: &Want, opts
             None => {
                 provision =
                     Some("launches a new cluster (capacity and price are the cloud's, not known here)".to_string());
-                Scope::Parts(queue_names().into_iter().filter(|q| *q != "managed-jobs").collect())
+                Scope::Parts(queue_names().into_iter().filter(|q| *q != MANAGED_QUEUE).collect())
             }
         },
         Style::Other => match partition {
@@ -575,8 +600,6 @@ fn judge(c: &ClusterState, waiting: &[Bucket], spec: &JobSpec, want: &Want, opts
     let mut draft = decide(&groups, want, label, matches!(scope, Scope::Parts(_)));
     if let Some(queue) = quota {
         apply_quota(&mut draft, queue, want);
-    }
-    if let Some(queue) = quota {
         draft.partition = Some(queue.name.clone());
     }
     if let Some(how) = provision
@@ -941,8 +964,9 @@ fn apply_quota(draft: &mut Draft, queue: &Queue, want: &Want) {
         return;
     };
     let whole = |milli: i64| milli.max(0) / 1000;
-    let nominal: i64 = relevant.iter().map(|q| whole(q.nominal_milli)).sum();
-    let used: i64 = relevant.iter().map(|q| whole(q.used_milli)).sum();
+    // Backend numbers can claim anything: sums saturate.
+    let nominal = relevant.iter().fold(0i64, |n, q| n.saturating_add(whole(q.nominal_milli)));
+    let used = relevant.iter().fold(0i64, |n, q| n.saturating_add(whole(q.used_milli)));
     let need = i64::from(want.gpus) * i64::from(want.nodes);
     let free = (nominal - used).max(0);
     if free >= need {
