@@ -47,7 +47,7 @@ pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec
             s
         })
         .collect();
-    vec![
+    let mut fields = vec![
         ("job", job.job_ref.to_string()),
         ("name", job.name.clone()),
         ("user", job.user.clone()),
@@ -88,7 +88,12 @@ pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec
                 },
             ),
         ),
-    ]
+    ];
+    // Said only where it is so: `flightdeck migrate` left its origin on the job.
+    if let Some(origin) = &job.migrated_from {
+        fields.insert(1, ("migrated from", origin.clone()));
+    }
+    fields
 }
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
@@ -205,6 +210,14 @@ mod tests {
         // A Slurm site that already writes the canonical name: once.
         job.gpu_product = Some("H100".into());
         assert_eq!(gpu_model_text(&job), "h100");
+    }
+
+    #[test]
+    fn a_migrated_job_says_where_it_came_from() {
+        let mut job = Job::new(JobRef::new("k8s", "ml:train-x"), JobState::Pending);
+        assert!(fields(&job, None).iter().all(|(k, _)| *k != "migrated from"), "only where it is so");
+        job.migrated_from = Some("hpc/123".into());
+        assert_eq!(fields(&job, None)[1], ("migrated from", "hpc/123".to_string()));
     }
 
     fn end_label(state: JobState) -> (&'static str, String) {
