@@ -982,6 +982,21 @@ impl Reader {
             }
             None => {}
         }
+        // A value no node could carry (a label value starts and ends with a letter or digit)
+        // selects nothing: said, and not taken as the GPU model.
+        let label_value = |v: &str| {
+            v.len() <= 63
+                && v.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && v.ends_with(|c: char| c.is_ascii_alphanumeric())
+                && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        };
+        products.retain(|(at, value)| {
+            let ok = label_value(value);
+            if !ok {
+                self.warn(at, format!("{} is not a label value a node could carry; dropped", shown(value)));
+            }
+            ok
+        });
         let Some((at, _)) = products.first().cloned() else { return };
         if spec.gpus == 0 {
             self.warn(&at, "a GPU model for a pod that asks for no GPUs; dropped");
