@@ -7,6 +7,7 @@
 pub mod dstack;
 pub mod http;
 pub mod kube;
+pub mod loose_value;
 pub mod registry;
 pub mod skypilot;
 pub mod slurm;

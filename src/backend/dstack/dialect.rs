@@ -20,6 +20,7 @@
 //!   random suffix a submission draws, and its other keys (repo, SSH key) are the server's,
 //!   so a file of it would neither read back the same nor be what a user writes.
 
+use crate::backend::loose_value::{brief, is_empty, number, scalar_text, whole};
 use serde_json::{Map, Value};
 
 use super::manifest::{self, MIGRATED_FROM_TAG};
@@ -623,55 +624,6 @@ fn duration_text(secs: u64) -> String {
         }
     }
     format!("{secs}s")
-}
-
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64().filter(|f| f.is_finite()),
-        Value::String(s) => s.trim().parse::<f64>().ok().filter(|f| f.is_finite()),
-        _ => None,
-    }
-}
-
-fn whole(v: &Value) -> Option<u64> {
-    match v {
-        Value::Number(n) => {
-            n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19).map(|f| f as u64))
-        }
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-fn scalar_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
-}
-
-fn is_empty(v: &Value) -> bool {
-    match v {
-        Value::Null | Value::Bool(false) => true,
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(m) => m.is_empty(),
-        _ => false,
-    }
-}
-
-fn brief(v: &Value) -> String {
-    let text = match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let mut short: String = text.chars().take(60).collect();
-    if short.len() < text.len() {
-        short.push('…');
-    }
-    format!("{short:?}")
 }
 
 #[cfg(test)]

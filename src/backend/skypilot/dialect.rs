@@ -18,6 +18,7 @@
 //! * **Exported**: [`task::task_with`] (the same code the live submit and preview use) with
 //!   the placeholder suffix `xxxxx`, keeping a `workdir` that is not on this machine.
 
+use crate::backend::loose_value::{brief, is_empty, number, scalar_text, whole};
 use serde_json::{Map, Value};
 
 use super::map::MANAGED_QUEUE;
@@ -424,59 +425,6 @@ fn memory_mib(value: &Value) -> Option<u64> {
     };
     let mib = (amount * unit_gib * 1024.0).ceil();
     (1.0..1e18).contains(&mib).then_some(mib as u64)
-}
-
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64().filter(|f| f.is_finite()),
-        Value::String(s) => s.trim().parse::<f64>().ok().filter(|f| f.is_finite()),
-        _ => None,
-    }
-}
-
-/// A whole, non-negative number (`2`, `2.0`, `"2"`).
-fn whole(v: &Value) -> Option<u64> {
-    match v {
-        Value::Number(n) => {
-            n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19).map(|f| f as u64))
-        }
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-/// Text for a scalar (numbers and booleans as written), `None` for null and collections.
-fn scalar_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
-}
-
-/// Null, `false`, or an empty string, list or mapping: nothing asked.
-fn is_empty(v: &Value) -> bool {
-    match v {
-        Value::Null | Value::Bool(false) => true,
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(m) => m.is_empty(),
-        _ => false,
-    }
-}
-
-/// A value as a message shows it: short, one line.
-fn brief(v: &Value) -> String {
-    let text = match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let mut short: String = text.chars().take(60).collect();
-    if short.len() < text.len() {
-        short.push('…');
-    }
-    format!("{short:?}")
 }
 
 #[cfg(test)]
