@@ -7,6 +7,7 @@ pub mod cli;
 pub mod columns;
 pub mod config;
 pub mod fleet;
+pub mod hub;
 pub mod logging;
 pub mod model;
 pub mod output;

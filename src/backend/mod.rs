@@ -52,6 +52,10 @@ pub enum BackendError {
     /// A bug in flightdeck (a panic caught at a task's edge), not the cluster's fault.
     #[error("internal error: {0}")]
     Internal(String),
+    /// What a hub answered for a cluster it serves: its own words, already in the form
+    /// the user reads (`hub: authentication failed`, the cluster's error as the hub saw it).
+    #[error("{0}")]
+    Remote(String),
 }
 
 /// When a scheduler expects a job to start, as it says when asked (Slurm's `sbatch

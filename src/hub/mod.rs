@@ -1,0 +1,10 @@
+//! The hub: `flightdeck serve` runs one fleet (one poller per cluster) and serves it over
+//! gRPC to every cockpit and script, so a cluster's load stays constant in the number of
+//! people watching and every action goes through one audited place.
+//!
+//! `wire` is the protobuf vocabulary and its conversions (shared with the client,
+//! `backend::hub`); the server side is the rest.
+
+pub mod auth;
+pub mod listen;
+pub mod wire;
