@@ -37,6 +37,11 @@ pub struct Cli {
     /// Cockpit keymap: default, vim, or a keymap file.
     #[arg(long, global = true)]
     pub keymap: Option<String>,
+    /// Work through a hub (`flightdeck serve`) instead of the configured clusters:
+    /// https://HOST:PORT, http://127.0.0.1:PORT or unix:/PATH; the token from
+    /// FLIGHTDECK_HUB_TOKEN.
+    #[arg(long, global = true, env = "FLIGHTDECK_HUB")]
+    pub hub: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -183,6 +188,23 @@ pub enum Command {
     },
     /// Check every configured cluster: connection, release, JSON support, cost per refresh.
     Doctor,
+    /// Serve the configured clusters to every cockpit and script over gRPC: one poller per
+    /// cluster for a whole team, every action audited here under the caller's name.
+    Serve {
+        /// IP:PORT (TLS required unless loopback) or unix:/PATH.
+        #[arg(long, default_value = "127.0.0.1:50051")]
+        listen: String,
+        /// Bearer tokens: lines of `TOKEN_SHA256 USER ROLE` (viewer or operator); re-read
+        /// when it changes. Required unless listening on a Unix socket.
+        #[arg(long)]
+        tokens: Option<PathBuf>,
+        /// The server's certificate chain (PEM).
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The certificate's private key (PEM), readable by its owner only.
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+    },
     /// Print the audit log: every action, who asked, and how it ended (`unknown`: it was
     /// under way when flightdeck stopped).
     Audit {
@@ -214,7 +236,11 @@ pub enum SpecCommand {
 pub struct Failure(pub String);
 
 pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
-    let config = Config::load(cli.config.as_deref(), &Registry::builtin()).map_err(|e| Failure(e.to_string()))?;
+    let mut config = Config::load(cli.config.as_deref(), &Registry::builtin()).map_err(|e| Failure(e.to_string()))?;
+    if let Some(url) = &cli.hub {
+        // The hub's clusters instead of the configured ones; the theme and keymap stay.
+        config.clusters = vec![crate::backend::hub::config::flag_cluster(url).map_err(Failure)?];
+    }
     let read_only = cli.read_only || config.read_only;
     match cli.command {
         None if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() => {
@@ -271,15 +297,18 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             logs::logs(&config, read_only, logs::LogsRequest { job, stream, follow, bytes }).await
         }
         Some(Command::Doctor) => doctor(&config).await,
+        Some(Command::Serve { listen, tokens, tls_cert, tls_key }) => {
+            serve(&config, read_only, ServeRequest { listen, tokens, tls_cert, tls_key }).await
+        }
         Some(Command::Audit { since, output }) => audit(since.as_deref(), output),
     }
 }
 
 /// Start a fleet over the configured clusters named in `only` (all when empty), auditing
 /// to the state directory.
-fn start_fleet(config: &Config, read_only: bool, only: &[String], poll: bool) -> Result<Fleet, Failure> {
+async fn start_fleet(config: &Config, read_only: bool, only: &[String], poll: bool) -> Result<Fleet, Failure> {
     let opts = FleetOptions { read_only, poll, audit: Some(audit_log()), actor: crate::fleet::audit::current_actor() };
-    Fleet::builder(config).only(only).start(opts).map_err(|e| Failure(e.to_string()))
+    Fleet::builder(config).only(only).connect(opts).await.map_err(|e| Failure(e.to_string()))
 }
 
 /// One refresh of every cluster in the fleet; stale clusters are reported on stderr.
@@ -303,6 +332,35 @@ async fn first_refresh(config: &Config, fleet: &Fleet) -> (Arc<FleetState>, bool
         }
     }
     (state, failed)
+}
+
+struct ServeRequest {
+    listen: String,
+    tokens: Option<PathBuf>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+}
+
+/// `flightdeck serve`: the configured fleet, polled once, served until SIGTERM or Ctrl-C;
+/// then, like the cockpit, up to 30 s for actions under way.
+async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<ExitCode, Failure> {
+    use crate::hub::listen::{ListenAddr, TlsFiles};
+    let listen: ListenAddr = ask.listen.parse().map_err(|e| Failure(format!("--listen {:?}: {e}", ask.listen)))?;
+    let tls = match (ask.tls_cert, ask.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+        _ => None,
+    };
+    // Checked before any cluster is touched: a hub that cannot start polls nothing.
+    crate::hub::listen::check_tls(&listen, tls.as_ref()).map_err(Failure)?;
+    let fleet = std::sync::Arc::new(start_fleet(config, read_only, &[], true).await?);
+    let opts = crate::hub::ServeOptions { listen, tls, tokens: ask.tokens };
+    let served = crate::hub::serve(fleet.clone(), opts, stop_signal()).await;
+    let unknown = fleet.settle(Duration::from_secs(30)).await;
+    for action in &unknown {
+        eprintln!("flightdeck: {action} was still under way; its outcome is unknown (see `flightdeck audit`)");
+    }
+    served.map_err(Failure)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn exit(failed: bool) -> ExitCode {
@@ -329,7 +387,7 @@ async fn cockpit(
         Some(k) => k,
         None => Keymap::load(std::path::Path::new(keymap_choice)).map_err(|e| Failure(e.to_string()))?,
     };
-    let fleet = start_fleet(config, read_only, &[], true)?;
+    let fleet = start_fleet(config, read_only, &[], true).await?;
     let opts = crate::tui::TuiOptions {
         keymap,
         theme,
@@ -342,7 +400,7 @@ async fn cockpit(
 }
 
 async fn summary(config: &Config, read_only: bool) -> Result<ExitCode, Failure> {
-    let fleet = start_fleet(config, read_only, &[], true)?;
+    let fleet = start_fleet(config, read_only, &[], true).await?;
     let (state, failed) =
         if config.clusters.is_empty() { (fleet.state(), false) } else { first_refresh(config, &fleet).await };
     print!("{}", output::summary(&state));
@@ -357,7 +415,7 @@ async fn jobs(
     states: &[JobState],
     format: OutputFormat,
 ) -> Result<ExitCode, Failure> {
-    let fleet = start_fleet(config, read_only, clusters, true)?;
+    let fleet = start_fleet(config, read_only, clusters, true).await?;
     let (state, failed) = first_refresh(config, &fleet).await;
     let jobs: Vec<_> = state
         .clusters
@@ -383,7 +441,7 @@ async fn nodes(
     clusters: &[String],
     format: OutputFormat,
 ) -> Result<ExitCode, Failure> {
-    let fleet = start_fleet(config, read_only, clusters, true)?;
+    let fleet = start_fleet(config, read_only, clusters, true).await?;
     let (state, failed) = first_refresh(config, &fleet).await;
     let nodes: Vec<_> =
         state.clusters.iter().filter_map(|c| c.snapshot.as_ref()).flat_map(|s| s.nodes.iter()).collect();
@@ -409,7 +467,7 @@ async fn job_actions(
 /// Carry out actions one after another; print each result; fail if any failed.
 async fn act(config: &Config, read_only: bool, actions: Vec<Action>) -> Result<ExitCode, Failure> {
     let clusters: Vec<String> = actions.iter().map(|a| a.cluster().to_string()).collect();
-    let fleet = start_fleet(config, read_only, &clusters, false)?;
+    let fleet = start_fleet(config, read_only, &clusters, false).await?;
     act_on(&fleet, actions).await
 }
 
@@ -548,7 +606,7 @@ async fn doctor(config: &Config) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::FAILURE);
     }
     println!("config: {}", config.source);
-    let fleet = start_fleet(config, true, &[], false)?;
+    let fleet = start_fleet(config, true, &[], false).await?;
     let mut failed = false;
     for c in &config.clusters {
         println!("{} ({})", c.name, c.kind());

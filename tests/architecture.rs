@@ -18,6 +18,7 @@ const RULES: &[(&str, &[&str])] = &[
     ("tomlfile", &["backend", "tui", "fleet"]),
     ("tui", &["backend"]),
     ("fleet", &["tui", "cli"]),
+    ("hub", &["tui", "cli"]),
 ];
 
 /// The top-level module a source file belongs to: `src/tui/app/form.rs` → `tui`,

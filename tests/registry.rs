@@ -111,6 +111,7 @@ fn stub_entry() -> KindEntry {
         },
         capabilities: STUB_CAPABILITIES,
         dialect: None,
+        expand: None,
     }
 }
 

@@ -124,6 +124,51 @@ fn snapshot_until(rt: &tokio::runtime::Runtime, b: &SlurmBackend, what: &str, ok
 #[test]
 fn the_cockpit_over_the_test_bed() {
     let cfg = testbed_config_path();
+    cockpit_scenario("cockpit", &["--config", cfg.to_str().unwrap()]);
+}
+
+/// The same scenario through a hub: `flightdeck serve` over the test bed on a Unix socket
+/// (its peers are its callers), the cockpit started with `--hub`.
+#[test]
+fn the_cockpit_through_a_hub() {
+    let cfg = testbed_config_path();
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("hub.sock");
+    let hub = HubProcess::start(&cfg, &socket, dir.path());
+    let url = format!("unix:{}", socket.display());
+    cockpit_scenario("cockpit-hub", &["--hub", &url]);
+    drop(hub);
+}
+
+/// A `flightdeck serve` child, stopped (SIGTERM) on drop.
+struct HubProcess(std::process::Child);
+
+impl HubProcess {
+    fn start(cfg: &Path, socket: &Path, state: &Path) -> HubProcess {
+        let child = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .args(["serve", "--config", cfg.to_str().unwrap(), "--listen"])
+            .arg(format!("unix:{}", socket.display()))
+            .env("XDG_STATE_HOME", state.join("hub-state"))
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("flightdeck serve");
+        let started = Instant::now();
+        while !socket.exists() && started.elapsed() < WAIT {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(socket.exists(), "the hub never listened on {}", socket.display());
+        HubProcess(child)
+    }
+}
+
+impl Drop for HubProcess {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
+fn cockpit_scenario(name: &str, args: &[&str]) {
     let _ = testbed_config();
     let _lock = cluster_lock("fd22");
     let rt = rt();
@@ -138,7 +183,7 @@ fn the_cockpit_over_the_test_bed() {
     });
 
     let after = tempfile::NamedTempFile::new().unwrap().into_temp_path();
-    let pane = Pane::start("cockpit", &["--config", cfg.to_str().unwrap()], 160, 48, &after);
+    let pane = Pane::start(name, args, 160, 48, &after);
 
     // The overview shows both clusters with their GPU totals.
     let screen =

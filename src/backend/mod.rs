@@ -6,6 +6,7 @@
 
 pub mod dstack;
 pub mod http;
+pub mod hub;
 pub mod kube;
 pub mod loose_value;
 pub mod registry;
@@ -17,7 +18,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 pub use crate::model::{Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
-use crate::model::{JobRef, LogHandle, Native, Snapshot, SpecFields};
+use crate::model::{Health, JobRef, LogHandle, Native, Snapshot, SpecFields};
 use crate::spec::{Imported, JobSpec};
 
 pub use self::registry::{DialectEntry, KindEntry, Registry};
@@ -81,6 +82,11 @@ pub const BATCH_CONCURRENCY: usize = 4;
 pub trait Backend: Send + Sync {
     /// The configured cluster name.
     fn name(&self) -> &str;
+    /// The cluster's kind where it is not its config entry's (a hub's clusters are Slurm,
+    /// Kubernetes … clusters served through one `hub` entry); `None`: the entry's kind.
+    fn kind(&self) -> Option<crate::model::ClusterKind> {
+        None
+    }
     fn capabilities(&self) -> Capabilities;
     /// What the spec fields that differ between kinds are called here, and which it needs.
     fn spec_fields(&self) -> SpecFields {
@@ -145,6 +151,18 @@ pub trait Backend: Send + Sync {
     /// changes whenever their picture did; the fleet then refreshes as soon as it moves
     /// (`snapshot` is expected to be cheap for them: a copy of what the watches hold).
     fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
+    /// A backend relaying a cluster that another fleet polls (a hub's client) reports that
+    /// cluster's health as the other fleet sees it (stale since when, with which error); the
+    /// poller shows it instead of its own bookkeeping while the relay itself answers. `None`:
+    /// the poller's own bookkeeping (every backend that reaches its cluster itself).
+    fn relayed_health(&self) -> Option<Health> {
+        None
+    }
+    /// Requests sent to the cluster so far (commands run, HTTP calls), where the backend
+    /// counts them: the hub's `/metrics` divides them by refreshes.
+    fn requests_sent(&self) -> Option<u64> {
         None
     }
     /// Read one of a job's output streams by the handle this backend put on the job: the

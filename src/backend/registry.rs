@@ -8,13 +8,14 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Backend, BackendError, Capabilities, dstack, kube, skypilot, slurm};
+use crate::backend::{Backend, BackendError, Capabilities, dstack, hub, kube, skypilot, slurm};
 use crate::config::{ClusterConfig, ClusterKind, KindConfig, KindSettings, KindTable};
 use crate::model::{Dialect, Native};
 use crate::spec::{ImportError, Imported, JobSpec};
 
 /// The kinds flightdeck ships, in the order messages list them. One line per kind.
-const BUILTIN: &[fn() -> KindEntry] = &[slurm::kind_entry, kube::kind_entry, skypilot::kind_entry, dstack::kind_entry];
+const BUILTIN: &[fn() -> KindEntry] =
+    &[slurm::kind_entry, kube::kind_entry, skypilot::kind_entry, dstack::kind_entry, hub::kind_entry];
 
 /// Everything flightdeck knows about one cluster kind.
 #[derive(Clone)]
@@ -28,7 +29,16 @@ pub struct KindEntry {
     /// The kind's own job form, read and written offline (`spec convert`, `submit` of a
     /// native file); `None` for a kind without one.
     pub dialect: Option<DialectEntry>,
+    /// For a kind whose one entry stands for several clusters (a hub): the backends it
+    /// serves, asked for once when the fleet connects. `build` then makes what stands in
+    /// when that fails.
+    pub expand: Option<Expand>,
 }
+
+/// Connect and list the backends one config entry stands for.
+pub type Expand = fn(
+    &ClusterConfig,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Arc<dyn Backend>>, BackendError>> + Send>>;
 
 /// One native job form: how to recognise it, read it into a [`JobSpec`] and write one out,
 /// with no cluster at hand. The choices a live cluster would make (pyxis or not, a

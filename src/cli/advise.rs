@@ -28,7 +28,7 @@ enum Target {
 
 pub async fn advise(config: &Config, read_only: bool, what: &str, format: OutputFormat) -> Result<ExitCode, Failure> {
     let target = target(config, what)?;
-    let fleet = start_fleet(config, read_only, &[], true)?;
+    let fleet = start_fleet(config, read_only, &[], true).await?;
     let (state, failed) = first_refresh(config, &fleet).await;
     let (spec, job) = match &target {
         Target::File(spec) => ((**spec).clone(), None),

@@ -27,7 +27,7 @@ pub struct LogsRequest {
 
 pub async fn logs(config: &Config, read_only: bool, req: LogsRequest) -> Result<ExitCode, Failure> {
     let cluster = req.job.cluster.to_string();
-    let fleet = start_fleet(config, read_only, std::slice::from_ref(&cluster), true)?;
+    let fleet = start_fleet(config, read_only, std::slice::from_ref(&cluster), true).await?;
     let (state, _) = first_refresh(config, &fleet).await;
     let snapshot = state
         .cluster(&cluster)

@@ -24,7 +24,7 @@ pub struct MigrateRequest {
 pub async fn migrate(config: &Config, read_only: bool, ask: MigrateRequest) -> Result<ExitCode, Failure> {
     // Every cluster, polling: the plan needs the sources' and the target's listings, and
     // the check that no job anywhere already carries a source as its origin.
-    let fleet = start_fleet(config, read_only, &[], true)?;
+    let fleet = start_fleet(config, read_only, &[], true).await?;
     let (_, stale) = first_refresh(config, &fleet).await;
     if ask.resume {
         let records = audit_log().read_all().map_err(|e| Failure(format!("cannot read the audit log: {e}")))?;

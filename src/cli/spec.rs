@@ -69,7 +69,7 @@ pub fn convert(path: &Path, to: &str, from: Option<&str>) -> Result<ExitCode, Fa
 
 /// `spec export REF`: the portable TOML of a live job, read from its backend.
 pub async fn export(config: &Config, job: &JobRef) -> Result<ExitCode, Failure> {
-    let fleet = start_fleet(config, true, std::slice::from_ref(&job.cluster.to_string()), false)?;
+    let fleet = start_fleet(config, true, std::slice::from_ref(&job.cluster.to_string()), false).await?;
     let imported = fleet.job_spec(job).await.map_err(|e| Failure(format!("{job}: {e}")))?;
     print_warnings(&imported.warnings);
     print!("{}", imported.spec.to_toml().map_err(|e| Failure(e.to_string()))?);

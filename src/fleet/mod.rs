@@ -61,6 +61,16 @@ struct Request {
     reply: Option<oneshot::Sender<BatchOutcome>>,
     /// Their entries in the fleet's in-flight list, cleared when the batch is done.
     ids: Vec<u64>,
+    /// Who asks, when not the fleet's own actor (a hub acts for its callers).
+    actor: Option<String>,
+    /// Refuse every action with this reason, recorded as refused (a hub's viewer asking).
+    refusal: Option<String>,
+}
+
+tokio::task_local! {
+    /// The actor of the batch being carried out: the audit records of every step of it
+    /// (migrations included) name who asked without threading it through each call.
+    static ACTOR: String;
 }
 
 pub struct Fleet {
@@ -164,7 +174,7 @@ impl Fleet {
     /// the queue is full, and then nothing of it was queued.
     pub fn request_batch(&self, actions: Vec<Action>) -> bool {
         let ids = actions.iter().map(|a| self.in_flight.add(a)).collect::<Vec<_>>();
-        match self.requests.try_send(Request { actions, reply: None, ids }) {
+        match self.requests.try_send(Request { actions, reply: None, ids, actor: None, refusal: None }) {
             Ok(()) => true,
             Err(e) => {
                 let Request { ids, .. } = e.into_inner();
@@ -202,6 +212,22 @@ impl Fleet {
 
     /// Queue a batch and wait until every action in it has its outcome.
     pub async fn perform_batch(&self, actions: Vec<Action>) -> BatchOutcome {
+        self.submit_request(actions, None, None).await
+    }
+
+    /// [`Fleet::perform_batch`] on behalf of `actor` (a hub's caller): the audit log names
+    /// them instead of the fleet's own actor.
+    pub async fn perform_batch_as(&self, actor: &str, actions: Vec<Action>) -> BatchOutcome {
+        self.submit_request(actions, Some(actor.to_string()), None).await
+    }
+
+    /// Refuse `actions` asked by `actor` for `why` (a hub's viewer may not act): nothing is
+    /// tried, every action is recorded in the audit log as refused with the reason.
+    pub async fn refuse_batch_as(&self, actor: &str, actions: Vec<Action>, why: &str) -> BatchOutcome {
+        self.submit_request(actions, Some(actor.to_string()), Some(why.to_string())).await
+    }
+
+    async fn submit_request(&self, actions: Vec<Action>, actor: Option<String>, refusal: Option<String>) -> BatchOutcome {
         let (tx, rx) = oneshot::channel();
         let lost = |actions: &[Action], why: &str| BatchOutcome {
             outcomes: actions
@@ -211,11 +237,16 @@ impl Fleet {
         };
         let asked = actions.clone();
         let ids = actions.iter().map(|a| self.in_flight.add(a)).collect::<Vec<_>>();
-        if let Err(e) = self.requests.send(Request { actions, reply: Some(tx), ids }).await {
+        if let Err(e) = self.requests.send(Request { actions, reply: Some(tx), ids, actor, refusal }).await {
             e.0.ids.into_iter().for_each(|id| self.in_flight.done(id));
             return lost(&asked, "the fleet has stopped");
         }
         rx.await.unwrap_or_else(|_| lost(&asked, "the fleet dropped the action"))
+    }
+
+    /// Every cluster's count of requests sent so far, where its backend counts them.
+    pub fn requests_sent(&self) -> Vec<(String, Option<u64>)> {
+        self.backends.iter().map(|(name, b)| (name.clone(), b.requests_sent())).collect()
     }
 
     /// Connection, release and cost facts about one cluster (`flightdeck doctor`).
@@ -349,7 +380,8 @@ impl Runner {
             // Each batch runs on its own task: a hung cluster must not hold up the others.
             let me = me.clone();
             tokio::spawn(async move {
-                let outcome = me.carry_out(&req.actions).await;
+                let actor = req.actor.clone().unwrap_or_else(|| me.opts.actor.clone());
+                let outcome = ACTOR.scope(actor, me.carry_out(&req.actions, req.refusal.as_deref())).await;
                 let outcome = Arc::new(outcome);
                 let _ = me.outcomes.send(outcome.clone());
                 if let Some(reply) = req.reply {
@@ -365,13 +397,17 @@ impl Runner {
     /// Refuse what may not happen; carry out the rest cluster by cluster (clusters at the
     /// same time), recording every intent on disk before the cluster is asked anything and
     /// every outcome after.
-    async fn carry_out(&self, actions: &[Action]) -> BatchOutcome {
+    async fn carry_out(&self, actions: &[Action], refuse_all: Option<&str>) -> BatchOutcome {
         let mut results: Vec<Option<Result<String, String>>> = vec![None; actions.len()];
         let mut refused = Vec::new();
         let mut by_cluster: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
         let mut migrations = Vec::new();
         for (i, action) in actions.iter().enumerate() {
-            match self.refusal(action) {
+            let refusal = match refuse_all {
+                Some(why) => Err(why.to_string()),
+                None => self.refusal(action),
+            };
+            match refusal {
                 Err(why) => {
                     refused.push(self.record(action, "", "refused", &why));
                     results[i] = Some(Err(why));
@@ -587,7 +623,7 @@ impl Runner {
         AuditRecord {
             id: id.to_string(),
             time: Utc::now(),
-            who: self.opts.actor.clone(),
+            who: ACTOR.try_with(Clone::clone).unwrap_or_else(|_| self.opts.actor.clone()),
             action: action.verb().as_str().to_string(),
             target: action.target(),
             detail: action.detail(),

@@ -93,7 +93,14 @@ impl Poller {
                 }
             };
             let index = self.index;
-            self.state.send_modify(|s| Arc::make_mut(s).record_refresh(index, result, took, Utc::now()));
+            let relayed = self.backend.relayed_health();
+            self.state.send_modify(|s| {
+                let s = Arc::make_mut(s);
+                s.record_refresh(index, result, took, Utc::now());
+                if let (Some(health), Some(cluster)) = (relayed, s.clusters.get_mut(index)) {
+                    cluster.health = health;
+                }
+            });
             let delay = next_delay(self.interval, failures);
             // While failing, a change (the watches are back) still cuts the back-off short,
             // but at most once per interval so a half-broken backend cannot spin.

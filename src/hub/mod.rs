@@ -7,4 +7,10 @@
 
 pub mod auth;
 pub mod listen;
+pub mod metrics;
+pub mod publish;
+pub mod serve;
+pub mod service;
 pub mod wire;
+
+pub use self::serve::{ServeOptions, serve};

@@ -54,6 +54,7 @@ pub fn kind_entry() -> KindEntry {
         },
         capabilities: CAPABILITIES,
         dialect: Some(dialect::entry()),
+        expand: None,
     }
 }
 
@@ -175,6 +176,10 @@ fn not_found_in_words(err: BackendError, run: &str) -> BackendError {
 impl Backend for DstackBackend {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.api.requests())
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -163,6 +163,7 @@ pub fn kind_entry() -> KindEntry {
         },
         capabilities: CAPABILITIES,
         dialect: Some(dialect::entry()),
+        expand: None,
     }
 }
 

@@ -64,6 +64,7 @@ pub fn kind_entry() -> KindEntry {
         },
         capabilities: CAPABILITIES,
         dialect: Some(dialect::entry()),
+        expand: None,
     }
 }
 
@@ -182,6 +183,10 @@ impl SkyPilotBackend {
 impl Backend for SkyPilotBackend {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.req.sent())
     }
 
     fn capabilities(&self) -> Capabilities {

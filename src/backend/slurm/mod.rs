@@ -78,6 +78,7 @@ pub fn kind_entry() -> KindEntry {
         },
         capabilities: CAPABILITIES,
         dialect: Some(dialect::entry()),
+        expand: None,
     }
 }
 
@@ -315,6 +316,10 @@ fn json_unsupported(e: &BackendError) -> bool {
 impl Backend for SlurmBackend {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.transport.commands_run())
     }
 
     fn capabilities(&self) -> Capabilities {

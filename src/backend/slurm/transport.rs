@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use openssh::{KnownHosts as SshKnownHosts, Session, SessionBuilder};
@@ -78,8 +79,9 @@ type BoxRead = Pin<Box<dyn AsyncRead + Send>>;
 
 /// Where and how commands run for one cluster.
 pub enum Transport {
-    /// Commands on this machine, at most [`MAX_CONCURRENT_LOCAL_COMMANDS`] at once.
-    Local(Arc<Semaphore>),
+    /// Commands on this machine, at most [`MAX_CONCURRENT_LOCAL_COMMANDS`] at once; the
+    /// count of commands run.
+    Local(Arc<Semaphore>, Arc<AtomicU64>),
     Ssh(SshTransport),
 }
 
@@ -93,16 +95,17 @@ impl Transport {
 
     /// Commands on this machine.
     pub fn local() -> Self {
-        Transport::Local(Arc::new(Semaphore::new(MAX_CONCURRENT_LOCAL_COMMANDS)))
+        Transport::Local(Arc::new(Semaphore::new(MAX_CONCURRENT_LOCAL_COMMANDS)), Arc::default())
     }
 
     /// The slots commands take turns for. A command waits for its slot before its timeout
     /// starts: waiting behind others is not a hang, and must not cost the connection.
     async fn slot(&self) -> tokio::sync::OwnedSemaphorePermit {
-        let permits = match self {
-            Transport::Local(permits) => permits,
-            Transport::Ssh(ssh) => &ssh.permits,
+        let (permits, commands) = match self {
+            Transport::Local(permits, commands) => (permits, commands.as_ref()),
+            Transport::Ssh(ssh) => (&ssh.permits, &ssh.commands),
         };
+        commands.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // The semaphores are never closed, so acquiring cannot fail; a permit-less run would
         // only lose the bound, never the command.
         match permits.clone().acquire_owned().await {
@@ -111,10 +114,18 @@ impl Transport {
         }
     }
 
+    /// Commands run so far (each one a few controller RPCs at most): the hub's metrics.
+    pub fn commands_run(&self) -> u64 {
+        match self {
+            Transport::Local(_, commands) => commands.load(std::sync::atomic::Ordering::Relaxed),
+            Transport::Ssh(ssh) => ssh.commands.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
     /// How the cluster is reached, for `doctor` and messages.
     pub fn describe(&self) -> String {
         match self {
-            Transport::Local(_) => "local commands".to_string(),
+            Transport::Local(..) => "local commands".to_string(),
             Transport::Ssh(ssh) => format!("ssh {}", ssh.destination()),
         }
     }
@@ -123,7 +134,7 @@ impl Transport {
     /// release) are learnt again after a reconnect.
     pub fn generation(&self) -> u64 {
         match self {
-            Transport::Local(_) => 0,
+            Transport::Local(..) => 0,
             Transport::Ssh(ssh) => ssh.generation.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
@@ -220,7 +231,7 @@ impl Transport {
         };
         let stdin = || if with_stdin { Stdio::piped() } else { Stdio::null() };
         match self {
-            Transport::Local(_) => {
+            Transport::Local(..) => {
                 let mut child = tokio::process::Command::new(program)
                     .args(args)
                     .stdin(stdin())
@@ -285,7 +296,7 @@ impl Transport {
 
     fn lost(&self, argv: &[String], e: String) -> BackendError {
         match self {
-            Transport::Local(_) => BackendError::Command { command: display_argv(argv), status: None, stderr: e },
+            Transport::Local(..) => BackendError::Command { command: display_argv(argv), status: None, stderr: e },
             Transport::Ssh(ssh) => BackendError::Connect { target: ssh.destination(), message: e },
         }
     }
@@ -384,6 +395,7 @@ pub struct SshTransport {
     session: Mutex<Option<Arc<Session>>>,
     generation: std::sync::atomic::AtomicU64,
     permits: Arc<Semaphore>,
+    commands: AtomicU64,
 }
 
 impl SshTransport {
@@ -399,6 +411,7 @@ impl SshTransport {
             connect_timeout: cfg.timeout.min(Duration::from_secs(30)),
             session: Mutex::new(None),
             generation: Default::default(),
+            commands: AtomicU64::new(0),
             permits: Arc::new(Semaphore::new(MAX_CONCURRENT_SSH_COMMANDS)),
         }
     }

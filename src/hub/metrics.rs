@@ -1,0 +1,132 @@
+//! What the hub counts, served as Prometheus text on `/metrics` (same port as gRPC).
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use crate::model::FleetState;
+
+#[derive(Debug, Default)]
+pub struct Metrics {
+    subscribers: AtomicI64,
+    updates_published: AtomicU64,
+    updates_sent: AtomicU64,
+    resyncs: AtomicU64,
+    rpcs: AtomicU64,
+    refused: AtomicU64,
+}
+
+/// Counts a subscriber for as long as its stream lives.
+pub struct SubscriberGuard(Arc<Metrics>);
+
+impl Drop for SubscriberGuard {
+    fn drop(&mut self) {
+        self.0.subscribers.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Metrics {
+    pub fn subscribed(metrics: &Arc<Metrics>) -> SubscriberGuard {
+        metrics.subscribers.fetch_add(1, Ordering::Relaxed);
+        SubscriberGuard(metrics.clone())
+    }
+
+    pub fn subscribers(&self) -> i64 {
+        self.subscribers.load(Ordering::Relaxed)
+    }
+
+    /// One update broadcast, reaching `receivers` subscribers.
+    pub fn published(&self, receivers: u64) {
+        self.updates_published.fetch_add(1, Ordering::Relaxed);
+        let _ = receivers;
+    }
+
+    pub fn sent(&self) {
+        self.updates_sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn updates_sent(&self) -> u64 {
+        self.updates_sent.load(Ordering::Relaxed)
+    }
+
+    pub fn resynced(&self) {
+        self.resyncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn rpc(&self) {
+        self.rpcs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn refusal(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The Prometheus text exposition: the hub's own counters, then per cluster its last
+    /// refresh's latency, its refreshes and the requests its backend sent per refresh.
+    pub fn render(&self, state: &FleetState, requests: &[(String, Option<u64>)]) -> String {
+        let mut out = String::new();
+        let mut metric = |name: &str, kind: &str, help: &str, value: String| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        };
+        metric("flightdeck_hub_clients", "gauge", "Subscribers connected now.", self.subscribers().to_string());
+        metric(
+            "flightdeck_hub_updates_published_total",
+            "counter",
+            "State updates computed (each shared by every subscriber).",
+            self.updates_published.load(Ordering::Relaxed).to_string(),
+        );
+        metric(
+            "flightdeck_hub_deltas_sent_total",
+            "counter",
+            "Updates sent to subscribers, all subscribers together.",
+            self.updates_sent().to_string(),
+        );
+        metric(
+            "flightdeck_hub_resyncs_total",
+            "counter",
+            "Full states sent to subscribers that fell behind.",
+            self.resyncs.load(Ordering::Relaxed).to_string(),
+        );
+        metric("flightdeck_hub_rpcs_total", "counter", "Calls answered.", self.rpcs.load(Ordering::Relaxed).to_string());
+        metric(
+            "flightdeck_hub_refused_total",
+            "counter",
+            "Actions refused for the caller's role.",
+            self.refused.load(Ordering::Relaxed).to_string(),
+        );
+        let clusters = &state.clusters;
+        let _ = writeln!(
+            out,
+            "# HELP flightdeck_refresh_seconds How long the cluster's last refresh took.\n# TYPE flightdeck_refresh_seconds gauge"
+        );
+        for c in clusters {
+            if let Some(ms) = c.last_refresh_ms {
+                let _ = writeln!(out, "flightdeck_refresh_seconds{{cluster=\"{}\"}} {:.3}", label(&c.name), ms as f64 / 1000.0);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP flightdeck_refreshes_total Refreshes of the cluster, good or bad.\n# TYPE flightdeck_refreshes_total counter"
+        );
+        for c in clusters {
+            let _ = writeln!(out, "flightdeck_refreshes_total{{cluster=\"{}\"}} {}", label(&c.name), c.attempts);
+        }
+        let _ = writeln!(
+            out,
+            "# HELP flightdeck_backend_requests_per_refresh Requests the backend sent its cluster (commands, HTTP calls) per refresh, since the hub started.\n# TYPE flightdeck_backend_requests_per_refresh gauge"
+        );
+        for (name, sent) in requests {
+            let (Some(sent), Some(c)) = (sent, state.cluster(name)) else { continue };
+            if c.attempts > 0 {
+                let per = *sent as f64 / c.attempts as f64;
+                let _ = writeln!(out, "flightdeck_backend_requests_per_refresh{{cluster=\"{}\"}} {per:.2}", label(name));
+            }
+        }
+        out
+    }
+}
+
+/// A label value as Prometheus reads it: backslash, quote and newline escaped.
+fn label(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}

@@ -1,0 +1,116 @@
+//! `flightdeck serve`: one fleet behind the gRPC service, the standard health service,
+//! server reflection and `/metrics`, on TCP (TLS unless loopback) or a Unix socket.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tonic::transport::Server;
+
+use super::auth::{self, Auth};
+use super::listen::{self, ListenAddr, TlsFiles};
+use super::metrics::Metrics;
+use super::publish::Publisher;
+use super::service::HubService;
+use super::wire::pb;
+use crate::fleet::Fleet;
+
+/// How often the server pings an idle connection, and how long it waits for the answer:
+/// a client gone without a goodbye (a laptop closed) is dropped within half a minute.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(20);
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct ServeOptions {
+    pub listen: ListenAddr,
+    pub tls: Option<TlsFiles>,
+    /// The token file; without one only a Unix socket is served (its peers are the callers).
+    pub tokens: Option<PathBuf>,
+}
+
+/// Serve `fleet` until `shutdown` resolves. Errors are the sentence the user reads.
+pub async fn serve(
+    fleet: Arc<Fleet>,
+    opts: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), String> {
+    listen::check_tls(&opts.listen, opts.tls.as_ref())?;
+    let auth = match (&opts.tokens, &opts.listen) {
+        (Some(path), _) => Auth::tokens(path)?,
+        (None, ListenAddr::Unix(_)) => Auth::unix_peers(),
+        (None, ListenAddr::Tcp(_)) => {
+            return Err("serving on TCP needs --tokens FILE (lines of `TOKEN_SHA256 USER ROLE`); only a Unix socket may go without".into());
+        }
+    };
+    let metrics = Arc::new(Metrics::default());
+    let publisher = Publisher::new(&fleet.state(), metrics.clone());
+    tokio::spawn(publisher.clone().run(fleet.subscribe()));
+    // On shutdown, end the subscriptions first: a graceful stop waits for open streams.
+    let closing = publisher.clone();
+    let shutdown = async move {
+        shutdown.await;
+        closing.close();
+    };
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<pb::hub_server::HubServer<HubService>>().await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| format!("cannot build the reflection service: {e}"))?;
+    // A full state of a 100k-job cluster is tens of megabytes: tonic encodes any size by default.
+    let hub = pb::hub_server::HubServer::with_interceptor(
+        HubService::new(fleet.clone(), publisher.clone(), metrics.clone()),
+        auth::interceptor(Arc::new(auth)),
+    );
+
+    let routes = tonic::service::Routes::new(health_service).add_service(reflection).add_service(hub);
+    let metrics_fleet = fleet.clone();
+    let router = routes.into_axum_router().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let fleet = metrics_fleet.clone();
+            let metrics = metrics.clone();
+            async move {
+                let body = metrics.render(&fleet.state(), &fleet.requests_sent());
+                ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], body)
+            }
+        }),
+    );
+
+    let mut server = Server::builder()
+        // HTTP/1 for Prometheus scraping `/metrics`; gRPC itself is HTTP/2.
+        .accept_http1(true)
+        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT));
+    if let Some(tls) = &opts.tls {
+        server = server.tls_config(listen::server_tls(tls)?).map_err(|e| format!("TLS: {e}"))?;
+    }
+    let routes = tonic::service::Routes::from(router);
+    let router = server.add_routes(routes);
+    let served = match &opts.listen {
+        ListenAddr::Tcp(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            let bound = listener.local_addr().map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            announce(&format!("{bound}"), opts.tls.is_some());
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+            router.serve_with_incoming_shutdown(incoming, shutdown).await
+        }
+        ListenAddr::Unix(path) => {
+            let incoming = listen::bind_unix(path)?;
+            announce(&format!("unix:{}", path.display()), false);
+            let served = router.serve_with_incoming_shutdown(incoming, shutdown).await;
+            let _ = std::fs::remove_file(path);
+            served
+        }
+    };
+    served.map_err(|e| format!("the hub stopped: {e}"))
+}
+
+/// Say where the hub listens (the port, when the system chose it) on stderr and in the log.
+fn announce(at: &str, tls: bool) {
+    tracing::info!(listen = %at, tls, "hub serving");
+    eprintln!("flightdeck hub listening on {at}{}", if tls { " (TLS)" } else { "" });
+}

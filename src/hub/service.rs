@@ -1,0 +1,205 @@
+//! The `flightdeck.v1.Hub` service over one fleet: every call authenticated (the caller is
+//! in the request's extensions, put there by `auth::interceptor`), every action carried out
+//! by the fleet and audited there under the caller's name.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures_util::Stream;
+use tokio::sync::broadcast;
+use tonic::{Request, Response, Status};
+
+use super::auth::{self, Caller};
+use super::metrics::{Metrics, SubscriberGuard};
+use super::publish::Publisher;
+use super::wire::{self, pb};
+use crate::fleet::Fleet;
+use crate::model::{JobRef, LogHandle};
+
+/// The most a single `ReadLog` returns, whatever the client asks: the cockpit's tail and
+/// `flightdeck logs` ask far less.
+pub const LOG_READ_MAX: u64 = 4 * 1024 * 1024;
+
+pub struct HubService {
+    fleet: Arc<Fleet>,
+    publisher: Arc<Publisher>,
+    metrics: Arc<Metrics>,
+}
+
+impl HubService {
+    pub fn new(fleet: Arc<Fleet>, publisher: Arc<Publisher>, metrics: Arc<Metrics>) -> Self {
+        Self { fleet, publisher, metrics }
+    }
+
+    /// The caller of an authenticated request, counted.
+    fn caller<T>(&self, request: &Request<T>) -> Result<Caller, Status> {
+        self.metrics.rpc();
+        auth::caller(request)
+    }
+}
+
+/// How the audit log names a hub's caller.
+pub fn actor(caller: &Caller) -> String {
+    format!("{}@hub", caller.user)
+}
+
+type Feed<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+/// One subscriber's stream: its first message, then every update; a subscriber that fell
+/// more than the backlog behind gets a fresh full state in place of what it missed.
+struct Subscription {
+    first: Option<pb::FleetUpdate>,
+    updates: broadcast::Receiver<Arc<pb::FleetUpdate>>,
+    publisher: Arc<Publisher>,
+    caller: Caller,
+    metrics: Arc<Metrics>,
+    closed: Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    _counted: SubscriberGuard,
+}
+
+impl Subscription {
+    async fn next(mut self) -> Option<(Result<pb::FleetUpdate, Status>, Self)> {
+        if let Some(first) = self.first.take() {
+            self.metrics.sent();
+            return Some((Ok(first), self));
+        }
+        let next = tokio::select! {
+            next = self.updates.recv() => next,
+            () = &mut self.closed => return None,
+        };
+        match next {
+            Ok(update) => {
+                self.metrics.sent();
+                Some((Ok((*update).clone()), self))
+            }
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                let (full, updates) = self.publisher.resync(&self.caller);
+                self.updates = updates;
+                self.metrics.resynced();
+                self.metrics.sent();
+                Some((Ok(full), self))
+            }
+            Err(broadcast::error::RecvError::Closed) => None,
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl pb::hub_server::Hub for HubService {
+    type SubscribeStream = Feed<pb::FleetUpdate>;
+    type ActStream = Feed<pb::ActOutcome>;
+
+    async fn subscribe(&self, request: Request<pb::SubscribeRequest>) -> Result<Response<Self::SubscribeStream>, Status> {
+        let caller = self.caller(&request)?;
+        let (first, updates) = self.publisher.subscribe(request.get_ref(), &caller);
+        let subscription = Subscription {
+            first: Some(first),
+            updates,
+            publisher: self.publisher.clone(),
+            caller,
+            metrics: self.metrics.clone(),
+            closed: Box::pin(self.publisher.closed()),
+            _counted: Metrics::subscribed(&self.metrics),
+        };
+        let stream = futures_util::stream::unfold(subscription, Subscription::next);
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn act(&self, request: Request<pb::ActRequest>) -> Result<Response<Self::ActStream>, Status> {
+        let caller = self.caller(&request)?;
+        let mut actions = Vec::with_capacity(request.get_ref().actions.len());
+        for (i, action) in request.into_inner().actions.into_iter().enumerate() {
+            let action = wire::action_from_pb(action).map_err(|e| Status::invalid_argument(format!("action {i}: {e}")))?;
+            actions.push(action);
+        }
+        if !caller.role.may_act() {
+            let verbs: Vec<&str> = actions.iter().map(|a| a.verb().as_str()).collect();
+            let why = format!(
+                "permission denied: {} is a {}; {} needs the operator role",
+                caller.user,
+                caller.role,
+                verbs.first().copied().unwrap_or("acting")
+            );
+            self.metrics.refusal();
+            tracing::warn!(user = %caller.user, actions = actions.len(), "refused: a viewer asked for a change");
+            self.fleet.refuse_batch_as(&actor(&caller), actions, &why).await;
+            return Err(Status::permission_denied(why));
+        }
+        let outcome = self.fleet.perform_batch_as(&actor(&caller), actions).await;
+        let outcomes: Vec<Result<pb::ActOutcome, Status>> =
+            outcome.outcomes.iter().enumerate().map(|(i, o)| Ok(wire::outcome_to_pb(i, o))).collect();
+        Ok(Response::new(Box::pin(futures_util::stream::iter(outcomes))))
+    }
+
+    async fn read_log(&self, request: Request<pb::ReadLogRequest>) -> Result<Response<pb::LogChunk>, Status> {
+        self.caller(&request)?;
+        let ask = request.into_inner();
+        // Only a handle the hub itself put on a job is read, and with what the hub knows of
+        // it (whose file it must be): a client cannot name a path of its own.
+        let handle = self.known_handle(&ask.cluster, &ask.handle).ok_or_else(|| {
+            Status::not_found(format!("no job on cluster {} has the log handle {}", ask.cluster, ask.handle))
+        })?;
+        let max = ask.max_bytes.clamp(1, LOG_READ_MAX);
+        let chunk = self
+            .fleet
+            .read_log(&ask.cluster, &handle, ask.from, max)
+            .await
+            .map_err(|e| wire::status_from_error(&e))?;
+        Ok(Response::new(wire::log_chunk_to_pb(&chunk)))
+    }
+
+    async fn diagnose(&self, request: Request<pb::ClusterRequest>) -> Result<Response<pb::Diagnosis>, Status> {
+        self.caller(&request)?;
+        let cluster = request.into_inner().cluster;
+        let diagnosis = self.fleet.diagnose(&cluster).await.map_err(|e| wire::status_from_error(&e))?;
+        Ok(Response::new(wire::diagnosis_to_pb(&diagnosis)))
+    }
+
+    async fn render(&self, request: Request<pb::SpecRequest>) -> Result<Response<pb::Native>, Status> {
+        self.caller(&request)?;
+        let ask = request.into_inner();
+        let spec = wire::spec_from_json(&ask.spec_json).map_err(Status::invalid_argument)?;
+        let native = self.fleet.render(&ask.cluster, &spec).await.map_err(|e| wire::status_from_error(&e))?;
+        Ok(Response::new(wire::native_to_pb(&native)))
+    }
+
+    async fn job_spec(&self, request: Request<pb::JobRequest>) -> Result<Response<pb::ImportedSpec>, Status> {
+        self.caller(&request)?;
+        let ask = request.into_inner();
+        let job = JobRef { cluster: ask.cluster, id: ask.id };
+        let imported = self.fleet.job_spec(&job).await.map_err(|e| wire::status_from_error(&e))?;
+        Ok(Response::new(wire::imported_to_pb(&imported)))
+    }
+
+    async fn estimate_start(&self, request: Request<pb::EstimateRequest>) -> Result<Response<pb::EstimateReply>, Status> {
+        self.caller(&request)?;
+        let ask = request.into_inner();
+        let estimate = match ask.what {
+            Some(pb::estimate_request::What::SpecJson(text)) => {
+                let spec = wire::spec_from_json(&text).map_err(Status::invalid_argument)?;
+                self.fleet.estimate_start(&ask.cluster, &spec).await
+            }
+            Some(pb::estimate_request::What::JobId(id)) => {
+                self.fleet.estimate_job_start(&JobRef { cluster: ask.cluster, id }).await
+            }
+            None => return Err(Status::invalid_argument("an estimate needs a spec or a job id")),
+        };
+        let estimate = estimate.map_err(|e| wire::status_from_error(&e))?;
+        Ok(Response::new(wire::estimate_to_pb(estimate.as_ref())))
+    }
+}
+
+impl HubService {
+    /// The handle with locator `locator` on one of `cluster`'s jobs, as the hub holds it.
+    fn known_handle(&self, cluster: &str, locator: &str) -> Option<LogHandle> {
+        let state = self.fleet.state();
+        let snapshot = state.cluster(cluster)?.snapshot.clone()?;
+        snapshot
+            .jobs
+            .iter()
+            .flat_map(|j| [j.stdout.as_ref(), j.stderr.as_ref()])
+            .flatten()
+            .find(|h| h.as_str() == locator)
+            .cloned()
+    }
+}

@@ -1,0 +1,534 @@
+//! The hub in-process over real sockets: `flightdeck::hub::serve` over a fleet of in-memory
+//! clusters, reached by the real tonic client, by a `kind = "hub"` fleet and by the real
+//! binary. What the real Slurm test bed adds (one poller's RPCs for 200 clients) is in
+//! `hub_live.rs`.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use flightdeck::backend::hub::link::Mirror;
+use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction, Registry};
+use flightdeck::config::Config;
+use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
+use flightdeck::hub::listen::ListenAddr;
+use flightdeck::hub::wire::pb;
+use flightdeck::hub::{ServeOptions, auth::sha256_hex};
+use flightdeck::model::{Dialect, Health, Job, JobRef, JobState, LogHandle, Native, Snapshot};
+use flightdeck::spec::{Imported, JobSpec};
+use prost::Message;
+use tokio::sync::oneshot;
+
+const OPERATOR_TOKEN: &str = "op-token-0123456789";
+const VIEWER_TOKEN: &str = "viewer-token-9876543210";
+
+/// A cluster held in memory.
+struct Toy {
+    name: &'static str,
+    jobs: Mutex<Vec<Job>>,
+    calls: Mutex<Vec<String>>,
+    next: AtomicU32,
+}
+
+impl Toy {
+    fn new(name: &'static str, jobs: usize) -> Arc<Toy> {
+        let toy = Arc::new(Toy { name, jobs: Mutex::new(Vec::new()), calls: Mutex::new(Vec::new()), next: AtomicU32::new(1) });
+        for _ in 0..jobs {
+            toy.add(JobState::Running);
+        }
+        toy
+    }
+
+    fn add(&self, state: JobState) -> JobRef {
+        let id = self.next.fetch_add(1, Ordering::SeqCst).to_string();
+        let r = JobRef::new(self.name, id.as_str());
+        let mut job = Job::new(r.clone(), state);
+        job.name = format!("train-{id}");
+        job.user = "alice".into();
+        job.partition = "gpu".into();
+        job.gpus_requested = 4;
+        job.stdout = Some(LogHandle::owned_by(format!("/home/alice/slurm-{id}.out"), "alice"));
+        self.jobs.lock().unwrap().push(job);
+        r
+    }
+
+    /// Change `n` jobs (their priority), so a refresh carries `n` changed jobs.
+    fn touch(&self, n: usize) {
+        for job in self.jobs.lock().unwrap().iter_mut().take(n) {
+            job.priority = Some(job.priority.unwrap_or(0) + 1);
+        }
+    }
+
+    fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Backend for Toy {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { submit: true, cancel: true, hold_release: true, ..Capabilities::default() }
+    }
+    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
+        let jobs = self.jobs.lock().unwrap().clone();
+        let mut s = Snapshot { cluster: self.name.into(), jobs, release: Some("toy 1.0".into()), ..Snapshot::default() };
+        s.derive_queues();
+        Ok(s)
+    }
+    async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
+        self.calls.lock().unwrap().push(format!("submit {}", spec.name));
+        Ok(self.add(JobState::Pending))
+    }
+    async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
+        Ok(Native { dialect: Dialect::Sbatch, text: format!("#SBATCH --job-name={}\n", spec.name), warnings: vec![] })
+    }
+    async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
+        Ok(Imported {
+            spec: JobSpec { name: format!("spec-of-{}", job.id), command: Some("true".into()), ..JobSpec::default() },
+            warnings: vec!["a warning".into()],
+        })
+    }
+    async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {
+        self.calls.lock().unwrap().push(format!("{} {job}", action.verb()));
+        if action == JobAction::Cancel {
+            self.jobs.lock().unwrap().retain(|j| &j.job_ref != job);
+        }
+        Ok(())
+    }
+    async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
+        Ok(String::new())
+    }
+    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
+        Ok(Diagnosis { transport: "toy".into(), ..Diagnosis::default() })
+    }
+    async fn read_log(&self, log: &LogHandle, _from: Option<u64>, _max: u64) -> Result<LogChunk, BackendError> {
+        // The owner arriving here proves the hub used its own handle, not the client's text.
+        Ok(LogChunk { data: format!("{} owned by {:?}", log.as_str(), log.owner()), offset: 10, dropped: 0 })
+    }
+}
+
+/// A running hub over `toy`, stopped on drop.
+struct Hub {
+    addr: SocketAddr,
+    audit: AuditLog,
+    stop: Option<oneshot::Sender<()>>,
+    done: Option<tokio::task::JoinHandle<Result<(), String>>>,
+    dir: tempfile::TempDir,
+}
+
+fn free_port() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+fn tokens_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("tokens");
+    std::fs::write(
+        &path,
+        format!("# the team\n{} alice operator\n{} bob viewer\n", sha256_hex(OPERATOR_TOKEN), sha256_hex(VIEWER_TOKEN)),
+    )
+    .unwrap();
+    path
+}
+
+impl Hub {
+    async fn start(toy: &Arc<Toy>, addr: SocketAddr) -> Hub {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
+        let fleet = Fleet::start(
+            vec![Member {
+                backend: toy.clone(),
+                kind: "slurm".into(),
+                refresh: Duration::from_millis(20),
+                timeout: Duration::from_secs(2),
+            }],
+            FleetOptions { read_only: false, poll: true, audit: Some(audit.clone()), actor: "hub@test".into() },
+        );
+        fleet.wait_for(Duration::from_secs(5), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
+        let opts = ServeOptions { listen: ListenAddr::Tcp(addr), tls: None, tokens: Some(tokens_file(dir.path())) };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let done = tokio::spawn(flightdeck::hub::serve(Arc::new(fleet), opts, async move {
+            let _ = stopped.await;
+        }));
+        // Until it answers.
+        for _ in 0..100 {
+            if tokio::net::TcpStream::connect(addr).await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Hub { addr, audit, stop: Some(stop), done: Some(done), dir }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    async fn kill(mut self) {
+        let _ = self.stop.take().map(|s| s.send(()));
+        if let Some(done) = self.done.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), done).await;
+        }
+    }
+
+    /// A config naming this hub, the token from `env`.
+    fn client_config(&self, env: &str) -> Config {
+        let path = self.dir.path().join(format!("client-{env}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "[[cluster]]\nname = \"team\"\nkind = \"hub\"\nurl = \"{}\"\ntoken_env = \"{env}\"\ntimeout_seconds = 5\nrefresh_seconds = 1\n",
+                self.url()
+            ),
+        )
+        .unwrap();
+        Config::load(Some(&path), &Registry::builtin()).unwrap()
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let _ = self.stop.take().map(|s| s.send(()));
+    }
+}
+
+type Raw = pb::hub_client::HubClient<tonic::transport::Channel>;
+
+async fn raw(hub: &Hub) -> Raw {
+    let channel = tonic::transport::Endpoint::from_shared(hub.url()).unwrap().connect().await.unwrap();
+    pb::hub_client::HubClient::new(channel).max_decoding_message_size(64 << 20)
+}
+
+fn authed<T>(message: T, token: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
+
+/// The next update that carries at least one job (refreshes alone carry only health).
+async fn next_with_jobs(stream: &mut tonic::Streaming<pb::FleetUpdate>, mirror: &mut Mirror) -> pb::FleetUpdate {
+    loop {
+        let update = tokio::time::timeout(Duration::from_secs(10), stream.message()).await.unwrap().unwrap().unwrap();
+        assert!(mirror.apply(update.clone()), "an update out of step: {update:?}");
+        if update.clusters.iter().any(|c| !c.jobs.is_empty() || !c.removed_jobs.is_empty()) {
+            return update;
+        }
+    }
+}
+
+/// Jobs as they cross the wire (a log handle's owner stays in the hub, by design).
+fn wire_view(jobs: &[Job]) -> serde_json::Value {
+    serde_json::to_value(jobs).unwrap()
+}
+
+fn ids(jobs: &[Job]) -> Vec<String> {
+    let mut ids: Vec<String> = jobs.iter().map(|j| j.job_ref.id.clone()).collect();
+    ids.sort();
+    ids
+}
+
+fn mirrored_jobs(mirror: &mut Mirror, cluster: &str) -> Vec<Job> {
+    let mut jobs: Vec<Job> =
+        mirror.clusters.get_mut(cluster).unwrap().snapshot(cluster).unwrap().jobs.iter().cloned().collect();
+    jobs.sort_by(|a, b| a.job_ref.id.cmp(&b.job_ref.id));
+    jobs
+}
+
+async fn toy_jobs(toy: &Toy) -> Vec<Job> {
+    let mut jobs = toy.snapshot().await.unwrap().jobs;
+    jobs.sort_by(|a, b| a.job_ref.id.cmp(&b.job_ref.id));
+    jobs
+}
+
+#[tokio::test]
+async fn a_subscriber_gets_the_whole_state_then_one_job_per_one_job_change() {
+    let toy = Toy::new("hpc", 50);
+    let hub = Hub::start(&toy, free_port()).await;
+    let mut client = raw(&hub).await;
+    let mut stream = client.subscribe(authed(pb::SubscribeRequest::default(), OPERATOR_TOKEN)).await.unwrap().into_inner();
+    let mut mirror = Mirror::default();
+    let first = stream.message().await.unwrap().unwrap();
+    assert!(first.full);
+    assert_eq!(first.role, "operator");
+    assert_eq!(first.user, "alice");
+    assert_eq!(first.clusters.len(), 1);
+    assert!(first.clusters[0].replace);
+    assert_eq!(first.clusters[0].jobs.len(), 50);
+    assert_eq!(first.clusters[0].info.as_ref().unwrap().kind, "slurm");
+    assert!(mirror.apply(first));
+
+    let added = toy.add(JobState::Pending);
+    let update = next_with_jobs(&mut stream, &mut mirror).await;
+    let cluster = &update.clusters[0];
+    assert!(!cluster.replace && !update.full);
+    assert_eq!(cluster.jobs.len(), 1, "one job changed, one job sent");
+    assert_eq!(cluster.jobs[0].id, added.id);
+    let bytes = cluster.encoded_len();
+    eprintln!("a one-job change: {bytes} bytes of update");
+    assert!(bytes < 300, "{bytes} bytes for a one-job change");
+    assert!(wire_view(&mirrored_jobs(&mut mirror, "hpc")) == wire_view(&toy_jobs(&toy).await), "the mirror differs from the hub");
+
+    // A removal is an id, not a job.
+    let gone = toy.jobs.lock().unwrap().remove(0).job_ref.id;
+    let update = next_with_jobs(&mut stream, &mut mirror).await;
+    assert_eq!(update.clusters[0].removed_jobs, vec![gone]);
+    assert!(update.clusters[0].jobs.is_empty());
+    assert!(wire_view(&mirrored_jobs(&mut mirror, "hpc")) == wire_view(&toy_jobs(&toy).await), "the mirror differs from the hub");
+}
+
+#[tokio::test]
+async fn a_client_that_reconnects_with_its_versions_receives_only_what_it_missed() {
+    let toy = Toy::new("hpc", 200);
+    let hub = Hub::start(&toy, free_port()).await;
+    let mut client = raw(&hub).await;
+    let mut mirror = Mirror::default();
+    {
+        let mut stream =
+            client.subscribe(authed(pb::SubscribeRequest::default(), OPERATOR_TOKEN)).await.unwrap().into_inner();
+        assert!(mirror.apply(stream.message().await.unwrap().unwrap()));
+    }
+    // Away for a while: two jobs change, one goes.
+    toy.touch(2);
+    let gone = toy.jobs.lock().unwrap().pop().unwrap().job_ref.id;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut stream = client.subscribe(authed(mirror.resume(), OPERATOR_TOKEN)).await.unwrap().into_inner();
+    let first = stream.message().await.unwrap().unwrap();
+    assert!(first.full);
+    assert!(first.clusters.iter().all(|c| !c.replace), "resumed, not replaced");
+    let jobs: usize = first.clusters.iter().map(|c| c.jobs.len()).sum();
+    let removed: Vec<&String> = first.clusters.iter().flat_map(|c| &c.removed_jobs).collect();
+    assert_eq!(jobs, 2, "only the two changed jobs");
+    assert_eq!(removed, vec![&gone]);
+    assert!(mirror.apply(first));
+    assert!(wire_view(&mirrored_jobs(&mut mirror, "hpc")) == wire_view(&toy_jobs(&toy).await), "the mirror differs from the hub");
+
+    // Versions of another hub run (or none) bring everything.
+    let stale = pb::SubscribeRequest { epoch: 12345, ..mirror.resume() };
+    let mut stream = client.subscribe(authed(stale, OPERATOR_TOKEN)).await.unwrap().into_inner();
+    let first = stream.message().await.unwrap().unwrap();
+    assert!(first.clusters[0].replace);
+    assert_eq!(first.clusters[0].jobs.len(), 199);
+}
+
+#[tokio::test]
+async fn a_subscriber_too_slow_to_keep_up_is_sent_a_full_state_not_a_queue() {
+    let toy = Toy::new("hpc", 400);
+    let hub = Hub::start(&toy, free_port()).await;
+    // A small window, so the connection stops taking updates after a few.
+    let channel = tonic::transport::Endpoint::from_shared(hub.url())
+        .unwrap()
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535)
+        .connect()
+        .await
+        .unwrap();
+    let mut client = pb::hub_client::HubClient::new(channel);
+    let mut stream = client.subscribe(authed(pb::SubscribeRequest::default(), OPERATOR_TOKEN)).await.unwrap().into_inner();
+    let mut mirror = Mirror::default();
+    assert!(mirror.apply(stream.message().await.unwrap().unwrap()));
+    // 400 changed jobs per refresh, every 20 ms, while the client reads nothing: the
+    // connection's window fills and the hub's backlog for it overflows.
+    let churn = {
+        let toy = toy.clone();
+        tokio::spawn(async move {
+            for _ in 0..200 {
+                toy.touch(400);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    churn.await.unwrap();
+    let mut resynced = false;
+    for _ in 0..400 {
+        let update = tokio::time::timeout(Duration::from_secs(10), stream.message()).await.unwrap().unwrap().unwrap();
+        if update.full {
+            resynced = true;
+            assert!(update.clusters[0].replace);
+        }
+        assert!(mirror.apply(update));
+        if resynced {
+            break;
+        }
+    }
+    assert!(resynced, "the slow subscriber was never sent a fresh full state");
+    // And it is in step again afterwards.
+    toy.touch(1);
+    let update = tokio::time::timeout(Duration::from_secs(20), next_with_jobs(&mut stream, &mut mirror)).await.unwrap();
+    assert!(!update.full);
+}
+
+#[tokio::test]
+async fn a_fleet_through_the_hub_shows_its_clusters_and_acts_through_it_audited_by_caller() {
+    let toy = Toy::new("hpc", 5);
+    let hub = Hub::start(&toy, free_port()).await;
+    // SAFETY: tests in this file set distinct variables only.
+    unsafe { std::env::set_var("FD_TEST_OPERATOR", OPERATOR_TOKEN) };
+    let config = hub.client_config("FD_TEST_OPERATOR");
+    let dir = tempfile::tempdir().unwrap();
+    let local_audit = AuditLog::new(dir.path().join("audit.jsonl"));
+    let opts = FleetOptions { read_only: false, poll: true, audit: Some(local_audit), actor: "alice@laptop".into() };
+    let fleet = Fleet::builder(&config).connect(opts).await.unwrap();
+    let state = fleet.wait_for(Duration::from_secs(10), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
+    assert_eq!(state.clusters.len(), 1);
+    let hpc = &state.clusters[0];
+    assert_eq!(hpc.name, "hpc", "the hub's cluster under its own name");
+    assert_eq!(hpc.kind.as_str(), "slurm");
+    assert!(hpc.capabilities.cancel && !hpc.capabilities.drain_resume);
+    assert!(matches!(hpc.health, Health::Fresh { .. }));
+    assert_eq!(ids(&hpc.snapshot.as_ref().unwrap().jobs), ids(&toy_jobs(&toy).await));
+
+    // A cancel goes through the hub, which audits it under the caller's name.
+    let victim = JobRef::new("hpc", "3");
+    let outcome = fleet.perform(Action::Job { job: victim.clone(), action: JobAction::Cancel, uid: None }).await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert_eq!(toy.calls(), vec!["cancel hpc/3".to_string()]);
+    let records = hub.audit.read_all().unwrap();
+    assert!(records.iter().any(|r| r.who == "alice@hub" && r.target == "hpc/3" && r.outcome == "ok"), "{records:?}");
+    fleet
+        .wait_for(Duration::from_secs(5), |s| {
+            s.cluster("hpc").and_then(|c| c.snapshot.as_ref()).is_some_and(|s| s.jobs.iter().all(|j| j.job_ref != victim))
+        })
+        .await;
+
+    // Submit, preview, spec, log and diagnosis all through the hub.
+    let spec = JobSpec { name: "through-hub".into(), command: Some("true".into()), ..JobSpec::default() };
+    let submitted = fleet.perform(Action::Submit { cluster: "hpc".into(), spec: Box::new(spec.clone()) }).await;
+    let new_ref: JobRef = submitted.result.clone().unwrap().parse().unwrap();
+    assert_eq!(new_ref.cluster, "hpc");
+    let native = fleet.render("hpc", &spec).await.unwrap();
+    assert_eq!(native.text, "#SBATCH --job-name=through-hub\n");
+    let imported = fleet.job_spec(&JobRef::new("hpc", "2")).await.unwrap();
+    assert_eq!(imported.spec.name, "spec-of-2");
+    assert_eq!(imported.warnings, vec!["a warning".to_string()]);
+    let log = fleet.read_log("hpc", &LogHandle::new("/home/alice/slurm-2.out"), None, 1000).await.unwrap();
+    assert_eq!(log.data, "/home/alice/slurm-2.out owned by Some(\"alice\")");
+    let refused = fleet.read_log("hpc", &LogHandle::new("/etc/shadow"), None, 1000).await.unwrap_err();
+    assert!(refused.to_string().contains("no job on cluster hpc has the log handle /etc/shadow"), "{refused}");
+    let diagnosis = fleet.diagnose("hpc").await.unwrap();
+    assert!(diagnosis.transport.starts_with("hub http://127.0.0.1:"), "{}", diagnosis.transport);
+    assert_eq!(diagnosis.get("hub user"), Some("alice (operator)"));
+}
+
+#[tokio::test]
+async fn a_viewers_cancel_is_refused_in_the_hub_and_audited_as_refused() {
+    let toy = Toy::new("hpc", 3);
+    let hub = Hub::start(&toy, free_port()).await;
+    let mut client = raw(&hub).await;
+    let cancel = pb::ActRequest {
+        actions: vec![pb::Action {
+            action: Some(pb::action::Action::Job(pb::JobAction {
+                cluster: "hpc".into(),
+                id: "1".into(),
+                verb: "cancel".into(),
+                uid: None,
+            })),
+        }],
+    };
+    let status = client.act(authed(cancel.clone(), VIEWER_TOKEN)).await.err().expect("refused");
+    assert_eq!(status.code(), tonic::Code::PermissionDenied);
+    assert!(status.message().contains("bob is a viewer"), "{}", status.message());
+    assert!(toy.calls().is_empty(), "nothing reached the cluster");
+    let records = hub.audit.read_all().unwrap();
+    assert!(
+        records.iter().any(|r| r.who == "bob@hub" && r.outcome == "refused" && r.target == "hpc/1"),
+        "{records:?}"
+    );
+    // The viewer still reads.
+    let mut stream = client.subscribe(authed(pb::SubscribeRequest::default(), VIEWER_TOKEN)).await.unwrap().into_inner();
+    assert_eq!(stream.message().await.unwrap().unwrap().role, "viewer");
+    // Wrong and missing tokens are refused before anything.
+    for request in [authed(cancel.clone(), "not-a-token"), tonic::Request::new(cancel)] {
+        let status = client.act(request).await.err().expect("unauthenticated");
+        assert_eq!(status.code(), tonic::Code::Unauthenticated);
+        assert!(!status.message().contains("not-a-token"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_through_a_hub_lists_jobs_and_says_when_the_token_is_wrong() {
+    let toy = Toy::new("hpc", 4);
+    let hub = Hub::start(&toy, free_port()).await;
+    let run = |token: &str| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"));
+        cmd.args(["--hub", &hub.url(), "jobs", "--output", "json"])
+            .env("FLIGHTDECK_HUB_TOKEN", token)
+            .env("XDG_STATE_HOME", hub.dir.path().join("cli-state"));
+        cmd
+    };
+    let ok = tokio::task::spawn_blocking({
+        let mut cmd = run(OPERATOR_TOKEN);
+        move || cmd.output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let rows: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 4, "{stdout}");
+    let bad = tokio::task::spawn_blocking({
+        let mut cmd = run("wrong");
+        move || cmd.output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success());
+    assert!(stderr.contains("hub: authentication failed"), "{stderr}");
+    assert!(!stderr.contains("wrong"), "the token is never printed: {stderr}");
+}
+
+#[tokio::test]
+async fn a_killed_hub_restarts_and_its_clients_reconnect_by_themselves() {
+    let toy = Toy::new("hpc", 10);
+    let addr = free_port();
+    let hub = Hub::start(&toy, addr).await;
+    // SAFETY: tests in this file set distinct variables only.
+    unsafe { std::env::set_var("FD_TEST_RESTART", OPERATOR_TOKEN) };
+    let config = hub.client_config("FD_TEST_RESTART");
+    let opts = FleetOptions { read_only: true, poll: true, audit: None, actor: "alice@laptop".into() };
+    let fleet = Fleet::builder(&config).connect(opts).await.unwrap();
+    fleet.wait_for(Duration::from_secs(10), |s| s.clusters.iter().all(|c| c.health.is_fresh())).await;
+    hub.kill().await;
+    let down = fleet.wait_for(Duration::from_secs(30), |s| !s.clusters[0].health.is_fresh()).await;
+    let Health::Stale { error, .. } = &down.clusters[0].health else { panic!("{:?}", down.clusters[0].health) };
+    assert!(error.contains("hub"), "{error}");
+    assert!(down.clusters[0].snapshot.is_some(), "the last picture is kept while the hub is away");
+
+    toy.add(JobState::Pending);
+    let hub = Hub::start(&toy, addr).await;
+    let back = fleet
+        .wait_for(Duration::from_secs(30), |s| {
+            s.clusters[0].health.is_fresh() && s.clusters[0].snapshot.as_ref().is_some_and(|s| s.jobs.len() == 11)
+        })
+        .await;
+    assert!(back.clusters[0].health.is_fresh(), "{:?}", back.clusters[0].health);
+    assert_eq!(ids(&back.clusters[0].snapshot.as_ref().unwrap().jobs), ids(&toy_jobs(&toy).await));
+    drop(hub);
+}
+
+#[tokio::test]
+async fn health_and_metrics_answer_beside_the_service() {
+    let toy = Toy::new("hpc", 2);
+    let hub = Hub::start(&toy, free_port()).await;
+    let channel = tonic::transport::Endpoint::from_shared(hub.url()).unwrap().connect().await.unwrap();
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let answer = health
+        .check(tonic_health::pb::HealthCheckRequest { service: "flightdeck.v1.Hub".into() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(answer.status(), tonic_health::pb::health_check_response::ServingStatus::Serving);
+    let mut client = raw(&hub).await;
+    let _stream = client.subscribe(authed(pb::SubscribeRequest::default(), VIEWER_TOKEN)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let http = flightdeck::backend::http::client(Duration::from_secs(5), None).unwrap();
+    let text = http.get(format!("{}/metrics", hub.url())).send().await.unwrap().text().await.unwrap();
+    assert!(text.contains("flightdeck_hub_clients 1"), "{text}");
+    assert!(text.contains("flightdeck_refreshes_total{cluster=\"hpc\"}"), "{text}");
+    assert!(text.contains("flightdeck_hub_deltas_sent_total"), "{text}");
+}
