@@ -204,6 +204,10 @@ pub enum Command {
         /// The certificate's private key (PEM), readable by its owner only.
         #[arg(long, requires = "tls_cert")]
         tls_key: Option<PathBuf>,
+        /// Also serve the gRPC health service alone, in plain text, on IP:PORT (for
+        /// probes that cannot speak TLS, like the kubelet's).
+        #[arg(long)]
+        health_listen: Option<std::net::SocketAddr>,
     },
     /// Print the audit log: every action, who asked, and how it ended (`unknown`: it was
     /// under way when flightdeck stopped).
@@ -297,8 +301,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             logs::logs(&config, read_only, logs::LogsRequest { job, stream, follow, bytes }).await
         }
         Some(Command::Doctor) => doctor(&config).await,
-        Some(Command::Serve { listen, tokens, tls_cert, tls_key }) => {
-            serve(&config, read_only, ServeRequest { listen, tokens, tls_cert, tls_key }).await
+        Some(Command::Serve { listen, tokens, tls_cert, tls_key, health_listen }) => {
+            serve(&config, read_only, ServeRequest { listen, tokens, tls_cert, tls_key, health_listen }).await
         }
         Some(Command::Audit { since, output }) => audit(since.as_deref(), output),
     }
@@ -339,6 +343,7 @@ struct ServeRequest {
     tokens: Option<PathBuf>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
+    health_listen: Option<std::net::SocketAddr>,
 }
 
 /// `flightdeck serve`: the configured fleet, polled once, served until SIGTERM or Ctrl-C;
@@ -353,7 +358,7 @@ async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<Ex
     // Checked before any cluster is touched: a hub that cannot start polls nothing.
     crate::hub::listen::check_tls(&listen, tls.as_ref()).map_err(Failure)?;
     let fleet = std::sync::Arc::new(start_fleet(config, read_only, &[], true).await?);
-    let opts = crate::hub::ServeOptions { listen, tls, tokens: ask.tokens };
+    let opts = crate::hub::ServeOptions { listen, tls, tokens: ask.tokens, health_listen: ask.health_listen };
     let served = crate::hub::serve(fleet.clone(), opts, stop_signal()).await;
     let unknown = fleet.settle(Duration::from_secs(30)).await;
     for action in &unknown {

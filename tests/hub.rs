@@ -149,7 +149,7 @@ impl Hub {
             FleetOptions { read_only: false, poll: true, audit: Some(audit.clone()), actor: "hub@test".into() },
         );
         fleet.wait_for(Duration::from_secs(5), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
-        let opts = ServeOptions { listen: ListenAddr::Tcp(addr), tls: None, tokens: Some(tokens_file(dir.path())) };
+        let opts = ServeOptions { listen: ListenAddr::Tcp(addr), tls: None, health_listen: None, tokens: Some(tokens_file(dir.path())) };
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(flightdeck::hub::serve(Arc::new(fleet), opts, async move {
             let _ = stopped.await;

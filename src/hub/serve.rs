@@ -26,6 +26,9 @@ pub struct ServeOptions {
     pub tls: Option<TlsFiles>,
     /// The token file; without one only a Unix socket is served (its peers are the callers).
     pub tokens: Option<PathBuf>,
+    /// A plain-text port with the health service alone, for probes that cannot speak TLS
+    /// (the kubelet's gRPC probes): it tells only whether the hub serves.
+    pub health_listen: Option<std::net::SocketAddr>,
 }
 
 /// Serve `fleet` until `shutdown` resolves. Errors are the sentence the user reads.
@@ -54,6 +57,14 @@ pub async fn serve(
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<pb::hub_server::HubServer<HubService>>().await;
+    if let Some(at) = opts.health_listen {
+        let listener =
+            tokio::net::TcpListener::bind(at).await.map_err(|e| format!("cannot listen on {at} for health: {e}"))?;
+        let probes = Server::builder()
+            .add_service(health_service.clone())
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener));
+        tokio::spawn(probes);
+    }
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
         .build_v1()

@@ -25,6 +25,15 @@ const RETRY_LAST: Duration = Duration::from_secs(15);
 
 pub type Client = pb::hub_client::HubClient<InterceptedService<Channel, Bearer>>;
 
+/// A failed call in the user's words: the hub's own message, or for a connection that
+/// failed, its whole chain of causes (`tcp connect error: Connection refused`).
+pub fn from_status(status: &tonic::Status, hub: &HubUrl) -> BackendError {
+    if status.code() == tonic::Code::Unavailable {
+        return BackendError::Connect { target: hub.to_string(), message: super::channel::status_text(status) };
+    }
+    wire::error_from_status(status, &hub.to_string())
+}
+
 /// Puts the bearer token on every call, read afresh each time (a rotated token file is
 /// picked up without a restart). The token never appears in an error.
 #[derive(Clone)]
@@ -214,7 +223,7 @@ impl Link {
             Err(_) => {
                 return Err(BackendError::Timeout { what: format!("subscribing to the hub at {}", self.url), secs: timeout.as_secs() });
             }
-            Ok(Err(status)) => return Err(wire::error_from_status(&status, &self.url.to_string())),
+            Ok(Err(status)) => return Err(from_status(&status, &self.url)),
             Ok(Ok(opened)) => opened,
         };
         let Some(first) = first else {
@@ -251,7 +260,7 @@ impl Link {
                             }
                         }
                         Ok(None) => break "the hub ended the subscription".to_string(),
-                        Err(status) => break wire::error_from_status(&status, &self.url.to_string()).to_string(),
+                        Err(status) => break from_status(&status, &self.url).to_string(),
                     }
                 };
                 tracing::warn!(hub = %self.url, reason = %why, "hub subscription lost");

@@ -74,10 +74,6 @@ pub struct HubCluster {
 }
 
 impl HubCluster {
-    fn hub(&self) -> String {
-        self.link.url.to_string()
-    }
-
     fn client(&self) -> link::Client {
         self.link.client.clone()
     }
@@ -90,7 +86,7 @@ impl HubCluster {
     ) -> Result<T, BackendError> {
         match tokio::time::timeout(self.timeout, call).await {
             Ok(Ok(response)) => Ok(response.into_inner()),
-            Ok(Err(status)) => Err(wire::error_from_status(&status, &self.hub())),
+            Ok(Err(status)) => Err(link::from_status(&status, &self.link.url)),
             Err(_) => Err(BackendError::Timeout { what: format!("{what} through the hub"), secs: self.timeout.as_secs() }),
         }
     }
@@ -111,7 +107,7 @@ impl HubCluster {
         let failed = |e: BackendError| actions.iter().map(|_| Err(e.clone())).collect();
         let outcomes = match tokio::time::timeout(self.timeout.saturating_mul(4), asked).await {
             Ok(Ok(outcomes)) => outcomes,
-            Ok(Err(status)) => return failed(wire::error_from_status(&status, &self.hub())),
+            Ok(Err(status)) => return failed(link::from_status(&status, &self.link.url)),
             Err(_) => {
                 return failed(BackendError::Timeout { what: "an action through the hub".into(), secs: self.timeout.as_secs() * 4 });
             }
