@@ -9,9 +9,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     compiler.include_imports(true).include_source_info(true).open_file("flightdeck.proto")?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out.join("flightdeck_descriptor.bin"), compiler.encode_file_descriptor_set())?;
-    tonic_prost_build::configure()
-        .build_client(true)
-        .build_server(true)
-        .compile_fds(compiler.file_descriptor_set())?;
+    tonic_prost_build::configure().build_client(true).build_server(true).compile_fds(compiler.file_descriptor_set())?;
     Ok(())
 }

@@ -93,7 +93,8 @@ async fn bed() -> Bed {
     );
     let mut channels = Vec::new();
     for _ in 0..CONNECTIONS {
-        channels.push(tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap());
+        channels
+            .push(tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap());
     }
     let received = Arc::new(Semaphore::new(0));
     let last_bytes = Arc::new(AtomicUsize::new(0));

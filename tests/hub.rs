@@ -34,7 +34,12 @@ struct Toy {
 
 impl Toy {
     fn new(name: &'static str, jobs: usize) -> Arc<Toy> {
-        let toy = Arc::new(Toy { name, jobs: Mutex::new(Vec::new()), calls: Mutex::new(Vec::new()), next: AtomicU32::new(1) });
+        let toy = Arc::new(Toy {
+            name,
+            jobs: Mutex::new(Vec::new()),
+            calls: Mutex::new(Vec::new()),
+            next: AtomicU32::new(1),
+        });
         for _ in 0..jobs {
             toy.add(JobState::Running);
         }
@@ -76,7 +81,8 @@ impl Backend for Toy {
     }
     async fn snapshot(&self) -> Result<Snapshot, BackendError> {
         let jobs = self.jobs.lock().unwrap().clone();
-        let mut s = Snapshot { cluster: self.name.into(), jobs, release: Some("toy 1.0".into()), ..Snapshot::default() };
+        let mut s =
+            Snapshot { cluster: self.name.into(), jobs, release: Some("toy 1.0".into()), ..Snapshot::default() };
         s.derive_queues();
         Ok(s)
     }
@@ -149,7 +155,12 @@ impl Hub {
             FleetOptions { read_only: false, poll: true, audit: Some(audit.clone()), actor: "hub@test".into() },
         );
         fleet.wait_for(Duration::from_secs(5), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
-        let opts = ServeOptions { listen: ListenAddr::Tcp(addr), tls: None, health_listen: None, tokens: Some(tokens_file(dir.path())) };
+        let opts = ServeOptions {
+            listen: ListenAddr::Tcp(addr),
+            tls: None,
+            health_listen: None,
+            tokens: Some(tokens_file(dir.path())),
+        };
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(flightdeck::hub::serve(Arc::new(fleet), opts, async move {
             let _ = stopped.await;
@@ -232,8 +243,7 @@ fn ids(jobs: &[Job]) -> Vec<String> {
 }
 
 fn mirrored_jobs(mirror: &mut Mirror, cluster: &str) -> Vec<Job> {
-    let mut jobs: Vec<Job> =
-        mirror.clusters.get_mut(cluster).unwrap().snapshot(cluster).unwrap().jobs.iter().cloned().collect();
+    let mut jobs: Vec<Job> = mirror.clusters.get_mut(cluster).unwrap().snapshot(cluster).unwrap().jobs.to_vec();
     jobs.sort_by(|a, b| a.job_ref.id.cmp(&b.job_ref.id));
     jobs
 }
@@ -249,7 +259,8 @@ async fn a_subscriber_gets_the_whole_state_then_one_job_per_one_job_change() {
     let toy = Toy::new("hpc", 50);
     let hub = Hub::start(&toy, free_port()).await;
     let mut client = raw(&hub).await;
-    let mut stream = client.subscribe(authed(pb::SubscribeRequest::default(), OPERATOR_TOKEN)).await.unwrap().into_inner();
+    let mut stream =
+        client.subscribe(authed(pb::SubscribeRequest::default(), OPERATOR_TOKEN)).await.unwrap().into_inner();
     let mut mirror = Mirror::default();
     let first = stream.message().await.unwrap().unwrap();
     assert!(first.full);
@@ -270,14 +281,20 @@ async fn a_subscriber_gets_the_whole_state_then_one_job_per_one_job_change() {
     let bytes = cluster.encoded_len();
     eprintln!("a one-job change: {bytes} bytes of update");
     assert!(bytes < 300, "{bytes} bytes for a one-job change");
-    assert!(wire_view(&mirrored_jobs(&mut mirror, "hpc")) == wire_view(&toy_jobs(&toy).await), "the mirror differs from the hub");
+    assert!(
+        wire_view(&mirrored_jobs(&mut mirror, "hpc")) == wire_view(&toy_jobs(&toy).await),
+        "the mirror differs from the hub"
+    );
 
     // A removal is an id, not a job.
     let gone = toy.jobs.lock().unwrap().remove(0).job_ref.id;
     let update = next_with_jobs(&mut stream, &mut mirror).await;
     assert_eq!(update.clusters[0].removed_jobs, vec![gone]);
     assert!(update.clusters[0].jobs.is_empty());
-    assert!(wire_view(&mirrored_jobs(&mut mirror, "hpc")) == wire_view(&toy_jobs(&toy).await), "the mirror differs from the hub");
+    assert!(
+        wire_view(&mirrored_jobs(&mut mirror, "hpc")) == wire_view(&toy_jobs(&toy).await),
+        "the mirror differs from the hub"
+    );
 }
 
 #[tokio::test]
@@ -304,7 +321,10 @@ async fn a_client_that_reconnects_with_its_versions_receives_only_what_it_missed
     assert_eq!(jobs, 2, "only the two changed jobs");
     assert_eq!(removed, vec![&gone]);
     assert!(mirror.apply(first));
-    assert!(wire_view(&mirrored_jobs(&mut mirror, "hpc")) == wire_view(&toy_jobs(&toy).await), "the mirror differs from the hub");
+    assert!(
+        wire_view(&mirrored_jobs(&mut mirror, "hpc")) == wire_view(&toy_jobs(&toy).await),
+        "the mirror differs from the hub"
+    );
 
     // Versions of another hub run (or none) bring everything.
     let stale = pb::SubscribeRequest { epoch: 12345, ..mirror.resume() };
@@ -327,7 +347,8 @@ async fn a_subscriber_too_slow_to_keep_up_is_sent_a_full_state_not_a_queue() {
         .await
         .unwrap();
     let mut client = pb::hub_client::HubClient::new(channel);
-    let mut stream = client.subscribe(authed(pb::SubscribeRequest::default(), OPERATOR_TOKEN)).await.unwrap().into_inner();
+    let mut stream =
+        client.subscribe(authed(pb::SubscribeRequest::default(), OPERATOR_TOKEN)).await.unwrap().into_inner();
     let mut mirror = Mirror::default();
     assert!(mirror.apply(stream.message().await.unwrap().unwrap()));
     // 400 changed jobs per refresh, every 20 ms, while the client reads nothing: the
@@ -391,7 +412,9 @@ async fn a_fleet_through_the_hub_shows_its_clusters_and_acts_through_it_audited_
     assert!(records.iter().any(|r| r.who == "alice@hub" && r.target == "hpc/3" && r.outcome == "ok"), "{records:?}");
     fleet
         .wait_for(Duration::from_secs(5), |s| {
-            s.cluster("hpc").and_then(|c| c.snapshot.as_ref()).is_some_and(|s| s.jobs.iter().all(|j| j.job_ref != victim))
+            s.cluster("hpc")
+                .and_then(|c| c.snapshot.as_ref())
+                .is_some_and(|s| s.jobs.iter().all(|j| j.job_ref != victim))
         })
         .await;
 
@@ -429,21 +452,19 @@ async fn a_viewers_cancel_is_refused_in_the_hub_and_audited_as_refused() {
             })),
         }],
     };
-    let status = client.act(authed(cancel.clone(), VIEWER_TOKEN)).await.err().expect("refused");
+    let status = client.act(authed(cancel.clone(), VIEWER_TOKEN)).await.expect_err("refused");
     assert_eq!(status.code(), tonic::Code::PermissionDenied);
     assert!(status.message().contains("bob is a viewer"), "{}", status.message());
     assert!(toy.calls().is_empty(), "nothing reached the cluster");
     let records = hub.audit.read_all().unwrap();
-    assert!(
-        records.iter().any(|r| r.who == "bob@hub" && r.outcome == "refused" && r.target == "hpc/1"),
-        "{records:?}"
-    );
+    assert!(records.iter().any(|r| r.who == "bob@hub" && r.outcome == "refused" && r.target == "hpc/1"), "{records:?}");
     // The viewer still reads.
-    let mut stream = client.subscribe(authed(pb::SubscribeRequest::default(), VIEWER_TOKEN)).await.unwrap().into_inner();
+    let mut stream =
+        client.subscribe(authed(pb::SubscribeRequest::default(), VIEWER_TOKEN)).await.unwrap().into_inner();
     assert_eq!(stream.message().await.unwrap().unwrap().role, "viewer");
     // Wrong and missing tokens are refused before anything.
     for request in [authed(cancel.clone(), "not-a-token"), tonic::Request::new(cancel)] {
-        let status = client.act(request).await.err().expect("unauthenticated");
+        let status = client.act(request).await.expect_err("unauthenticated");
         assert_eq!(status.code(), tonic::Code::Unauthenticated);
         assert!(!status.message().contains("not-a-token"));
     }

@@ -90,15 +90,14 @@ async fn two_hundred_subscribers_cost_the_controller_one_poller() {
     // Subscribers over a handful of connections, as cockpits behind a few login nodes.
     let mut channels = Vec::new();
     for _ in 0..8 {
-        channels.push(
-            tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap(),
-        );
+        channels
+            .push(tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap());
     }
     let mirrors: Vec<Arc<Mutex<Mirror>>> = (0..CLIENTS).map(|_| Arc::new(Mutex::new(Mirror::default()))).collect();
     let mut followers = Vec::new();
     for (i, mirror) in mirrors.iter().enumerate() {
-        let mut client = pb::hub_client::HubClient::new(channels[i % channels.len()].clone())
-            .max_decoding_message_size(256 << 20);
+        let mut client =
+            pb::hub_client::HubClient::new(channels[i % channels.len()].clone()).max_decoding_message_size(256 << 20);
         let mirror = mirror.clone();
         followers.push(tokio::spawn(async move {
             let mut request = tonic::Request::new(pb::SubscribeRequest::default());
@@ -129,9 +128,7 @@ async fn two_hundred_subscribers_cost_the_controller_one_poller() {
     };
     let held = probe.submit(&spec).await.expect("submit");
     let everyone_has_it = || {
-        mirrors.iter().all(|m| {
-            m.lock().unwrap().clusters.get(CLUSTER).is_some_and(|c| c.jobs.contains_key(&held.id))
-        })
+        mirrors.iter().all(|m| m.lock().unwrap().clusters.get(CLUSTER).is_some_and(|c| c.jobs.contains_key(&held.id)))
     };
     let mut equal = false;
     for _ in 0..120 {
@@ -154,7 +151,17 @@ async fn two_hundred_subscribers_cost_the_controller_one_poller() {
     }
     assert!(everyone_has_it(), "not every subscriber saw the new job");
     assert!(equal, "a subscriber's picture differs from the hub's");
-    let job = fleet.state().cluster(CLUSTER).unwrap().snapshot.as_ref().unwrap().jobs.iter().find(|j| j.job_ref == held).cloned();
+    let job = fleet
+        .state()
+        .cluster(CLUSTER)
+        .unwrap()
+        .snapshot
+        .as_ref()
+        .unwrap()
+        .jobs
+        .iter()
+        .find(|j| j.job_ref == held)
+        .cloned();
     assert!(job.is_some_and(|j| !j.state.is_finished()), "the new job is live on the hub");
 
     // One subscriber leaves and comes back with its versions: only what it missed.

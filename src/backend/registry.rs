@@ -36,9 +36,10 @@ pub struct KindEntry {
 }
 
 /// Connect and list the backends one config entry stands for.
-pub type Expand = fn(
-    &ClusterConfig,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Arc<dyn Backend>>, BackendError>> + Send>>;
+pub type Expand =
+    fn(
+        &ClusterConfig,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Arc<dyn Backend>>, BackendError>> + Send>>;
 
 /// One native job form: how to recognise it, read it into a [`JobSpec`] and write one out,
 /// with no cluster at hand. The choices a live cluster would make (pyxis or not, a

@@ -109,7 +109,12 @@ impl FleetBuilder<'_> {
                             }
                             served.push((backend.name().to_string(), c.name.clone()));
                             let kind = backend_kind(backend.as_ref());
-                            members.push(Member { backend: backend.clone(), kind, refresh: c.refresh, timeout: c.timeout });
+                            members.push(Member {
+                                backend: backend.clone(),
+                                kind,
+                                refresh: c.refresh,
+                                timeout: c.timeout,
+                            });
                         }
                     }
                     Err(error) => {

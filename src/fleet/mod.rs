@@ -227,7 +227,12 @@ impl Fleet {
         self.submit_request(actions, Some(actor.to_string()), Some(why.to_string())).await
     }
 
-    async fn submit_request(&self, actions: Vec<Action>, actor: Option<String>, refusal: Option<String>) -> BatchOutcome {
+    async fn submit_request(
+        &self,
+        actions: Vec<Action>,
+        actor: Option<String>,
+        refusal: Option<String>,
+    ) -> BatchOutcome {
         let (tx, rx) = oneshot::channel();
         let lost = |actions: &[Action], why: &str| BatchOutcome {
             outcomes: actions

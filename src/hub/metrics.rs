@@ -87,7 +87,12 @@ impl Metrics {
             "Full states sent to subscribers that fell behind.",
             self.resyncs.load(Ordering::Relaxed).to_string(),
         );
-        metric("flightdeck_hub_rpcs_total", "counter", "Calls answered.", self.rpcs.load(Ordering::Relaxed).to_string());
+        metric(
+            "flightdeck_hub_rpcs_total",
+            "counter",
+            "Calls answered.",
+            self.rpcs.load(Ordering::Relaxed).to_string(),
+        );
         metric(
             "flightdeck_hub_refused_total",
             "counter",
@@ -101,7 +106,12 @@ impl Metrics {
         );
         for c in clusters {
             if let Some(ms) = c.last_refresh_ms {
-                let _ = writeln!(out, "flightdeck_refresh_seconds{{cluster=\"{}\"}} {:.3}", label(&c.name), ms as f64 / 1000.0);
+                let _ = writeln!(
+                    out,
+                    "flightdeck_refresh_seconds{{cluster=\"{}\"}} {:.3}",
+                    label(&c.name),
+                    ms as f64 / 1000.0
+                );
             }
         }
         let _ = writeln!(
@@ -119,7 +129,8 @@ impl Metrics {
             let (Some(sent), Some(c)) = (sent, state.cluster(name)) else { continue };
             if c.attempts > 0 {
                 let per = *sent as f64 / c.attempts as f64;
-                let _ = writeln!(out, "flightdeck_backend_requests_per_refresh{{cluster=\"{}\"}} {per:.2}", label(name));
+                let _ =
+                    writeln!(out, "flightdeck_backend_requests_per_refresh{{cluster=\"{}\"}} {per:.2}", label(name));
             }
         }
         out

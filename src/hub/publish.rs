@@ -304,7 +304,10 @@ pub fn diff_snapshot(old: Option<&Snapshot>, new: &Snapshot, update: &mut pb::Cl
     let (nodes, removed_nodes) = diff_by(&old.nodes, &new.nodes, |n| n.name.as_str());
     update.nodes = nodes.into_iter().map(wire::node_to_pb).collect();
     update.removed_nodes = removed_nodes;
-    changed || !update.jobs.is_empty() || !update.removed_jobs.is_empty() || !update.nodes.is_empty()
+    changed
+        || !update.jobs.is_empty()
+        || !update.removed_jobs.is_empty()
+        || !update.nodes.is_empty()
         || !update.removed_nodes.is_empty()
 }
 

@@ -101,9 +101,8 @@ pub async fn serve(
     let router = server.add_routes(routes);
     let served = match &opts.listen {
         ListenAddr::Tcp(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            let listener =
+                tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
             let bound = listener.local_addr().map_err(|e| format!("cannot listen on {addr}: {e}"))?;
             announce(&format!("{bound}"), opts.tls.is_some());
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);

@@ -89,7 +89,10 @@ impl pb::hub_server::Hub for HubService {
     type SubscribeStream = Feed<pb::FleetUpdate>;
     type ActStream = Feed<pb::ActOutcome>;
 
-    async fn subscribe(&self, request: Request<pb::SubscribeRequest>) -> Result<Response<Self::SubscribeStream>, Status> {
+    async fn subscribe(
+        &self,
+        request: Request<pb::SubscribeRequest>,
+    ) -> Result<Response<Self::SubscribeStream>, Status> {
         let caller = self.caller(&request)?;
         let (first, updates) = self.publisher.subscribe(request.get_ref(), &caller);
         let subscription = Subscription {
@@ -109,7 +112,8 @@ impl pb::hub_server::Hub for HubService {
         let caller = self.caller(&request)?;
         let mut actions = Vec::with_capacity(request.get_ref().actions.len());
         for (i, action) in request.into_inner().actions.into_iter().enumerate() {
-            let action = wire::action_from_pb(action).map_err(|e| Status::invalid_argument(format!("action {i}: {e}")))?;
+            let action =
+                wire::action_from_pb(action).map_err(|e| Status::invalid_argument(format!("action {i}: {e}")))?;
             actions.push(action);
         }
         if !caller.role.may_act() {
@@ -140,11 +144,8 @@ impl pb::hub_server::Hub for HubService {
             Status::not_found(format!("no job on cluster {} has the log handle {}", ask.cluster, ask.handle))
         })?;
         let max = ask.max_bytes.clamp(1, LOG_READ_MAX);
-        let chunk = self
-            .fleet
-            .read_log(&ask.cluster, &handle, ask.from, max)
-            .await
-            .map_err(|e| wire::status_from_error(&e))?;
+        let chunk =
+            self.fleet.read_log(&ask.cluster, &handle, ask.from, max).await.map_err(|e| wire::status_from_error(&e))?;
         Ok(Response::new(wire::log_chunk_to_pb(&chunk)))
     }
 
@@ -171,7 +172,10 @@ impl pb::hub_server::Hub for HubService {
         Ok(Response::new(wire::imported_to_pb(&imported)))
     }
 
-    async fn estimate_start(&self, request: Request<pb::EstimateRequest>) -> Result<Response<pb::EstimateReply>, Status> {
+    async fn estimate_start(
+        &self,
+        request: Request<pb::EstimateRequest>,
+    ) -> Result<Response<pb::EstimateReply>, Status> {
         self.caller(&request)?;
         let ask = request.into_inner();
         let estimate = match ask.what {

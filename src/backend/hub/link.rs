@@ -45,9 +45,12 @@ impl tonic::service::Interceptor for Bearer {
         let secret = source
             .read()
             .map_err(|why| tonic::Status::failed_precondition(format!("hub: cannot read the token: {why}")))?;
-        let value = format!("Bearer {}", secret.expose())
-            .parse()
-            .map_err(|_| tonic::Status::failed_precondition(format!("hub: the token from {} is not a header value", source.describe())))?;
+        let value = format!("Bearer {}", secret.expose()).parse().map_err(|_| {
+            tonic::Status::failed_precondition(format!(
+                "hub: the token from {} is not a header value",
+                source.describe()
+            ))
+        })?;
         request.metadata_mut().insert("authorization", value);
         Ok(request)
     }
@@ -196,8 +199,8 @@ pub struct Link {
 
 impl Link {
     pub fn new(url: HubUrl, channel: Channel, token: Option<TokenSource>) -> Arc<Link> {
-        let client = pb::hub_client::HubClient::with_interceptor(channel, Bearer(token))
-            .max_decoding_message_size(MAX_MESSAGE);
+        let client =
+            pb::hub_client::HubClient::with_interceptor(channel, Bearer(token)).max_decoding_message_size(MAX_MESSAGE);
         let (changed, _) = watch::channel(0);
         Arc::new(Link { url, client, mirror: Mutex::new(Mirror::default()), changed })
     }
@@ -221,13 +224,19 @@ impl Link {
         };
         let (stream, first) = match tokio::time::timeout(timeout, opened).await {
             Err(_) => {
-                return Err(BackendError::Timeout { what: format!("subscribing to the hub at {}", self.url), secs: timeout.as_secs() });
+                return Err(BackendError::Timeout {
+                    what: format!("subscribing to the hub at {}", self.url),
+                    secs: timeout.as_secs(),
+                });
             }
             Ok(Err(status)) => return Err(from_status(&status, &self.url)),
             Ok(Ok(opened)) => opened,
         };
         let Some(first) = first else {
-            return Err(BackendError::Connect { target: self.url.to_string(), message: "the hub closed the subscription".into() });
+            return Err(BackendError::Connect {
+                target: self.url.to_string(),
+                message: "the hub closed the subscription".into(),
+            });
         };
         let mut mirror = self.lock();
         if !mirror.apply(first) {

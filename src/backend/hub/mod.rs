@@ -17,7 +17,9 @@ use async_trait::async_trait;
 
 pub use self::config::{HubConfig, KIND};
 use self::link::Link;
-use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction, StartEstimate};
+use crate::backend::{
+    Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction, StartEstimate,
+};
 use crate::config::ClusterConfig;
 use crate::hub::wire::{self, pb};
 use crate::model::{Action, Health, JobRef, LogHandle, Native, NodeRef, Snapshot, SpecFields};
@@ -87,7 +89,9 @@ impl HubCluster {
         match tokio::time::timeout(self.timeout, call).await {
             Ok(Ok(response)) => Ok(response.into_inner()),
             Ok(Err(status)) => Err(link::from_status(&status, &self.link.url)),
-            Err(_) => Err(BackendError::Timeout { what: format!("{what} through the hub"), secs: self.timeout.as_secs() }),
+            Err(_) => {
+                Err(BackendError::Timeout { what: format!("{what} through the hub"), secs: self.timeout.as_secs() })
+            }
         }
     }
 
@@ -109,11 +113,16 @@ impl HubCluster {
             Ok(Ok(outcomes)) => outcomes,
             Ok(Err(status)) => return failed(link::from_status(&status, &self.link.url)),
             Err(_) => {
-                return failed(BackendError::Timeout { what: "an action through the hub".into(), secs: self.timeout.as_secs() * 4 });
+                return failed(BackendError::Timeout {
+                    what: "an action through the hub".into(),
+                    secs: self.timeout.as_secs() * 4,
+                });
             }
         };
-        let mut results: Vec<Result<String, BackendError>> =
-            actions.iter().map(|_| Err(BackendError::Remote("the hub gave no outcome for this action".into()))).collect();
+        let mut results: Vec<Result<String, BackendError>> = actions
+            .iter()
+            .map(|_| Err(BackendError::Remote("the hub gave no outcome for this action".into())))
+            .collect();
         for outcome in outcomes {
             let index = outcome.index as usize;
             if let Some(slot) = results.get_mut(index) {
