@@ -553,3 +553,39 @@ async fn health_and_metrics_answer_beside_the_service() {
     assert!(text.contains("flightdeck_refreshes_total{cluster=\"hpc\"}"), "{text}");
     assert!(text.contains("flightdeck_hub_deltas_sent_total"), "{text}");
 }
+
+#[tokio::test]
+async fn a_large_cluster_arrives_in_chunks_and_is_shown_only_whole() {
+    let toy = Toy::new("hpc", 1000);
+    let hub = Hub::start(&toy, free_port()).await;
+    let mut client = raw(&hub).await;
+    let mut stream =
+        client.subscribe(authed(pb::SubscribeRequest::default(), OPERATOR_TOKEN)).await.unwrap().into_inner();
+    let mut mirror = Mirror::default();
+    let first = stream.message().await.unwrap().unwrap();
+    let chunk = flightdeck::hub::publish::FULL_CHUNK;
+    assert!(first.full && first.clusters[0].replace && first.clusters[0].more);
+    assert_eq!(first.clusters[0].jobs.len(), chunk);
+    assert!(mirror.apply(first));
+    assert!(mirror.partial());
+    assert!(mirror.clusters.get_mut("hpc").unwrap().snapshot("hpc").is_none(), "half a cluster is no picture");
+    let mut messages = 1;
+    while mirror.partial() {
+        let next = stream.message().await.unwrap().unwrap();
+        assert!(!next.full);
+        assert!(next.clusters.iter().all(|c| c.jobs.len() <= chunk));
+        assert!(mirror.apply(next));
+        messages += 1;
+    }
+    assert_eq!(messages, 1000usize.div_ceil(chunk));
+    assert!(wire_view(&mirrored_jobs(&mut mirror, "hpc")) == wire_view(&toy_jobs(&toy).await));
+
+    // A fleet through the hub shows all of it from its first picture on.
+    // SAFETY: tests in this file set distinct variables only.
+    unsafe { std::env::set_var("FD_TEST_CHUNKS", OPERATOR_TOKEN) };
+    let config = hub.client_config("FD_TEST_CHUNKS");
+    let opts = FleetOptions { read_only: true, poll: true, audit: None, actor: "alice@laptop".into() };
+    let fleet = Fleet::builder(&config).connect(opts).await.unwrap();
+    let state = fleet.wait_for(Duration::from_secs(10), |s| s.clusters[0].snapshot.is_some()).await;
+    assert_eq!(state.clusters[0].snapshot.as_ref().unwrap().jobs.len(), 1000);
+}

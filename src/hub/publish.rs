@@ -23,6 +23,11 @@ use crate::model::{ClusterState, FleetState, Snapshot};
 /// Updates a subscriber may fall behind by before it is sent a full state instead.
 pub const SUBSCRIBER_BACKLOG: usize = 64;
 
+/// Jobs and nodes in one message of a full state: a 100k-job cluster goes out as many
+/// small messages, so no stream (hub or client) ever holds a buffer the size of the whole
+/// cluster, and an idle subscriber costs little once its first state is through.
+pub const FULL_CHUNK: usize = 256;
+
 /// Updates kept per cluster for clients that reconnect with their versions.
 const HISTORY_UPDATES: usize = 256;
 
@@ -38,8 +43,8 @@ struct Track {
     /// Deltas, oldest first; each applies on the version before it.
     history: VecDeque<Arc<pb::ClusterUpdate>>,
     history_items: usize,
-    /// The cluster in full at `version`, built when a subscriber first needs it.
-    full: Option<Arc<pb::ClusterUpdate>>,
+    /// The cluster in full at `version` (in chunks), built when a subscriber first needs it.
+    full: Option<Arc<Vec<pb::ClusterUpdate>>>,
 }
 
 struct Tracks {
@@ -140,7 +145,7 @@ impl Publisher {
         &self,
         request: &pb::SubscribeRequest,
         caller: &Caller,
-    ) -> (pb::FleetUpdate, broadcast::Receiver<Arc<pb::FleetUpdate>>) {
+    ) -> (Vec<pb::FleetUpdate>, broadcast::Receiver<Arc<pb::FleetUpdate>>) {
         let mut tracks = self.lock();
         let receiver = self.updates.subscribe();
         let resume = (request.epoch == self.epoch).then_some(&request.versions);
@@ -150,7 +155,7 @@ impl Publisher {
 
     /// A fresh full state, for a subscriber that fell behind (and after it, the updates
     /// still to come on a new receiver).
-    pub fn resync(&self, caller: &Caller) -> (pb::FleetUpdate, broadcast::Receiver<Arc<pb::FleetUpdate>>) {
+    pub fn resync(&self, caller: &Caller) -> (Vec<pb::FleetUpdate>, broadcast::Receiver<Arc<pb::FleetUpdate>>) {
         let mut tracks = self.lock();
         let receiver = self.updates.subscribe();
         (self.first_message(&mut tracks, None, caller), receiver)
@@ -161,23 +166,38 @@ impl Publisher {
         tracks: &mut Tracks,
         resume: Option<&HashMap<String, u64>>,
         caller: &Caller,
-    ) -> pb::FleetUpdate {
+    ) -> Vec<pb::FleetUpdate> {
+        // The first message lists every cluster (its first chunk, or what it missed); the
+        // rest of each cluster's chunks follow, one message each, before any new update.
         let mut clusters = Vec::new();
+        let mut rest = Vec::new();
         for track in &mut tracks.clusters {
             let held = resume.and_then(|versions| versions.get(&track.name)).copied();
             match held.and_then(|v| track.since(v)) {
                 Some(missed) => clusters.extend(missed),
-                None => clusters.push((*track.full()).clone()),
+                None => {
+                    let full = track.full();
+                    let mut chunks = full.iter().cloned();
+                    clusters.extend(chunks.next());
+                    rest.extend(chunks);
+                }
             }
         }
-        pb::FleetUpdate {
+        let first = pb::FleetUpdate {
             epoch: self.epoch,
             full: true,
             read_only: tracks.read_only,
             role: caller.role.to_string(),
             user: caller.user.clone(),
             clusters,
-        }
+        };
+        let more = rest.into_iter().map(|chunk| pb::FleetUpdate {
+            epoch: self.epoch,
+            read_only: tracks.read_only,
+            clusters: vec![chunk],
+            ..Default::default()
+        });
+        std::iter::once(first).chain(more).collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Tracks> {
@@ -251,8 +271,9 @@ impl Track {
         Some(self.history.iter().skip(start).map(|u| (**u).clone()).collect())
     }
 
-    /// The cluster in full at the current version (built once per version).
-    fn full(&mut self) -> Arc<pb::ClusterUpdate> {
+    /// The cluster in full at the current version (built once per version): a first
+    /// chunk that replaces, then chunks that add to it at the same version.
+    fn full(&mut self) -> Arc<Vec<pb::ClusterUpdate>> {
         if let Some(full) = &self.full {
             return full.clone();
         }
@@ -268,12 +289,35 @@ impl Track {
             last_refresh_ms: c.last_refresh_ms,
             ..Default::default()
         };
+        let mut chunks = Vec::new();
         if let Some(s) = &c.snapshot {
             update.meta = Some(wire::meta_to_pb(s));
-            update.jobs = s.jobs.iter().map(wire::job_to_pb).collect();
-            update.nodes = s.nodes.iter().map(wire::node_to_pb).collect();
+            let mut jobs = s.jobs.chunks(FULL_CHUNK);
+            let mut nodes = s.nodes.chunks(FULL_CHUNK);
+            let (mut first_jobs, mut first_nodes) = (jobs.next(), nodes.next());
+            update.jobs = first_jobs.take().unwrap_or_default().iter().map(wire::job_to_pb).collect();
+            update.nodes = first_nodes.take().unwrap_or_default().iter().map(wire::node_to_pb).collect();
+            let more = |jobs: &[crate::model::Job], nodes: &[crate::model::Node]| pb::ClusterUpdate {
+                name: self.name.clone(),
+                version: self.version,
+                base_version: self.version,
+                attempts: c.attempts,
+                last_refresh_ms: c.last_refresh_ms,
+                jobs: jobs.iter().map(wire::job_to_pb).collect(),
+                nodes: nodes.iter().map(wire::node_to_pb).collect(),
+                ..Default::default()
+            };
+            chunks.push(update);
+            chunks.extend(jobs.map(|j| more(j, &[])));
+            chunks.extend(nodes.map(|n| more(&[], n)));
+        } else {
+            chunks.push(update);
         }
-        let full = Arc::new(update);
+        let last = chunks.len().saturating_sub(1);
+        for chunk in &mut chunks[..last] {
+            chunk.more = true;
+        }
+        let full = Arc::new(chunks);
         self.full = Some(full.clone());
         full
     }

@@ -48,7 +48,8 @@ type Feed<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 /// One subscriber's stream: its first message, then every update; a subscriber that fell
 /// more than the backlog behind gets a fresh full state in place of what it missed.
 struct Subscription {
-    first: Option<pb::FleetUpdate>,
+    /// The first state, still to send (in chunks) before any update.
+    first: std::collections::VecDeque<pb::FleetUpdate>,
     updates: broadcast::Receiver<Arc<pb::FleetUpdate>>,
     publisher: Arc<Publisher>,
     caller: Caller,
@@ -59,7 +60,7 @@ struct Subscription {
 
 impl Subscription {
     async fn next(mut self) -> Option<(Result<pb::FleetUpdate, Status>, Self)> {
-        if let Some(first) = self.first.take() {
+        if let Some(first) = self.first.pop_front() {
             self.metrics.sent();
             return Some((Ok(first), self));
         }
@@ -75,9 +76,11 @@ impl Subscription {
             Err(broadcast::error::RecvError::Lagged(_)) => {
                 let (full, updates) = self.publisher.resync(&self.caller);
                 self.updates = updates;
+                self.first = full.into();
                 self.metrics.resynced();
                 self.metrics.sent();
-                Some((Ok(full), self))
+                let first = self.first.pop_front().unwrap_or_default();
+                Some((Ok(first), self))
             }
             Err(broadcast::error::RecvError::Closed) => None,
         }
@@ -96,7 +99,7 @@ impl pb::hub_server::Hub for HubService {
         let caller = self.caller(&request)?;
         let (first, updates) = self.publisher.subscribe(request.get_ref(), &caller);
         let subscription = Subscription {
-            first: Some(first),
+            first: first.into(),
             updates,
             publisher: self.publisher.clone(),
             caller,

@@ -65,6 +65,8 @@ pub struct Mirrored {
     pub meta: Option<pb::SnapshotMeta>,
     pub jobs: BTreeMap<String, Job>,
     pub nodes: BTreeMap<String, Node>,
+    /// A full state is arriving in chunks: the cluster is not whole yet.
+    pub partial: bool,
     /// The snapshot built at `version`, shared until the next change.
     built: Option<(u64, Arc<Snapshot>)>,
 }
@@ -78,12 +80,17 @@ impl Mirrored {
             meta: None,
             jobs: BTreeMap::new(),
             nodes: BTreeMap::new(),
+            partial: false,
             built: None,
         }
     }
 
     /// The cluster's snapshot, once the hub has one for it.
     pub fn snapshot(&mut self, name: &str) -> Option<Arc<Snapshot>> {
+        if self.partial {
+            // Half a cluster is no picture: the last whole one until the rest arrives.
+            return self.built.as_ref().map(|(_, built)| built.clone());
+        }
         let meta = self.meta.clone()?;
         if let Some((version, built)) = &self.built
             && *version == self.version
@@ -132,6 +139,7 @@ impl Mirrored {
             self.nodes.insert(node.name.clone(), node);
         }
         self.version = update.version;
+        self.partial = update.more;
         true
     }
 }
@@ -178,6 +186,11 @@ impl Mirror {
         in_step
     }
 
+    /// Whether a full state is still arriving for some cluster.
+    pub fn partial(&self) -> bool {
+        self.clusters.values().any(|c| c.partial)
+    }
+
     /// What a resubscription asks for: the epoch and each cluster's version.
     pub fn resume(&self) -> pb::SubscribeRequest {
         pb::SubscribeRequest {
@@ -220,9 +233,24 @@ impl Link {
         let opened = async {
             let mut stream = self.client.clone().subscribe(resume).await?.into_inner();
             let first = stream.message().await?;
-            Ok::<_, tonic::Status>((stream, first))
+            // The rest of a chunked full state before anyone reads the mirror.
+            let mut rest = Vec::new();
+            if let Some(first) = &first {
+                let mut pending: Vec<String> =
+                    first.clusters.iter().filter(|c| c.more).map(|c| c.name.clone()).collect();
+                while !pending.is_empty() {
+                    let Some(next) = stream.message().await? else { break };
+                    for c in &next.clusters {
+                        if !c.more {
+                            pending.retain(|name| name != &c.name);
+                        }
+                    }
+                    rest.push(next);
+                }
+            }
+            Ok::<_, tonic::Status>((stream, first, rest))
         };
-        let (stream, first) = match tokio::time::timeout(timeout, opened).await {
+        let (stream, first, rest) = match tokio::time::timeout(timeout, opened).await {
             Err(_) => {
                 return Err(BackendError::Timeout {
                     what: format!("subscribing to the hub at {}", self.url),
@@ -239,7 +267,11 @@ impl Link {
             });
         };
         let mut mirror = self.lock();
-        if !mirror.apply(first) {
+        let mut in_step = mirror.apply(first);
+        for next in rest {
+            in_step &= mirror.apply(next);
+        }
+        if !in_step {
             // Out of step from the first message: ask again from nothing.
             mirror.epoch = 0;
         }
