@@ -262,7 +262,7 @@ kind = "slurm"
             format!(
                 "{FILE}:7: unknown key `hostt` in [[cluster]] \"hpc\" (expected one of: name, kind, host, user, port, \
                  identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, context, kubeconfig, \
-                 namespaces, queue, url, token_env, token_file, project, retry)"
+                 namespaces, queue, url, token_env, token_file, project, retry, ca_file, clusters)"
             )
         );
     }
@@ -286,14 +286,14 @@ kind = "slurm"
         assert_eq!(
             shown,
             format!(
-                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"k8s\" (accepted kinds: slurm, kubernetes, skypilot, dstack)"
+                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"k8s\" (accepted kinds: slurm, kubernetes, skypilot, dstack, hub)"
             )
         );
         let shown = refused("read_only = true\n[[cluster]]\nname = \"hpc\"\n", 2, "kind");
         assert_eq!(
             shown,
             format!(
-                "{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm, kubernetes, skypilot, dstack)"
+                "{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm, kubernetes, skypilot, dstack, hub)"
             )
         );
     }
