@@ -209,7 +209,7 @@ fn without_its_line_the_kind_is_unknown() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{FILE}:7: bad value for `kind` in [[cluster]] \"s\": unknown cluster kind \"stub\" (accepted kinds: slurm, kubernetes, skypilot, dstack)"
+            "{FILE}:7: bad value for `kind` in [[cluster]] \"s\": unknown cluster kind \"stub\" (accepted kinds: slurm, kubernetes, skypilot, dstack, hub)"
         )
     );
     assert_eq!(registry().capabilities(&StubConfig::KIND), Some(STUB_CAPABILITIES));
