@@ -200,7 +200,7 @@ fn keys_are_checked_against_every_registered_kind() {
     let shown = refused("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nendpoint = \"http://x\"\n", 4, "endpoint");
     assert!(shown.contains("`endpoint` does not apply to a slurm cluster"), "{shown}");
     let shown = refused("[[cluster]]\nname = \"x\"\nkind = \"pbs\"\n", 3, "kind");
-    assert!(shown.ends_with("(accepted kinds: slurm, kubernetes, skypilot, dstack, stub)"), "{shown}");
+    assert!(shown.ends_with("(accepted kinds: slurm, kubernetes, skypilot, dstack, hub, stub)"), "{shown}");
 }
 
 #[test]
