@@ -109,10 +109,15 @@ async fn bed() -> Bed {
             request.metadata_mut().insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
             let mut stream = client.subscribe(request).await.unwrap().into_inner();
             while let Ok(Some(update)) = stream.message().await {
-                if i == 0 && !update.full {
+                // A change is an update on a version; chunks of a full state are not.
+                let change = !update.full && update.clusters.iter().all(|c| c.base_version < c.version);
+                if i == 0 && change {
                     last_bytes.store(update.encoded_len(), Ordering::Relaxed);
                 }
-                received.add_permits(1);
+                // Counted once a state is whole: the last chunk of a full state, or a change.
+                if update.clusters.iter().all(|c| !c.more) {
+                    received.add_permits(1);
+                }
             }
         });
     }
