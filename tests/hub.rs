@@ -179,25 +179,34 @@ impl Hub {
         format!("http://{}", self.addr)
     }
 
-    async fn kill(mut self) {
+    async fn kill(&mut self) {
         let _ = self.stop.take().map(|s| s.send(()));
         if let Some(done) = self.done.take() {
             let _ = tokio::time::timeout(Duration::from_secs(10), done).await;
         }
     }
 
-    /// A config naming this hub, the token from `env`.
-    fn client_config(&self, env: &str) -> Config {
-        let path = self.dir.path().join(format!("client-{env}.toml"));
+    /// A fleet through this hub (`kind = "hub"`, the operator's token in an owner-only
+    /// file), auditing locally to `audit`.
+    async fn client_fleet(&self, read_only: bool, audit: Option<AuditLog>) -> Fleet {
+        use std::os::unix::fs::OpenOptionsExt;
+        let token = self.dir.path().join("client-token");
+        let mut file =
+            std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(&token).unwrap();
+        std::io::Write::write_all(&mut file, OPERATOR_TOKEN.as_bytes()).unwrap();
+        let path = self.dir.path().join("client.toml");
         std::fs::write(
             &path,
             format!(
-                "[[cluster]]\nname = \"team\"\nkind = \"hub\"\nurl = \"{}\"\ntoken_env = \"{env}\"\ntimeout_seconds = 5\nrefresh_seconds = 1\n",
-                self.url()
+                "[[cluster]]\nname = \"team\"\nkind = \"hub\"\nurl = \"{}\"\ntoken_file = \"{}\"\ntimeout_seconds = 5\nrefresh_seconds = 1\n",
+                self.url(),
+                token.display()
             ),
         )
         .unwrap();
-        Config::load(Some(&path), &Registry::builtin()).unwrap()
+        let config = Config::load(Some(&path), &Registry::builtin()).unwrap();
+        let opts = FleetOptions { read_only, poll: true, audit, actor: "alice@laptop".into() };
+        Fleet::builder(&config).connect(opts).await.unwrap()
     }
 }
 
@@ -387,13 +396,8 @@ async fn a_subscriber_too_slow_to_keep_up_is_sent_a_full_state_not_a_queue() {
 async fn a_fleet_through_the_hub_shows_its_clusters_and_acts_through_it_audited_by_caller() {
     let toy = Toy::new("hpc", 5);
     let hub = Hub::start(&toy, free_port()).await;
-    // SAFETY: tests in this file set distinct variables only.
-    unsafe { std::env::set_var("FD_TEST_OPERATOR", OPERATOR_TOKEN) };
-    let config = hub.client_config("FD_TEST_OPERATOR");
     let dir = tempfile::tempdir().unwrap();
-    let local_audit = AuditLog::new(dir.path().join("audit.jsonl"));
-    let opts = FleetOptions { read_only: false, poll: true, audit: Some(local_audit), actor: "alice@laptop".into() };
-    let fleet = Fleet::builder(&config).connect(opts).await.unwrap();
+    let fleet = hub.client_fleet(false, Some(AuditLog::new(dir.path().join("audit.jsonl")))).await;
     let state = fleet.wait_for(Duration::from_secs(10), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
     assert_eq!(state.clusters.len(), 1);
     let hpc = &state.clusters[0];
@@ -507,14 +511,11 @@ async fn the_cli_through_a_hub_lists_jobs_and_says_when_the_token_is_wrong() {
 async fn a_killed_hub_restarts_and_its_clients_reconnect_by_themselves() {
     let toy = Toy::new("hpc", 10);
     let addr = free_port();
-    let hub = Hub::start(&toy, addr).await;
-    // SAFETY: tests in this file set distinct variables only.
-    unsafe { std::env::set_var("FD_TEST_RESTART", OPERATOR_TOKEN) };
-    let config = hub.client_config("FD_TEST_RESTART");
-    let opts = FleetOptions { read_only: true, poll: true, audit: None, actor: "alice@laptop".into() };
-    let fleet = Fleet::builder(&config).connect(opts).await.unwrap();
+    // The first hub's folder (the client's token file) outlives its stop.
+    let mut first = Hub::start(&toy, addr).await;
+    let fleet = first.client_fleet(true, None).await;
     fleet.wait_for(Duration::from_secs(10), |s| s.clusters.iter().all(|c| c.health.is_fresh())).await;
-    hub.kill().await;
+    first.kill().await;
     let down = fleet.wait_for(Duration::from_secs(30), |s| !s.clusters[0].health.is_fresh()).await;
     let Health::Stale { error, .. } = &down.clusters[0].health else { panic!("{:?}", down.clusters[0].health) };
     assert!(error.contains("hub"), "{error}");
@@ -529,7 +530,7 @@ async fn a_killed_hub_restarts_and_its_clients_reconnect_by_themselves() {
         .await;
     assert!(back.clusters[0].health.is_fresh(), "{:?}", back.clusters[0].health);
     assert_eq!(ids(&back.clusters[0].snapshot.as_ref().unwrap().jobs), ids(&toy_jobs(&toy).await));
-    drop(hub);
+    drop((hub, first));
 }
 
 #[tokio::test]
@@ -581,11 +582,7 @@ async fn a_large_cluster_arrives_in_chunks_and_is_shown_only_whole() {
     assert!(wire_view(&mirrored_jobs(&mut mirror, "hpc")) == wire_view(&toy_jobs(&toy).await));
 
     // A fleet through the hub shows all of it from its first picture on.
-    // SAFETY: tests in this file set distinct variables only.
-    unsafe { std::env::set_var("FD_TEST_CHUNKS", OPERATOR_TOKEN) };
-    let config = hub.client_config("FD_TEST_CHUNKS");
-    let opts = FleetOptions { read_only: true, poll: true, audit: None, actor: "alice@laptop".into() };
-    let fleet = Fleet::builder(&config).connect(opts).await.unwrap();
+    let fleet = hub.client_fleet(true, None).await;
     let state = fleet.wait_for(Duration::from_secs(10), |s| s.clusters[0].snapshot.is_some()).await;
     assert_eq!(state.clusters[0].snapshot.as_ref().unwrap().jobs.len(), 1000);
 }

@@ -78,86 +78,63 @@ impl FleetBuilder<'_> {
     }
 
     /// Like [`FleetBuilder::start`], but first connect every entry that stands for several
-    /// clusters (a hub) and list them, each bounded by its entry's timeout, all at once. A
+    /// clusters (a hub) and list them, all entries at once, each bounded by its timeout. A
     /// hub that cannot be reached is one stale cluster named after its entry, saying why.
-    /// `only` names may be clusters a hub serves.
+    /// `only` names may be an entry's or a cluster a hub serves.
     pub async fn connect(self, opts: FleetOptions) -> Result<Fleet, BuildError> {
         let config = self.config;
-        let registry = &self.registry;
-        let expanding = |c: &&crate::config::ClusterConfig| registry.get(&c.kind()).and_then(|e| e.expand).is_some();
+        let listed = futures_util::future::join_all(config.clusters.iter().map(|c| self.entry_members(c))).await;
         let asked = |name: &str| self.only.is_empty() || self.only.iter().any(|n| n == name);
-        let mut members = Vec::new();
-        let hubs: Vec<_> = config.clusters.iter().filter(expanding).collect();
-        let expansions = futures_util::future::join_all(hubs.iter().map(|c| async move {
-            let expand = registry.get(&c.kind()).and_then(|e| e.expand);
-            match expand {
-                Some(expand) => (c, expand(c).await),
-                None => (c, Ok(Vec::new())),
-            }
-        }))
-        .await;
-        let mut served: Vec<(String, String)> = Vec::new();
-        let mut unreached: Vec<String> = Vec::new();
-        for c in config.clusters.iter() {
-            if expanding(&c) {
-                let Some((_, result)) = expansions.iter().find(|(h, _)| h.name == c.name) else { continue };
-                match result {
-                    Ok(backends) => {
-                        for backend in backends {
-                            if !(asked(backend.name()) || asked(&c.name)) {
-                                continue;
-                            }
-                            served.push((backend.name().to_string(), c.name.clone()));
-                            let kind = backend_kind(backend.as_ref());
-                            members.push(Member {
-                                backend: backend.clone(),
-                                kind,
-                                refresh: c.refresh,
-                                timeout: c.timeout,
-                            });
-                        }
-                    }
-                    Err(error) => {
-                        tracing::warn!(hub = %c.name, %error, "cannot list the hub's clusters");
-                        unreached.push(c.name.clone());
-                        let backend: Arc<dyn Backend> = Arc::new(crate::backend::hub::Unreached {
-                            name: c.name.clone(),
-                            why: format!("hub {}: {error}", c.name),
-                        });
-                        members.push(Member { backend, kind: c.kind(), refresh: c.refresh, timeout: c.timeout });
-                    }
-                }
-            } else if asked(&c.name) {
-                let backend =
-                    registry.build(c).map_err(|error| BuildError::Backend { cluster: c.name.clone(), error })?;
-                members.push(Member { backend, kind: c.kind(), refresh: c.refresh, timeout: c.timeout });
-            }
+        let mut members: Vec<(Member, &str)> = Vec::new();
+        let mut unreached = false;
+        for (c, listed) in config.clusters.iter().zip(listed) {
+            let (listed, reached) = listed?;
+            unreached |= !reached;
+            let wanted = listed.into_iter().filter(|m| asked(&c.name) || asked(m.backend.name()));
+            members.extend(wanted.map(|m| (m, c.name.as_str())));
         }
         // One name, one cluster: a hub's cluster may not shadow a configured one or another hub's.
         let mut seen = std::collections::HashSet::new();
-        for m in &members {
-            if !seen.insert(m.backend.name().to_string()) {
-                let via = served.iter().find(|(n, _)| n == m.backend.name()).map(|(_, h)| h.as_str()).unwrap_or("?");
-                return Err(BuildError::Backend {
-                    cluster: m.backend.name().to_string(),
-                    error: BackendError::Unsupported(format!(
-                        "cluster {} is configured twice: hub {via} serves one of that name too",
-                        m.backend.name()
-                    )),
-                });
+        for (m, entry) in &members {
+            let name = m.backend.name();
+            if !seen.insert(name) {
+                let error = BackendError::Unsupported(format!(
+                    "cluster {name} is configured twice (entry {entry} has one too)"
+                ));
+                return Err(BuildError::Backend { cluster: name.to_string(), error });
             }
         }
-        let hub_names: Vec<&str> = hubs.iter().map(|c| c.name.as_str()).collect();
-        // A name no cluster has, unless an unreachable hub may have it (its error says why).
-        let unknown = self.only.iter().find(|n| !seen.contains(n.as_str()) && !hub_names.contains(&n.as_str()));
-        if let Some(name) = unknown.filter(|_| unreached.is_empty()) {
+        // A name no entry and no cluster has, unless an unreachable hub may serve it (its
+        // stand-in says why).
+        let unknown = self.only.iter().find(|n| !seen.contains(n.as_str()) && config.cluster(n).is_none());
+        if let Some(name) = unknown.filter(|_| !unreached) {
             return Err(BuildError::UnknownCluster { name: name.clone(), config: config.source.to_string() });
         }
-        Ok(Fleet::start(members, opts))
+        Ok(Fleet::start(members.into_iter().map(|(m, _)| m).collect(), opts))
     }
-}
 
-/// The kind a hub's cluster has on the hub (`slurm`, `kubernetes` …), as it says.
-fn backend_kind(backend: &dyn Backend) -> crate::model::ClusterKind {
-    backend.kind().unwrap_or_else(|| crate::model::ClusterKind::from("unknown"))
+    /// The members one config entry stands for, and whether its clusters could be listed:
+    /// one backend for most kinds; for a kind that expands, what it serves, or on failure
+    /// its stand-in that shows the reason.
+    async fn entry_members(&self, c: &crate::config::ClusterConfig) -> Result<(Vec<Member>, bool), BuildError> {
+        let member = |backend: Arc<dyn Backend>| {
+            let kind = backend.kind().unwrap_or_else(|| c.kind());
+            Member { backend, kind, refresh: c.refresh, timeout: c.timeout }
+        };
+        let built = |error| BuildError::Backend { cluster: c.name.clone(), error };
+        let Some(expand) = self.registry.get(&c.kind()).and_then(|e| e.expand) else {
+            return Ok((vec![member(self.registry.build(c).map_err(built)?)], true));
+        };
+        match expand(c).await {
+            Ok(backends) => Ok((backends.into_iter().map(member).collect(), true)),
+            Err(error) => {
+                tracing::warn!(entry = %c.name, %error, "cannot list the clusters this entry stands for");
+                let stand_in: Arc<dyn Backend> = Arc::new(crate::backend::hub::Unreached {
+                    name: c.name.clone(),
+                    why: format!("hub {}: {error}", c.name),
+                });
+                Ok((vec![member(stand_in)], false))
+            }
+        }
+    }
 }

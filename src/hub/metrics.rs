@@ -35,10 +35,9 @@ impl Metrics {
         self.subscribers.load(Ordering::Relaxed)
     }
 
-    /// One update broadcast, reaching `receivers` subscribers.
-    pub fn published(&self, receivers: u64) {
+    /// One update computed and broadcast (shared by every subscriber).
+    pub fn published(&self) {
         self.updates_published.fetch_add(1, Ordering::Relaxed);
-        let _ = receivers;
     }
 
     pub fn sent(&self) {

@@ -135,8 +135,9 @@ impl Publisher {
         let message = pb::FleetUpdate { epoch: self.epoch, read_only: state.read_only, clusters, ..Default::default() };
         // Sent under the lock: a subscriber's first state and the updates after it can
         // neither overlap nor leave a gap.
-        let receivers = self.updates.send(Arc::new(message)).unwrap_or(0);
-        self.metrics.published(receivers as u64);
+        // No subscriber yet is no error: the update is in the history for whoever comes.
+        let _ = self.updates.send(Arc::new(message));
+        self.metrics.published();
     }
 
     /// A new subscriber: its first message (every cluster, in full or as the deltas since

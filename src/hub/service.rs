@@ -120,13 +120,9 @@ impl pb::hub_server::Hub for HubService {
             actions.push(action);
         }
         if !caller.role.may_act() {
-            let verbs: Vec<&str> = actions.iter().map(|a| a.verb().as_str()).collect();
-            let why = format!(
-                "permission denied: {} is a {}; {} needs the operator role",
-                caller.user,
-                caller.role,
-                verbs.first().copied().unwrap_or("acting")
-            );
+            let verb = actions.first().map_or("acting", |a| a.verb().as_str());
+            let why =
+                format!("permission denied: {} is a {}; {verb} needs the operator role", caller.user, caller.role);
             self.metrics.refusal();
             tracing::warn!(user = %caller.user, actions = actions.len(), "refused: a viewer asked for a change");
             self.fleet.refuse_batch_as(&actor(&caller), actions, &why).await;

@@ -230,27 +230,20 @@ impl Link {
     /// the stream, to be kept by [`Link::follow`].
     pub async fn open(&self, timeout: Duration) -> Result<tonic::Streaming<pb::FleetUpdate>, BackendError> {
         let resume = self.lock().resume();
+        // The first message and, for a full state sent in chunks, the rest of it: the mirror
+        // shows a cluster only once whole, so applying as they come is safe.
         let opened = async {
             let mut stream = self.client.clone().subscribe(resume).await?.into_inner();
-            let first = stream.message().await?;
-            // The rest of a chunked full state before anyone reads the mirror.
-            let mut rest = Vec::new();
-            if let Some(first) = &first {
-                let mut pending: Vec<String> =
-                    first.clusters.iter().filter(|c| c.more).map(|c| c.name.clone()).collect();
-                while !pending.is_empty() {
-                    let Some(next) = stream.message().await? else { break };
-                    for c in &next.clusters {
-                        if !c.more {
-                            pending.retain(|name| name != &c.name);
-                        }
-                    }
-                    rest.push(next);
-                }
+            let mut in_step = true;
+            let mut first = true;
+            while first || self.lock().partial() {
+                let Some(update) = stream.message().await? else { return Ok(None) };
+                in_step &= self.lock().apply(update);
+                first = false;
             }
-            Ok::<_, tonic::Status>((stream, first, rest))
+            Ok::<_, tonic::Status>(Some((stream, in_step)))
         };
-        let (stream, first, rest) = match tokio::time::timeout(timeout, opened).await {
+        let (stream, in_step) = match tokio::time::timeout(timeout, opened).await {
             Err(_) => {
                 return Err(BackendError::Timeout {
                     what: format!("subscribing to the hub at {}", self.url),
@@ -258,19 +251,15 @@ impl Link {
                 });
             }
             Ok(Err(status)) => return Err(from_status(&status, &self.url)),
-            Ok(Ok(opened)) => opened,
-        };
-        let Some(first) = first else {
-            return Err(BackendError::Connect {
-                target: self.url.to_string(),
-                message: "the hub closed the subscription".into(),
-            });
+            Ok(Ok(None)) => {
+                return Err(BackendError::Connect {
+                    target: self.url.to_string(),
+                    message: "the hub closed the subscription".into(),
+                });
+            }
+            Ok(Ok(Some(opened))) => opened,
         };
         let mut mirror = self.lock();
-        let mut in_step = mirror.apply(first);
-        for next in rest {
-            in_step &= mirror.apply(next);
-        }
         if !in_step {
             // Out of step from the first message: ask again from nothing.
             mirror.epoch = 0;
