@@ -56,11 +56,21 @@ fn built(cluster: &ClusterConfig) -> Arc<dyn Backend> {
     Registry::builtin().build(cluster).expect("backend")
 }
 
+/// A source job that waits held. The portable spec cannot submit held, so it is held
+/// right after submission; a scheduler quick enough to start it first gets it cancelled and
+/// submitted again (dropping a `Held` cancels its job; the scenarios need a held source, not a running one).
 async fn held(backend: Arc<dyn Backend>, spec: &JobSpec) -> Held {
-    let job = backend.submit(spec).await.expect("submit the source job");
-    let held = Held { backend: backend.clone(), job: job.clone() };
-    backend.job_action(&job, JobAction::Hold).await.expect("hold it");
-    held
+    for _ in 0..5 {
+        let job = backend.submit(spec).await.expect("submit the source job");
+        let held = Held { backend: backend.clone(), job: job.clone() };
+        if backend.job_action(&job, JobAction::Hold).await.is_ok()
+            && listed(&*backend, &job).await == Some(JobState::Held)
+        {
+            return held;
+        }
+        // Dropped here: `Held` cancels it.
+    }
+    panic!("the source job of {} started every time before it could be held", spec.name);
 }
 
 fn member(backend: Arc<dyn Backend>, kind: &str) -> Member {
