@@ -558,6 +558,8 @@ async fn output_owned_by_another_user_is_refused(cluster: &str) {
 /// command's timeout, so every one runs, and the connection is never thrown away.
 #[tokio::test]
 async fn commands_queued_for_an_ssh_slot_do_not_time_out_or_drop_the_connection() {
+    // The lock keeps out the scenario that kills the cluster's SSH links on purpose.
+    let _lock = cluster_lock("fd22");
     let b = backend("fd22");
     let t = b.transport();
     // One command first so that the connection exists and its generation is known.
