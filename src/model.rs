@@ -13,12 +13,14 @@ pub mod gpu_names;
 pub mod gpu_totals;
 pub mod log;
 pub mod native;
+pub mod telemetry;
 
 pub use self::action::{Action, ActionOutcome, BatchOutcome, Capabilities, JobAction, NodeAction, Verb};
 pub use self::diagnosis::{Diagnosis, Fact};
 pub use self::fleet_state::{ClusterState, FleetState};
 pub use self::log::{LogChunk, LogHandle, LogStream};
 pub use self::native::{Dialect, FieldUse, Native, Need, SpecFields};
+pub use self::telemetry::{GpuOwner, GpuProcess, GpuReading, GpuSample, GpuUse, JobGpuUse, Telemetry};
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 pub use crate::model::{Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
-use crate::model::{Health, JobRef, LogHandle, Native, Snapshot, SpecFields};
+use crate::model::{Health, JobRef, LogHandle, Native, Snapshot, SpecFields, Telemetry};
 use crate::spec::{Imported, JobSpec};
 
 pub use self::registry::{DialectEntry, KindEntry, Registry};
@@ -119,6 +119,14 @@ pub trait Backend: Send + Sync {
     /// when the backend has no estimate for it.
     async fn estimate_job_start(&self, job: &JobRef) -> Result<Option<StartEstimate>, BackendError> {
         let _ = job;
+        Ok(None)
+    }
+    /// Its GPUs measured through the backend's own reach (`nvidia-smi` on the nodes that hold
+    /// the running jobs of `snapshot`, over the cluster's link; NVML on this machine), at the
+    /// telemetry cadence, not per refresh. `None`: the backend cannot measure its GPUs (a
+    /// cluster's `prometheus_url` is then the only source).
+    async fn telemetry(&self, snapshot: &Snapshot) -> Result<Option<Telemetry>, BackendError> {
+        let _ = snapshot;
         Ok(None)
     }
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError>;
