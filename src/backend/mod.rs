@@ -12,6 +12,7 @@ pub mod loose_value;
 pub mod registry;
 pub mod skypilot;
 pub mod slurm;
+pub mod telemetry;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};

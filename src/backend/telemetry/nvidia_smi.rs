@@ -1,0 +1,1 @@
+//! `nvidia-smi --query-gpu` and `--query-compute-apps` output, read into samples.
