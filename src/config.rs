@@ -41,8 +41,8 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 pub use self::cluster::{
-    ClusterConfig, ClusterKind, ClusterSection, DEFAULT_REFRESH, DEFAULT_TIMEOUT, KindConfig, KindSettings, KindTable,
-    SHARED_KEYS, Settings, check_cluster_name,
+    ClusterConfig, ClusterKind, ClusterSection, DEFAULT_REFRESH, DEFAULT_TELEMETRY, DEFAULT_TIMEOUT, KindConfig,
+    KindSettings, KindTable, PrometheusConfig, SHARED_KEYS, Settings, check_cluster_name,
 };
 pub use crate::tomlfile::FileError;
 use crate::tomlfile::pos;
@@ -68,8 +68,24 @@ pub struct Config {
     pub theme: Option<String>,
     /// The cockpit's keymap: a builtin name or a file path (`~` expanded).
     pub keymap: Option<String>,
+    /// When a job's GPUs count as idle (`[idle]`).
+    pub idle: IdleRule,
     /// Where this configuration came from (for messages and `flightdeck doctor`).
     pub source: ConfigSource,
+}
+
+/// `[idle]`: a job whose GPUs' mean utilisation stays under `below_percent` for longer than
+/// `minutes` is flagged idle (allocated but idle, the GPUs operators hunt for).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IdleRule {
+    pub below_percent: f32,
+    pub window: std::time::Duration,
+}
+
+impl Default for IdleRule {
+    fn default() -> Self {
+        IdleRule { below_percent: 5.0, window: std::time::Duration::from_secs(20 * 60) }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,12 +174,17 @@ impl Config {
             *resolved = Some(path.display().to_string());
         }
         let [(theme, ..), (keymap, ..)] = choices;
+        let idle = match &raw.idle {
+            Some(idle) => idle_rule(idle, text, origin)?,
+            None => IdleRule::default(),
+        };
 
         Ok(Config {
             read_only: raw.read_only.unwrap_or(false),
             clusters,
             theme,
             keymap,
+            idle,
             source: ConfigSource::File(origin.to_path_buf()),
         })
     }
@@ -178,7 +199,14 @@ impl Config {
             let found = (kind.defaults)(&clusters);
             clusters.extend(found);
         }
-        Config { read_only: false, clusters, theme: None, keymap: None, source: ConfigSource::EmbeddedDefault }
+        Config {
+            read_only: false,
+            clusters,
+            theme: None,
+            keymap: None,
+            idle: IdleRule::default(),
+            source: ConfigSource::EmbeddedDefault,
+        }
     }
 
     /// The cluster with this name.
@@ -283,7 +311,43 @@ struct RawConfig {
     #[serde(default)]
     keymap: Option<Spanned<String>>,
     #[serde(default)]
+    idle: Option<RawIdle>,
+    #[serde(default)]
     cluster: Vec<Spanned<cluster::RawShared>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIdle {
+    #[serde(default)]
+    below_percent: Option<Spanned<f64>>,
+    #[serde(default)]
+    minutes: Option<Spanned<u64>>,
+}
+
+/// `[idle]` checked: a percentage in (0, 100], at least one minute.
+fn idle_rule(raw: &RawIdle, text: &str, origin: &Path) -> Result<IdleRule, FileError> {
+    let bad = |offset: usize, key: &str, why: &str| FileError::Invalid {
+        path: origin.to_path_buf(),
+        line: pos::line_of(text, offset),
+        key: Some(key.to_string()),
+        message: format!("bad value for `{key}` in [idle]: {why}"),
+    };
+    let mut rule = IdleRule::default();
+    if let Some(percent) = &raw.below_percent {
+        let value = *percent.get_ref();
+        if !(value > 0.0 && value <= 100.0) {
+            return Err(bad(percent.span().start, "below_percent", "a percentage above 0 and at most 100"));
+        }
+        rule.below_percent = value as f32;
+    }
+    if let Some(minutes) = &raw.minutes {
+        if *minutes.get_ref() == 0 {
+            return Err(bad(minutes.span().start, "minutes", "must be at least 1"));
+        }
+        rule.window = std::time::Duration::from_secs(minutes.get_ref().saturating_mul(60));
+    }
+    Ok(rule)
 }
 
 #[cfg(test)]
@@ -415,7 +479,7 @@ mod tests {
             shown,
             format!(
                 "{FILE}:7: unknown key `portt` in [[cluster]] \"a\" (expected one of: name, kind, port, refresh_seconds, \
-                 timeout_seconds, queue)"
+                 timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file, queue)"
             )
         );
     }
@@ -437,7 +501,10 @@ mod tests {
     #[test]
     fn unknown_top_level_key() {
         let shown = refused("read_only = false\nthem = \"dark\"\n", 2, "them");
-        assert_eq!(shown, format!("{FILE}:2: unknown key `them` (expected one of: read_only, theme, keymap, cluster)"));
+        assert_eq!(
+            shown,
+            format!("{FILE}:2: unknown key `them` (expected one of: read_only, theme, keymap, idle, cluster)")
+        );
     }
 
     #[test]
@@ -454,7 +521,8 @@ mod tests {
             shown,
             format!(
                 "{FILE}:4: `queue` does not apply to a alpha cluster in [[cluster]] \"a\" (keys for kind = \"alpha\": \
-                 name, kind, port, refresh_seconds, timeout_seconds)"
+                 name, kind, port, refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, \
+                 prometheus_token_env, prometheus_ca_file)"
             )
         );
     }

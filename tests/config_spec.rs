@@ -82,6 +82,38 @@ fn config_errors_name_file_line_and_key() {
         ),
         ("read_only = 1\n", 1, "read_only", "expected true or false"),
         ("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nuser = \n", 4, "user", "TOML syntax error"),
+        (
+            "[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nprometheus_url = \"ftp://prom\"\n",
+            4,
+            "prometheus_url",
+            "not an http:// or https:// URL",
+        ),
+        (
+            "[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nprometheus_url = \"https://u:pw@prom\"\n",
+            4,
+            "prometheus_url",
+            "credentials do not belong in the URL",
+        ),
+        (
+            "[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nprometheus_token_env = \"PROM\"\n",
+            4,
+            "prometheus_token_env",
+            "needs `prometheus_url`",
+        ),
+        (
+            "[[cluster]]\nname = \"k\"\nkind = \"kubernetes\"\nprometheus_url = \"http://p:9090\"\nprometheus_ca_file = \"/nonexistent/ca.pem\"\n",
+            5,
+            "prometheus_ca_file",
+            "no file at /nonexistent/ca.pem",
+        ),
+        (
+            "[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\ntelemetry_seconds = 0\n",
+            4,
+            "telemetry_seconds",
+            "at least 1",
+        ),
+        ("[idle]\nbelow_percent = 0\n", 2, "below_percent", "above 0 and at most 100"),
+        ("[idle]\nbelow_percent = 5\nminutes = 0\n", 3, "minutes", "at least 1"),
     ];
     for (text, line, key, words) in cases {
         std::fs::write(&path, text).unwrap();
@@ -98,6 +130,45 @@ fn config_errors_name_file_line_and_key() {
             other => panic!("{other:?}"),
         }
     }
+}
+
+#[test]
+fn telemetry_keys_and_the_idle_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(
+        &path,
+        r#"[idle]
+below_percent = 10
+minutes = 45
+
+[[cluster]]
+name = "hpc"
+kind = "slurm"
+telemetry_seconds = 60
+prometheus_url = "https://prom.example.org:9090/"
+prometheus_token_env = "PROM_TOKEN"
+
+[[cluster]]
+name = "lab"
+kind = "slurm"
+"#,
+    )
+    .unwrap();
+    let config = Config::load(Some(&path), &Registry::builtin()).unwrap();
+    assert_eq!(config.idle.below_percent, 10.0);
+    assert_eq!(config.idle.window, Duration::from_secs(45 * 60));
+    let hpc = config.cluster("hpc").unwrap();
+    assert_eq!(hpc.telemetry_every, Duration::from_secs(60));
+    let prometheus = hpc.prometheus.as_ref().unwrap();
+    assert_eq!(prometheus.url, "https://prom.example.org:9090", "the trailing slash is dropped");
+    assert_eq!(prometheus.token_env.as_deref(), Some("PROM_TOKEN"));
+    let lab = config.cluster("lab").unwrap();
+    assert_eq!((lab.telemetry_every, lab.prometheus.as_ref()), (flightdeck::config::DEFAULT_TELEMETRY, None));
+    // Without `[idle]`: 5 % for 20 minutes.
+    std::fs::write(&path, "").unwrap();
+    let config = Config::load(Some(&path), &Registry::builtin()).unwrap();
+    assert_eq!((config.idle.below_percent, config.idle.window), (5.0, Duration::from_secs(20 * 60)));
 }
 
 #[test]

@@ -185,7 +185,7 @@ fn keys_are_checked_against_every_registered_kind() {
         shown,
         format!(
             "{FILE}:5: unknown key `endpiont` in [[cluster]] \"s\" (expected one of: name, kind, host, user, port, \
-             identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, context, kubeconfig, \
+             identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file, context, kubeconfig, \
              namespaces, queue, url, token_env, token_file, project, retry, ca_file, clusters, endpoint)"
         )
     );
@@ -194,7 +194,7 @@ fn keys_are_checked_against_every_registered_kind() {
         shown,
         format!(
             "{FILE}:5: `host` does not apply to a stub cluster in [[cluster]] \"s\" (keys for kind = \"stub\": name, \
-             kind, endpoint, refresh_seconds, timeout_seconds)"
+             kind, endpoint, refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file)"
         )
     );
     let shown = refused("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nendpoint = \"http://x\"\n", 4, "endpoint");

@@ -237,6 +237,8 @@ kind = "slurm"
             name: "hpc".into(),
             refresh: Duration::from_secs(5),
             timeout: Duration::from_secs(12),
+            telemetry_every: crate::config::cluster::DEFAULT_TELEMETRY,
+            prometheus: None,
             settings: SlurmConfig {
                 host: Some("login.example.org".into()),
                 user: Some("alice".into()),
@@ -261,7 +263,7 @@ kind = "slurm"
             shown,
             format!(
                 "{FILE}:7: unknown key `hostt` in [[cluster]] \"hpc\" (expected one of: name, kind, host, user, port, \
-                 identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, context, kubeconfig, \
+                 identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file, context, kubeconfig, \
                  namespaces, queue, url, token_env, token_file, project, retry, ca_file, clusters)"
             )
         );
@@ -274,7 +276,7 @@ kind = "slurm"
             shown,
             format!(
                 "{FILE}:4: `port` does not apply to a kubernetes cluster in [[cluster]] \"k\" (keys for kind = \
-                 \"kubernetes\": name, kind, context, kubeconfig, namespaces, queue, refresh_seconds, timeout_seconds)"
+                 \"kubernetes\": name, kind, context, kubeconfig, namespaces, queue, refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file)"
             )
         );
     }

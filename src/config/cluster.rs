@@ -25,6 +25,20 @@ use crate::tomlfile::pos::{self, Doc, Seg};
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(10);
 /// Per-command timeout when the file does not say.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// GPU telemetry cadence when the file does not say: slower than the queue, since reading
+/// every busy node's GPUs costs more than one `squeue`.
+pub const DEFAULT_TELEMETRY: Duration = Duration::from_secs(30);
+
+/// Where a cluster's GPU telemetry is read from Prometheus (dcgm-exporter or AMD's
+/// device-metrics-exporter behind it): `prometheus_url`, `prometheus_token_env`,
+/// `prometheus_ca_file`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrometheusConfig {
+    pub url: String,
+    /// The environment variable holding a bearer token, read afresh per request.
+    pub token_env: Option<String>,
+    pub ca_file: Option<PathBuf>,
+}
 
 /// A kind's own section of `[[cluster]]`, typed by its adapter (`SlurmConfig`, `KubeConfig`).
 pub trait KindSettings: fmt::Debug + Clone + PartialEq + Send + Sync + 'static {
@@ -91,6 +105,10 @@ pub struct ClusterConfig<S = Settings> {
     pub refresh: Duration,
     /// Bound on every command and request (`timeout_seconds`).
     pub timeout: Duration,
+    /// GPU telemetry cadence (`telemetry_seconds`).
+    pub telemetry_every: Duration,
+    /// GPU telemetry from Prometheus, preferred over the backend's own reach when set.
+    pub prometheus: Option<PrometheusConfig>,
     /// What the cluster's kind owns (`host`, `context` …).
     pub settings: S,
 }
@@ -98,7 +116,14 @@ pub struct ClusterConfig<S = Settings> {
 impl<S> ClusterConfig<S> {
     /// A cluster with the default refresh and timeout.
     pub fn new(name: impl Into<String>, settings: S) -> Self {
-        Self { name: name.into(), refresh: DEFAULT_REFRESH, timeout: DEFAULT_TIMEOUT, settings }
+        Self {
+            name: name.into(),
+            refresh: DEFAULT_REFRESH,
+            timeout: DEFAULT_TIMEOUT,
+            telemetry_every: DEFAULT_TELEMETRY,
+            prometheus: None,
+            settings,
+        }
     }
 
     pub fn with_refresh(self, refresh: Duration) -> Self {
@@ -107,6 +132,10 @@ impl<S> ClusterConfig<S> {
 
     pub fn with_timeout(self, timeout: Duration) -> Self {
         Self { timeout, ..self }
+    }
+
+    pub fn with_prometheus(self, prometheus: PrometheusConfig) -> Self {
+        Self { prometheus: Some(prometheus), ..self }
     }
 }
 
@@ -117,6 +146,8 @@ impl<T: KindSettings> ClusterConfig<T> {
             name: self.name,
             refresh: self.refresh,
             timeout: self.timeout,
+            telemetry_every: self.telemetry_every,
+            prometheus: self.prometheus,
             settings: Settings::new(self.settings),
         }
     }
@@ -138,6 +169,8 @@ impl ClusterConfig {
             name: self.name.clone(),
             refresh: self.refresh,
             timeout: self.timeout,
+            telemetry_every: self.telemetry_every,
+            prometheus: self.prometheus.clone(),
             settings: self.section::<T>()?.clone(),
         })
     }
@@ -160,11 +193,11 @@ pub struct KindConfig {
 
 impl KindConfig {
     /// Every key a cluster of this kind may write, as messages list them:
-    /// `name, kind, <its own keys>, refresh_seconds, timeout_seconds`.
+    /// `name, kind, <its own keys>, refresh_seconds, timeout_seconds, <telemetry keys>`.
     pub fn all_keys(&self) -> Vec<&'static str> {
         let mut keys = vec!["name", "kind"];
         keys.extend(self.keys.iter().copied().filter(|k| !SHARED_KEYS.contains(k)));
-        keys.extend(["refresh_seconds", "timeout_seconds"]);
+        keys.extend(SHARED_KEYS.iter().skip(2));
         keys
     }
 }
@@ -193,7 +226,16 @@ impl<const N: usize> KindTable for [KindConfig; N] {
 }
 
 /// The keys every `[[cluster]]` has, whatever its kind.
-pub const SHARED_KEYS: [&str; 4] = ["name", "kind", "refresh_seconds", "timeout_seconds"];
+pub const SHARED_KEYS: [&str; 8] = [
+    "name",
+    "kind",
+    "refresh_seconds",
+    "timeout_seconds",
+    "telemetry_seconds",
+    "prometheus_url",
+    "prometheus_token_env",
+    "prometheus_ca_file",
+];
 
 /// One `[[cluster]]` table as its kind's parser sees it: the TOML with its positions, and
 /// helpers whose errors name the file, the line and the key.
@@ -265,6 +307,14 @@ pub(super) struct RawShared {
     refresh_seconds: Option<Spanned<u64>>,
     #[serde(default)]
     timeout_seconds: Option<Spanned<u64>>,
+    #[serde(default)]
+    telemetry_seconds: Option<Spanned<u64>>,
+    #[serde(default)]
+    prometheus_url: Option<Spanned<String>>,
+    #[serde(default)]
+    prometheus_token_env: Option<Spanned<String>>,
+    #[serde(default)]
+    prometheus_ca_file: Option<Spanned<String>>,
 }
 
 /// Every key some kind accepts, in the order of the table (the shared keys where the
@@ -387,6 +437,7 @@ pub(super) fn parse_clusters(
         for (key, value, slot) in [
             ("refresh_seconds", &shared.refresh_seconds, &mut cluster.refresh),
             ("timeout_seconds", &shared.timeout_seconds, &mut cluster.timeout),
+            ("telemetry_seconds", &shared.telemetry_seconds, &mut cluster.telemetry_every),
         ] {
             if let Some(value) = value {
                 if *value.get_ref() == 0 {
@@ -399,9 +450,68 @@ pub(super) fn parse_clusters(
                 *slot = Duration::from_secs(*value.get_ref());
             }
         }
+        cluster.prometheus = prometheus(shared, &|value: &Spanned<String>, key: &str, why: String| {
+            invalid(at(value.span().start), key, format!("bad value for `{key}` in {section}: {why}"))
+        })?;
         clusters.push(cluster);
     }
     Ok(clusters)
+}
+
+/// The `prometheus_*` keys of one cluster, checked; the token and CA keys need the URL.
+fn prometheus(
+    shared: &RawShared,
+    bad: &dyn Fn(&Spanned<String>, &str, String) -> FileError,
+) -> Result<Option<PrometheusConfig>, FileError> {
+    let Some(url) = &shared.prometheus_url else {
+        for (key, value) in
+            [("prometheus_token_env", &shared.prometheus_token_env), ("prometheus_ca_file", &shared.prometheus_ca_file)]
+        {
+            if let Some(value) = value {
+                return Err(bad(value, key, "it needs `prometheus_url` beside it".into()));
+            }
+        }
+        return Ok(None);
+    };
+    check_http_url(url.get_ref()).map_err(|why| bad(url, "prometheus_url", why))?;
+    let token_env = match &shared.prometheus_token_env {
+        Some(name) if name.get_ref().is_empty() || name.get_ref().contains(['=', '\0']) => {
+            return Err(bad(name, "prometheus_token_env", "not an environment variable name".into()));
+        }
+        Some(name) => Some(name.get_ref().clone()),
+        None => None,
+    };
+    let ca_file = match &shared.prometheus_ca_file {
+        Some(path) => {
+            let expanded = super::expand_tilde(path.get_ref());
+            if !expanded.is_file() {
+                return Err(bad(path, "prometheus_ca_file", format!("no file at {}", expanded.display())));
+            }
+            Some(expanded)
+        }
+        None => None,
+    };
+    Ok(Some(PrometheusConfig { url: url.get_ref().trim_end_matches('/').to_string(), token_env, ca_file }))
+}
+
+/// An `http://` or `https://` URL with a host and no credentials in it (a token belongs in
+/// the environment, never in the config text).
+pub fn check_http_url(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| format!("`{url}` is not an http:// or https:// URL"))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err("credentials do not belong in the URL; use `prometheus_token_env`".into());
+    }
+    if authority.is_empty() || authority.starts_with(':') {
+        return Err(format!("`{url}` names no host"));
+    }
+    if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(format!("`{url}` contains spaces or control characters"));
+    }
+    Ok(())
 }
 
 /// `slurm, kubernetes`: the kinds a file may name.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::backend::{Backend, BackendError, Registry};
 use crate::config::Config;
 
-use super::{Fleet, FleetOptions, Member};
+use super::{Fleet, FleetOptions, Member, TelemetryOptions};
 
 /// Why a fleet could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -74,7 +74,29 @@ impl FleetBuilder<'_> {
     /// Start the fleet (see [`Fleet::start`]). Needs a tokio runtime. An entry that
     /// stands for several clusters (a hub) is not connected here: see [`FleetBuilder::connect`].
     pub fn start(self, opts: FleetOptions) -> Result<Fleet, BuildError> {
-        Ok(Fleet::start(self.members()?, opts))
+        let members = self.members()?;
+        let telemetry = self.telemetry(members.iter().map(|m| (m, m.backend.name())))?;
+        Ok(Fleet::start_with_telemetry(members, opts, telemetry))
+    }
+
+    /// How the members' GPUs are read: the configuration's idle rule, each entry's cadence
+    /// and Prometheus (a hub's clusters take their entry's).
+    fn telemetry<'m>(
+        &self,
+        members: impl Iterator<Item = (&'m Member, &'m str)>,
+    ) -> Result<TelemetryOptions, BuildError> {
+        let mut options = TelemetryOptions { idle: self.config.idle, ..TelemetryOptions::default() };
+        for (member, entry) in members {
+            let Some(c) = self.config.cluster(entry) else { continue };
+            let name = member.backend.name().to_string();
+            options.every.insert(name.clone(), c.telemetry_every);
+            if let Some(prometheus) = &c.prometheus {
+                let source = super::telemetry_sources::prometheus(&name, prometheus, c.timeout)
+                    .map_err(|error| BuildError::Backend { cluster: name.clone(), error })?;
+                options.sources.insert(name, source);
+            }
+        }
+        Ok(options)
     }
 
     /// Like [`FleetBuilder::start`], but first connect every entry that stands for several
@@ -110,7 +132,8 @@ impl FleetBuilder<'_> {
         if let Some(name) = unknown.filter(|_| !unreached) {
             return Err(BuildError::UnknownCluster { name: name.clone(), config: config.source.to_string() });
         }
-        Ok(Fleet::start(members.into_iter().map(|(m, _)| m).collect(), opts))
+        let telemetry = self.telemetry(members.iter().map(|(m, entry)| (m, *entry)))?;
+        Ok(Fleet::start_with_telemetry(members.into_iter().map(|(m, _)| m).collect(), opts, telemetry))
     }
 
     /// The members one config entry stands for, and whether its clusters could be listed:

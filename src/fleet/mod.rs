@@ -9,6 +9,9 @@ pub mod audit;
 pub mod build;
 pub mod migrate;
 pub mod poller;
+pub mod telemetry;
+mod telemetry_poller;
+mod telemetry_sources;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,6 +51,16 @@ pub struct FleetOptions {
     pub audit: Option<AuditLog>,
     /// Who the audit log says acted.
     pub actor: String,
+}
+
+/// How the fleet reads its clusters' GPUs: one idle rule, and per cluster (by name) a
+/// source other than its backend (Prometheus) and a cadence; a cluster without either is
+/// read through its backend every [`DEFAULT_TELEMETRY`](crate::config::DEFAULT_TELEMETRY).
+#[derive(Clone, Default)]
+pub struct TelemetryOptions {
+    pub idle: crate::config::IdleRule,
+    pub sources: HashMap<String, Arc<dyn crate::backend::telemetry::TelemetrySource>>,
+    pub every: HashMap<String, Duration>,
 }
 
 /// Backend calls at once per cluster, whoever asks: a batch of a thousand cancels on one
@@ -94,6 +107,12 @@ impl Drop for Fleet {
 impl Fleet {
     /// Start one poller per member and the action runner. Needs a tokio runtime.
     pub fn start(members: Vec<Member>, opts: FleetOptions) -> Fleet {
+        Self::start_with_telemetry(members, opts, TelemetryOptions::default())
+    }
+
+    /// [`Fleet::start`], with GPU telemetry read as `telemetry` says (beside each poller,
+    /// when polling).
+    pub fn start_with_telemetry(members: Vec<Member>, opts: FleetOptions, telemetry: TelemetryOptions) -> Fleet {
         let initial = FleetState {
             clusters: members
                 .iter()
@@ -119,6 +138,16 @@ impl Fleet {
             let wake = Arc::new(Notify::new());
             wakes.insert(m.backend.name().to_string(), wake.clone());
             backends.insert(m.backend.name().to_string(), m.backend.clone());
+            let name = m.backend.name().to_string();
+            let telemetry_poller = telemetry_poller::TelemetryPoller {
+                index,
+                backend: m.backend.clone(),
+                source: telemetry.sources.get(&name).cloned(),
+                every: telemetry.every.get(&name).copied().unwrap_or(crate::config::DEFAULT_TELEMETRY),
+                timeout: poller::refresh_bound(m.timeout),
+                rule: telemetry.idle,
+                state: state_tx.clone(),
+            };
             let poller = poller::Poller {
                 index,
                 backend: m.backend,
@@ -129,6 +158,7 @@ impl Fleet {
             };
             if opts.poll {
                 tasks.push(tokio::spawn(poller.run()));
+                tasks.push(tokio::spawn(telemetry_poller.run()));
             }
         }
         let kinds = initial_kinds;

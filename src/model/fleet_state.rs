@@ -24,6 +24,13 @@ pub struct ClusterState {
     pub attempts: u64,
     /// How long the last refresh took.
     pub last_refresh_ms: Option<u64>,
+    /// Its GPUs as last measured, joined to its jobs (`None`: no telemetry source, or no
+    /// reading yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_use: Option<Arc<super::GpuUse>>,
+    /// Why telemetry could not be read the last time, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry_error: Option<String>,
 }
 
 impl ClusterState {
@@ -39,6 +46,8 @@ impl ClusterState {
             snapshot: None,
             attempts: 0,
             last_refresh_ms: None,
+            gpu_use: None,
+            telemetry_error: None,
         }
     }
 }
