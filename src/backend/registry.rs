@@ -244,6 +244,7 @@ kind = "slurm"
                 identity_file: Some(PathBuf::from("/keys/id_ed25519")),
                 known_hosts: KnownHosts::AcceptNew,
                 known_hosts_file: Some(PathBuf::from("/etc/fd/known_hosts")),
+                ..SlurmConfig::default()
             },
         };
         assert_eq!(config.clusters[0], hpc.erase());
