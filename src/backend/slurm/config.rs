@@ -297,14 +297,14 @@ fn check_program(value: &str) -> Result<(), String> {
     if value.starts_with('-') {
         return Err(format!("{value:?} starts with '-', which srun or ssh would read as an option"));
     }
-    if value.contains('/') && !value.starts_with('/') {
-        return Err(format!("{value:?} is a relative path (use a program name or an absolute path)"));
-    }
     if let Some(c) = value.chars().find(|c| c.is_whitespace() || c.is_control()) {
         return Err(format!("{value:?} contains whitespace or a control character ({c:?})"));
     }
     if let Some(c) = value.chars().find(|c| "`$!\\\"'*?[]{}~;&|<>()#".contains(*c)) {
         return Err(format!("{value:?} contains {c:?}, which a shell on the node could expand"));
+    }
+    if value.contains('/') && !value.starts_with('/') {
+        return Err(format!("{value:?} is a relative path (use a program name or an absolute path)"));
     }
     Ok(())
 }

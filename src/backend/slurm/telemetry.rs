@@ -414,8 +414,11 @@ fn failure_text(out: &CmdOutput, limit_secs: u64) -> String {
     if out.status.is_some_and(|s| commands::NODE_COMMAND_TIMED_OUT.contains(&s)) {
         return format!("no answer within {limit_secs} s");
     }
-    let errors: Vec<&str> =
+    let mut errors: Vec<&str> =
         out.stderr.lines().map(str::trim).filter(|l| l.to_ascii_lowercase().contains("error")).collect();
+    // srun and the node's slurmstepd write to the same stream in no fixed order: the node's
+    // words (why it failed: `execve(): …`) first, srun's summary after, the same every time.
+    errors.sort_by_key(|l| !l.starts_with("slurmstepd"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mut text = if !errors.is_empty() {
         errors.join("; ")
@@ -639,7 +642,7 @@ mod tests {
                     slurmstepd-gpu-03: error: execve(): /x/nvidia-smi: No such file or directory\n";
         assert_eq!(
             failure_text(&out(Some(2), "", srun), 21),
-            "srun: error: gpu-03: task 0: Exited with exit code 2; slurmstepd-gpu-03: error: execve(): /x/nvidia-smi: No such file or directory"
+            "slurmstepd-gpu-03: error: execve(): /x/nvidia-smi: No such file or directory; srun: error: gpu-03: task 0: Exited with exit code 2"
         );
         assert_eq!(failure_text(&out(Some(6), "No devices were found\n", ""), 21), "No devices were found (exit 6)");
         assert_eq!(failure_text(&out(Some(124), "", ""), 21), "no answer within 21 s");
