@@ -262,7 +262,7 @@ kind = "slurm"
             shown,
             format!(
                 "{FILE}:7: unknown key `hostt` in [[cluster]] \"hpc\" (expected one of: name, kind, host, user, port, \
-                 identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, context, kubeconfig, \
+                 identity_file, known_hosts, known_hosts_file, telemetry_via, telemetry_max_nodes, nvidia_smi, refresh_seconds, timeout_seconds, context, kubeconfig, \
                  namespaces, queue, url, token_env, token_file, project, retry, ca_file, clusters)"
             )
         );

@@ -8,7 +8,7 @@
 //! refresh or an action in the meantime still finds one free. A node that fails is a note
 //! naming it; the reading fails only when every node did.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -110,7 +110,7 @@ impl GpuReader {
     }
 
     pub fn last(&self) -> Option<LastReading> {
-        self.last.lock().ok().and_then(|l| l.clone())
+        self.last.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     fn program(&self) -> Vec<String> {
@@ -135,9 +135,7 @@ impl GpuReader {
             }
             Err(e) => Err(e.to_string()),
         };
-        if let Ok(mut last) = self.last.lock() {
-            *last = Some(LastReading { at: taken_at, outcome, notes });
-        }
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(LastReading { at: taken_at, outcome, notes });
         result.map(|(t, _, _)| t)
     }
 
@@ -205,7 +203,7 @@ impl GpuReader {
         .collect::<Vec<_>>()
         .await;
 
-        let mut read: BTreeMap<String, ()> = BTreeMap::new();
+        let mut read: BTreeSet<String> = BTreeSet::new();
         for (cmd, out) in runs {
             let job_words = cmd.job.as_ref().map(|j| format!("job {}: ", j.id)).unwrap_or_default();
             let samples = match out {
@@ -222,7 +220,7 @@ impl GpuReader {
             });
             match samples {
                 Ok(samples) => {
-                    read.insert(cmd.node.clone(), ());
+                    read.insert(cmd.node.clone());
                     telemetry.gpus.extend(samples);
                 }
                 Err(why) => failed.entry(cmd.node).or_default().push(why),
@@ -261,9 +259,9 @@ impl GpuReader {
         let mut ids = HashMap::new();
         let mut unknown = Vec::new();
         {
-            let Ok(mut cache) = self.task_ids.lock() else { return ids };
+            let mut cache = self.task_ids.lock().unwrap_or_else(|e| e.into_inner());
             // Only tasks still running are kept: the cache never outgrows the queue.
-            let running: std::collections::HashSet<&str> = busy.values().flatten().map(|j| j.id.as_str()).collect();
+            let running: HashSet<&str> = busy.values().flatten().map(|j| j.id.as_str()).collect();
             cache.retain(|task, _| running.contains(task.as_str()));
             for id in &jobs {
                 if id.bytes().all(|b| b.is_ascii_digit()) {
@@ -288,11 +286,8 @@ impl GpuReader {
         };
         match looked_up {
             Ok(found) => {
-                if let Ok(mut cache) = self.task_ids.lock() {
-                    for (task, raw) in &found {
-                        cache.insert(task.clone(), raw.clone());
-                    }
-                }
+                let mut cache = self.task_ids.lock().unwrap_or_else(|e| e.into_inner());
+                cache.extend(found.iter().map(|(task, raw)| (task.clone(), raw.clone())));
                 ids.extend(found);
             }
             Err(why) => notes.push(format!("array tasks' job ids could not be looked up: {why}")),
