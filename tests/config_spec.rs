@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use flightdeck::backend::slurm::script::{SbatchOptions, parse_sbatch_output, render_sbatch, sbatch_argv};
-use flightdeck::backend::slurm::{KnownHosts, SlurmConfig};
+use flightdeck::backend::slurm::{KnownHosts, SlurmConfig, TelemetryVia};
 use flightdeck::backend::{BackendError, Registry};
 use flightdeck::config::{ClusterKind, Config, ConfigError, ConfigSource, find_program};
 use flightdeck::spec::{JobSpec, SpecError};
@@ -169,6 +169,48 @@ kind = "slurm"
     std::fs::write(&path, "").unwrap();
     let config = Config::load(Some(&path), &Registry::builtin()).unwrap();
     assert_eq!((config.idle.below_percent, config.idle.window), (5.0, Duration::from_secs(20 * 60)));
+}
+
+#[test]
+fn slurm_telemetry_keys_load_and_their_errors_name_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(
+        &path,
+        "[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\ntelemetry_via = \"ssh\"\ntelemetry_max_nodes = 16\n\
+         nvidia_smi = \"/usr/local/nvidia/bin/nvidia-smi\"\n\n[[cluster]]\nname = \"lab\"\nkind = \"slurm\"\n",
+    )
+    .unwrap();
+    let config = Config::load(Some(&path), &Registry::builtin()).unwrap();
+    let hpc = config.cluster("hpc").unwrap().section::<SlurmConfig>().unwrap();
+    assert_eq!(hpc.telemetry_via, TelemetryVia::Ssh);
+    assert_eq!((hpc.telemetry_max_nodes, hpc.nvidia_smi.as_str()), (16, "/usr/local/nvidia/bin/nvidia-smi"));
+    let lab = config.cluster("lab").unwrap().section::<SlurmConfig>().unwrap();
+    assert_eq!(
+        (lab.telemetry_via, lab.telemetry_max_nodes, lab.nvidia_smi.as_str()),
+        (TelemetryVia::Srun, 64, "nvidia-smi")
+    );
+
+    let cases: &[(&str, &str, &str)] = &[
+        ("telemetry_via = \"pdsh\"", "telemetry_via", "expected one of: srun, ssh"),
+        ("telemetry_max_nodes = 0", "telemetry_max_nodes", "use at least 1"),
+        ("telemetry_max_nodes = 1.5", "telemetry_max_nodes", "telemetry_max_nodes"),
+        ("nvidia_smi = \"-q\"", "nvidia_smi", "option"),
+        ("nvidia_smi = \"bin/nvidia-smi\"", "nvidia_smi", "relative path"),
+        ("nvidia_smi = \"nvidia-smi; reboot\"", "nvidia_smi", "whitespace"),
+        ("nvidia_smi = \"$HOME/nvidia-smi\"", "nvidia_smi", "expand"),
+    ];
+    for (line, key, words) in cases {
+        std::fs::write(&path, format!("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\n\n{line}\n")).unwrap();
+        let err = Config::load(Some(&path), &Registry::builtin()).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.starts_with(&format!("{}:5: ", path.display())), "{shown}");
+        assert!(shown.contains(&format!("`{key}`")) && shown.contains(words), "{line}: {shown}");
+        match err {
+            ConfigError::Invalid { line: 5, key: Some(k), .. } => assert_eq!(k, *key),
+            other => panic!("{line}: {other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -185,8 +185,9 @@ fn keys_are_checked_against_every_registered_kind() {
         shown,
         format!(
             "{FILE}:5: unknown key `endpiont` in [[cluster]] \"s\" (expected one of: name, kind, host, user, port, \
-             identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file, context, kubeconfig, \
-             namespaces, queue, url, token_env, token_file, project, retry, ca_file, clusters, endpoint)"
+             identity_file, known_hosts, known_hosts_file, telemetry_via, telemetry_max_nodes, nvidia_smi, \
+             refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file, context, kubeconfig, namespaces, queue, url, token_env, token_file, \
+             project, retry, ca_file, clusters, endpoint)"
         )
     );
     let shown = refused(&format!("{STUB}endpoint = \"http://x\"\nhost = \"login\"\n"), 5, "host");

@@ -246,6 +246,7 @@ kind = "slurm"
                 identity_file: Some(PathBuf::from("/keys/id_ed25519")),
                 known_hosts: KnownHosts::AcceptNew,
                 known_hosts_file: Some(PathBuf::from("/etc/fd/known_hosts")),
+                ..SlurmConfig::default()
             },
         };
         assert_eq!(config.clusters[0], hpc.erase());
@@ -263,7 +264,7 @@ kind = "slurm"
             shown,
             format!(
                 "{FILE}:7: unknown key `hostt` in [[cluster]] \"hpc\" (expected one of: name, kind, host, user, port, \
-                 identity_file, known_hosts, known_hosts_file, refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file, context, kubeconfig, \
+                 identity_file, known_hosts, known_hosts_file, telemetry_via, telemetry_max_nodes, nvidia_smi, refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file, context, kubeconfig, \
                  namespaces, queue, url, token_env, token_file, project, retry, ca_file, clusters)"
             )
         );

@@ -139,12 +139,16 @@ impl Fleet {
             wakes.insert(m.backend.name().to_string(), wake.clone());
             backends.insert(m.backend.name().to_string(), m.backend.clone());
             let name = m.backend.name().to_string();
+            let every = telemetry.every.get(&name).copied().unwrap_or(crate::config::DEFAULT_TELEMETRY);
             let telemetry_poller = telemetry_poller::TelemetryPoller {
                 index,
                 backend: m.backend.clone(),
                 source: telemetry.sources.get(&name).cloned(),
-                every: telemetry.every.get(&name).copied().unwrap_or(crate::config::DEFAULT_TELEMETRY),
-                timeout: poller::refresh_bound(m.timeout),
+                every,
+                // A reading may fan out over many nodes, a few at a time, each bounded by
+                // the cluster's timeout: give it the longer of a refresh's bound and a few
+                // cadences.
+                timeout: poller::refresh_bound(m.timeout).max(every.saturating_mul(4)),
                 rule: telemetry.idle,
                 state: state_tx.clone(),
             };

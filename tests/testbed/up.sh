@@ -594,6 +594,23 @@ EOF
     install_if_changed "$FD_ROOT/env.new" "$FD_ROOT/env"
 }
 
+# The stand-in nvidia-smi (tests/testbed/nvidia-smi) at the same path on the host and in the
+# chroot, where srun steps of either cluster run it; never on PATH, so this machine does not
+# look like a GPU box. Replaced only when it changed.
+install_nvidia_smi() {
+    local r dest
+    for r in "" "$FD_CHROOT"; do
+        dest=$r$FD_BIN/nvidia-smi
+        mkdir -p "$(dirname "$dest")"
+        if ! cmp -s "$HERE/nvidia-smi" "$dest"; then
+            cp "$HERE/nvidia-smi" "$dest.new"
+            chmod 755 "$dest.new"
+            mv "$dest.new" "$dest"
+            log "installed the stand-in nvidia-smi as $dest"
+        fi
+    done
+}
+
 ssh_check() { # PORT EXPECTED_VERSION_PREFIX
     local out
     out=$(ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=yes \
@@ -672,6 +689,7 @@ wait_nodes fd24 fd24 "$FD24_DIR/log" "${FD24_LIVE_NODES[@]}"
 phase "fd24 nodes up"
 
 write_client_files
+install_nvidia_smi
 ssh_check "$FD22_SSH_PORT" 22.05
 ssh_check "$FD24_SSH_PORT" 24.11
 

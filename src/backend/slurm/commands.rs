@@ -197,6 +197,82 @@ pub fn batch_script(job_id: &str) -> Result<Vec<String>, BackendError> {
     Ok(vec!["scontrol".into(), "write".into(), "batch_script".into(), checked_job_id(job_id)?, "-".into()])
 }
 
+/// How long a command on a GPU node may run on the login node before coreutils `timeout`
+/// ends it (and, 2 s later, kills it): inside the cluster's own timeout, so a slow or hung
+/// node ends as that node's failure rather than as a command the transport gives up on
+/// (which it takes for a half-dead link and reconnects).
+pub fn node_command_limit(timeout: std::time::Duration) -> u64 {
+    let secs = timeout.as_secs();
+    secs.saturating_sub(secs / 4 + 2).max(1)
+}
+
+/// Exit status of a command that [`srun_on_node`] / [`ssh_to_node`] ended at its limit
+/// (`timeout`'s own; 137 when it had to kill).
+pub const NODE_COMMAND_TIMED_OUT: [i32; 2] = [124, 137];
+
+/// `program` run as one task on `node` inside job `job_id`'s allocation, beside whatever
+/// runs there (`--overlap`): the step gets the job's GPUs on that node and nothing else.
+/// `job_id` is the numeric id Slurm keeps (an array task's own, not `ID_TASK`: 22.05 refuses
+/// that, 24.11 reads the array's id and would step into another task).
+pub fn srun_on_node(
+    job_id: &str,
+    node: &str,
+    program: &[String],
+    limit_secs: u64,
+) -> Result<Vec<String>, BackendError> {
+    if job_id.is_empty() || !job_id.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(BackendError::NotFound(format!("`{job_id}` is not a numeric Slurm job id")));
+    }
+    let mut v = timeout_prefix(limit_secs);
+    v.extend(argv(&["srun", "--overlap"]));
+    v.push(format!("--jobid={job_id}"));
+    v.push(format!("--nodelist={}", checked_node(node)?));
+    v.extend(argv(&["--nodes=1", "--ntasks=1", "--quiet"]));
+    v.extend(checked_program(program)?.iter().cloned());
+    Ok(v)
+}
+
+/// `program` on `node` over ssh from the login node: never a prompt (`BatchMode`), no
+/// standard input, and the remote command as one word, quoted by the transport's own rule,
+/// since ssh hands what follows the destination to the node's shell as one line.
+pub fn ssh_to_node(node: &str, program: &[String], limit_secs: u64) -> Result<Vec<String>, BackendError> {
+    let line = crate::backend::slurm::transport::shell_line(checked_program(program)?)?;
+    let mut v = timeout_prefix(limit_secs);
+    v.extend(argv(&["ssh", "-n", "-T", "-o", "BatchMode=yes"]));
+    v.push(format!("-oConnectTimeout={}", limit_secs.clamp(1, 10)));
+    v.push(checked_node(node)?.to_string());
+    v.push(line);
+    Ok(v)
+}
+
+fn timeout_prefix(limit_secs: u64) -> Vec<String> {
+    // `-k SECS` rather than `--kill-after=`: busybox's timeout reads it too.
+    vec!["timeout".into(), "-k".into(), "2".into(), limit_secs.max(1).to_string()]
+}
+
+/// The program a node command runs: its name first, never an option.
+fn checked_program(program: &[String]) -> Result<&[String], BackendError> {
+    match program.first() {
+        Some(p) if !p.is_empty() && !p.starts_with('-') => Ok(program),
+        _ => Err(BackendError::InvalidSpec(format!("`{}` is not a program to run on a node", program.join(" ")))),
+    }
+}
+
+/// The numeric job ids of array tasks (`123_4` → `130`), one `ID|JOBID` line each.
+pub fn array_task_ids(tasks: &[&str]) -> Result<Vec<String>, BackendError> {
+    let mut ids = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        ids.push(checked_job_id(t)?);
+    }
+    Ok(vec![
+        "squeue".into(),
+        "--all".into(),
+        "--noheader".into(),
+        format!("--jobs={}", ids.join(",")),
+        "--format=%i|%A".into(),
+    ])
+}
+
 pub fn srun_help() -> Vec<String> {
     argv(&["srun", "--help"])
 }
@@ -315,6 +391,93 @@ mod tests {
         for bad in ["", "-x", "a b", "a=b", "a;b", "a\nb"] {
             assert!(checked_node(bad).is_err(), "{bad:?} accepted");
         }
+    }
+
+    fn words(w: &[&str]) -> Vec<String> {
+        w.iter().map(|s| s.to_string()).collect()
+    }
+
+    const SMI: &[&str] = &["/opt/nv/nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader,nounits"];
+
+    #[test]
+    fn srun_on_a_node_steps_into_the_job() {
+        let v = srun_on_node("4711", "gpu-03", &words(SMI), 21).unwrap();
+        assert_eq!(
+            v,
+            words(&[
+                "timeout",
+                "-k",
+                "2",
+                "21",
+                "srun",
+                "--overlap",
+                "--jobid=4711",
+                "--nodelist=gpu-03",
+                "--nodes=1",
+                "--ntasks=1",
+                "--quiet",
+                "/opt/nv/nvidia-smi",
+                "--query-gpu=index,uuid",
+                "--format=csv,noheader,nounits",
+            ])
+        );
+        for bad_job in ["", "12_3", "12_[1-2]", "--help", "1 2"] {
+            assert!(srun_on_node(bad_job, "gpu-03", &words(SMI), 21).is_err(), "{bad_job:?} accepted");
+        }
+        for bad_node in ["", "-w", "a b", "gpu-03,gpu-04"] {
+            assert!(srun_on_node("1", bad_node, &words(SMI), 21).is_err(), "{bad_node:?} accepted");
+        }
+        assert!(srun_on_node("1", "gpu-03", &words(&["--help"]), 21).is_err());
+        assert!(srun_on_node("1", "gpu-03", &[], 21).is_err());
+    }
+
+    #[test]
+    fn ssh_to_a_node_sends_one_quoted_word() {
+        let v = ssh_to_node("gpu-03", &words(SMI), 21).unwrap();
+        assert_eq!(
+            v,
+            words(&[
+                "timeout",
+                "-k",
+                "2",
+                "21",
+                "ssh",
+                "-n",
+                "-T",
+                "-o",
+                "BatchMode=yes",
+                "-oConnectTimeout=10",
+                "gpu-03",
+                "/opt/nv/nvidia-smi '--query-gpu=index,uuid' '--format=csv,noheader,nounits'",
+            ])
+        );
+        // What the node's shell reads back is the program's argv, word for word.
+        let odd = words(&["/opt/n v/smi", "--x=a'b", "$(id)"]);
+        let v = ssh_to_node("gpu-03", &odd, 5).unwrap();
+        assert_eq!(shlex::split(v.last().unwrap()).unwrap(), odd);
+        assert!(v.contains(&"-oConnectTimeout=5".to_string()));
+        assert!(ssh_to_node("-oProxyCommand=x", &words(SMI), 5).is_err());
+        assert!(ssh_to_node("gpu-03", &words(&["-x"]), 5).is_err());
+    }
+
+    #[test]
+    fn node_commands_end_inside_the_cluster_timeout() {
+        use std::time::Duration;
+        for secs in [4, 10, 30, 120] {
+            let limit = node_command_limit(Duration::from_secs(secs));
+            assert!(limit >= 1 && limit + 2 < secs, "{secs} s → {limit} s");
+        }
+        assert_eq!(node_command_limit(Duration::from_secs(30)), 21);
+        assert_eq!(node_command_limit(Duration::from_secs(1)), 1);
+    }
+
+    #[test]
+    fn array_tasks_are_looked_up_in_one_squeue() {
+        assert_eq!(
+            array_task_ids(&["12_3", "40_0"]).unwrap(),
+            words(&["squeue", "--all", "--noheader", "--jobs=12_3,40_0", "--format=%i|%A"])
+        );
+        assert!(array_task_ids(&["--help"]).is_err());
     }
 
     #[test]

@@ -10,6 +10,9 @@
 //! identity_file = "~/.ssh/id_ed25519"   # optional, ~ expanded
 //! known_hosts = "strict"       # strict (default) | accept-new | off
 //! known_hosts_file = "/path"   # optional: use this known_hosts file instead of the user's
+//! telemetry_via = "srun"       # srun (default) | ssh: how nvidia-smi reaches the GPU nodes
+//! telemetry_max_nodes = 64     # nodes read per telemetry reading (default 64; the rest rotate)
+//! nvidia_smi = "nvidia-smi"    # the program on the nodes: a name (found on PATH) or an absolute path
 //! ```
 
 use std::path::PathBuf;
@@ -23,7 +26,7 @@ use crate::config::{
 };
 
 /// How to reach one Slurm cluster.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlurmConfig {
     /// The ssh destination; `None` runs the commands on this machine.
     pub host: Option<String>,
@@ -34,6 +37,31 @@ pub struct SlurmConfig {
     pub known_hosts: KnownHosts,
     /// `~` already expanded.
     pub known_hosts_file: Option<PathBuf>,
+    /// How `nvidia-smi` reaches the nodes for GPU telemetry.
+    pub telemetry_via: TelemetryVia,
+    /// The most nodes one telemetry reading runs `nvidia-smi` on.
+    pub telemetry_max_nodes: u32,
+    /// `nvidia-smi` as the nodes know it: a program name or an absolute path, checked.
+    pub nvidia_smi: String,
+}
+
+/// Nodes one telemetry reading reads by default: a few seconds of commands over one link.
+pub const DEFAULT_TELEMETRY_MAX_NODES: u32 = 64;
+
+impl Default for SlurmConfig {
+    fn default() -> Self {
+        Self {
+            host: None,
+            user: None,
+            port: None,
+            identity_file: None,
+            known_hosts: KnownHosts::default(),
+            known_hosts_file: None,
+            telemetry_via: TelemetryVia::default(),
+            telemetry_max_nodes: DEFAULT_TELEMETRY_MAX_NODES,
+            nvidia_smi: "nvidia-smi".to_string(),
+        }
+    }
 }
 
 impl KindSettings for SlurmConfig {
@@ -42,8 +70,17 @@ impl KindSettings for SlurmConfig {
 
 impl SlurmConfig {
     /// The keys of the section, as written in the file.
-    pub const KEYS: &'static [&'static str] =
-        &["host", "user", "port", "identity_file", "known_hosts", "known_hosts_file"];
+    pub const KEYS: &'static [&'static str] = &[
+        "host",
+        "user",
+        "port",
+        "identity_file",
+        "known_hosts",
+        "known_hosts_file",
+        "telemetry_via",
+        "telemetry_max_nodes",
+        "nvidia_smi",
+    ];
 
     /// Commands over ssh to `host`, every other setting at its default.
     pub fn over_ssh(host: impl Into<String>) -> Self {
@@ -90,6 +127,26 @@ impl SlurmConfig {
                     format!("{text:?} (expected one of: {})", KnownHosts::ACCEPTED.join(", ")),
                 )
             })?;
+        }
+        if let Some(value) = &raw.telemetry_via {
+            let text = value.get_ref();
+            out.telemetry_via = TelemetryVia::parse(text).ok_or_else(|| {
+                section.bad_value(
+                    "telemetry_via",
+                    value,
+                    format!("{text:?} (expected one of: {})", TelemetryVia::ACCEPTED.join(", ")),
+                )
+            })?;
+        }
+        if let Some(value) = &raw.telemetry_max_nodes {
+            if *value.get_ref() == 0 {
+                return Err(section.bad_value("telemetry_max_nodes", value, "0 nodes (use at least 1)"));
+            }
+            out.telemetry_max_nodes = *value.get_ref();
+        }
+        if let Some(value) = &raw.nvidia_smi {
+            check_program(value.get_ref()).map_err(|why| section.bad_value("nvidia_smi", value, why))?;
+            out.nvidia_smi = value.get_ref().clone();
         }
         Ok(out)
     }
@@ -159,6 +216,38 @@ impl KnownHosts {
     }
 }
 
+/// How telemetry runs `nvidia-smi` on a GPU node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum TelemetryVia {
+    /// `srun --overlap --jobid=…` from the login node: inside each job's allocation, so it
+    /// needs no SSH to the nodes (and, where devices are constrained, sees only the job's GPUs).
+    #[default]
+    Srun,
+    /// `ssh NODE nvidia-smi …` from the login node: every GPU of the node, where the login
+    /// node can reach the nodes without a password.
+    Ssh,
+}
+
+impl TelemetryVia {
+    /// Every value the config file accepts, as written there.
+    pub const ACCEPTED: &'static [&'static str] = &["srun", "ssh"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TelemetryVia::Srun => "srun",
+            TelemetryVia::Ssh => "ssh",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "srun" => Some(TelemetryVia::Srun),
+            "ssh" => Some(TelemetryVia::Ssh),
+            _ => None,
+        }
+    }
+}
+
 /// The section as written (shared keys are read by the config module).
 #[derive(Deserialize)]
 struct Raw {
@@ -174,6 +263,12 @@ struct Raw {
     known_hosts: Option<Spanned<String>>,
     #[serde(default)]
     known_hosts_file: Option<Spanned<String>>,
+    #[serde(default)]
+    telemetry_via: Option<Spanned<String>>,
+    #[serde(default)]
+    telemetry_max_nodes: Option<Spanned<u32>>,
+    #[serde(default)]
+    nvidia_smi: Option<Spanned<String>>,
 }
 
 /// Host and user names go to ssh as separate arguments: refuse empty ones, whitespace and
@@ -187,6 +282,29 @@ fn check_ssh_word(value: &str) -> Result<(), String> {
     }
     if value.starts_with('-') {
         return Err(format!("{value:?} starts with '-', which ssh would read as an option"));
+    }
+    Ok(())
+}
+
+/// The program telemetry runs on the nodes: srun hands it to `execve`, ssh to the node's
+/// login shell (quoted, but a csh still expands some characters inside quotes). So: a plain
+/// program name (found on the node's `PATH`) or an absolute path, without whitespace,
+/// control characters or what a shell could expand, and never something read as an option.
+fn check_program(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Err("the value is empty".into());
+    }
+    if value.starts_with('-') {
+        return Err(format!("{value:?} starts with '-', which srun or ssh would read as an option"));
+    }
+    if let Some(c) = value.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{value:?} contains whitespace or a control character ({c:?})"));
+    }
+    if let Some(c) = value.chars().find(|c| "`$!\\\"'*?[]{}~;&|<>()#".contains(*c)) {
+        return Err(format!("{value:?} contains {c:?}, which a shell on the node could expand"));
+    }
+    if value.contains('/') && !value.starts_with('/') {
+        return Err(format!("{value:?} is a relative path (use a program name or an absolute path)"));
     }
     Ok(())
 }
@@ -224,6 +342,9 @@ mod tests {
                 identity_file: Some(PathBuf::from("/keys/id")),
                 known_hosts: KnownHosts::AcceptNew,
                 known_hosts_file: Some(PathBuf::from("/etc/fd/known_hosts")),
+                telemetry_via: TelemetryVia::Srun,
+                telemetry_max_nodes: DEFAULT_TELEMETRY_MAX_NODES,
+                nvidia_smi: "nvidia-smi".into(),
             })
         );
         let local = slurm(BASE);
@@ -288,6 +409,57 @@ mod tests {
         assert!(path.ends_with(".ssh/k"), "{path:?}");
         if directories::BaseDirs::new().is_some() {
             assert!(!path.starts_with("~"), "{path:?}");
+        }
+    }
+
+    #[test]
+    fn telemetry_keys_are_read() {
+        let text = format!(
+            "{BASE}telemetry_via = \"ssh\"\ntelemetry_max_nodes = 1\nnvidia_smi = \"/opt/nvidia/bin/nvidia-smi\"\n"
+        );
+        let s = slurm(&text);
+        assert_eq!(
+            (s.telemetry_via, s.telemetry_max_nodes, s.nvidia_smi.as_str()),
+            (TelemetryVia::Ssh, 1, "/opt/nvidia/bin/nvidia-smi")
+        );
+        let s = slurm(&format!("{BASE}telemetry_via = \"srun\"\nnvidia_smi = \"nvidia-smi-550\"\n"));
+        assert_eq!((s.telemetry_via, s.nvidia_smi.as_str()), (TelemetryVia::Srun, "nvidia-smi-550"));
+        for (text, want) in [("srun", TelemetryVia::Srun), ("ssh", TelemetryVia::Ssh)] {
+            assert_eq!(TelemetryVia::parse(text), Some(want));
+            assert_eq!(want.as_str(), text);
+        }
+        let d = SlurmConfig::default();
+        assert_eq!(
+            (d.telemetry_via, d.telemetry_max_nodes, d.nvidia_smi.as_str()),
+            (TelemetryVia::Srun, 64, "nvidia-smi")
+        );
+    }
+
+    #[test]
+    fn telemetry_keys_are_checked() {
+        let shown = refused(&format!("{BASE}telemetry_via = \"pdsh\"\n"), 4, "telemetry_via");
+        assert_eq!(
+            shown,
+            format!(
+                "{FILE}:4: bad value for `telemetry_via` in [[cluster]] \"hpc\": \"pdsh\" (expected one of: srun, ssh)"
+            )
+        );
+        let shown = refused(&format!("{BASE}telemetry_max_nodes = 0\n"), 4, "telemetry_max_nodes");
+        assert!(shown.contains("use at least 1"), "{shown}");
+        refused(&format!("{BASE}telemetry_max_nodes = -3\n"), 4, "telemetry_max_nodes");
+        refused(&format!("{BASE}telemetry_max_nodes = \"8\"\n"), 4, "telemetry_max_nodes");
+        for (bad, why) in [
+            ("", "empty"),
+            ("-L", "option"),
+            ("bin/nvidia-smi", "relative path"),
+            ("/opt/my tools/nvidia-smi", "whitespace"),
+            ("/usr/bin/nvidia-smi\\n", "control character"),
+            ("nvidia-smi;reboot", "expand"),
+            ("$(id)", "expand"),
+            ("/opt/`id`/nvidia-smi", "expand"),
+        ] {
+            let shown = refused(&format!("{BASE}nvidia_smi = {:?}\n", bad.replace("\\n", "\n")), 4, "nvidia_smi");
+            assert!(shown.contains(why), "{bad:?}: {shown}");
         }
     }
 

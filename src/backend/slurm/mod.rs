@@ -14,6 +14,7 @@ pub mod jobspec;
 pub mod parse;
 pub mod script;
 pub mod sdiag;
+pub mod telemetry;
 pub mod transport;
 
 use std::sync::Arc;
@@ -28,7 +29,7 @@ use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
 use crate::spec::{Imported, JobSpec};
 
-pub use self::config::{KnownHosts, SlurmConfig};
+pub use self::config::{KnownHosts, SlurmConfig, TelemetryVia};
 use self::parse::{JobsDoc, NodesDoc};
 use self::transport::{Transport, display_argv};
 
@@ -54,6 +55,8 @@ pub struct SlurmBackend {
     probe: Mutex<Option<Probe>>,
     /// Text records (squeue, sinfo) the last refresh left out because they did not check.
     text_dropped: (std::sync::atomic::AtomicUsize, std::sync::atomic::AtomicUsize),
+    /// `nvidia-smi` on the busy nodes, for [`Backend::telemetry`].
+    gpus: telemetry::GpuReader,
 }
 
 /// What a Slurm cluster can do.
@@ -91,6 +94,11 @@ impl SlurmBackend {
             text_only: false,
             probe: Mutex::new(None),
             text_dropped: Default::default(),
+            gpus: telemetry::GpuReader::new(
+                cfg.settings.telemetry_via,
+                cfg.settings.telemetry_max_nodes,
+                &cfg.settings.nvidia_smi,
+            ),
         }
     }
 
@@ -439,6 +447,10 @@ impl Backend for SlurmBackend {
         estimate::for_job(self, job).await
     }
 
+    async fn telemetry(&self, snapshot: &Snapshot) -> Result<Option<crate::model::Telemetry>, BackendError> {
+        self.gpus.read(&self.transport, self.timeout, snapshot).await.map(Some)
+    }
+
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {
         let argv = match action {
             JobAction::Cancel => commands::scancel(&job.id)?,
@@ -545,9 +557,29 @@ impl Backend for SlurmBackend {
                 d.notes.push(format!("sdiag unavailable, RPC cost not measured: {e}"));
             }
         }
-        match snap {
-            Ok(s) => d.notes.push(format!("one refresh read {} jobs and {} nodes", s.jobs.len(), s.nodes.len())),
-            Err(e) => return Err(e),
+        let snap = snap?;
+        d.notes.push(format!("one refresh read {} jobs and {} nodes", snap.jobs.len(), snap.nodes.len()));
+        // Telemetry: how it runs, and how its last reading went (one now, on this refresh's
+        // jobs, when this process has not read yet: a `flightdeck doctor` of its own).
+        d.fact("GPU telemetry", self.gpus.describe());
+        if self.gpus.last().is_none() {
+            let _ = self.gpus.read(&self.transport, self.timeout, &snap).await;
+        }
+        if let Some(last) = self.gpus.last() {
+            let at = last.at.format("%Y-%m-%d %H:%M:%S UTC");
+            d.fact(
+                "GPU telemetry last reading",
+                match &last.outcome {
+                    Ok(r) if r.nodes_asked == 0 => format!("nothing to measure at {at} (no running job holds GPUs)"),
+                    Ok(r) => {
+                        format!("worked at {at}: {} of {} nodes read, {} GPUs", r.nodes_read, r.nodes_asked, r.gpus)
+                    }
+                    Err(e) => format!("failed at {at}: {e}"),
+                },
+            );
+            if last.outcome.is_ok() {
+                d.notes.extend(last.notes.iter().map(|n| format!("GPU telemetry: {n}")));
+            }
         }
         Ok(d)
     }
