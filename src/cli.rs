@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::backend::Registry;
 use crate::config::Config;
 use crate::fleet::{AuditLog, Fleet, FleetOptions, FleetState};
-use crate::model::{Action, Health, JobAction, JobRef, JobState, NodeAction, NodeRef, Verb};
+use crate::model::{Action, Health, Job, JobAction, JobGpuUse, JobRef, JobState, NodeAction, NodeRef, Verb};
 use crate::output;
 
 mod advise;
@@ -67,6 +67,10 @@ pub enum Command {
         /// CG, CD, F, CA, TO, S); a comma list (`running,pending`) or repeated
         #[arg(long, short, value_delimiter = ',')]
         state: Vec<JobState>,
+        /// Only jobs holding GPUs that are idle: under `[idle] below_percent` in one
+        /// telemetry reading taken now (the cockpit and a hub also need `[idle] minutes` of it)
+        #[arg(long)]
+        idle: bool,
         #[arg(long, short, value_enum, default_value_t)]
         output: OutputFormat,
     },
@@ -252,8 +256,9 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         // Not a terminal (a pipe, a cron job): the overview as text instead of the cockpit.
         None | Some(Command::Status) => summary(&config, read_only).await,
-        Some(Command::Jobs { cluster, user, state, output }) => {
-            jobs(&config, read_only, &cluster, user.as_deref(), &state, output).await
+        Some(Command::Jobs { cluster, user, state, idle, output }) => {
+            let ask = JobsRequest { clusters: &cluster, user: user.as_deref(), states: &state, idle, format: output };
+            jobs(&config, read_only, ask).await
         }
         Some(Command::Nodes { cluster, output }) => nodes(&config, read_only, &cluster, output).await,
         Some(Command::Submit { spec, cluster, from }) => {
@@ -412,32 +417,66 @@ async fn summary(config: &Config, read_only: bool) -> Result<ExitCode, Failure> 
     Ok(exit(failed))
 }
 
-async fn jobs(
-    config: &Config,
-    read_only: bool,
-    clusters: &[String],
-    user: Option<&str>,
-    states: &[JobState],
+/// What `flightdeck jobs` was asked for.
+struct JobsRequest<'a> {
+    clusters: &'a [String],
+    user: Option<&'a str>,
+    states: &'a [JobState],
+    /// Only jobs whose GPUs read idle now.
+    idle: bool,
     format: OutputFormat,
-) -> Result<ExitCode, Failure> {
-    let fleet = start_fleet(config, read_only, clusters, true).await?;
-    let (state, failed) = first_refresh(config, &fleet).await;
-    let jobs: Vec<_> = state
+}
+
+async fn jobs(config: &Config, read_only: bool, ask: JobsRequest<'_>) -> Result<ExitCode, Failure> {
+    let fleet = start_fleet(config, read_only, ask.clusters, true).await?;
+    let (mut state, failed) = first_refresh(config, &fleet).await;
+    if ask.idle {
+        state = first_telemetry(config, &fleet).await;
+        eprintln!(
+            "flightdeck: one telemetry reading: a job is listed when its GPUs read under {}% now (the cockpit \
+             and a hub flag it idle after {} minutes of that)",
+            config.idle.below_percent,
+            config.idle.window.as_secs() / 60
+        );
+    }
+    let below = |used: &JobGpuUse| used.mean_utilisation.is_some_and(|u| u < config.idle.below_percent) || used.idle;
+    let jobs: Vec<(&Job, Option<&JobGpuUse>)> = state
         .clusters
         .iter()
-        .filter_map(|c| c.snapshot.as_ref())
-        .flat_map(|s| s.jobs.iter())
-        .filter(|j| user.is_none_or(|u| j.user == u))
-        .filter(|j| states.is_empty() || states.contains(&j.state))
+        .filter_map(|c| c.snapshot.as_ref().map(|s| (s, c.gpu_use.as_deref())))
+        .flat_map(|(s, used)| s.jobs.iter().map(move |j| (j, used.and_then(|u| u.job(&j.job_ref.id)))))
+        .filter(|(j, _)| ask.user.is_none_or(|u| j.user == u))
+        .filter(|(j, _)| ask.states.is_empty() || ask.states.contains(&j.state))
+        .filter(|(_, used)| !ask.idle || used.is_some_and(below))
         .collect();
-    match format {
+    match ask.format {
         OutputFormat::Table => print!("{}", output::jobs_table(&jobs)),
         OutputFormat::Json => {
-            let rows: Vec<output::JobRow> = jobs.iter().map(|j| output::JobRow::from(*j)).collect();
+            let rows: Vec<output::JobRow> =
+                jobs.iter().map(|(j, used)| output::JobRow::from(*j).with_gpu_use(*used)).collect();
             println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
         }
     }
     Ok(exit(failed))
+}
+
+/// The fleet once every cluster's telemetry was tried (a reading, an error, or nothing to
+/// read with), bounded like a refresh; a cluster whose reading failed says so on stderr.
+async fn first_telemetry(config: &Config, fleet: &Fleet) -> Arc<FleetState> {
+    let longest = config.clusters.iter().map(|c| c.timeout).max().unwrap_or(Duration::from_secs(30));
+    let tried = |s: &FleetState| s.clusters.iter().all(|c| c.telemetry_tried || c.snapshot.is_none());
+    let state = fleet.wait_for(longest.saturating_mul(2).saturating_add(Duration::from_secs(5)), tried).await;
+    for c in &state.clusters {
+        match (&c.telemetry_error, c.telemetry_tried, &c.gpu_use) {
+            (Some(error), ..) => eprintln!("flightdeck: {}: GPU telemetry: {}", c.name, output::printable(error)),
+            (None, true, None) => eprintln!("flightdeck: {}: no GPU telemetry source", c.name),
+            (None, false, _) if c.snapshot.is_some() => {
+                eprintln!("flightdeck: {}: GPU telemetry did not answer in time", c.name)
+            }
+            _ => {}
+        }
+    }
+    state
 }
 
 async fn nodes(

@@ -3,10 +3,10 @@
 
 use serde::Serialize;
 
-use crate::columns::{JobColumn, NodeColumn};
+use crate::columns::{JobColumn, JobContext, NodeColumn};
 use crate::fleet::FleetState;
 use crate::model::gpu_totals::{GpuTotals, gpu_totals};
-use crate::model::{Health, Job, Node};
+use crate::model::{Health, Job, JobGpuUse, Node};
 
 /// A job as `flightdeck jobs --output json` prints it. Field names are a public contract.
 #[derive(Debug, Serialize)]
@@ -43,6 +43,35 @@ pub struct JobRow<'a> {
     pub stderr: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_per_hour: Option<f64>,
+    /// Measured use of its GPUs, where its cluster's telemetry read them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_use: Option<GpuUseRow>,
+}
+
+/// A job's measured GPU use in `--output json`.
+#[derive(Debug, Serialize)]
+pub struct GpuUseRow {
+    /// GPUs of the job that were read.
+    pub gpus_measured: u32,
+    /// Mean utilisation of those GPUs, 0–100, in the last reading.
+    pub utilisation: Option<f32>,
+    /// Since when every reading has been under the idle threshold (RFC 3339).
+    pub below_threshold_since: Option<String>,
+    /// Under the threshold for the whole idle window: allocated but idle.
+    pub idle: bool,
+}
+
+impl<'a> JobRow<'a> {
+    /// The row with the job's measured GPU use.
+    pub fn with_gpu_use(mut self, used: Option<&JobGpuUse>) -> Self {
+        self.gpu_use = used.map(|u| GpuUseRow {
+            gpus_measured: u.gpus,
+            utilisation: u.mean_utilisation,
+            below_threshold_since: u.below_since.map(|t| t.to_rfc3339()),
+            idle: u.idle,
+        });
+        self
+    }
 }
 
 impl<'a> From<&'a Job> for JobRow<'a> {
@@ -77,6 +106,7 @@ impl<'a> From<&'a Job> for JobRow<'a> {
             stdout: j.stdout.as_deref(),
             stderr: j.stderr.as_deref(),
             cost_per_hour: j.cost_per_hour,
+            gpu_use: None,
         }
     }
 }
@@ -216,9 +246,17 @@ fn columns_table<T, C: Copy>(
     table(&header, &rows)
 }
 
-/// `flightdeck jobs`: the [`JobColumn::CLI`] columns, with the cockpit's cell text.
-pub fn jobs_table(jobs: &[&Job]) -> String {
-    columns_table(&JobColumn::CLI, jobs, JobColumn::title, |c| c.shape().optional, |c, j| c.cell(j, None).into_owned())
+/// `flightdeck jobs`: the [`JobColumn::CLI`] columns, with the cockpit's cell text; each
+/// job with its measured GPU use, where there is one.
+pub fn jobs_table(jobs: &[(&Job, Option<&JobGpuUse>)]) -> String {
+    let rows: Vec<&(&Job, Option<&JobGpuUse>)> = jobs.iter().collect();
+    columns_table(
+        &JobColumn::CLI,
+        &rows,
+        JobColumn::title,
+        |c| c.shape().optional,
+        |c, (job, gpu_use)| c.cell(job, JobContext { taken_at: None, gpu_use: *gpu_use }).into_owned(),
+    )
 }
 
 /// `flightdeck nodes`: the [`NodeColumn::CLI`] columns, with the cockpit's cell text.
@@ -414,7 +452,7 @@ mod tests {
     #[test]
     fn jobs_table_uses_the_shared_columns() {
         let j = sample_job();
-        let t = jobs_table(&[&j]);
+        let t = jobs_table(&[(&j, None)]);
         let lines: Vec<&str> = t.lines().collect();
         let header: Vec<&str> = lines[0].split_whitespace().collect();
         assert_eq!(header, ["REF", "NAME", "USER", "PARTITION", "STATE", "REASON", "GPUS", "NODES"]);
@@ -424,11 +462,33 @@ mod tests {
     }
 
     #[test]
+    fn gpu_use_column_and_json_appear_only_where_measured() {
+        let j = sample_job();
+        assert!(!jobs_table(&[(&j, None)]).contains("GPU%"));
+        let used = JobGpuUse {
+            job: "41".into(),
+            gpus: 4,
+            mean_utilisation: Some(2.4),
+            below_since: chrono::DateTime::from_timestamp(1_800_000_000, 0),
+            idle: true,
+        };
+        let t = jobs_table(&[(&j, Some(&used))]);
+        let header: Vec<&str> = t.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(header.last(), Some(&"GPU%"));
+        assert!(t.lines().nth(1).unwrap().ends_with("idle(2%)"), "{t}");
+        let json = serde_json::to_value(JobRow::from(&j).with_gpu_use(Some(&used))).unwrap();
+        assert_eq!(json["gpu_use"]["idle"], true);
+        assert_eq!(json["gpu_use"]["gpus_measured"], 4);
+        assert_eq!(json["gpu_use"]["below_threshold_since"], "2027-01-15T08:00:00+00:00");
+        assert!(serde_json::to_value(JobRow::from(&j)).unwrap().get("gpu_use").is_none());
+    }
+
+    #[test]
     fn cost_column_appears_only_when_a_job_has_a_price() {
         let mut j = sample_job();
-        assert!(!jobs_table(&[&j]).contains("$/H"));
+        assert!(!jobs_table(&[(&j, None)]).contains("$/H"));
         j.cost_per_hour = Some(2.494);
-        let t = jobs_table(&[&j]);
+        let t = jobs_table(&[(&j, None)]);
         let header: Vec<&str> = t.lines().next().unwrap().split_whitespace().collect();
         assert_eq!(header.last(), Some(&"$/H"));
         assert!(t.lines().nth(1).unwrap().ends_with("2.49"), "{t}");

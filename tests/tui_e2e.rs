@@ -124,7 +124,7 @@ fn snapshot_until(rt: &tokio::runtime::Runtime, b: &SlurmBackend, what: &str, ok
 #[test]
 fn the_cockpit_over_the_test_bed() {
     let cfg = testbed_config_path();
-    cockpit_scenario("cockpit", &["--config", cfg.to_str().unwrap()]);
+    cockpit_scenario("direct", &["--config", cfg.to_str().unwrap()]);
 }
 
 /// The same scenario through a hub: `flightdeck serve` over the test bed on a Unix socket
@@ -136,7 +136,7 @@ fn the_cockpit_through_a_hub() {
     let socket = dir.path().join("hub.sock");
     let hub = HubProcess::start(&cfg, &socket, dir.path());
     let url = format!("unix:{}", socket.display());
-    cockpit_scenario("cockpit-hub", &["--hub", &url]);
+    cockpit_scenario("hub", &["--hub", &url]);
     drop(hub);
 }
 
@@ -173,8 +173,12 @@ fn cockpit_scenario(name: &str, args: &[&str]) {
     let _lock = cluster_lock("fd22");
     let rt = rt();
     let b = backend("fd22");
-    // Names unique to this run: finished jobs of earlier runs stay in squeue for a while.
-    let tag = std::process::id();
+    // Names unique to this run and this scenario: finished jobs of earlier runs (and of the
+    // other scenario in this process) stay in squeue for a while, and a filter that matched
+    // one of them would pass before the cockpit had seen the new jobs. The scenario names
+    // ("direct", "hub") are no fuzzy subsequence of each other, so neither filter finds the
+    // other's jobs.
+    let tag = format!("{}-{name}", std::process::id());
     let (keep_name, doomed_name) = (format!("fd-e2e-keep-{tag}"), format!("fd-e2e-doomed-{tag}"));
     let keep = submit(&rt, &b, &keep_name);
     let doomed = submit(&rt, &b, &doomed_name);

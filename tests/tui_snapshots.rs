@@ -586,12 +586,13 @@ fn cli_and_cockpit_show_the_same_cells() {
     let fleet = fleet_state(false);
     let jobs: Vec<&Job> =
         fleet.clusters.iter().filter_map(|c| c.snapshot.as_ref()).flat_map(|s| s.jobs.iter()).collect();
-    let cli = flightdeck::output::jobs_table(&jobs);
+    let rows: Vec<_> = jobs.iter().map(|job| (*job, None)).collect();
+    let cli = flightdeck::output::jobs_table(&rows);
     let job = jobs.iter().find(|j| j.job_ref.id == "1003").unwrap();
     let cli_row = cli.lines().find(|l| l.starts_with("fd22/1003 ")).expect("the job in the CLI table");
     let screen_row = screen.lines().find(|l| l.contains(" 1003 ")).expect("the job on the screen");
     for column in [JobColumn::Name, JobColumn::User, JobColumn::State, JobColumn::Gpus] {
-        let cell = column.cell(job, None);
+        let cell = column.cell(job, flightdeck::columns::JobContext::default());
         let word = format!(" {cell} ");
         assert!(cli_row.contains(&word), "{column:?}: {word:?} not in the CLI row {cli_row:?}");
         assert!(screen_row.contains(&word), "{column:?}: {word:?} not in the cockpit row {screen_row:?}");

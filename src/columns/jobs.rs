@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use super::Shape;
 use super::format::{cost, duration};
 use super::natural::natural_cmp;
-use crate::model::Job;
+use crate::model::{Job, JobGpuUse};
 
 /// A column of a jobs table, and the sort key it stands for.
 ///
@@ -31,15 +31,33 @@ pub enum JobColumn {
     Limit,
     /// Dollars per hour, where the backend says (cloud runs); see [`Shape::optional`].
     Cost,
+    /// Measured utilisation of the job's GPUs (`87%`, `idle(2%)`), where telemetry reads
+    /// them; see [`Shape::optional`].
+    GpuUse,
     /// `cluster/id`, as the CLI's action commands take it.
     Ref,
     /// Every node, comma-separated.
     NodeList,
 }
 
+/// What a job's cells need beside the job itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JobContext<'a> {
+    /// When its snapshot was taken (a running job's elapsed time is counted up to then).
+    pub taken_at: Option<DateTime<Utc>>,
+    /// How it uses its GPUs, where measured.
+    pub gpu_use: Option<&'a JobGpuUse>,
+}
+
+impl JobContext<'_> {
+    pub fn at(taken_at: Option<DateTime<Utc>>) -> Self {
+        JobContext { taken_at, gpu_use: None }
+    }
+}
+
 impl JobColumn {
     /// The cockpit's jobs table, left to right; also the cycle of its sort key.
-    pub const COCKPIT: [JobColumn; 12] = [
+    pub const COCKPIT: [JobColumn; 13] = [
         JobColumn::Cluster,
         JobColumn::Id,
         JobColumn::Name,
@@ -52,11 +70,12 @@ impl JobColumn {
         JobColumn::Elapsed,
         JobColumn::Limit,
         JobColumn::Cost,
+        JobColumn::GpuUse,
     ];
 
     /// The shapes of [`JobColumn::COCKPIT`], in its order (what table fitting reads).
-    pub const COCKPIT_SHAPES: [Shape; 12] = {
-        let mut out = [Shape::new("", 0, 0, 0); 12];
+    pub const COCKPIT_SHAPES: [Shape; 13] = {
+        let mut out = [Shape::new("", 0, 0, 0); 13];
         let mut i = 0;
         while i < out.len() {
             out[i] = JobColumn::COCKPIT[i].shape();
@@ -66,7 +85,7 @@ impl JobColumn {
     };
 
     /// `flightdeck jobs`, left to right.
-    pub const CLI: [JobColumn; 9] = [
+    pub const CLI: [JobColumn; 10] = [
         JobColumn::Ref,
         JobColumn::Name,
         JobColumn::User,
@@ -76,6 +95,7 @@ impl JobColumn {
         JobColumn::Gpus,
         JobColumn::NodeList,
         JobColumn::Cost,
+        JobColumn::GpuUse,
     ];
 
     pub const fn title(self) -> &'static str {
@@ -93,6 +113,7 @@ impl JobColumn {
             JobColumn::Limit => "LIMIT",
             JobColumn::Ref => "REF",
             JobColumn::Cost => "$/H",
+            JobColumn::GpuUse => "GPU%",
         }
     }
 
@@ -115,12 +136,13 @@ impl JobColumn {
             JobColumn::Ref => Shape::new(t, 10, 40, 0).content_first(),
             JobColumn::NodeList => Shape::new(t, 6, 60, 7),
             JobColumn::Cost => Shape::new(t, 4, 8, 6).right().optional(),
+            JobColumn::GpuUse => Shape::new(t, 4, 9, 2).right().optional(),
         }
     }
 
-    /// The cell's text for `job`; `taken_at` is when its snapshot was taken (the elapsed
-    /// time of a running job is counted up to then).
-    pub fn cell(self, job: &Job, taken_at: Option<DateTime<Utc>>) -> Cow<'_, str> {
+    /// The cell's text for `job`, seen in `cx`.
+    pub fn cell<'j>(self, job: &'j Job, cx: JobContext<'_>) -> Cow<'j, str> {
+        let taken_at = cx.taken_at;
         match self {
             JobColumn::Cluster => Cow::Borrowed(&job.job_ref.cluster),
             JobColumn::Id => Cow::Borrowed(&job.job_ref.id),
@@ -135,6 +157,7 @@ impl JobColumn {
             JobColumn::Limit => Cow::Owned(limit_cell(job)),
             JobColumn::Ref => Cow::Owned(job.job_ref.to_string()),
             JobColumn::Cost => job.cost_per_hour.map_or(Cow::Borrowed(""), |c| Cow::Owned(cost(c))),
+            JobColumn::GpuUse => cx.gpu_use.map_or(Cow::Borrowed(""), |u| Cow::Owned(gpu_use_cell(u))),
             JobColumn::NodeList => {
                 if job.nodes.is_empty() {
                     Cow::Borrowed("-")
@@ -162,7 +185,9 @@ impl JobColumn {
 
     /// Order `a` before or after `b` by this column, then by cluster and (natural) id so
     /// that the order is total and stable across refreshes.
-    pub fn compare(self, a: &Job, a_taken: Option<DateTime<Utc>>, b: &Job, b_taken: Option<DateTime<Utc>>) -> Ordering {
+    pub fn compare(self, a: &Job, a_cx: JobContext<'_>, b: &Job, b_cx: JobContext<'_>) -> Ordering {
+        let (a_taken, b_taken) = (a_cx.taken_at, b_cx.taken_at);
+        let utilisation = |cx: JobContext<'_>| cx.gpu_use.and_then(|u| u.mean_utilisation).unwrap_or(-1.0);
         let primary = match self {
             JobColumn::Cluster | JobColumn::Ref => Ordering::Equal,
             JobColumn::Id => natural_cmp(&a.job_ref.id, &b.job_ref.id),
@@ -178,6 +203,7 @@ impl JobColumn {
             JobColumn::Elapsed => elapsed_secs(a, a_taken).cmp(&elapsed_secs(b, b_taken)),
             JobColumn::Limit => a.time_limit_secs.unwrap_or(u64::MAX).cmp(&b.time_limit_secs.unwrap_or(u64::MAX)),
             JobColumn::Cost => a.cost_per_hour.unwrap_or(-1.0).total_cmp(&b.cost_per_hour.unwrap_or(-1.0)),
+            JobColumn::GpuUse => utilisation(a_cx).total_cmp(&utilisation(b_cx)),
         };
         primary
             .then_with(|| a.job_ref.cluster.cmp(&b.job_ref.cluster))
@@ -193,6 +219,17 @@ pub fn gpus_cell(job: &Job) -> String {
         (0, _) => "-".into(),
         (n, Some(model)) => format!("{model}×{n}"),
         (n, None) => n.to_string(),
+    }
+}
+
+/// `87%`; `idle(2%)` once flagged idle (one word, so CLI rows keep their word count); `?`
+/// when its GPUs were read without a figure.
+pub fn gpu_use_cell(used: &JobGpuUse) -> String {
+    match (used.mean_utilisation, used.idle) {
+        (Some(u), false) => format!("{u:.0}%"),
+        (Some(u), true) => format!("idle({u:.0}%)"),
+        (None, true) => "idle".into(),
+        (None, false) => "?".into(),
     }
 }
 
@@ -237,11 +274,11 @@ mod tests {
     #[test]
     fn gpu_cells() {
         let mut j = Job::new(JobRef::new("c", "1"), JobState::Pending);
-        assert_eq!(JobColumn::Gpus.cell(&j, None), "-");
+        assert_eq!(JobColumn::Gpus.cell(&j, JobContext::default()), "-");
         j.gpus_requested = 4;
-        assert_eq!(JobColumn::Gpus.cell(&j, None), "4");
+        assert_eq!(JobColumn::Gpus.cell(&j, JobContext::default()), "4");
         j.gpu_model = Some("a100".into());
-        assert_eq!(JobColumn::Gpus.cell(&j, None), "a100×4");
+        assert_eq!(JobColumn::Gpus.cell(&j, JobContext::default()), "a100×4");
     }
 
     #[test]
@@ -249,8 +286,11 @@ mod tests {
         let a = Job::new(JobRef::new("c", "9"), JobState::Pending);
         let b = Job::new(JobRef::new("c", "10"), JobState::Pending);
         let other = Job::new(JobRef::new("b", "99"), JobState::Pending);
-        assert_eq!(JobColumn::Id.compare(&a, None, &b, None), Ordering::Less);
-        assert_eq!(JobColumn::Cluster.compare(&a, None, &b, None), Ordering::Less);
-        assert_eq!(JobColumn::Cluster.compare(&other, None, &a, None), Ordering::Less);
+        assert_eq!(JobColumn::Id.compare(&a, JobContext::default(), &b, JobContext::default()), Ordering::Less);
+        assert_eq!(JobColumn::Cluster.compare(&a, JobContext::default(), &b, JobContext::default()), Ordering::Less);
+        assert_eq!(
+            JobColumn::Cluster.compare(&other, JobContext::default(), &a, JobContext::default()),
+            Ordering::Less
+        );
     }
 }

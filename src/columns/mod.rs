@@ -13,7 +13,7 @@ pub mod jobs;
 pub mod natural;
 pub mod nodes;
 
-pub use self::jobs::JobColumn;
+pub use self::jobs::{JobColumn, JobContext};
 pub use self::natural::natural_cmp;
 pub use self::nodes::NodeColumn;
 

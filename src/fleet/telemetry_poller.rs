@@ -61,6 +61,13 @@ impl TelemetryPoller {
             match self.read(&snapshot).await {
                 Ok(None) => {
                     tracing::debug!(cluster = %self.backend.name(), "no GPU telemetry source");
+                    self.state.send_modify(|s| {
+                        let s = Arc::make_mut(s);
+                        if let Some(c) = s.clusters.get_mut(index) {
+                            c.telemetry_tried = true;
+                        }
+                        s.version += 1;
+                    });
                     return;
                 }
                 Ok(Some(reading)) => {
@@ -71,6 +78,7 @@ impl TelemetryPoller {
                         if let Some(c) = s.clusters.get_mut(index) {
                             c.gpu_use = Some(used);
                             c.telemetry_error = None;
+                            c.telemetry_tried = true;
                         }
                         s.version += 1;
                     });
@@ -83,6 +91,7 @@ impl TelemetryPoller {
                         let s = Arc::make_mut(s);
                         if let Some(c) = s.clusters.get_mut(index) {
                             c.telemetry_error = Some(error.to_string());
+                            c.telemetry_tried = true;
                         }
                         s.version += 1;
                     });

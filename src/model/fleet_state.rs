@@ -31,6 +31,10 @@ pub struct ClusterState {
     /// Why telemetry could not be read the last time, when it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry_error: Option<String>,
+    /// A telemetry reading was tried (whatever came of it, including "nothing can measure
+    /// this cluster"): what a one-shot command waits for.
+    #[serde(default)]
+    pub telemetry_tried: bool,
 }
 
 impl ClusterState {
@@ -48,6 +52,7 @@ impl ClusterState {
             last_refresh_ms: None,
             gpu_use: None,
             telemetry_error: None,
+            telemetry_tried: false,
         }
     }
 }

@@ -1491,6 +1491,15 @@ impl App {
                     self.switch(Screen::Jobs);
                 }
             }
+            Ok(Parsed::Idle) => {
+                self.jobs.idle_only = !self.jobs.idle_only;
+                self.refilter_jobs();
+                let what = if self.jobs.idle_only { "jobs with idle GPUs only" } else { "every job" };
+                self.toast(what.to_string(), false);
+                if !matches!(self.screen, Screen::Jobs) {
+                    self.switch(Screen::Jobs);
+                }
+            }
             Ok(Parsed::Theme(name)) => {
                 self.set_theme(&name);
             }

@@ -8,6 +8,7 @@ pub const COMMANDS: &[(&str, bool, &str)] = &[
     ("gpus", false, "GPU map screen"),
     ("cluster", true, "show one cluster (`:cluster all` for every one)"),
     ("user", true, "show one user's jobs (`:user all` for everyone)"),
+    ("idle", false, "show only jobs whose GPUs are allocated but idle (again: every job)"),
     ("theme", true, "switch theme"),
     ("keymap", true, "switch keymap (default, vim)"),
     ("submit", false, "open the submit form"),
@@ -23,6 +24,8 @@ pub enum Parsed {
     Cluster(Option<String>),
     /// `None`: every user.
     User(Option<String>),
+    /// Toggle the idle-GPU filter of the jobs table.
+    Idle,
     Theme(String),
     Keymap(String),
     Submit,
@@ -71,6 +74,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
         "overview" | "jobs" | "nodes" | "gpus" => Parsed::Screen(name),
         "cluster" => Parsed::Cluster(all_or(arg)),
         "user" => Parsed::User(all_or(arg)),
+        "idle" => Parsed::Idle,
         "theme" if arg.is_empty() => return Err("`:theme` needs a theme name".into()),
         "theme" => Parsed::Theme(arg.to_string()),
         "keymap" if arg.is_empty() => return Err("`:keymap` needs a keymap name".into()),

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use nucleo::Utf32String;
 
-use crate::columns::{JobColumn, NodeColumn};
+use crate::columns::{JobColumn, JobContext, NodeColumn};
 use crate::fleet::FleetState;
 use crate::model::gpu_totals::{GpuTotals, gpu_totals};
-use crate::model::{Health, Job, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
+use crate::model::{Health, Job, JobGpuUse, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
 use crate::tui::widgets::text;
 
 /// The GPU map's cells per node at most.
@@ -103,6 +103,39 @@ pub struct ClusterSummary {
     pub quota_lines: Vec<String>,
     /// Dollars per hour, where the backend reports prices ([`Snapshot::cost_per_hour`]).
     pub cost_per_hour: Option<f64>,
+    /// The GPU telemetry line (`telemetry (nvidia-smi via srun): 16 GPUs read, mean 41% ·
+    /// 12 GPUs idle-allocated: 3 jobs`), or why it failed; `None` without telemetry.
+    pub telemetry: Option<TelemetryLine>,
+}
+
+/// What the overview says of a cluster's GPU telemetry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TelemetryLine {
+    pub source: String,
+    pub gpus_read: usize,
+    pub mean_utilisation: Option<f32>,
+    pub idle_jobs: usize,
+    pub idle_gpus: u32,
+    pub error: Option<String>,
+}
+
+impl TelemetryLine {
+    fn of(cluster: &crate::model::ClusterState) -> Option<TelemetryLine> {
+        let used = cluster.gpu_use.as_deref();
+        if used.is_none() && cluster.telemetry_error.is_none() {
+            return None;
+        }
+        let figures: Vec<f32> = used.iter().flat_map(|u| u.gpus.iter().filter_map(|g| g.sample.utilisation)).collect();
+        let (idle_jobs, idle_gpus) = used.map_or((0, 0), |u| u.idle());
+        Some(TelemetryLine {
+            source: used.map_or_else(String::new, |u| u.source.clone()),
+            gpus_read: used.map_or(0, |u| u.gpus.len()),
+            mean_utilisation: (!figures.is_empty()).then(|| figures.iter().sum::<f32>() / figures.len() as f32),
+            idle_jobs,
+            idle_gpus,
+            error: cluster.telemetry_error.clone(),
+        })
+    }
 }
 
 /// Everything derived from one `FleetState`.
@@ -198,9 +231,11 @@ impl Data {
         let mut hay = String::new();
         let mut job_widths: Vec<usize> = JobColumn::COCKPIT.iter().map(|c| c.initial_width()).collect();
         let mut node_widths = vec![0; NodeColumn::COCKPIT.len()];
-        for (snap, (_, s)) in snaps.iter().enumerate() {
+        for (snap, (cluster, s)) in snaps.iter().enumerate() {
+            let gpu_use = fleet.clusters[*cluster].gpu_use.as_deref();
             for (index, job) in s.jobs.iter().enumerate() {
-                widen_job_columns(&mut job_widths, job);
+                let cx = JobContext { taken_at: None, gpu_use: gpu_use.and_then(|u| u.job(&job.job_ref.id)) };
+                widen_job_columns(&mut job_widths, job, cx);
                 hay.clear();
                 job_haystack(&mut hay, job);
                 job_index.insert(job.job_ref.clone(), jobs.len() as u32);
@@ -252,6 +287,18 @@ impl Data {
     }
 
     /// When the snapshot holding job row `row` was taken.
+    /// How the job at `row` uses its GPUs, where its cluster's telemetry measured them.
+    pub fn gpu_use(&self, row: u32) -> Option<&JobGpuUse> {
+        let r = &self.jobs[row as usize];
+        let cluster = self.snaps.get(r.snap as usize)?.0;
+        self.fleet.clusters.get(cluster)?.gpu_use.as_ref()?.job(&self.job(row).job_ref.id)
+    }
+
+    /// The job at `row` with what its cells need.
+    pub fn job_context(&self, row: u32) -> JobContext<'_> {
+        JobContext { taken_at: self.taken_at(self.jobs[row as usize].snap), gpu_use: self.gpu_use(row) }
+    }
+
     pub fn taken_at(&self, snap: u16) -> Option<DateTime<Utc>> {
         self.snaps.get(snap as usize).and_then(|(_, s)| s.taken_at)
     }
@@ -380,6 +427,7 @@ impl Data {
                 unhealthy_gpus: 0,
                 quota_lines: c.snapshot.as_ref().map(|s| quota_lines(&s.queues)).unwrap_or_default(),
                 cost_per_hour: c.snapshot.as_ref().and_then(|s| s.cost_per_hour()),
+                telemetry: TelemetryLine::of(c),
             })
             .collect();
         for (cluster, snap) in &self.snaps {
@@ -417,9 +465,9 @@ impl Data {
 }
 
 /// Widen `widths` (one per [`JobColumn::COCKPIT`] column) to fit `job`'s cells.
-fn widen_job_columns(widths: &mut [usize], job: &Job) {
+fn widen_job_columns(widths: &mut [usize], job: &Job, cx: JobContext<'_>) {
     for (w, c) in widths.iter_mut().zip(JobColumn::COCKPIT) {
-        let cell = c.steady_width().unwrap_or_else(|| text::width(&c.cell(job, None)));
+        let cell = c.steady_width().unwrap_or_else(|| text::width(&c.cell(job, cx)));
         *w = (*w).max(cell);
     }
 }

@@ -27,6 +27,9 @@ pub fn title(app: &App) -> String {
     if app.finished_hidden() {
         t.push_str("· finished hidden ");
     }
+    if app.jobs.idle_only {
+        t.push_str("· idle GPUs only ");
+    }
     if let Some(u) = app.user_filter() {
         t.push_str(&format!("· user {u} "));
     }
@@ -63,8 +66,8 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         .enumerate()
         .map(|(i, &row)| {
             let job = app.data.job(row);
-            let taken = app.data.taken_at(app.data.jobs[row as usize].snap);
-            let cells: Vec<Cow<str>> = JobColumn::COCKPIT.iter().map(|c| c.cell(job, taken)).collect();
+            let cx = app.data.job_context(row);
+            let cells: Vec<Cow<str>> = JobColumn::COCKPIT.iter().map(|c| c.cell(job, cx)).collect();
             let is_cursor = offset + i == list.cursor.pos;
             let marked = list.marked.contains(&job.job_ref);
             let style = if is_cursor {
@@ -79,6 +82,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             let mut cell_styles = vec![None; cells.len()];
             if !is_cursor {
                 cell_styles[JobColumn::State as usize] = Some(theme.job_state(job.state));
+                // Allocated but idle: the GPUs operators hunt for stand out.
+                if cx.gpu_use.is_some_and(|u| u.idle) {
+                    cell_styles[JobColumn::GpuUse as usize] = Some(theme.style(Slot::Warning));
+                }
             }
             RowCells {
                 cells,

@@ -189,7 +189,27 @@ fn cluster_lines<'a>(
         n.push(Span::styled(format!(" · {} unhealthy GPUs", c.unhealthy_gpus), theme.style(Slot::Error)));
     }
     lines.push(Line::from(n));
+    if let Some(t) = &c.telemetry {
+        lines.push(telemetry_line(t, theme));
+    }
     lines
+}
+
+/// `  telemetry (nvidia-smi via srun): 16 GPUs read, mean 41% · 12 GPUs idle-allocated: 3 jobs`.
+fn telemetry_line(t: &crate::tui::app::data::TelemetryLine, theme: &crate::tui::theme::Theme) -> Line<'static> {
+    let mut spans = vec![Span::raw(text::clean(&format!("  telemetry ({}): ", t.source)).into_owned())];
+    if t.gpus_read > 0 || t.error.is_none() {
+        let mean = t.mean_utilisation.map(|m| format!(", mean {m:.0}%")).unwrap_or_default();
+        spans.push(Span::raw(format!("{} GPUs read{mean}", t.gpus_read)));
+    }
+    if t.idle_jobs > 0 {
+        let jobs = if t.idle_jobs == 1 { "1 job".to_string() } else { format!("{} jobs", t.idle_jobs) };
+        spans.push(Span::styled(format!(" · {} GPUs idle-allocated: {jobs}", t.idle_gpus), theme.style(Slot::Warning)));
+    }
+    if let Some(error) = &t.error {
+        spans.push(Span::styled(text::clean(&format!(" — failed: {error}")).into_owned(), theme.style(Slot::Error)));
+    }
+    Line::from(spans)
 }
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {

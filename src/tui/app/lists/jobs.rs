@@ -6,7 +6,7 @@ use nucleo::Matcher;
 
 use super::filter::{Fuzzy, filter_rows};
 use super::{ClusterKeep, Cursor};
-use crate::columns::JobColumn;
+use crate::columns::{JobColumn, JobContext};
 use crate::model::{JobRef, JobState};
 use crate::tui::app::data::Data;
 
@@ -22,6 +22,8 @@ pub struct JobList {
     pub user: Option<String>,
     /// Leave finished jobs out (a state filter, when set, decides instead).
     pub hide_finished: bool,
+    /// Only jobs flagged idle by their cluster's telemetry (`:idle`).
+    pub idle_only: bool,
     /// Multi-selection, by identity; survives refreshes (vanished jobs are dropped).
     pub marked: BTreeSet<JobRef>,
     /// The job under the cursor, followed across refreshes.
@@ -39,6 +41,7 @@ impl Default for JobList {
             state: None,
             user: None,
             hide_finished: false,
+            idle_only: false,
             marked: BTreeSet::new(),
             anchor: None,
         }
@@ -53,13 +56,15 @@ impl JobList {
         let mut rows: Vec<u32> = (0..data.jobs.len() as u32).collect();
         let key = self.sort;
         let reverse = self.reverse;
-        // Only the elapsed time needs the snapshot's clock; the others skip the look-up.
-        let taken =
-            |row: u32| (key == JobColumn::Elapsed).then(|| data.taken_at(data.jobs[row as usize].snap)).flatten();
+        // Only the elapsed time and GPU use need more than the job; the others skip the look-up.
+        let context = |row: u32| match key {
+            JobColumn::Elapsed | JobColumn::GpuUse => data.job_context(row),
+            _ => JobContext::default(),
+        };
         rows.sort_by(|a, b| {
             let (ja, jb) = (data.job(*a), data.job(*b));
             let by = || {
-                let (ta, tb) = (taken(*a), taken(*b));
+                let (ta, tb) = (context(*a), context(*b));
                 if reverse { key.compare(jb, tb, ja, ta) } else { key.compare(ja, ta, jb, tb) }
             };
             ja.state.is_finished().cmp(&jb.state.is_finished()).then_with(by)
@@ -75,6 +80,7 @@ impl JobList {
         let user = self.user.as_deref();
         let state = self.state;
         let hide_finished = self.hide_finished && state.is_none();
+        let idle_only = self.idle_only;
         self.cursor.visible = filter_rows(&source, matchers, fuzzy.is_some(), |row, matcher| {
             let r = &data.jobs[row as usize];
             if !cluster.keeps(r.snap) {
@@ -84,6 +90,7 @@ impl JobList {
             state.is_none_or(|s| job.state == s)
                 && !(hide_finished && job.state.is_finished())
                 && user.is_none_or(|u| job.user == u)
+                && (!idle_only || data.gpu_use(row).is_some_and(|u| u.idle))
                 && fuzzy.as_ref().is_none_or(|f| f.matches(&r.hay, matcher))
         });
         if !narrow {
