@@ -21,8 +21,8 @@ use super::config::TelemetryVia;
 use super::transport::{CmdOutput, Transport};
 // The shared reader (`crate::backend::telemetry::nvidia_smi`) replaces the stand-in at the
 // merge: the same names, so this line is the whole swap.
-use self::nvidia_smi_stand_in as nvidia_smi;
 use crate::backend::BackendError;
+use crate::backend::telemetry::nvidia_smi;
 use crate::model::{GpuOwner, GpuSample, JobState, Snapshot, Telemetry};
 
 /// Node commands one reading keeps running at once: half the transport's slots (8), so
@@ -442,80 +442,13 @@ fn one_line(text: &str) -> String {
     cut
 }
 
-/// A small reader of `nvidia-smi --query-gpu` CSV, standing in for
-/// `crate::backend::telemetry::nvidia_smi` (written beside this module) until they meet.
-mod nvidia_smi_stand_in {
-    use crate::model::GpuSample;
-
-    /// The fields read, in this order.
-    const FIELDS: &str = "index,uuid,name,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu";
-
-    /// `nvidia-smi`'s arguments for one line per GPU.
-    pub const QUERY_GPU: &[&str] = &[
-        "--query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu",
-        "--format=csv,noheader,nounits",
-    ];
-
-    /// One [`GpuSample`] per line of [`QUERY_GPU`]'s output on `node`; `[N/A]`,
-    /// `[Not Supported]` and other bracketed words are unknown figures.
-    pub fn parse_gpus(node: &str, text: &str) -> Result<Vec<GpuSample>, String> {
-        let width = FIELDS.split(',').count();
-        let mut out = Vec::new();
-        for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let f: Vec<&str> = line.split(',').map(str::trim).collect();
-            if f.len() != width {
-                return Err(format!("line {}: {} fields, expected {width} ({FIELDS})", n + 1, f.len()));
-            }
-            let index = f[0].parse::<u32>().map_err(|_| format!("line {}: {:?} is not a device index", n + 1, f[0]))?;
-            let mut s = GpuSample::new(node, index);
-            s.uuid = known(f[1]).map(str::to_string);
-            s.product = known(f[2]).map(str::to_string);
-            s.utilisation = known(f[3]).and_then(|v| v.parse().ok());
-            s.memory_used_mb = known(f[4]).and_then(|v| v.parse().ok());
-            s.memory_total_mb = known(f[5]).and_then(|v| v.parse().ok());
-            s.power_watts = known(f[6]).and_then(|v| v.parse().ok());
-            s.temperature_c = known(f[7]).and_then(|v| v.parse().ok());
-            out.push(s);
-        }
-        Ok(out)
-    }
-
-    fn known(v: &str) -> Option<&str> {
-        let unknown = v.is_empty() || v.starts_with('[') || v.eq_ignore_ascii_case("n/a");
-        (!unknown).then_some(v)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::{GpuAllocation, Job, JobRef};
 
-    const H100: &str = "0, GPU-4a2d1f0e-1b3c-4d5e-8f90-123456789abc, NVIDIA H100 80GB HBM3, 97, 71234, 81559, 650.12, 64\n\
-                        1, GPU-5b3e2a1f-2c4d-4e6f-9a01-23456789abcd, NVIDIA H100 80GB HBM3, 3, 512, 81559, [N/A], [Not Supported]\n";
-
     fn sample(index: u32) -> GpuSample {
         GpuSample::new("gpu-03", index)
-    }
-
-    #[test]
-    fn the_stand_in_reads_recorded_lines() {
-        let s = nvidia_smi::parse_gpus("gpu-03", H100).unwrap();
-        assert_eq!(s.len(), 2);
-        assert_eq!((s[0].node.as_str(), s[0].index), ("gpu-03", 0));
-        assert_eq!(s[0].uuid.as_deref(), Some("GPU-4a2d1f0e-1b3c-4d5e-8f90-123456789abc"));
-        assert_eq!(s[0].product.as_deref(), Some("NVIDIA H100 80GB HBM3"));
-        assert_eq!(
-            (s[0].utilisation, s[0].memory_used_mb, s[0].memory_total_mb),
-            (Some(97.0), Some(71234), Some(81559))
-        );
-        assert_eq!((s[0].power_watts, s[0].temperature_c), (Some(650.12), Some(64.0)));
-        assert_eq!((s[1].power_watts, s[1].temperature_c, s[1].utilisation), (None, None, Some(3.0)));
-        assert!(nvidia_smi::parse_gpus("n", "").unwrap().is_empty());
-        let err = nvidia_smi::parse_gpus("n", "No devices were found\n").unwrap_err();
-        assert!(err.contains("line 1"), "{err}");
-        let err = nvidia_smi::parse_gpus("n", "x, a, b, 1, 2, 3, 4, 5\n").unwrap_err();
-        assert!(err.contains("not a device index"), "{err}");
     }
 
     #[test]
