@@ -599,3 +599,118 @@ fn cli_and_cockpit_show_the_same_cells() {
     }
     assert!(cli_row.contains(" a100×4 ") && screen_row.contains(" a100×4 "), "{cli_row}\n{screen_row}");
 }
+
+/// The demo fleet with telemetry on fd22: job 1001's eight GPUs idle for the whole window,
+/// job 1003's four busy, and GPU 0 of gpu-03 fallen off the bus.
+fn telemetry_app() -> App {
+    use flightdeck::model::{GpuReading, GpuSample, GpuUse, JobGpuUse};
+    let reading = |node: &str, index: u32, util: f32, job: Option<&str>| {
+        let mut sample = GpuSample::new(node, index);
+        sample.utilisation = Some(util);
+        sample.memory_used_mb = Some(40 * 1024);
+        sample.memory_total_mb = Some(80 * 1024);
+        sample.power_watts = Some(300.0);
+        sample.temperature_c = Some(55.0);
+        GpuReading { sample, job: job.map(str::to_string), history: vec![util, util, 100.0, util] }
+    };
+    let mut gpus: Vec<GpuReading> = (0..8).map(|i| reading("gpu-02", i, 2.0, Some("1001"))).collect();
+    gpus.extend((2..6).map(|i| reading("gpu-01", i, 95.0, Some("1003"))));
+    let mut broken = reading("gpu-03", 0, 0.0, None);
+    broken.sample.last_xid = Some(79);
+    broken.sample.problems = vec!["XID 79: GPU has fallen off the bus".into()];
+    gpus.push(broken);
+    gpus.sort_by(|a, b| (a.sample.node.as_str(), a.sample.index).cmp(&(b.sample.node.as_str(), b.sample.index)));
+    let used = GpuUse {
+        taken_at: at(12, 3, 0),
+        source: "nvidia-smi via srun".into(),
+        gpus,
+        jobs: vec![
+            JobGpuUse {
+                job: "1001".into(),
+                gpus: 8,
+                mean_utilisation: Some(2.0),
+                below_since: Some(at(11, 30, 0)),
+                idle: true,
+            },
+            JobGpuUse { job: "1003".into(), gpus: 4, mean_utilisation: Some(95.0), below_since: None, idle: false },
+        ],
+        notes: vec![],
+    };
+    let mut fleet = (*fleet_state(false)).clone();
+    fleet.clusters[0].gpu_use = Some(Arc::new(used));
+    fleet.version += 1;
+    let mut app = new_app(false);
+    app.update(Msg::Fleet(Arc::new(fleet)));
+    app
+}
+
+#[test]
+fn telemetry_shows_idle_allocated_gpus_everywhere() {
+    let mut app = telemetry_app();
+    let overview = render(&mut app, 160, 48);
+    assert!(
+        overview.contains("telemetry (nvidia-smi via srun): 13 GPUs read")
+            && overview.contains("8 GPUs idle-allocated: 1 job"),
+        "{overview}"
+    );
+
+    // The jobs table's GPU% column: idle flagged, busy as a figure; `:idle` keeps the one.
+    keys(&mut app, "2");
+    let jobs = render(&mut app, 160, 48);
+    let row =
+        |screen: &str, id: &str| screen.lines().find(|l| l.contains(&format!(" {id} "))).unwrap_or("").to_string();
+    assert!(jobs.contains("GPU%"), "{jobs}");
+    assert!(row(&jobs, "1001").contains("idle(2%)"), "{}", row(&jobs, "1001"));
+    assert!(row(&jobs, "1003").contains("95%"), "{}", row(&jobs, "1003"));
+    keys(&mut app, ":idle");
+    key(&mut app, KeyCode::Enter);
+    let idle = render(&mut app, 160, 48);
+    assert!(idle.contains("idle GPUs only") && idle.contains(" 1001 ") && !idle.contains(" 1003 "), "{idle}");
+}
+
+#[test]
+fn the_gpu_map_marks_idle_cells_and_names_the_selected_gpus_figures() {
+    let mut app = telemetry_app();
+    keys(&mut app, "4");
+    let screen = render(&mut app, 160, 48);
+    assert!(screen.contains("▣ 8 idle-allocated"), "{screen}");
+    let line = |screen: &str, node: &str| screen.lines().find(|l| l.contains(node)).unwrap_or("").to_string();
+    assert_eq!(line(&screen, "gpu-02").matches('▣').count(), 8, "{}", line(&screen, "gpu-02"));
+    assert_eq!(line(&screen, "gpu-01").matches('▣').count(), 0, "busy GPUs are not idle");
+    // The cursor starts on gpu-01, GPU 0 (unmeasured); GPU 2 is job 1003's.
+    key(&mut app, KeyCode::Right);
+    key(&mut app, KeyCode::Right);
+    let screen = render(&mut app, 160, 48);
+    assert!(
+        screen.contains("gpu-01 · GPU 2") && screen.contains("util 95% ") && screen.contains("mem 40.0/80.0 GiB"),
+        "{screen}"
+    );
+    assert!(screen.contains("▃▃█▃") || screen.contains("█"), "the history as a sparkline:\n{screen}");
+}
+
+#[test]
+fn a_gpu_problem_from_telemetry_is_a_problem_node_with_its_evidence() {
+    let mut app = telemetry_app();
+    keys(&mut app, "3p");
+    let screen = render(&mut app, 160, 48);
+    let row = screen.lines().find(|l| l.contains("gpu-03")).unwrap_or_else(|| panic!("gpu-03 kept:\n{screen}"));
+    assert!(row.contains("GPU 0: XID 79: GPU has fallen off the bus"), "{row}");
+    assert!(!screen.contains("gpu-02"), "a healthy node is filtered out:\n{screen}");
+    // The overview counts it with the drained and the down node; without telemetry it does not.
+    let overview = render(&mut telemetry_app(), 160, 48);
+    assert!(overview.contains("3 need attention"), "{overview}");
+    let overview = render(&mut new_app(false), 160, 48);
+    assert!(overview.contains("2 need attention"), "{overview}");
+}
+
+#[test]
+fn job_detail_shows_each_gpu_with_its_last_minutes() {
+    let mut app = telemetry_app();
+    keys(&mut app, "2");
+    key(&mut app, KeyCode::Enter);
+    let screen = render(&mut app, 160, 48);
+    assert!(screen.contains("GPUs · nvidia-smi via srun") && screen.contains("IDLE"), "{screen}");
+    assert!(screen.contains("gpu-02 GPU 0") && screen.contains("gpu-02 GPU 7"), "{screen}");
+    assert!(!screen.contains("more GPUs"), "eight fit:\n{screen}");
+    assert!(screen.contains("util 2% ▁▁█▁"), "the sparkline:\n{screen}");
+}

@@ -103,6 +103,9 @@ slots! {
     GpuAllocated => "gpu_allocated";
     GpuFree => "gpu_free";
     GpuUnavailable => "gpu_unavailable";
+    GpuBusy => "gpu_busy";
+    GpuLow => "gpu_low";
+    GpuIdle => "gpu_idle";
     BarLow => "bar_low";
     BarMid => "bar_mid";
     BarHigh => "bar_high";

@@ -13,7 +13,7 @@ use nucleo::Utf32String;
 use crate::columns::{JobColumn, JobContext, NodeColumn};
 use crate::fleet::FleetState;
 use crate::model::gpu_totals::{GpuTotals, gpu_totals};
-use crate::model::{Health, Job, JobGpuUse, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
+use crate::model::{GpuReading, GpuUse, Health, Job, JobGpuUse, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
 use crate::tui::widgets::text;
 
 /// The GPU map's cells per node at most.
@@ -248,6 +248,18 @@ impl Data {
                 widen_node_columns(&mut node_widths, node);
                 hay.clear();
                 node_haystack(&mut hay, node);
+                // GPU trouble telemetry found is shown in the reason cell and found by `/xid`.
+                let readings = gpu_use.map_or(&[][..], |u| u.node(&node.name));
+                let mut evidence = 0;
+                for r in readings {
+                    for p in &r.sample.problems {
+                        hay.push(' ');
+                        hay.push_str(p);
+                        evidence += text::width(p) + 10;
+                    }
+                }
+                let reason = &mut node_widths[NodeColumn::Reason as usize];
+                *reason = (*reason).max(text::width(&NodeColumn::Reason.cell(node)) + evidence);
                 node_index
                     .insert(NodeRef { cluster: node.cluster.clone(), name: node.name.clone() }, nodes.len() as u32);
                 nodes.push(NodeRow { snap: snap as u16, index: index as u32, hay: Utf32String::from(hay.as_str()) });
@@ -292,6 +304,43 @@ impl Data {
         let r = &self.jobs[row as usize];
         let cluster = self.snaps.get(r.snap as usize)?.0;
         self.fleet.clusters.get(cluster)?.gpu_use.as_ref()?.job(&self.job(row).job_ref.id)
+    }
+
+    /// The telemetry of the cluster holding snapshot `snap`, when it has one.
+    pub fn cluster_gpu_use(&self, snap: u16) -> Option<&GpuUse> {
+        let cluster = self.snaps.get(snap as usize)?.0;
+        self.fleet.clusters.get(cluster)?.gpu_use.as_deref()
+    }
+
+    /// The measured GPUs of the node at `row`, in device order (empty without telemetry).
+    pub fn node_readings(&self, row: u32) -> &[GpuReading] {
+        let snap = self.nodes[row as usize].snap;
+        self.cluster_gpu_use(snap).map_or(&[], |u| u.node(&self.node(row).name))
+    }
+
+    /// The last reading of device `index` of the node at `row`, with the use of the job it
+    /// serves.
+    pub fn gpu_reading(&self, row: u32, index: usize) -> Option<(&GpuReading, Option<&JobGpuUse>)> {
+        let reading = self.node_readings(row).iter().find(|r| r.sample.index as usize == index)?;
+        let used = self.cluster_gpu_use(self.nodes[row as usize].snap);
+        Some((reading, reading.job.as_deref().and_then(|id| used?.job(id))))
+    }
+
+    /// What telemetry says is wrong with the node's GPUs (`GPU 3: XID 79: fell off the
+    /// bus`): the evidence the problem filter shows.
+    pub fn gpu_problems(&self, row: u32) -> Vec<String> {
+        let mut out = Vec::new();
+        for r in self.node_readings(row) {
+            for p in &r.sample.problems {
+                out.push(format!("GPU {}: {p}", r.sample.index));
+            }
+        }
+        out
+    }
+
+    /// A node the problem filters keep: out of service, or with a GPU telemetry calls unhealthy.
+    pub fn is_problem(&self, row: u32) -> bool {
+        is_problem_node(self.node(row)) || self.node_readings(row).iter().any(|r| !r.sample.problems.is_empty())
     }
 
     /// The job at `row` with what its cells need.
@@ -432,10 +481,13 @@ impl Data {
             .collect();
         for (cluster, snap) in &self.snaps {
             let sum = &mut out[*cluster];
+            let used = self.fleet.clusters[*cluster].gpu_use.as_deref();
+            let gpu_trouble =
+                |node: &Node| used.is_some_and(|u| u.node(&node.name).iter().any(|r| !r.sample.problems.is_empty()));
             for node in &snap.nodes {
                 sum.nodes_total += 1;
                 *sum.nodes_by_state.entry(node.state).or_default() += 1;
-                sum.problem_nodes += u32::from(is_problem_node(node));
+                sum.problem_nodes += u32::from(is_problem_node(node) || gpu_trouble(node));
                 for g in &node.gpus {
                     sum.unhealthy_gpus += u64::from(g.unhealthy);
                 }

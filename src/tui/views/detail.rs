@@ -8,7 +8,7 @@ use ratatui::widgets::Paragraph;
 
 use super::{block, put};
 use crate::columns::jobs::elapsed_secs;
-use crate::model::Job;
+use crate::model::{GpuReading, Job};
 use crate::tui::app::log::SKIP_MARK;
 use crate::tui::app::{App, Detail};
 use crate::tui::theme::Slot;
@@ -103,7 +103,12 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let cols = ((area.width.saturating_sub(2)) / 38).clamp(1, 3) as usize;
     let rows = fields.len().div_ceil(cols);
     let fields_h = (rows as u16 + 2).min(area.height * 3 / 5).max(3);
-    let [top, bottom] = Layout::vertical([Constraint::Length(fields_h), Constraint::Min(3)]).areas(area);
+    let readings = job_readings(app, d);
+    // The job's GPUs, one line each, when telemetry measured them: at most 8 lines, the
+    // rest counted.
+    let gpus_h = if readings.is_empty() { 0 } else { readings.len().min(MAX_GPU_LINES) as u16 + 2 };
+    let [top, gpus, bottom] =
+        Layout::vertical([Constraint::Length(fields_h), Constraint::Length(gpus_h), Constraint::Min(3)]).areas(area);
 
     let mut title = format!(" {} · {} ", d.job, text::truncate(&d.last.name, 40));
     if d.gone {
@@ -127,7 +132,68 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         let style = if *label == "state" { theme.job_state(d.last.state) } else { theme.style(Slot::Base) };
         put(buf, x + label_w + 1, y, vw, value, style);
     }
+    if !readings.is_empty() {
+        render_gpus(app, &readings, frame, gpus);
+    }
     render_log(app, d, frame, bottom);
+}
+
+const MAX_GPU_LINES: usize = 8;
+
+/// The measured GPUs serving the job, in node and device order.
+fn job_readings<'a>(app: &'a App, d: &Detail) -> Vec<&'a GpuReading> {
+    let cluster = app.data.fleet.clusters.iter().find(|c| c.name == d.job.cluster);
+    let Some(used) = cluster.and_then(|c| c.gpu_use.as_deref()) else { return Vec::new() };
+    used.gpus.iter().filter(|r| r.job.as_deref() == Some(d.job.id.as_str())).collect()
+}
+
+/// `h100-01 GPU 0  util 87% ▂▅▇█ · mem 70.1/79.6 GiB · 650 W · 64 °C`, with the last 15
+/// minutes of utilisation as a sparkline.
+fn render_gpus(app: &App, readings: &[&GpuReading], frame: &mut Frame, area: Rect) {
+    let theme = app.theme();
+    let cluster = app.detail().map(|d| d.job.cluster.as_str()).unwrap_or_default();
+    let used = app.data.fleet.clusters.iter().find(|c| c.name == cluster).and_then(|c| c.gpu_use.as_deref());
+    let mut title = format!(" GPUs · {}", used.map_or("", |u| u.source.as_str()));
+    if let Some(u) = used {
+        title.push_str(&format!(" · {} ago", text::age((app.now() - u.taken_at).num_seconds().max(0))));
+    }
+    if let Some(j) = app.detail().and_then(|d| used.and_then(|u| u.job(&d.job.id))) {
+        if let Some(m) = j.mean_utilisation {
+            title.push_str(&format!(" · mean {m:.0}%"));
+        }
+        if j.idle {
+            title.push_str(" · IDLE");
+        }
+    }
+    title.push(' ');
+    let b = block(app, text::clean(&title).into_owned(), false);
+    let inner = b.inner(area);
+    frame.render_widget(b, area);
+    let spark = (inner.width as usize / 3).clamp(8, 90);
+    let mut lines: Vec<Line> = readings
+        .iter()
+        .take(MAX_GPU_LINES - usize::from(readings.len() > MAX_GPU_LINES))
+        .map(|r| {
+            let label = format!("{} GPU {:<2} ", r.sample.node, r.sample.index);
+            let mut t = super::gpus::reading_text(r, spark);
+            for p in &r.sample.problems {
+                t.push_str(&format!(" · {p}"));
+            }
+            let style = if r.sample.problems.is_empty() { theme.style(Slot::Base) } else { theme.style(Slot::Error) };
+            Line::from(vec![
+                Span::styled(text::clean(&label).into_owned(), theme.style(Slot::Dim)),
+                Span::styled(t, style),
+            ])
+        })
+        .collect();
+    if readings.len() > MAX_GPU_LINES {
+        lines.push(Line::styled(
+            format!("… {} more GPUs", readings.len() - (MAX_GPU_LINES - 1)),
+            theme.style(Slot::Dim),
+        ));
+    }
+    let lines: Vec<Line> = lines.into_iter().map(|l| super::overview::cut_line(l, inner.width as usize)).collect();
+    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 fn render_log(app: &App, d: &Detail, frame: &mut Frame, area: Rect) {

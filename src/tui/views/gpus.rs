@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{block, put, put_spans};
+use crate::model::{GpuReading, JobGpuUse};
 use crate::tui::app::App;
 use crate::tui::app::data::Cell;
 use crate::tui::theme::Slot;
@@ -17,6 +18,64 @@ use crate::tui::widgets::text;
 pub const ALLOCATED: char = '■';
 pub const FREE: char = '□';
 pub const UNAVAILABLE: char = '×';
+/// An allocated GPU whose job telemetry flags idle: the cell operators hunt for.
+pub const IDLE_ALLOCATED: char = '▣';
+
+/// Utilisation at or above which a measured cell is drawn busy, and under which low.
+const BUSY_PERCENT: f32 = 70.0;
+const LOW_PERCENT: f32 = 30.0;
+
+/// A cell's symbol and colour: the scheduler's view, refined by telemetry where it measured
+/// the GPU (busy, low, idle-allocated, or a device problem).
+pub fn cell_look(cell: Cell, reading: Option<(&GpuReading, Option<&JobGpuUse>)>) -> (char, Slot) {
+    let base = match cell {
+        Cell::Allocated(_) => (ALLOCATED, Slot::GpuAllocated),
+        Cell::Free => (FREE, Slot::GpuFree),
+        Cell::Unavailable => (UNAVAILABLE, Slot::GpuUnavailable),
+    };
+    let Some((reading, used)) = reading else { return base };
+    if !reading.sample.problems.is_empty() {
+        return (base.0, Slot::Error);
+    }
+    match (cell, reading.sample.utilisation) {
+        (Cell::Allocated(_), _) if used.is_some_and(|u| u.idle) => (IDLE_ALLOCATED, Slot::GpuIdle),
+        (Cell::Allocated(_), Some(u)) if u >= BUSY_PERCENT => (ALLOCATED, Slot::GpuBusy),
+        (Cell::Allocated(_), Some(u)) if u < LOW_PERCENT => (ALLOCATED, Slot::GpuLow),
+        _ => base,
+    }
+}
+
+/// `util 87% ▂▅▇█ · mem 70.1/79.6 GiB · 650 W · 64 °C · XID 79`: one measured GPU.
+pub fn reading_text(reading: &GpuReading, spark_width: usize) -> String {
+    let s = &reading.sample;
+    let mut parts = Vec::new();
+    match s.utilisation {
+        Some(u) => {
+            let spark = text::sparkline(&reading.history, spark_width);
+            parts.push(if spark.is_empty() { format!("util {u:.0}%") } else { format!("util {u:.0}% {spark}") });
+        }
+        None => parts.push("util ?".to_string()),
+    }
+    let gib = |mb: u64| mb as f64 / 1024.0;
+    match (s.memory_used_mb, s.memory_total_mb) {
+        (Some(u), Some(t)) => parts.push(format!("mem {:.1}/{:.1} GiB", gib(u), gib(t))),
+        (Some(u), None) => parts.push(format!("mem {:.1} GiB", gib(u))),
+        _ => {}
+    }
+    if let Some(w) = s.power_watts {
+        parts.push(format!("{w:.0} W"));
+    }
+    if let Some(t) = s.temperature_c {
+        parts.push(format!("{t:.0} °C"));
+    }
+    if let Some(x) = s.last_xid.filter(|x| *x != 0) {
+        parts.push(format!("XID {x}"));
+    }
+    if !s.processes.is_empty() {
+        parts.push(format!("{} processes", s.processes.len()));
+    }
+    parts.join(" · ")
+}
 
 enum MapLine {
     /// Cluster heading: snapshot index.
@@ -45,7 +104,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     if inner.height < 3 {
         return;
     }
-    let [map, info] = Layout::vertical([Constraint::Min(1), Constraint::Length(2)]).areas(inner);
+    let [map, info] = Layout::vertical([Constraint::Min(1), Constraint::Length(3)]).areas(inner);
 
     // Headings interleaved with node lines: indices only; only visible lines are formatted.
     let data = &app.data;
@@ -90,6 +149,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
                     f += g.count(Cell::Free);
                     u += g.count(Cell::Unavailable);
                 }
+                let idle = data.cluster_gpu_use(*snap).map_or(0, |used| used.idle().1);
                 let stale = match &data.fleet.clusters[*ci].health {
                     crate::model::Health::Stale { since, .. } => {
                         format!("STALE {} ", text::age((app.now() - *since).num_seconds()))
@@ -105,6 +165,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
                         Span::styled(format!("{ALLOCATED} {a} allocated  "), theme.style(Slot::GpuAllocated)),
                         Span::styled(format!("{FREE} {f} free  "), theme.style(Slot::GpuFree)),
                         Span::styled(format!("{UNAVAILABLE} {u} unavailable"), theme.style(Slot::GpuUnavailable)),
+                        Span::styled(
+                            if idle > 0 { format!("  {IDLE_ALLOCATED} {idle} idle-allocated") } else { String::new() },
+                            theme.style(Slot::GpuIdle),
+                        ),
                     ],
                 );
             }
@@ -122,11 +186,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
                 let fits = if step == 1 { room } else { room / 2 };
                 let shown = if g.cells.len() > fits { fits.saturating_sub(4) } else { g.cells.len() };
                 for (k, cell) in g.cells.iter().take(shown).enumerate() {
-                    let (sym, slot) = match cell {
-                        Cell::Allocated(_) => (ALLOCATED, Slot::GpuAllocated),
-                        Cell::Free => (FREE, Slot::GpuFree),
-                        Cell::Unavailable => (UNAVAILABLE, Slot::GpuUnavailable),
-                    };
+                    let (sym, slot) = cell_look(*cell, data.gpu_reading(g.node, k));
                     let mut style = theme.style(slot);
                     if selected && k == list.cell {
                         style = style.add_modifier(Modifier::REVERSED);
@@ -179,13 +239,28 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
                     }
                 }
             };
-            vec![
-                Line::from(vec![Span::styled(head, theme.style(Slot::Title)), Span::raw(what)]),
-                Line::styled(
-                    n.reason.as_deref().map(|r| format!("reason: {r}")).unwrap_or_default(),
-                    theme.style(Slot::Dim),
-                ),
-            ]
+            let measured = match data.gpu_reading(g.node, index) {
+                Some((reading, _)) => {
+                    let mut t = reading_text(reading, 30);
+                    for p in &reading.sample.problems {
+                        t.push_str(&format!(" · {p}"));
+                    }
+                    Line::styled(
+                        t,
+                        theme.style(if reading.sample.problems.is_empty() { Slot::Base } else { Slot::Error }),
+                    )
+                }
+                None => Line::default(),
+            };
+            let mut lines = vec![Line::from(vec![Span::styled(head, theme.style(Slot::Title)), Span::raw(what)])];
+            if !measured.spans.is_empty() {
+                lines.push(measured);
+            }
+            lines.push(Line::styled(
+                n.reason.as_deref().map(|r| format!("reason: {r}")).unwrap_or_default(),
+                theme.style(Slot::Dim),
+            ));
+            lines
         }
     };
     let info_lines: Vec<Line> =

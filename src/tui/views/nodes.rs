@@ -53,7 +53,14 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         .map(|(i, &row)| {
             let node = app.data.node(row);
             let bad = node.gpus_unhealthy();
-            let cells: Vec<Cow<str>> = NodeColumn::COCKPIT.iter().map(|c| c.cell(node)).collect();
+            let mut cells: Vec<Cow<str>> = NodeColumn::COCKPIT.iter().map(|c| c.cell(node)).collect();
+            // What telemetry says of the node's GPUs is evidence beside the scheduler's reason.
+            let gpu_problems = app.data.gpu_problems(row);
+            if !gpu_problems.is_empty() {
+                let reason = &mut cells[NodeColumn::Reason as usize];
+                let evidence = gpu_problems.join(" · ");
+                *reason = Cow::Owned(if reason.is_empty() { evidence } else { format!("{reason} · {evidence}") });
+            }
             let is_cursor = offset + i == list.cursor.pos;
             let marked = list.marked.iter().any(|r| r.cluster == node.cluster && r.name == node.name);
             let style = if is_cursor {
@@ -68,6 +75,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
                 cell_styles[NodeColumn::State as usize] = Some(theme.node_state(node.state));
                 if bad > 0 {
                     cell_styles[NodeColumn::Unhealthy as usize] = Some(theme.style(Slot::Error));
+                }
+                if !gpu_problems.is_empty() {
+                    cell_styles[NodeColumn::Reason as usize] = Some(theme.style(Slot::Error));
                 }
                 let pct = |used: u64, total: u64| (used * 100).checked_div(total).unwrap_or(0);
                 let bar = |p: u64| {

@@ -116,6 +116,20 @@ pub fn age(secs: i64) -> String {
 }
 
 /// Thousands separated with `,` (`100,000`).
+/// Percentages (0–100) as one block character each, oldest first; the newest `width` are
+/// kept when there are more.
+pub fn sparkline(values: &[f32], width: usize) -> String {
+    const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let skip = values.len().saturating_sub(width);
+    values[skip..]
+        .iter()
+        .map(|v| {
+            let v = if v.is_finite() { v.clamp(0.0, 100.0) } else { 0.0 };
+            BLOCKS[((v / 100.0) * 7.0).round() as usize]
+        })
+        .collect()
+}
+
 pub fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
@@ -131,6 +145,15 @@ pub fn thousands(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sparklines_scale_percentages_and_keep_the_newest() {
+        assert_eq!(sparkline(&[0.0, 50.0, 100.0], 10), "▁▅█");
+        assert_eq!(sparkline(&[0.0, 50.0, 100.0], 2), "▅█");
+        // Out of range and NaN figures stay on the scale.
+        assert_eq!(sparkline(&[-5.0, 250.0, f32::NAN], 3), "▁█▁");
+        assert_eq!(sparkline(&[], 4), "");
+    }
 
     #[test]
     fn truncation_keeps_width() {

@@ -3,7 +3,7 @@
 use super::{ClusterKeep, Cursor, node_ref};
 use crate::columns::natural_cmp;
 use crate::model::NodeRef;
-use crate::tui::app::data::{Cell as GpuCell, Data, is_problem_node};
+use crate::tui::app::data::{Cell as GpuCell, Data};
 
 /// Sort keys of the GPU map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,9 +60,7 @@ impl GpuList {
             .filter(|&i| {
                 let g = &data.gpu_nodes[i as usize];
                 cluster.keeps(data.nodes[g.node as usize].snap)
-                    && (!self.problems_only
-                        || is_problem_node(data.node(g.node))
-                        || g.cells.contains(&GpuCell::Unavailable))
+                    && (!self.problems_only || data.is_problem(g.node) || g.cells.contains(&GpuCell::Unavailable))
             })
             .collect();
         let count = |i: u32, want: GpuCell| data.gpu_nodes[i as usize].count(want);

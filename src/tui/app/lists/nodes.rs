@@ -8,7 +8,7 @@ use super::filter::{Fuzzy, filter_rows};
 use super::{ClusterKeep, Cursor, node_ref};
 use crate::columns::NodeColumn;
 use crate::model::NodeRef;
-use crate::tui::app::data::{Data, is_problem_node};
+use crate::tui::app::data::Data;
 
 /// The nodes table's state.
 pub struct NodeList {
@@ -54,7 +54,7 @@ impl NodeList {
         self.cursor.visible = filter_rows(&source, matchers, fuzzy.is_some(), |row, matcher| {
             let r = &data.nodes[row as usize];
             cluster.keeps(r.snap)
-                && (!problems || is_problem_node(data.node(row)))
+                && (!problems || data.is_problem(row))
                 && fuzzy.as_ref().is_none_or(|f| f.matches(&r.hay, matcher))
         });
         if !narrow {
