@@ -18,6 +18,7 @@ use crate::model::{Action, Health, Job, JobAction, JobGpuUse, JobRef, JobState, 
 use crate::output;
 
 mod advise;
+pub mod init;
 mod logs;
 mod migrate;
 mod spec;
@@ -192,6 +193,34 @@ pub enum Command {
     },
     /// Check every configured cluster: connection, release, JSON support, cost per refresh.
     Doctor,
+    /// Write a commented config from what this machine finds: local Slurm, kubeconfig
+    /// contexts, dstack and SkyPilot servers, and Slurm login nodes given with --probe.
+    Init {
+        /// An ssh destination (a ~/.ssh/config alias works) to check for Slurm; repeatable.
+        #[arg(long = "probe", value_name = "HOST")]
+        probe: Vec<String>,
+        /// The ssh user for the probed hosts.
+        #[arg(long)]
+        user: Option<String>,
+        /// The ssh port for the probed hosts.
+        #[arg(long)]
+        port: Option<u16>,
+        /// The ssh key for the probed hosts.
+        #[arg(long)]
+        identity_file: Option<PathBuf>,
+        /// A known_hosts file of their own for the probed hosts.
+        #[arg(long)]
+        known_hosts_file: Option<PathBuf>,
+        /// The ssh client config whose hosts are listed (default ~/.ssh/config).
+        #[arg(long)]
+        ssh_config: Option<PathBuf>,
+        /// Print the config instead of writing it.
+        #[arg(long)]
+        print: bool,
+        /// Replace an existing config (the old one is kept as config.toml.bak).
+        #[arg(long)]
+        force: bool,
+    },
     /// Serve the configured clusters to every cockpit and script over gRPC: one poller per
     /// cluster for a whole team, every action audited here under the caller's name.
     Serve {
@@ -244,6 +273,17 @@ pub enum SpecCommand {
 pub struct Failure(pub String);
 
 pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    // `init` writes the config, so it must not need one that loads.
+    if let Some(Command::Init { probe, user, port, identity_file, known_hosts_file, ssh_config, print, force }) =
+        cli.command
+    {
+        for host in probe.iter().chain(user.iter()) {
+            crate::backend::slurm::config::check_ssh_destination(host)
+                .map_err(|why| Failure(format!("--probe/--user {host:?}: {why}")))?;
+        }
+        let probe = init::Probe { hosts: probe, user, port, identity_file, known_hosts_file };
+        return init::init(init::InitRequest { path: cli.config, print, force, probe, ssh_config }).await;
+    }
     let mut config = Config::load(cli.config.as_deref(), &Registry::builtin()).map_err(|e| Failure(e.to_string()))?;
     if let Some(url) = &cli.hub {
         // The hub's clusters instead of the configured ones; the theme and keymap stay.
@@ -310,6 +350,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             serve(&config, read_only, ServeRequest { listen, tokens, tls_cert, tls_key, health_listen }).await
         }
         Some(Command::Audit { since, output }) => audit(since.as_deref(), output),
+        Some(Command::Init { .. }) => unreachable!("init runs before the config is read"),
     }
 }
 

@@ -271,6 +271,11 @@ struct Raw {
     nvidia_smi: Option<Spanned<String>>,
 }
 
+/// An ssh destination or user name as the `host` and `user` keys accept it.
+pub fn check_ssh_destination(value: &str) -> Result<(), String> {
+    check_ssh_word(value)
+}
+
 /// Host and user names go to ssh as separate arguments: refuse empty ones, whitespace and
 /// control characters, and a leading `-` (ssh would read it as an option).
 fn check_ssh_word(value: &str) -> Result<(), String> {
