@@ -16,7 +16,9 @@ use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
 use flightdeck::hub::listen::ListenAddr;
 use flightdeck::hub::wire::pb;
 use flightdeck::hub::{ServeOptions, auth::sha256_hex};
-use flightdeck::model::{Dialect, Health, Job, JobRef, JobState, LogHandle, Native, Snapshot};
+use flightdeck::model::{
+    Dialect, GpuOwner, GpuSample, Health, Job, JobRef, JobState, LogHandle, Native, Snapshot, Telemetry,
+};
 use flightdeck::spec::{Imported, JobSpec};
 use prost::Message;
 use tokio::sync::oneshot;
@@ -112,6 +114,18 @@ impl Backend for Toy {
     async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
         Ok(Diagnosis { transport: "toy".into(), ..Diagnosis::default() })
     }
+    /// Job 1's GPU idle, job 2's busy; a reading's time moves on.
+    async fn telemetry(&self, _snapshot: &Snapshot) -> Result<Option<Telemetry>, BackendError> {
+        let mut gpus = Vec::new();
+        for (index, job, util) in [(0, "1", 1.0), (1, "2", 90.0)] {
+            let mut g = GpuSample::new("n1", index);
+            g.utilisation = Some(util + (chrono::Utc::now().timestamp_subsec_millis() % 3) as f32);
+            g.owner = Some(GpuOwner::Job(job.into()));
+            g.memory_total_mb = Some(81_559);
+            gpus.push(g);
+        }
+        Ok(Some(Telemetry { taken_at: chrono::Utc::now(), source: "toy-smi".into(), gpus, notes: vec![] }))
+    }
     async fn read_log(&self, log: &LogHandle, _from: Option<u64>, _max: u64) -> Result<LogChunk, BackendError> {
         // The owner arriving here proves the hub used its own handle, not the client's text.
         Ok(LogChunk { data: format!("{} owned by {:?}", log.as_str(), log.owner()), offset: 10, dropped: 0 })
@@ -122,6 +136,7 @@ impl Backend for Toy {
 struct Hub {
     addr: SocketAddr,
     audit: AuditLog,
+    fleet: Arc<Fleet>,
     stop: Option<oneshot::Sender<()>>,
     done: Option<tokio::task::JoinHandle<Result<(), String>>>,
     dir: tempfile::TempDir,
@@ -143,17 +158,34 @@ fn tokens_file(dir: &std::path::Path) -> std::path::PathBuf {
 
 impl Hub {
     async fn start(toy: &Arc<Toy>, addr: SocketAddr) -> Hub {
+        Hub::start_with(toy, addr, None).await
+    }
+
+    /// A hub whose fleet also reads the toy's GPUs every `telemetry` (and flags a job idle
+    /// as soon as it is under 5%).
+    async fn start_with(toy: &Arc<Toy>, addr: SocketAddr, telemetry: Option<Duration>) -> Hub {
         let dir = tempfile::tempdir().unwrap();
         let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
-        let fleet = Fleet::start(
-            vec![Member {
-                backend: toy.clone(),
-                kind: "slurm".into(),
-                refresh: Duration::from_millis(20),
-                timeout: Duration::from_secs(2),
-            }],
-            FleetOptions { read_only: false, poll: true, audit: Some(audit.clone()), actor: "hub@test".into() },
-        );
+        let members = vec![Member {
+            backend: toy.clone(),
+            kind: "slurm".into(),
+            refresh: Duration::from_millis(20),
+            timeout: Duration::from_secs(2),
+        }];
+        let opts = FleetOptions { read_only: false, poll: true, audit: Some(audit.clone()), actor: "hub@test".into() };
+        let fleet = match telemetry {
+            None => Fleet::start(members, opts),
+            Some(every) => Fleet::start_with_telemetry(
+                members,
+                opts,
+                flightdeck::fleet::TelemetryOptions {
+                    idle: flightdeck::config::IdleRule { below_percent: 5.0, window: Duration::ZERO },
+                    sources: Default::default(),
+                    every: [(toy.name.to_string(), every)].into_iter().collect(),
+                },
+            ),
+        };
+        let fleet = Arc::new(fleet);
         fleet.wait_for(Duration::from_secs(5), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
         let opts = ServeOptions {
             listen: ListenAddr::Tcp(addr),
@@ -162,7 +194,7 @@ impl Hub {
             tokens: Some(tokens_file(dir.path())),
         };
         let (stop, stopped) = oneshot::channel::<()>();
-        let done = tokio::spawn(flightdeck::hub::serve(Arc::new(fleet), opts, async move {
+        let done = tokio::spawn(flightdeck::hub::serve(fleet.clone(), opts, async move {
             let _ = stopped.await;
         }));
         // Until it answers.
@@ -172,7 +204,7 @@ impl Hub {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        Hub { addr, audit, stop: Some(stop), done: Some(done), dir }
+        Hub { addr, audit, fleet, stop: Some(stop), done: Some(done), dir }
     }
 
     fn url(&self) -> String {
@@ -585,4 +617,68 @@ async fn a_large_cluster_arrives_in_chunks_and_is_shown_only_whole() {
     let fleet = hub.client_fleet(true, None).await;
     let state = fleet.wait_for(Duration::from_secs(10), |s| s.clusters[0].snapshot.is_some()).await;
     assert_eq!(state.clusters[0].snapshot.as_ref().unwrap().jobs.len(), 1000);
+}
+
+#[tokio::test]
+async fn gpu_telemetry_joined_in_the_hub_reaches_its_clients_with_idle_flags_and_histories() {
+    let toy = Toy::new("hpc", 3);
+    for job in toy.jobs.lock().unwrap().iter_mut() {
+        job.gpus_allocated = 1;
+    }
+    let hub = Hub::start_with(&toy, free_port(), Some(Duration::from_millis(50))).await;
+    let hub_use = |min: usize| {
+        let fleet = hub.fleet.clone();
+        async move {
+            let s = fleet
+                .wait_for(Duration::from_secs(10), |s| {
+                    s.clusters[0].gpu_use.as_ref().is_some_and(|u| u.gpus.iter().all(|g| g.history.len() >= min))
+                })
+                .await;
+            s.clusters[0].gpu_use.clone().expect("the hub reads the toy's GPUs")
+        }
+    };
+    // A client that connects once the hub has several readings gets their history at once.
+    let before = hub_use(4).await;
+    let fleet = hub.client_fleet(false, None).await;
+    let state =
+        fleet.wait_for(Duration::from_secs(10), |s| s.clusters.first().is_some_and(|c| c.gpu_use.is_some())).await;
+    let first = state.clusters[0].gpu_use.clone().expect("telemetry through the hub");
+    assert!(first.gpus.iter().all(|g| g.history.len() >= before.gpus[0].history.len()), "{first:?}");
+    assert!(state.clusters[0].telemetry_tried);
+    assert_eq!(first.source, "toy-smi");
+    let idle = first.job("1").expect("job 1 measured");
+    assert!(idle.idle && idle.below_since.is_some(), "idle as the hub decided: {idle:?}");
+    assert!(!first.job("2").unwrap().idle);
+    assert_eq!(first.gpus[0].job.as_deref(), Some("1"));
+
+    // Later readings arrive as deltas (the newest point per GPU) and the client's picture,
+    // histories included, is the hub's at the same reading.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut rx = hub.fleet.subscribe();
+    let record = seen.clone();
+    let watcher = tokio::spawn(async move {
+        loop {
+            if let Some(u) = rx.borrow_and_update().clusters[0].gpu_use.clone() {
+                record.lock().unwrap().push(u);
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    });
+    let later = hub_use(10).await;
+    let mine = fleet
+        .wait_for(Duration::from_secs(10), |s| {
+            s.clusters[0].gpu_use.as_ref().is_some_and(|u| u.taken_at >= later.taken_at)
+        })
+        .await;
+    let mine = mine.clusters[0].gpu_use.clone().unwrap();
+    let hubs = seen.lock().unwrap().iter().find(|u| u.taken_at == mine.taken_at).cloned();
+    watcher.abort();
+    assert_eq!(
+        mine,
+        hubs.expect("the hub published the reading the client holds"),
+        "the client's telemetry is the hub's"
+    );
+    assert!(mine.gpus[0].history.len() >= 10, "{:?}", mine.gpus[0].history);
 }

@@ -443,6 +443,80 @@ fn snapshot_across(s: &Snapshot, bytes: bool) -> Snapshot {
     )
 }
 
+/// Figures as sources report them: finite, sometimes missing.
+fn figure() -> impl Strategy<Value = Option<f32>> {
+    proptest::option::of(0.0f32..1000.0)
+}
+
+fn gpu_reading() -> impl Strategy<Value = flightdeck::model::GpuReading> {
+    use flightdeck::model::{GpuOwner, GpuProcess, GpuReading, GpuSample};
+    let owner = prop_oneof![
+        Just(None),
+        text().prop_map(|id| Some(GpuOwner::Job(id))),
+        (text(), text()).prop_map(|(namespace, name)| Some(GpuOwner::Pod { namespace, name })),
+    ];
+    let process = (any::<u32>(), proptest::option::of(text()), text(), proptest::option::of(any::<u64>()))
+        .prop_map(|(pid, user, command, memory_mb)| GpuProcess { pid, user, command, memory_mb });
+    (
+        (text(), 0u32..16, proptest::option::of(text()), proptest::option::of(text()), figure(), figure()),
+        (
+            proptest::option::of(any::<u64>()),
+            proptest::option::of(any::<u64>()),
+            figure(),
+            proptest::option::of(any::<u32>()),
+        ),
+        (proptest::collection::vec(text(), 0..3), owner, proptest::collection::vec(process, 0..3)),
+        (proptest::option::of(text()), proptest::collection::vec(0.0f32..100.0, 0..90)),
+    )
+        .prop_map(
+            |(
+                (node, index, uuid, product, utilisation, power),
+                (used, total, temperature, xid),
+                (problems, owner, processes),
+                (job, history),
+            )| {
+                let sample = GpuSample {
+                    node,
+                    index,
+                    uuid,
+                    product,
+                    utilisation,
+                    memory_used_mb: used,
+                    memory_total_mb: total,
+                    power_watts: power,
+                    temperature_c: temperature,
+                    last_xid: xid,
+                    problems,
+                    owner,
+                    processes,
+                };
+                GpuReading { sample, job, history }
+            },
+        )
+}
+
+fn gpu_use() -> impl Strategy<Value = flightdeck::model::GpuUse> {
+    use flightdeck::model::{GpuUse, JobGpuUse};
+    let job_use = (text(), count(), figure(), proptest::option::of(time()), any::<bool>()).prop_map(
+        |(job, gpus, mean_utilisation, below_since, idle)| JobGpuUse { job, gpus, mean_utilisation, below_since, idle },
+    );
+    (
+        time(),
+        text(),
+        proptest::collection::vec(gpu_reading(), 0..6),
+        proptest::collection::vec(job_use, 0..4),
+        proptest::collection::vec(text(), 0..2),
+    )
+        .prop_map(|(taken_at, source, mut gpus, mut jobs, notes)| {
+            gpus.sort_by(|a, b| {
+                (a.sample.node.as_bytes(), a.sample.index).cmp(&(b.sample.node.as_bytes(), b.sample.index))
+            });
+            gpus.dedup_by(|a, b| a.sample.node == b.sample.node && a.sample.index == b.sample.index);
+            jobs.sort_by(|a, b| a.job.cmp(&b.job));
+            GpuUse { taken_at, source, gpus, jobs, notes }
+        })
+}
+
 // ----- properties ----------------------------------------------------------------------
 
 proptest! {
@@ -456,6 +530,39 @@ proptest! {
         prop_assert_eq!(back.stdout.as_deref(), job.stdout.as_deref(), "same locator");
         prop_assert!(back.stdout.iter().chain(&back.stderr).all(|h| h.owner().is_none()));
         prop_assert_eq!(wire::job_from_pb(CLUSTER, through_bytes(&wire_job)), without_owners(&job));
+    }
+
+    #[test]
+    fn telemetry_round_trips_whole_and_as_a_newest_point_appended(
+        used in gpu_use(),
+        error in proptest::option::of(text()),
+        tried in any::<bool>(),
+    ) {
+        use std::sync::Arc;
+        let mut c = flightdeck::model::ClusterState::new(CLUSTER, "slurm");
+        c.gpu_use = Some(Arc::new(used.clone()));
+        c.telemetry_error = error.clone();
+        c.telemetry_tried = tried;
+        let whole = wire::telemetry_from_pb(None, through_bytes(&wire::telemetry_to_pb(&c, true)));
+        prop_assert_eq!(whole.gpu_use.as_deref(), Some(&used));
+        prop_assert_eq!((&whole.error, whole.tried), (&error, tried));
+        // The next reading as a delta: each GPU's held history gains the newest point.
+        let mut next = used.clone();
+        for g in &mut next.gpus {
+            g.history.push(42.0);
+        }
+        c.gpu_use = Some(Arc::new(next.clone()));
+        let delta = wire::telemetry_to_pb(&c, false);
+        prop_assert!(delta.gpus.iter().all(|g| g.history == [42.0]));
+        let applied = wire::telemetry_from_pb(whole.gpu_use.as_deref(), through_bytes(&delta)).gpu_use.unwrap();
+        for (got, want) in applied.gpus.iter().zip(&next.gpus) {
+            let keep = want.history.len().min(90);
+            prop_assert_eq!(&got.history[..], &want.history[want.history.len() - keep..]);
+            prop_assert_eq!(&got.sample, &want.sample);
+        }
+        // No telemetry at all crosses as none.
+        c.gpu_use = None;
+        prop_assert!(wire::telemetry_from_pb(Some(&used), wire::telemetry_to_pb(&c, false)).gpu_use.is_none());
     }
 
     #[test]

@@ -169,6 +169,12 @@ pub trait Backend: Send + Sync {
     fn relayed_health(&self) -> Option<Health> {
         None
     }
+    /// The same for GPU telemetry: the other fleet's reading, joined there (its idle clocks
+    /// and histories are the ones that count), shown as it is. `None`: the fleet's own
+    /// telemetry loop reads the cluster.
+    fn relayed_telemetry(&self) -> Option<crate::hub::wire::Relayed> {
+        None
+    }
     /// Requests sent to the cluster so far (commands run, HTTP calls), where the backend
     /// counts them: the hub's `/metrics` divides them by refreshes.
     fn requests_sent(&self) -> Option<u64> {

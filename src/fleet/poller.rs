@@ -94,11 +94,17 @@ impl Poller {
             };
             let index = self.index;
             let relayed = self.backend.relayed_health();
+            let telemetry = self.backend.relayed_telemetry();
             self.state.send_modify(|s| {
                 let s = Arc::make_mut(s);
                 s.record_refresh(index, result, took, Utc::now());
                 if let (Some(health), Some(cluster)) = (relayed, s.clusters.get_mut(index)) {
                     cluster.health = health;
+                }
+                if let (Some(t), Some(cluster)) = (telemetry, s.clusters.get_mut(index)) {
+                    cluster.gpu_use = t.gpu_use;
+                    cluster.telemetry_error = t.error;
+                    cluster.telemetry_tried = t.tried;
                 }
             });
             let delay = next_delay(self.interval, failures);

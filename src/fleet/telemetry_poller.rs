@@ -59,6 +59,9 @@ impl TelemetryPoller {
             let Some(snapshot) = self.snapshot().await else { return };
             let index = self.index;
             match self.read(&snapshot).await {
+                // A relay (a hub's client) shows the other fleet's telemetry: nothing to
+                // read here, and nothing of it to overwrite.
+                Ok(None) if self.backend.relayed_telemetry().is_some() => return,
                 Ok(None) => {
                     tracing::debug!(cluster = %self.backend.name(), "no GPU telemetry source");
                     self.state.send_modify(|s| {

@@ -238,6 +238,19 @@ impl Track {
         if !same_snapshot && let Some(new) = &now.snapshot {
             changed |= diff_snapshot(self.last.snapshot.as_deref(), new, &mut update);
         }
+        let same_telemetry = match (&self.last.gpu_use, &now.gpu_use) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same_telemetry
+            || now.telemetry_error != self.last.telemetry_error
+            || now.telemetry_tried != self.last.telemetry_tried
+        {
+            // A new reading goes out with each GPU's newest point; the client appends it.
+            update.telemetry = Some(wire::telemetry_to_pb(now, false));
+            changed = true;
+        }
         if !changed {
             return None;
         }
@@ -288,6 +301,7 @@ impl Track {
             health: Some(wire::health_to_pb(&c.health)),
             attempts: c.attempts,
             last_refresh_ms: c.last_refresh_ms,
+            telemetry: Some(wire::telemetry_to_pb(c, true)),
             ..Default::default()
         };
         let mut chunks = Vec::new();
@@ -326,7 +340,8 @@ impl Track {
 
 /// Jobs and nodes an update carries (what its history costs).
 fn items(update: &pb::ClusterUpdate) -> usize {
-    update.jobs.len() + update.nodes.len() + update.removed_jobs.len() + update.removed_nodes.len() + 1
+    let gpus = update.telemetry.as_ref().map_or(0, |t| t.gpus.len());
+    update.jobs.len() + update.nodes.len() + update.removed_jobs.len() + update.removed_nodes.len() + gpus + 1
 }
 
 /// Put into `update` what differs between `old` and `new`; whether anything did.

@@ -8,11 +8,13 @@
 //!
 //! * [`state`]: jobs, nodes, queues, snapshots, health and what a cluster can do;
 //! * [`calls`]: actions and their outcomes, specs, logs, previews, diagnoses, estimates;
-//! * [`status`]: `BackendError` ↔ gRPC status.
+//! * [`status`]: `BackendError` ↔ gRPC status;
+//! * [`telemetry`]: a cluster's GPU telemetry, whole or as the newest history point.
 
 mod calls;
 mod state;
 mod status;
+mod telemetry;
 
 pub use self::calls::{
     action_from_pb, action_to_pb, diagnosis_from_pb, diagnosis_to_pb, estimate_from_pb, estimate_to_pb,
@@ -25,6 +27,7 @@ pub use self::state::{
     snapshot_from_pb, time_from_ns, time_to_ns,
 };
 pub use self::status::{MAX_STATUS_MESSAGE, error_from_status, status_from_error};
+pub use self::telemetry::{Relayed, telemetry_from_pb, telemetry_to_pb};
 
 use crate::model::Verb;
 

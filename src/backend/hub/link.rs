@@ -67,6 +67,8 @@ pub struct Mirrored {
     pub nodes: BTreeMap<String, Node>,
     /// A full state is arriving in chunks: the cluster is not whole yet.
     pub partial: bool,
+    /// The cluster's GPU telemetry as the hub joined it.
+    pub telemetry: wire::Relayed,
     /// The snapshot built at `version`, shared until the next change.
     built: Option<(u64, Arc<Snapshot>)>,
 }
@@ -81,6 +83,7 @@ impl Mirrored {
             jobs: BTreeMap::new(),
             nodes: BTreeMap::new(),
             partial: false,
+            telemetry: wire::Relayed::default(),
             built: None,
         }
     }
@@ -123,6 +126,9 @@ impl Mirrored {
         }
         if let Some(meta) = update.meta {
             self.meta = Some(meta);
+        }
+        if let Some(t) = update.telemetry {
+            self.telemetry = wire::telemetry_from_pb(self.telemetry.gpu_use.as_deref(), t);
         }
         for id in update.removed_jobs {
             self.jobs.remove(&id);

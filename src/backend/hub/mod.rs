@@ -187,6 +187,10 @@ impl Backend for HubCluster {
         mirror.clusters.get(&self.name).map(|c| c.health.clone())
     }
 
+    fn relayed_telemetry(&self) -> Option<wire::Relayed> {
+        self.link.lock().clusters.get(&self.name).map(|c| c.telemetry.clone())
+    }
+
     async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
         let message = self.act_one(Action::Submit { cluster: self.name.clone(), spec: Box::new(spec.clone()) }).await?;
         message
