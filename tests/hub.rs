@@ -680,5 +680,16 @@ async fn gpu_telemetry_joined_in_the_hub_reaches_its_clients_with_idle_flags_and
         hubs.expect("the hub published the reading the client holds"),
         "the client's telemetry is the hub's"
     );
+    // The hub's /metrics counts the idle-allocated GPUs for alerts.
+    let http = flightdeck::backend::http::client(Duration::from_secs(5), None).unwrap();
+    let text = http.get(format!("{}/metrics", hub.url())).send().await.unwrap().text().await.unwrap();
+    for line in [
+        "flightdeck_gpus_measured{cluster=\"hpc\"} 2",
+        "flightdeck_gpus_idle_allocated{cluster=\"hpc\"} 1",
+        "flightdeck_jobs_idle{cluster=\"hpc\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    }
+    assert!(text.contains("flightdeck_telemetry_age_seconds{cluster=\"hpc\"}"), "{text}");
     assert!(mine.gpus[0].history.len() >= 10, "{:?}", mine.gpus[0].history);
 }

@@ -132,7 +132,31 @@ impl Metrics {
                     writeln!(out, "flightdeck_backend_requests_per_refresh{{cluster=\"{}\"}} {per:.2}", label(name));
             }
         }
+        gpu_metrics(&mut out, clusters);
         out
+    }
+}
+
+/// Per cluster with telemetry: GPUs measured, allocated-but-idle GPUs and jobs, and the age
+/// of the reading (what an alert on idle GPUs or a stuck reader wants).
+fn gpu_metrics(out: &mut String, clusters: &[crate::model::ClusterState]) {
+    let now = chrono::Utc::now();
+    let measured: Vec<_> = clusters.iter().filter_map(|c| c.gpu_use.as_deref().map(|u| (c, u))).collect();
+    let families: [(&str, &str, &dyn Fn(&crate::model::GpuUse) -> String); 4] = [
+        ("flightdeck_gpus_measured", "GPUs the last telemetry reading measured.", &|u| u.gpus.len().to_string()),
+        ("flightdeck_gpus_idle_allocated", "GPUs held by jobs flagged idle.", &|u| u.idle().1.to_string()),
+        ("flightdeck_jobs_idle", "Jobs holding GPUs under the idle threshold for the whole window.", &|u| {
+            u.idle().0.to_string()
+        }),
+        ("flightdeck_telemetry_age_seconds", "Age of the last telemetry reading.", &|u| {
+            format!("{:.1}", (now - u.taken_at).num_milliseconds().max(0) as f64 / 1000.0)
+        }),
+    ];
+    for (name, help, value) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for (c, u) in &measured {
+            let _ = writeln!(out, "{name}{{cluster=\"{}\"}} {}", label(&c.name), value(u));
+        }
     }
 }
 
