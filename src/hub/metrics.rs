@@ -137,12 +137,15 @@ impl Metrics {
     }
 }
 
+/// One figure of a cluster's telemetry, as its sample text.
+type GpuFigure<'a> = dyn Fn(&crate::model::GpuUse) -> String + 'a;
+
 /// Per cluster with telemetry: GPUs measured, allocated-but-idle GPUs and jobs, and the age
 /// of the reading (what an alert on idle GPUs or a stuck reader wants).
 fn gpu_metrics(out: &mut String, clusters: &[crate::model::ClusterState]) {
     let now = chrono::Utc::now();
     let measured: Vec<_> = clusters.iter().filter_map(|c| c.gpu_use.as_deref().map(|u| (c, u))).collect();
-    let families: [(&str, &str, &dyn Fn(&crate::model::GpuUse) -> String); 4] = [
+    let families: [(&str, &str, &GpuFigure); 4] = [
         ("flightdeck_gpus_measured", "GPUs the last telemetry reading measured.", &|u| u.gpus.len().to_string()),
         ("flightdeck_gpus_idle_allocated", "GPUs held by jobs flagged idle.", &|u| u.idle().1.to_string()),
         ("flightdeck_jobs_idle", "Jobs holding GPUs under the idle threshold for the whole window.", &|u| {
