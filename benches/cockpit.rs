@@ -112,6 +112,52 @@ fn fleet(version: u64, changed: Option<usize>) -> Msg {
     Msg::Fleet(Arc::new(FleetState { clusters, read_only: false, version }))
 }
 
+/// The same state with telemetry on every GPU (80,000 of them, 90-point histories), a third
+/// of the running jobs idle: what the UI thread must not pay more for.
+fn with_telemetry(state: &FleetState) -> Arc<FleetState> {
+    use flightdeck::model::{GpuReading, GpuSample, GpuUse, JobGpuUse};
+    let mut state = state.clone();
+    for c in &mut state.clusters {
+        let Some(snap) = &c.snapshot else { continue };
+        let mut gpus = Vec::new();
+        let mut jobs = Vec::new();
+        for (i, job) in snap.jobs.iter().enumerate().filter(|(_, j)| j.gpus_allocated > 0) {
+            let util = if i % 3 == 1 { 1.0 } else { 60.0 + (i % 40) as f32 };
+            jobs.push(JobGpuUse {
+                job: job.job_ref.id.clone(),
+                gpus: 8,
+                mean_utilisation: Some(util),
+                below_since: (util < 5.0).then(|| snap.taken_at.unwrap()),
+                idle: util < 5.0,
+            });
+        }
+        for node in &snap.nodes {
+            for index in 0..8 {
+                let mut sample = GpuSample::new(node.name.clone(), index);
+                sample.utilisation = Some(((index * 13) % 100) as f32);
+                sample.memory_used_mb = Some(40_000);
+                sample.memory_total_mb = Some(81_559);
+                sample.power_watts = Some(400.0);
+                sample.temperature_c = Some(60.0);
+                let history = (0..90).map(|k| ((k * 7 + index) % 100) as f32).collect();
+                gpus.push(GpuReading { sample, job: None, history });
+            }
+        }
+        gpus.sort_by(|a, b| {
+            (a.sample.node.as_bytes(), a.sample.index).cmp(&(b.sample.node.as_bytes(), b.sample.index))
+        });
+        jobs.sort_by(|a, b| a.job.cmp(&b.job));
+        c.gpu_use = Some(Arc::new(GpuUse {
+            taken_at: snap.taken_at.unwrap(),
+            source: "bench".into(),
+            gpus,
+            jobs,
+            notes: vec![],
+        }));
+    }
+    Arc::new(state)
+}
+
 fn key(c: char) -> Msg {
     Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
 }
@@ -201,6 +247,35 @@ fn main() {
     g.bench_function("refresh/apply", |b| {
         b.iter_batched(
             || Box::new(Data::new(next_state())),
+            |data| {
+                app.update(Msg::Prepared(data));
+                app.take_retired()
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    // With telemetry on every GPU: a frame of the jobs screen (the GPU% column), of the GPU
+    // map, and a refresh applied, against the figures above.
+    let telemetry = match fleet(50, None) {
+        Msg::Fleet(state) => with_telemetry(&state),
+        _ => unreachable!(),
+    };
+    app.update(Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
+    app.update(Msg::Prepared(Box::new(Data::new(telemetry.clone()))));
+    g.bench_function("render/jobs_160x48_telemetry", |b| {
+        b.iter(|| terminal.draw(|f| views::render(black_box(&app), f)).map(drop))
+    });
+    app.update(key('4'));
+    g.bench_function("render/gpus_160x48_telemetry", |b| {
+        b.iter(|| terminal.draw(|f| views::render(black_box(&app), f)).map(drop))
+    });
+    app.update(key('2'));
+    g.bench_function("refresh/build_rows_telemetry", |b| {
+        b.iter_batched(|| telemetry.clone(), Data::new, criterion::BatchSize::LargeInput)
+    });
+    g.bench_function("refresh/apply_telemetry", |b| {
+        b.iter_batched(
+            || Box::new(Data::new(telemetry.clone())),
             |data| {
                 app.update(Msg::Prepared(data));
                 app.take_retired()
