@@ -1,0 +1,148 @@
+//! The labels of one series, as the exporters and scrape configurations spell them.
+//!
+//! Label sets differ by exporter and version (dcgm-exporter 2.x `gpu`, `UUID`, `Hostname`,
+//! `modelName`; 3.x/4.x adding `pci_bus_id`, `DCGM_FI_DRIVER_VERSION`, `hpc_job`; AMD's
+//! `gpu_id`, `gpu_uuid`, `hostname`, `card_series`, `job_id`) and by what Prometheus added
+//! (`instance`, `job`, `exported_pod` where a target label collided). Rather than assume
+//! one, every spelling of what the reading needs is a slot here; the rest are skipped
+//! without being kept. Values borrow from the answer's bytes (no allocation per label)
+//! unless JSON escapes forced a copy.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+
+/// A string from the answer, borrowed where it has no escapes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub(super) struct Text<'a>(#[serde(borrow)] pub Cow<'a, str>);
+
+impl Text<'_> {
+    pub(super) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Where a host may be named, most specific first: the exporter's own idea of its machine,
+/// then what relabelling attached, then the scrape target.
+pub(super) const HOST_LABELS: [&str; 5] = ["Hostname", "hostname", "kubernetes_node", "node", "instance"];
+
+/// The labels a reading uses. Empty values count as absent (Prometheus itself drops them;
+/// a proxy might not).
+#[derive(Debug, Default)]
+pub(super) struct Labels<'a> {
+    /// `__name__`.
+    pub name: Option<Text<'a>>,
+    /// In the order of [`HOST_LABELS`].
+    pub hosts: [Option<Text<'a>>; HOST_LABELS.len()],
+    /// Device index: `gpu` (dcgm-exporter), `GPU`, `gpu_id` (AMD).
+    pub index: Option<Text<'a>>,
+    /// `UUID` (dcgm-exporter), `uuid`, `gpu_uuid` (AMD).
+    pub uuid: Option<Text<'a>>,
+    /// `modelName` (dcgm-exporter), `card_series` (AMD).
+    pub product: Option<Text<'a>>,
+    /// `card_model` (AMD's part number), when there is no series name.
+    pub part: Option<Text<'a>>,
+    pub pod: Option<Text<'a>>,
+    pub namespace: Option<Text<'a>>,
+    /// The workload's pod where the scrape target's own `pod` label took the name.
+    pub exported_pod: Option<Text<'a>>,
+    pub exported_namespace: Option<Text<'a>>,
+    /// A scheduler's job: `hpc_job` (dcgm-exporter's HPC job mapping), `slurm_job_id`,
+    /// `job_id` (AMD), `jobid`. Never Prometheus's own `job`, which names the scrape job.
+    pub job: Option<Text<'a>>,
+    /// `GPU_I_ID`: the series is one MIG instance of the GPU.
+    pub mig: Option<Text<'a>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Labels<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(LabelsVisitor)
+    }
+}
+
+struct LabelsVisitor;
+
+impl<'de> Visitor<'de> for LabelsVisitor {
+    type Value = Labels<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a series' labels (an object of strings)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Labels<'de>, A::Error> {
+        let mut labels = Labels::default();
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            let slot = match key.as_str() {
+                "__name__" => &mut labels.name,
+                "Hostname" => &mut labels.hosts[0],
+                "hostname" => &mut labels.hosts[1],
+                "kubernetes_node" => &mut labels.hosts[2],
+                "node" => &mut labels.hosts[3],
+                "instance" => &mut labels.hosts[4],
+                "gpu" | "GPU" | "gpu_id" => &mut labels.index,
+                "UUID" | "uuid" | "gpu_uuid" => &mut labels.uuid,
+                "modelName" | "card_series" => &mut labels.product,
+                "card_model" => &mut labels.part,
+                "pod" => &mut labels.pod,
+                "namespace" => &mut labels.namespace,
+                "exported_pod" => &mut labels.exported_pod,
+                "exported_namespace" => &mut labels.exported_namespace,
+                "hpc_job" | "slurm_job_id" | "job_id" | "jobid" => &mut labels.job,
+                "GPU_I_ID" => &mut labels.mig,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            let value: Text<'de> = map.next_value()?;
+            // The first non-empty spelling wins where several map to one slot.
+            if slot.is_none() && !value.0.is_empty() {
+                *slot = Some(value);
+            }
+        }
+        Ok(labels)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_spelling_lands_in_its_slot_and_borrows() {
+        let json = br#"{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"3","UUID":"GPU-1","Hostname":"dgx01",
+            "modelName":"NVIDIA H100 80GB HBM3","pod":"","namespace":"ml","hpc_job":"42",
+            "instance":"10.0.0.5:9400","job":"dcgm","pci_bus_id":"00000000:07:00.0","GPU_I_ID":"2"}"#;
+        let labels: Labels = serde_json::from_slice(json).unwrap();
+        let text = |t: &Option<Text>| t.as_ref().map(|t| t.as_str().to_string());
+        assert_eq!(text(&labels.name).as_deref(), Some("DCGM_FI_DEV_GPU_UTIL"));
+        assert!(matches!(labels.name, Some(Text(Cow::Borrowed(_)))), "no copy without escapes");
+        assert_eq!(text(&labels.hosts[0]).as_deref(), Some("dgx01"));
+        assert_eq!(text(&labels.hosts[4]).as_deref(), Some("10.0.0.5:9400"));
+        assert_eq!(text(&labels.index).as_deref(), Some("3"));
+        assert_eq!(text(&labels.job).as_deref(), Some("42"), "hpc_job, not Prometheus's job");
+        assert_eq!(labels.pod, None, "an empty value is no value");
+        assert_eq!(text(&labels.mig).as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn amd_spellings_and_escaped_values() {
+        let json = br#"{"gpu_id":"7","gpu_uuid":"ccff","hostname":"mi01","card_series":"AMD Instinct MI300X OAM",
+            "card_model":"102-G30211-0C","job_id":"9","exported_pod":"a\u002db","exported_namespace":"x"}"#;
+        let labels: Labels = serde_json::from_slice(json).unwrap();
+        assert_eq!(labels.index.unwrap().as_str(), "7");
+        assert_eq!(labels.hosts[1].as_ref().unwrap().as_str(), "mi01");
+        assert_eq!(labels.product.unwrap().as_str(), "AMD Instinct MI300X OAM");
+        assert_eq!(labels.exported_pod.unwrap().as_str(), "a-b");
+        assert_eq!(labels.job.unwrap().as_str(), "9");
+    }
+
+    #[test]
+    fn a_label_that_is_not_a_string_is_refused_by_name() {
+        let err = serde_json::from_slice::<Labels>(br#"{"gpu":0}"#).unwrap_err().to_string();
+        assert!(err.contains("invalid type: integer"), "{err}");
+        assert!(serde_json::from_slice::<Labels>(b"[]").is_err());
+    }
+}
