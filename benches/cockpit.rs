@@ -173,6 +173,7 @@ fn app() -> App {
         read_only: false,
         user: "alice".into(),
         config_label: "bench".into(),
+        no_clusters: Vec::new(),
     });
     app.update(Msg::Tick(Utc.with_ymd_and_hms(2026, 12, 1, 13, 0, 0).unwrap()));
     app.update(Msg::Resize(160, 48));

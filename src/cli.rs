@@ -445,9 +445,35 @@ async fn cockpit(
         read_only,
         user: crate::fleet::audit::current_user(),
         config_label: config.source.to_string(),
+        no_clusters: if config.clusters.is_empty() { no_clusters_help(config) } else { Vec::new() },
     };
     crate::tui::run(fleet, opts).await.map_err(|e| Failure(format!("{e:#}")))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where a cluster goes: `flightdeck init` writes the config from what this machine
+/// reaches; the file is the one this run read, else the default path.
+fn how_to_add_a_cluster(config: &Config) -> String {
+    let path = match &config.source {
+        crate::config::ConfigSource::File(path) => path.display().to_string(),
+        crate::config::ConfigSource::EmbeddedDefault => crate::config::default_config_path()
+            .map_or_else(|| "$XDG_CONFIG_HOME/flightdeck/config.toml".to_string(), |p| p.display().to_string()),
+    };
+    format!(
+        "To add a cluster: `flightdeck init` writes {path} from what it finds, or add [[cluster]] entries to it \
+         yourself ($XDG_CONFIG_HOME/flightdeck/config.toml, or --config FILE; see the README)."
+    )
+}
+
+/// The cockpit's overview without any cluster: what was looked for here, item by item,
+/// and how to add a cluster.
+fn no_clusters_help(config: &Config) -> Vec<String> {
+    let host = crate::backend::local::Host::this_machine();
+    let mut lines = vec![String::new(), "Looked for on this machine:".to_string()];
+    lines.extend(crate::backend::local::config::looked_for_items(&host).into_iter().map(|item| format!("  {item}")));
+    lines.push(String::new());
+    lines.push(how_to_add_a_cluster(config));
+    lines
 }
 
 async fn summary(config: &Config, read_only: bool) -> Result<ExitCode, Failure> {
@@ -687,7 +713,9 @@ fn audit(since: Option<&str>, format: OutputFormat) -> Result<ExitCode, Failure>
 
 async fn doctor(config: &Config) -> Result<ExitCode, Failure> {
     if config.clusters.is_empty() {
-        println!("No clusters configured ({}), and no local Slurm found.", config.source);
+        println!("No clusters configured ({}).", config.source);
+        println!("{}", crate::backend::local::config::looked_for_here());
+        println!("{}", how_to_add_a_cluster(config));
         return Ok(ExitCode::FAILURE);
     }
     println!("config: {}", config.source);

@@ -281,8 +281,12 @@ pub fn summary(state: &FleetState) -> String {
                 format!("STALE since {} — {}", since.format("%H:%M:%S"), printable(error))
             }
         };
-        let release = c.snapshot.as_ref().and_then(|s| s.release.clone()).unwrap_or_default();
-        out.push_str(&format!("{} ({} {release}): {health}\n", c.name, c.kind));
+        // `(slurm 24.11.1)`, or the kind alone where the backend names no release.
+        let kind = match c.snapshot.as_ref().and_then(|s| s.release.as_deref()) {
+            Some(release) => format!("{} {release}", c.kind),
+            None => c.kind.to_string(),
+        };
+        out.push_str(&format!("{} ({kind}): {health}\n", c.name));
         let Some(snap) = &c.snapshot else { continue };
         for note in &snap.notes {
             out.push_str(&format!("  note: {}\n", printable(note)));

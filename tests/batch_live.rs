@@ -111,6 +111,7 @@ async fn a_thousand_jobs_cancelled_from_the_cockpit_as_one_batch() {
         read_only: false,
         user: "root".into(),
         config_label: "test bed".into(),
+        no_clusters: Vec::new(),
     });
     app.update(Msg::Tick(chrono::Utc::now()));
     app.update(Msg::Fleet(seen));

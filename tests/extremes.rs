@@ -80,6 +80,7 @@ proptest! {
             read_only: false,
             user: "alice".into(),
             config_label: "test".into(),
+            no_clusters: Vec::new(),
         });
         app.update(Msg::Fleet(state));
         for screen in ['1', '2', '3', '4'] {

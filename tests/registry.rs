@@ -187,7 +187,7 @@ fn keys_are_checked_against_every_registered_kind() {
             "{FILE}:5: unknown key `endpiont` in [[cluster]] \"s\" (expected one of: name, kind, host, user, port, \
              identity_file, known_hosts, known_hosts_file, telemetry_via, telemetry_max_nodes, nvidia_smi, \
              refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file, context, kubeconfig, namespaces, queue, url, token_env, token_file, \
-             project, retry, ca_file, clusters, endpoint)"
+             project, retry, ca_file, clusters, gpu_source, endpoint)"
         )
     );
     let shown = refused(&format!("{STUB}endpoint = \"http://x\"\nhost = \"login\"\n"), 5, "host");
@@ -201,7 +201,7 @@ fn keys_are_checked_against_every_registered_kind() {
     let shown = refused("[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\nendpoint = \"http://x\"\n", 4, "endpoint");
     assert!(shown.contains("`endpoint` does not apply to a slurm cluster"), "{shown}");
     let shown = refused("[[cluster]]\nname = \"x\"\nkind = \"pbs\"\n", 3, "kind");
-    assert!(shown.ends_with("(accepted kinds: slurm, kubernetes, skypilot, dstack, hub, stub)"), "{shown}");
+    assert!(shown.ends_with("(accepted kinds: slurm, kubernetes, skypilot, dstack, hub, local, stub)"), "{shown}");
 }
 
 #[test]
@@ -210,7 +210,7 @@ fn without_its_line_the_kind_is_unknown() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{FILE}:7: bad value for `kind` in [[cluster]] \"s\": unknown cluster kind \"stub\" (accepted kinds: slurm, kubernetes, skypilot, dstack, hub)"
+            "{FILE}:7: bad value for `kind` in [[cluster]] \"s\": unknown cluster kind \"stub\" (accepted kinds: slurm, kubernetes, skypilot, dstack, hub, local)"
         )
     );
     assert_eq!(registry().capabilities(&StubConfig::KIND), Some(STUB_CAPABILITIES));

@@ -32,6 +32,7 @@ fn options(keymap: Keymap) -> TuiOptions {
         read_only: false,
         user: "alice".into(),
         config_label: "test".into(),
+        no_clusters: Vec::new(),
     }
 }
 

@@ -210,6 +210,7 @@ fn new_app(read_only: bool) -> App {
         read_only,
         user: "alice".into(),
         config_label: "~/.config/flightdeck/config.toml".into(),
+        no_clusters: Vec::new(),
     });
     app.update(Msg::Tick(now()));
     app.update(Msg::Fleet(fleet_state(read_only)));
@@ -244,6 +245,87 @@ fn both(name: &str, setup: impl Fn() -> App) {
 #[test]
 fn overview() {
     both("overview", || new_app(false));
+}
+
+/// The cockpit over `clusters`, with the text the CLI hands over for a fleet without any.
+fn app_over(clusters: Vec<ClusterState>, no_clusters: &[&str]) -> App {
+    let mut app = App::new(TuiOptions {
+        keymap: Keymap::builtin("default").unwrap(),
+        theme: Theme::builtin("default", ColorDepth::TrueColor).unwrap(),
+        read_only: false,
+        user: "alice".into(),
+        config_label: "the embedded default (no config file)".into(),
+        no_clusters: no_clusters.iter().map(|l| l.to_string()).collect(),
+    });
+    app.update(Msg::Tick(now()));
+    app.update(Msg::Fleet(Arc::new(FleetState { clusters, read_only: false, version: 1 })));
+    app
+}
+
+const LOOKED_FOR: &[&str] = &[
+    "",
+    "Looked for on this machine:",
+    "  NVML (libnvidia-ml.so.1) not loadable: libnvidia-ml.so.1: cannot open shared object file: No such file or directory",
+    "  nvidia-smi not found on PATH",
+    "  Slurm's squeue not found on PATH",
+    "  no kubeconfig context ($KUBECONFIG or ~/.kube/config)",
+    "",
+    "To add a cluster: `flightdeck init` writes /home/alice/.config/flightdeck/config.toml from what it finds, or add [[cluster]] entries to it yourself ($XDG_CONFIG_HOME/flightdeck/config.toml, or --config FILE; see the README).",
+];
+
+/// No cluster at all: the overview says what was looked for and how to add one, wrapped
+/// to the screen rather than cut.
+#[test]
+fn overview_of_an_empty_machine() {
+    both("overview_no_clusters", || app_over(Vec::new(), LOOKED_FOR));
+    for (w, h) in [(80, 24), (160, 48)] {
+        let text = render(&mut app_over(Vec::new(), LOOKED_FOR), w, h);
+        for part in [
+            "no clusters configured",
+            "nvidia-smi not found on PATH",
+            "`flightdeck init`",
+            "$XDG_CONFIG_HOME/flightdeck/config.toml",
+        ] {
+            assert!(text.contains(part), "{part} at {w}×{h}:\n{text}");
+        }
+        assert!(!text.contains('…'), "wrapped, never cut, at {w}×{h}:\n{text}");
+    }
+}
+
+/// A local cluster whose machine has no GPU says so; other kinds keep their words.
+#[test]
+fn overview_of_a_machine_without_gpus() {
+    let setup = || {
+        let snapshot = |cluster: &str| {
+            Some(Arc::new(Snapshot {
+                cluster: cluster.into(),
+                taken_at: Some(at(12, 3, 20)),
+                nodes: vec![Node::new(cluster, "gpubox", NodeState::Idle)],
+                notes: if cluster == "gpubox" {
+                    vec!["no GPU found: NVML (libnvidia-ml.so.1) not loadable: libnvidia-ml.so.1: cannot open shared object file: No such file or directory; nvidia-smi not found on PATH".into()]
+                } else {
+                    Vec::new()
+                },
+                ..Snapshot::default()
+            }))
+        };
+        let clusters = ["gpubox", "lab"]
+            .into_iter()
+            .zip(["local", "slurm"])
+            .map(|(name, kind)| ClusterState {
+                health: Health::Fresh { at: at(12, 3, 20) },
+                snapshot: snapshot(name),
+                attempts: 1,
+                ..ClusterState::new(name, kind)
+            })
+            .collect();
+        app_over(clusters, LOOKED_FOR)
+    };
+    both("overview_local_without_gpus", setup);
+    let text = render(&mut setup(), 160, 48);
+    assert!(text.contains("no GPU found on this machine"), "{text}");
+    assert!(text.contains("  no GPUs "), "the Slurm cluster: {text}");
+    assert!(!text.contains("Looked for on this machine"), "the fleet has clusters: {text}");
 }
 
 #[test]
@@ -526,6 +608,7 @@ fn mixed_queue_app() -> App {
         read_only: false,
         user: "alice".into(),
         config_label: "~/.config/flightdeck/config.toml".into(),
+        no_clusters: Vec::new(),
     });
     app.update(Msg::Tick(now()));
     app.update(Msg::Fleet(Arc::new(FleetState { clusters, read_only: false, version: 1 })));

@@ -8,6 +8,7 @@ pub mod dstack;
 pub mod http;
 pub mod hub;
 pub mod kube;
+pub mod local;
 pub mod loose_value;
 pub mod registry;
 pub mod skypilot;

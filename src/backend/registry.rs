@@ -8,14 +8,20 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Backend, BackendError, Capabilities, dstack, hub, kube, skypilot, slurm};
+use crate::backend::{Backend, BackendError, Capabilities, dstack, hub, kube, local, skypilot, slurm};
 use crate::config::{ClusterConfig, ClusterKind, KindConfig, KindSettings, KindTable};
 use crate::model::{Dialect, Native};
 use crate::spec::{ImportError, Imported, JobSpec};
 
 /// The kinds flightdeck ships, in the order messages list them. One line per kind.
-const BUILTIN: &[fn() -> KindEntry] =
-    &[slurm::kind_entry, kube::kind_entry, skypilot::kind_entry, dstack::kind_entry, hub::kind_entry];
+const BUILTIN: &[fn() -> KindEntry] = &[
+    slurm::kind_entry,
+    kube::kind_entry,
+    skypilot::kind_entry,
+    dstack::kind_entry,
+    hub::kind_entry,
+    local::kind_entry,
+];
 
 /// Everything flightdeck knows about one cluster kind.
 #[derive(Clone)]
@@ -265,7 +271,7 @@ kind = "slurm"
             format!(
                 "{FILE}:7: unknown key `hostt` in [[cluster]] \"hpc\" (expected one of: name, kind, host, user, port, \
                  identity_file, known_hosts, known_hosts_file, telemetry_via, telemetry_max_nodes, nvidia_smi, refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file, context, kubeconfig, \
-                 namespaces, queue, url, token_env, token_file, project, retry, ca_file, clusters)"
+                 namespaces, queue, url, token_env, token_file, project, retry, ca_file, clusters, gpu_source)"
             )
         );
     }
@@ -289,14 +295,14 @@ kind = "slurm"
         assert_eq!(
             shown,
             format!(
-                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"k8s\" (accepted kinds: slurm, kubernetes, skypilot, dstack, hub)"
+                "{FILE}:3: bad value for `kind` in [[cluster]] \"k\": unknown cluster kind \"k8s\" (accepted kinds: slurm, kubernetes, skypilot, dstack, hub, local)"
             )
         );
         let shown = refused("read_only = true\n[[cluster]]\nname = \"hpc\"\n", 2, "kind");
         assert_eq!(
             shown,
             format!(
-                "{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm, kubernetes, skypilot, dstack, hub)"
+                "{FILE}:2: missing key `kind` in [[cluster]] \"hpc\" (accepted kinds: slurm, kubernetes, skypilot, dstack, hub, local)"
             )
         );
     }
@@ -338,6 +344,8 @@ kind = "slurm"
         want.extend(sky);
         let dstack = crate::backend::dstack::DstackConfig::default_clusters(&want);
         want.extend(dstack);
+        let here = crate::backend::local::LocalConfig::default_clusters(&want);
+        want.extend(here);
         assert_eq!(config.clusters, want);
         assert!(Config::embedded_default(&Registry::empty()).clusters.is_empty());
     }

@@ -233,6 +233,8 @@ pub struct App {
     pub(crate) read_only: bool,
     pub(crate) user: String,
     pub(crate) config_label: String,
+    /// What the overview says without any cluster ([`TuiOptions::no_clusters`]).
+    pub(crate) no_clusters: Vec<String>,
     pub(crate) now: DateTime<Utc>,
     pub(crate) size: (u16, u16),
     pub(crate) data: Data,
@@ -272,6 +274,7 @@ impl App {
             read_only: opts.read_only,
             user: opts.user,
             config_label: opts.config_label,
+            no_clusters: opts.no_clusters,
             now: DateTime::<Utc>::UNIX_EPOCH,
             size: (80, 24),
             data: Data::empty(),

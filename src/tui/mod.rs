@@ -34,6 +34,10 @@ pub struct TuiOptions {
     pub user: String,
     /// Where the configuration came from, for the header (`~/.config/flightdeck/config.toml`).
     pub config_label: String,
+    /// What the overview says when the fleet has no cluster at all: what was looked for on
+    /// this machine and how to add a cluster, one line each. The CLI writes it (`tui` knows no
+    /// backend); empty says only that none is configured.
+    pub no_clusters: Vec<String>,
 }
 
 /// Run the cockpit over `fleet` until the user quits or the terminal goes away.

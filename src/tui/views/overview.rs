@@ -19,6 +19,9 @@ use crate::tui::widgets::bar::{self, Segment};
 use crate::tui::widgets::text;
 
 const ALLOC: char = '█';
+
+/// The kind of a cluster that is this machine (`backend::local`, which `tui` does not import).
+const LOCAL_KIND: &str = "local";
 const UNAVAILABLE: char = '▒';
 const IDLE: char = '░';
 
@@ -109,7 +112,9 @@ fn cluster_lines<'a>(
     let counts_w = 40usize;
     let bar_w = (width as usize).saturating_sub(label_w + counts_w + 6).clamp(8, 60);
     if c.models.is_empty() {
-        lines.push(Line::styled("  no GPUs", theme.style(Slot::Dim)));
+        // A local cluster is this machine: say so (its note says what was looked for).
+        let none = if c.kind == LOCAL_KIND { "  no GPU found on this machine" } else { "  no GPUs" };
+        lines.push(Line::styled(none, theme.style(Slot::Dim)));
     }
     // Several models: the cluster's total first.
     let total = (c.models.len() > 1).then(|| ModelTotals {
@@ -243,6 +248,14 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     }
     if shown.is_empty() {
         lines.push(Line::styled("no clusters configured", theme.style(Slot::Dim)));
+        // No cluster at all (not one filtered away): what was looked for, how to add one.
+        if app.data.summaries.is_empty() {
+            for help in &app.no_clusters {
+                for line in wrap(&text::clean(help), inner.width as usize) {
+                    lines.push(Line::styled(line, theme.style(Slot::Dim)));
+                }
+            }
+        }
     }
     for (i, c) in shown.iter().enumerate() {
         if i > 0 {
@@ -256,6 +269,29 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let cut: Vec<Line> =
         lines.into_iter().skip(scroll).take(inner.height as usize).map(|l| cut_line(l, inner.width as usize)).collect();
     frame.render_widget(Paragraph::new(cut), inner);
+}
+
+/// `text` in lines of at most `width` columns, broken at spaces; a line's leading spaces
+/// are kept on each of its pieces (an indented item stays indented). A word longer than the
+/// width is left for [`cut_line`].
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let indent: String = text.chars().take_while(|c| *c == ' ').collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut line = indent.clone();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let fits = text::width(&line) + usize::from(line.len() > indent.len()) + text::width(word) <= width;
+        if !fits && line.len() > indent.len() {
+            out.push(std::mem::replace(&mut line, indent.clone()));
+        }
+        if line.len() > indent.len() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if line.len() > indent.len() || out.is_empty() {
+        out.push(line);
+    }
+    out
 }
 
 /// A line cut to `width` columns, ending in `…` when cut.
@@ -281,4 +317,17 @@ pub fn cut_line(line: Line<'_>, width: usize) -> Line<'_> {
         }
     }
     Line::from(spans).style(line.style)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn help_text_wraps_at_spaces_and_keeps_its_indent() {
+        assert_eq!(wrap("  nvidia-smi not found on PATH", 16), ["  nvidia-smi not", "  found on PATH"]);
+        assert_eq!(wrap("short", 80), ["short"]);
+        assert_eq!(wrap("a verylongwordhere b", 6), ["a", "verylongwordhere", "b"]);
+        assert_eq!(wrap("", 10), [""]);
+    }
 }

@@ -1,0 +1,213 @@
+//! One Prometheus reading of a large Slurm cluster: 10,000 GPUs on 1,250 nodes, each GPU
+//! with the eight dcgm-exporter 4.x metrics the source asks for (utilisation, engine
+//! activity, memory used and free, power, temperature, XID, ECC), labelled as
+//! `tests/fixtures/telemetry/prometheus/dcgm-4x-slurm.json` is (`hpc_job` on every GPU):
+//! 80,000 series in one `/api/v1/query` answer, the bytes Prometheus would send.
+//!
+//! * `parse`          – the answer → one sample per GPU, hosts matched to the snapshot's nodes;
+//! * `join`           – the samples joined to the snapshot's 2,500 jobs (`fleet::telemetry::join`);
+//! * `parse_and_join` – both: what one reading costs off the UI thread besides the wait.
+//!
+//! Prints the answer's size, the time of each step and the requests one reading takes.
+//! Under `cargo test --all-targets` (no `--bench`) the binary only checks, on a small
+//! cluster, that every GPU is read and joined; `cargo bench --bench telemetry -- --test`
+//! runs each step once at full size.
+
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use criterion::Criterion;
+use flightdeck::backend::telemetry::prometheus::read_answer;
+use flightdeck::config::IdleRule;
+use flightdeck::fleet::telemetry::{TelemetryMemory, join};
+use flightdeck::model::{GpuAllocation, GpuSlot, GpuUse, Job, JobRef, JobState, Node, NodeState, Snapshot, Telemetry};
+
+const NODES: usize = 1_250;
+const GPUS_PER_NODE: usize = 8;
+/// Two jobs per node, four GPUs each.
+const GPUS_PER_JOB: usize = 4;
+
+const METRICS: [&str; 8] = [
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "DCGM_FI_DEV_FB_FREE",
+    "DCGM_FI_DEV_FB_USED",
+    "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_XID_ERRORS",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+];
+
+const RULE: IdleRule = IdleRule { below_percent: 5.0, window: Duration::from_secs(20 * 60) };
+
+fn host(n: usize) -> String {
+    format!("gpu{n:04}")
+}
+
+fn job_id(node: usize, gpu: usize) -> String {
+    format!("{}", 100_000 + node * (GPUS_PER_NODE / GPUS_PER_JOB) + gpu / GPUS_PER_JOB)
+}
+
+/// The answer body: series sorted by name, then labels, as Prometheus returns them.
+fn answer(nodes: usize) -> String {
+    let mut body = String::with_capacity(nodes * GPUS_PER_NODE * METRICS.len() * 420);
+    body.push_str(r#"{"status":"success","data":{"resultType":"vector","result":["#);
+    let mut first = true;
+    for metric in METRICS {
+        for n in 0..nodes {
+            let host = host(n);
+            for g in 0..GPUS_PER_NODE {
+                let value = match metric {
+                    "DCGM_FI_DEV_FB_FREE" => "12402".to_string(),
+                    "DCGM_FI_DEV_FB_USED" => "69027".to_string(),
+                    "DCGM_FI_DEV_GPU_TEMP" => "64".to_string(),
+                    "DCGM_FI_DEV_GPU_UTIL" => "100".to_string(),
+                    "DCGM_FI_DEV_POWER_USAGE" => "612.833".to_string(),
+                    "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => format!("0.{:03}", (n * 7 + g * 131) % 1000),
+                    _ => "0".to_string(),
+                };
+                if !first {
+                    body.push(',');
+                }
+                first = false;
+                write!(
+                    body,
+                    r#"{{"metric":{{"__name__":"{metric}","DCGM_FI_DRIVER_VERSION":"570.124.06","Hostname":"{host}","UUID":"GPU-{n:08x}-{g:04x}-4e3d-2c1b-0a9f8e7d6c5b","device":"nvidia{g}","gpu":"{g}","hpc_job":"{job}","instance":"{host}.cluster.local:9400","job":"dcgm","modelName":"NVIDIA H100 80GB HBM3","pci_bus_id":"00000000:{bus:02X}:00.0"}},"value":[1767225600.123,"{value}"]}}"#,
+                    job = job_id(n, g),
+                    bus = 0x18 + g * 0x10,
+                )
+                .unwrap();
+            }
+        }
+    }
+    body.push_str("]}}");
+    body
+}
+
+/// The scheduler's side: the nodes, and two running jobs per node; every other job also
+/// carries its device indices (the join's other path).
+fn snapshot(nodes: usize) -> Snapshot {
+    let mut jobs = Vec::with_capacity(nodes * 2);
+    let node_list = (0..nodes)
+        .map(|n| {
+            for half in 0..GPUS_PER_NODE / GPUS_PER_JOB {
+                let mut job = Job::new(JobRef::new("hpc", job_id(n, half * GPUS_PER_JOB)), JobState::Running);
+                job.gpus_allocated = GPUS_PER_JOB as u32;
+                job.nodes = vec![host(n)];
+                let indices = if n % 2 == 0 {
+                    ((half * GPUS_PER_JOB) as u32..((half + 1) * GPUS_PER_JOB) as u32).collect()
+                } else {
+                    Vec::new()
+                };
+                job.gpu_allocations = vec![GpuAllocation {
+                    node: host(n),
+                    model: Some("h100".into()),
+                    count: GPUS_PER_JOB as u32,
+                    indices,
+                }];
+                jobs.push(job);
+            }
+            let mut node = Node::new("hpc", host(n), NodeState::Allocated);
+            node.gpus = vec![GpuSlot {
+                model: "h100".into(),
+                gpu_product: Some("NVIDIA H100 80GB HBM3".into()),
+                shared: false,
+                total: GPUS_PER_NODE as u32,
+                allocated: GPUS_PER_NODE as u32,
+                unhealthy: 0,
+                utilisation: None,
+            }];
+            node
+        })
+        .collect();
+    Snapshot { cluster: "hpc".into(), jobs, nodes: node_list, ..Snapshot::default() }
+}
+
+fn at() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_767_225_600, 0).unwrap()
+}
+
+fn parse(body: &[u8], snapshot: &Snapshot) -> Telemetry {
+    let reading = read_answer(body, snapshot).expect("a valid answer");
+    Telemetry { taken_at: at(), source: "prometheus bench".into(), gpus: reading.gpus, notes: reading.notes }
+}
+
+fn parse_and_join(body: &[u8], snapshot: &Snapshot, memory: &mut TelemetryMemory) -> GpuUse {
+    join(snapshot, &parse(body, snapshot), memory, RULE)
+}
+
+/// Every GPU read, on its node, and in a job; every job measured on all its GPUs.
+fn check(nodes: usize, used: &GpuUse, reading: &Telemetry) {
+    assert!(reading.notes.is_empty(), "{:?}", reading.notes);
+    assert_eq!(used.gpus.len(), nodes * GPUS_PER_NODE);
+    assert!(used.gpus.iter().all(|g| g.job.is_some()), "every GPU joined to its job");
+    assert_eq!(used.jobs.len(), nodes * GPUS_PER_NODE / GPUS_PER_JOB);
+    assert!(used.jobs.iter().all(|j| j.gpus == GPUS_PER_JOB as u32 && j.mean_utilisation.is_some()));
+}
+
+/// The median of `rounds` runs of `f`.
+fn median(rounds: usize, mut f: impl FnMut()) -> Duration {
+    let mut times: Vec<Duration> = (0..rounds)
+        .map(|_| {
+            let started = Instant::now();
+            f();
+            started.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let bench = args.iter().any(|a| a == "--bench");
+    let quick = args.iter().any(|a| a == "--test");
+    let nodes = if bench { NODES } else { 25 };
+    let body = answer(nodes);
+    let snap = snapshot(nodes);
+    let reading = parse(body.as_bytes(), &snap);
+    let used = join(&snap, &reading, &mut TelemetryMemory::default(), RULE);
+    check(nodes, &used, &reading);
+    if !bench {
+        println!("telemetry bench: inputs check out (run `cargo bench --bench telemetry` to measure)");
+        return;
+    }
+    let gpus = nodes * GPUS_PER_NODE;
+    let rounds = if quick { 1 } else { 15 };
+    let mut memory = TelemetryMemory::default();
+    let parse_time = median(rounds, || {
+        black_box(parse(black_box(body.as_bytes()), &snap));
+    });
+    let join_time = median(rounds, || {
+        black_box(join(&snap, black_box(&reading), &mut memory, RULE));
+    });
+    let both = median(rounds, || {
+        black_box(parse_and_join(black_box(body.as_bytes()), &snap, &mut memory));
+    });
+    println!(
+        "prometheus: {gpus} GPUs on {nodes} nodes, {} series, answer {:.1} MB: parse {parse_time:.2?}, join \
+         {join_time:.2?}, parse + join {both:.2?} (median of {rounds}); 1 request per reading (2 if the \
+         selector is refused)",
+        gpus * METRICS.len(),
+        body.len() as f64 / 1e6,
+    );
+    let mut c = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(5))
+        .configure_from_args();
+    let mut g = c.benchmark_group("prometheus_10k_gpus_1250_nodes");
+    g.bench_function("parse", |b| b.iter(|| parse(black_box(body.as_bytes()), &snap)));
+    g.bench_function("join", |b| {
+        let mut memory = TelemetryMemory::default();
+        b.iter(|| join(&snap, black_box(&reading), &mut memory, RULE))
+    });
+    g.bench_function("parse_and_join", |b| {
+        let mut memory = TelemetryMemory::default();
+        b.iter(|| parse_and_join(black_box(body.as_bytes()), &snap, &mut memory))
+    });
+    g.finish();
+    c.final_summary();
+}
