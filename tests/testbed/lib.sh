@@ -60,9 +60,11 @@ start_daemon() {
     mkdir -p "$FD_PIDS" "$FD_LOGS"
     echo "$tag" >"$FD_PIDS/$name.tag"
     rm -f "$FD_PIDS/$name.pid"
+    # From $FD_ROOT, not the caller's directory: a daemon outlives the checkout that started
+    # it, and slurmd's job steps inherit its working directory (a deleted one fails them).
     # shellcheck disable=SC2016
-    setsid bash -c 'echo $$ >"$0"; exec "$@"' "$FD_PIDS/$name.pid" "$@" \
-        </dev/null >>"$FD_LOGS/$name.out" 2>&1 &
+    (cd "$FD_ROOT" && exec setsid bash -c 'echo $$ >"$0"; exec "$@"' "$FD_PIDS/$name.pid" "$@" \
+        </dev/null >>"$FD_LOGS/$name.out" 2>&1) &
     local i
     for i in $(seq 50); do [[ -s $FD_PIDS/$name.pid ]] && return 0; sleep 0.1; done
     die "could not start $name"
