@@ -78,7 +78,7 @@ stop_server() {
         log "stopping $DSTACK_NAME (pids ${pids[*]})"
         stop_pids "${pids[@]}"
     fi
-    rm -f "$FD_PIDS/$DSTACK_NAME.pid" "$FD_PIDS/$DSTACK_NAME.tag"
+    rm -f "$FD_PIDS/$DSTACK_NAME".{pid,tag,start}
 }
 
 case ${1:-up} in

@@ -40,16 +40,39 @@ fd24() {
 }
 
 # ---- pid bookkeeping -------------------------------------------------------------------
-# $FD_PIDS/NAME.pid holds the host pid; $FD_PIDS/NAME.tag a string its cmdline must contain.
+# $FD_PIDS/NAME.pid holds the host pid; $FD_PIDS/NAME.start its start time (what tells our
+# process from a later one that reused the pid); $FD_PIDS/NAME.tag a string its cmdline must
+# contain, the check for records older than the start time. The start time, not the cmdline,
+# comes first: servers retitle themselves (SkyPilot's setproctitle), so a live server of ours
+# would read as gone and be started twice.
 cmdline_of() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null; }
 
+start_time_of() { # PID -> its start time in clock ticks since boot (field 22 of stat)
+    local stat rest
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    # Fields after the command name, which may hold spaces and parentheses.
+    read -r -a rest <<<"${stat##*) }"
+    echo "${rest[19]}"
+}
+
+remember_start() { # NAME: record the start time of NAME's recorded pid
+    local pid
+    pid=$(<"$FD_PIDS/$1.pid")
+    start_time_of "$pid" >"$FD_PIDS/$1.start" || rm -f "$FD_PIDS/$1.start"
+}
+
 running_pid() { # NAME -> prints pid if our daemon NAME is alive
-    local name=$1 pid tag
+    local name=$1 pid tag start
     [[ -s $FD_PIDS/$name.pid ]] || return 1
     pid=$(<"$FD_PIDS/$name.pid")
     [[ $pid =~ ^[0-9]+$ && -d /proc/$pid ]] || return 1
-    tag=$(cat "$FD_PIDS/$name.tag" 2>/dev/null || true)
-    [[ -z $tag || "$(cmdline_of "$pid")" == *"$tag"* ]] || return 1
+    if [[ -s $FD_PIDS/$name.start ]]; then
+        start=$(start_time_of "$pid") || return 1
+        [[ $start == "$(<"$FD_PIDS/$name.start")" ]] || return 1
+    else
+        tag=$(cat "$FD_PIDS/$name.tag" 2>/dev/null || true)
+        [[ -z $tag || "$(cmdline_of "$pid")" == *"$tag"* ]] || return 1
+    fi
     echo "$pid"
 }
 
@@ -59,14 +82,20 @@ start_daemon() {
     local name=$1 tag=$2; shift 2
     mkdir -p "$FD_PIDS" "$FD_LOGS"
     echo "$tag" >"$FD_PIDS/$name.tag"
-    rm -f "$FD_PIDS/$name.pid"
+    rm -f "$FD_PIDS/$name.pid" "$FD_PIDS/$name.start"
     # From $FD_ROOT, not the caller's directory: a daemon outlives the checkout that started
     # it, and slurmd's job steps inherit its working directory (a deleted one fails them).
     # shellcheck disable=SC2016
     (cd "$FD_ROOT" && exec setsid bash -c 'echo $$ >"$0"; exec "$@"' "$FD_PIDS/$name.pid" "$@" \
         </dev/null >>"$FD_LOGS/$name.out" 2>&1) &
     local i
-    for i in $(seq 50); do [[ -s $FD_PIDS/$name.pid ]] && return 0; sleep 0.1; done
+    for i in $(seq 50); do
+        if [[ -s $FD_PIDS/$name.pid ]]; then
+            remember_start "$name"
+            return 0
+        fi
+        sleep 0.1
+    done
     die "could not start $name"
 }
 
@@ -75,6 +104,7 @@ record_pid() {
     mkdir -p "$FD_PIDS"
     echo "$2" >"$FD_PIDS/$1.tag"
     cp "$3" "$FD_PIDS/$1.pid"
+    remember_start "$1"
 }
 
 stop_pids() { # PID...: TERM, wait up to 10 s, then KILL
@@ -106,7 +136,7 @@ stop_daemon() { # NAME...: stop these daemons of ours (in parallel)
         fi
     done
     ((${#pids[@]} == 0)) || stop_pids "${pids[@]}"
-    for name; do rm -f "$FD_PIDS/$name.pid" "$FD_PIDS/$name.tag"; done
+    for name; do rm -f "$FD_PIDS/$name".{pid,tag,start}; done
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

@@ -110,7 +110,7 @@ stop_server() {
         log "stopping $SKY_NAME (pids ${pids[*]})"
         stop_pids "${pids[@]}"
     fi
-    rm -f "$FD_PIDS/$SKY_NAME.pid" "$FD_PIDS/$SKY_NAME.tag"
+    rm -f "$FD_PIDS/$SKY_NAME".{pid,tag,start}
 }
 
 case ${1:-up} in
