@@ -174,7 +174,7 @@ async fn nvidia_smi_on_path_gives_the_machine_its_gpus_and_its_processes_as_jobs
     assert_eq!(reading.gpus[1].power_watts, None, "[N/A] is unknown");
 
     // Joined as the fleet joins it: the python job gets its GPU's utilisation.
-    let used = join(&snap, &reading, &mut TelemetryMemory::default(), IdleRule::default());
+    let used = join(&snap, reading, &mut TelemetryMemory::default(), IdleRule::default());
     assert_eq!(used.job("41822").map(|j| (j.gpus, j.mean_utilisation)), Some((1, Some(97.0))));
     assert!(used.job("41901").is_none(), "a GPU serves one job in the join");
 }

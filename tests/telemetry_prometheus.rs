@@ -87,7 +87,7 @@ async fn query(
     let refusal = || json(StatusCode::BAD_REQUEST, fixture("error-bad-data.json"));
     match mode {
         Mode::Serve => json(StatusCode::OK, body),
-        Mode::RefuseSelector if asked.starts_with("{__name__") => refusal(),
+        Mode::RefuseSelector if asked.contains("{__name__") => refusal(),
         Mode::RefuseSelector => json(StatusCode::OK, body),
         Mode::RefuseAll => refusal(),
         Mode::Unavailable => json(
@@ -301,8 +301,11 @@ async fn a_refused_selector_is_asked_once_more_and_no_reading_costs_more_than_tw
         t.notes
     );
     let queries = stub.queries.lock().unwrap().clone();
-    assert!(queries[3].starts_with("{__name__=~\"DCGM_FI_DEV_GPU_UTIL|"), "{}", queries[3]);
-    assert!(queries[4].starts_with("DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE or "), "{}", queries[4]);
+    assert!(queries[3].contains(") ({__name__=~\"DCGM_FI_DEV_GPU_UTIL|"), "{}", queries[3]);
+    assert!(queries[4].contains(") (DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE or "), "{}", queries[4]);
+    for query in &queries[3..5] {
+        assert!(query.starts_with("max by (__name__, Hostname, "), "only the labels read are asked for: {query}");
+    }
     assert!(queries[4].contains(" or amd_gpu_gfx_activity or "));
 
     stub.set(Mode::RefuseAll, "");

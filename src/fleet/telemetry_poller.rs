@@ -75,7 +75,7 @@ impl TelemetryPoller {
                 }
                 Ok(Some(reading)) => {
                     failures = 0;
-                    let used = Arc::new(join(&snapshot, &reading, &mut memory, self.rule));
+                    let used = Arc::new(join(&snapshot, reading, &mut memory, self.rule));
                     self.state.send_modify(|s| {
                         let s = Arc::make_mut(s);
                         if let Some(c) = s.clusters.get_mut(index) {

@@ -2,11 +2,12 @@
 //!
 //! One reading is one request for the whole cluster, however many nodes it has: every
 //! dcgm-exporter and AMD device-metrics-exporter metric in a single `{__name__=~"…"}`
-//! selector. A server that refuses that selector (some multi-tenant front ends want a metric
+//! selector, inside `max by (…)` keeping only the labels read. A server that refuses that selector (some multi-tenant front ends want a metric
 //! name) is asked once more with the same metrics as `a or b or …`; nothing else retries,
 //! so a reading costs at most two requests.
 //!
 //! * [`answer`]: the answer's JSON, streamed series by series;
+//! * [`scan`]: the same, fast, for answers of the usual shape (serde_json reads the rest);
 //! * [`labels`]: the label spellings of both exporters and their versions;
 //! * [`metrics`]: the metric names and what each measures;
 //! * [`hosts`]: exporter host names → the snapshot's node names;
@@ -22,6 +23,7 @@ mod metrics;
 mod query;
 mod reading;
 mod samples;
+mod scan;
 mod xid;
 
 use std::path::Path;

@@ -28,9 +28,41 @@ impl Text<'_> {
 /// then what relabelling attached, then the scrape target.
 pub(super) const HOST_LABELS: [&str; 5] = ["Hostname", "hostname", "kubernetes_node", "node", "instance"];
 
+/// Every label name a reading uses, in every spelling: [`Labels::slot`] places each, and the
+/// query keeps only these (`max by (…)`), so Prometheus does not send the rest.
+pub(super) const READ: [&str; 26] = [
+    "__name__",
+    "Hostname",
+    "hostname",
+    "kubernetes_node",
+    "node",
+    "instance",
+    "gpu",
+    "GPU",
+    "gpu_id",
+    "UUID",
+    "uuid",
+    "gpu_uuid",
+    "modelName",
+    "card_series",
+    "card_model",
+    "pod",
+    "namespace",
+    "exported_pod",
+    "exported_namespace",
+    "hpc_job",
+    "slurm_job_id",
+    "job_id",
+    "jobid",
+    "GPU_I_ID",
+    // Not read, kept so MIG instances and AMD partitions stay apart until they are folded.
+    "GPU_I_PROFILE",
+    "gpu_partition_id",
+];
+
 /// The labels a reading uses. Empty values count as absent (Prometheus itself drops them;
 /// a proxy might not).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(super) struct Labels<'a> {
     /// `__name__`.
     pub name: Option<Text<'a>>,
@@ -74,35 +106,46 @@ impl<'de> Visitor<'de> for LabelsVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Labels<'de>, A::Error> {
         let mut labels = Labels::default();
         while let Some(key) = map.next_key::<Text<'de>>()? {
-            let slot = match key.as_str() {
-                "__name__" => &mut labels.name,
-                "Hostname" => &mut labels.hosts[0],
-                "hostname" => &mut labels.hosts[1],
-                "kubernetes_node" => &mut labels.hosts[2],
-                "node" => &mut labels.hosts[3],
-                "instance" => &mut labels.hosts[4],
-                "gpu" | "GPU" | "gpu_id" => &mut labels.index,
-                "UUID" | "uuid" | "gpu_uuid" => &mut labels.uuid,
-                "modelName" | "card_series" => &mut labels.product,
-                "card_model" => &mut labels.part,
-                "pod" => &mut labels.pod,
-                "namespace" => &mut labels.namespace,
-                "exported_pod" => &mut labels.exported_pod,
-                "exported_namespace" => &mut labels.exported_namespace,
-                "hpc_job" | "slurm_job_id" | "job_id" | "jobid" => &mut labels.job,
-                "GPU_I_ID" => &mut labels.mig,
-                _ => {
+            match labels.slot(key.as_str()) {
+                Some(slot) => fill(slot, map.next_value()?),
+                None => {
                     map.next_value::<IgnoredAny>()?;
-                    continue;
                 }
-            };
-            let value: Text<'de> = map.next_value()?;
-            // The first non-empty spelling wins where several map to one slot.
-            if slot.is_none() && !value.0.is_empty() {
-                *slot = Some(value);
             }
         }
         Ok(labels)
+    }
+}
+
+impl<'a> Labels<'a> {
+    /// Where the label `name` goes; `None` for a label the reading does not use.
+    pub(super) fn slot(&mut self, name: &str) -> Option<&mut Option<Text<'a>>> {
+        Some(match name {
+            "__name__" => &mut self.name,
+            "Hostname" => &mut self.hosts[0],
+            "hostname" => &mut self.hosts[1],
+            "kubernetes_node" => &mut self.hosts[2],
+            "node" => &mut self.hosts[3],
+            "instance" => &mut self.hosts[4],
+            "gpu" | "GPU" | "gpu_id" => &mut self.index,
+            "UUID" | "uuid" | "gpu_uuid" => &mut self.uuid,
+            "modelName" | "card_series" => &mut self.product,
+            "card_model" => &mut self.part,
+            "pod" => &mut self.pod,
+            "namespace" => &mut self.namespace,
+            "exported_pod" => &mut self.exported_pod,
+            "exported_namespace" => &mut self.exported_namespace,
+            "hpc_job" | "slurm_job_id" | "job_id" | "jobid" => &mut self.job,
+            "GPU_I_ID" => &mut self.mig,
+            _ => return None,
+        })
+    }
+}
+
+/// The first non-empty spelling wins where several map to one slot.
+pub(super) fn fill<'a>(slot: &mut Option<Text<'a>>, value: Text<'a>) {
+    if slot.is_none() && !value.0.is_empty() {
+        *slot = Some(value);
     }
 }
 
@@ -137,6 +180,19 @@ mod tests {
         assert_eq!(labels.product.unwrap().as_str(), "AMD Instinct MI300X OAM");
         assert_eq!(labels.exported_pod.unwrap().as_str(), "a-b");
         assert_eq!(labels.job.unwrap().as_str(), "9");
+    }
+
+    #[test]
+    fn every_name_the_query_keeps_has_a_slot_and_no_other_has_one() {
+        let mut labels = Labels::default();
+        let kept_unread = ["GPU_I_PROFILE", "gpu_partition_id"];
+        for name in READ.iter().filter(|n| !kept_unread.contains(n)) {
+            assert!(labels.slot(name).is_some(), "{name} is kept but not read");
+        }
+        for name in ["job", "device", "pci_bus_id", "DCGM_FI_DRIVER_VERSION", "container", "Gpu"] {
+            assert!(labels.slot(name).is_none(), "{name}");
+        }
+        assert!(kept_unread.iter().all(|n| READ.contains(n) && Labels::default().slot(n).is_none()));
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! the same query: a cluster has one vendor or the other (or both), and one request costs
 //! the same either way.
 
+use super::labels::READ;
+
 /// What a metric measures, whichever exporter sent it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Field {
@@ -100,12 +102,13 @@ pub(super) fn field_of(name: &str) -> Option<Field> {
     find(AMD, name.strip_prefix(AMD_PREFIX).unwrap_or(name))
 }
 
-/// Every metric in one selector: `{__name__=~"DCGM_FI_DEV_GPU_UTIL|…|(amd_)?(gpu_gfx_activity|…)"}`.
-/// Prometheus anchors the regular expression, so nothing else matches.
+/// Every metric in one selector, `{__name__=~"DCGM_FI_DEV_GPU_UTIL|…|(amd_)?(gpu_gfx_activity|…)"}`
+/// (Prometheus anchors the regular expression, so nothing else matches), with only the
+/// labels a reading uses kept (see [`keep_read_labels`]).
 pub(super) fn selector_query() -> String {
     let nvidia: Vec<&str> = NVIDIA.iter().map(|(n, _)| *n).collect();
     let amd: Vec<&str> = AMD.iter().map(|(n, _)| *n).collect();
-    format!("{{__name__=~\"{}|({AMD_PREFIX})?({})\"}}", nvidia.join("|"), amd.join("|"))
+    keep_read_labels(&format!("{{__name__=~\"{}|({AMD_PREFIX})?({})\"}}", nvidia.join("|"), amd.join("|")))
 }
 
 /// The same metrics as `a or b or …`, for servers that refuse a selector without a metric
@@ -115,7 +118,17 @@ pub(super) fn alternation_query() -> String {
         .iter()
         .map(|(n, _)| n.to_string())
         .chain(AMD.iter().flat_map(|(n, _)| [n.to_string(), format!("{AMD_PREFIX}{n}")]));
-    names.collect::<Vec<_>>().join(" or ")
+    keep_read_labels(&names.collect::<Vec<_>>().join(" or "))
+}
+
+/// `max by (__name__, Hostname, …) (VECTOR)`: every series with only the labels a reading
+/// uses, so Prometheus neither encodes nor sends the rest (a dcgm-exporter 4.x series also
+/// carries `DCGM_FI_DRIVER_VERSION`, `device`, `pci_bus_id`, `job`: about a third of an
+/// answer's bytes at 10,000 GPUs). A label named that a series lacks is simply absent, so
+/// every exporter's spellings can be kept at once; series the kept labels no longer tell
+/// apart (one GPU scraped by two jobs) become one.
+fn keep_read_labels(vector: &str) -> String {
+    format!("max by ({}) ({vector})", READ.join(", "))
 }
 
 #[cfg(test)]
@@ -137,8 +150,11 @@ mod tests {
     fn both_query_forms_name_every_metric() {
         let selector = selector_query();
         let alternation = alternation_query();
-        assert!(selector.starts_with("{__name__=~\"DCGM_FI_DEV_GPU_UTIL|"), "{selector}");
-        assert!(selector.ends_with("|gpu_ecc_uncorrect_total)\"}"), "{selector}");
+        assert!(selector.starts_with("max by (__name__, Hostname, hostname, "), "{selector}");
+        assert!(selector.contains(") ({__name__=~\"DCGM_FI_DEV_GPU_UTIL|"), "{selector}");
+        assert!(selector.ends_with("|gpu_ecc_uncorrect_total)\"})"), "{selector}");
+        assert!(alternation.starts_with("max by (__name__, Hostname, hostname, "), "{alternation}");
+        let alternation = alternation.split_once(") (").unwrap().1.trim_end_matches(')').to_string();
         for (name, _) in NVIDIA.iter().chain(AMD) {
             assert!(selector.contains(name), "{name}");
             assert!(alternation.split(" or ").any(|n| n == *name), "{name}");

@@ -4,6 +4,7 @@
 use super::answer;
 use super::hosts::Hosts;
 use super::samples::Assembler;
+use super::scan;
 use crate::backend::http::clean_message;
 use crate::model::{GpuSample, Snapshot};
 
@@ -43,8 +44,17 @@ impl std::fmt::Display for AnswerError {
 pub fn read_answer(body: &[u8], snapshot: &Snapshot) -> Result<Reading, AnswerError> {
     let hosts = Hosts::new(snapshot);
     let expected: usize = snapshot.nodes.iter().flat_map(|n| &n.gpus).map(|g| g.total as usize).sum();
-    let mut assembler = Assembler::new(&hosts, expected.min(PRESIZE_LIMIT));
-    let envelope = answer::read(body, &mut assembler).map_err(|e| AnswerError::NotPrometheus(unreadable(&e, body)))?;
+    let presize = expected.min(PRESIZE_LIMIT);
+    let mut assembler = Assembler::new(&hosts, presize);
+    let envelope = match scan::read(body, &mut assembler) {
+        Ok(envelope) => envelope,
+        // What the scanner is unsure of, serde_json reads from the start, into fresh
+        // tables (the scanner may have handed over some series), and explains if it fails.
+        Err(scan::Declined) => {
+            assembler = Assembler::new(&hosts, presize);
+            answer::read(body, &mut assembler).map_err(|e| AnswerError::NotPrometheus(unreadable(&e, body)))?
+        }
+    };
     match envelope.status.as_deref() {
         Some("success") => {}
         Some("error") => {

@@ -6,8 +6,9 @@
 //! that table, and label text stays borrowed from the answer until the samples are made.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+
+use foldhash::{HashMap, HashMapExt};
 
 use super::answer::Sink;
 use super::hosts::{Hosts, without_port};
@@ -21,6 +22,10 @@ use crate::model::{GpuOwner, GpuSample};
 /// floating-point blanks are larger): a field the device does not report, not a figure.
 /// No metric read here comes near it (memory is in MiB, power in watts).
 const DCGM_BLANK: f64 = 2_147_483_632.0;
+
+/// Device indices looked up directly rather than hashed (a node has at most a few dozen
+/// GPUs, or MIG-less indices up to 63 at worst).
+const DIRECT_INDICES: u32 = 64;
 
 /// Host names a note lists before "and N more".
 const EXAMPLES: usize = 3;
@@ -59,7 +64,20 @@ struct Gpu<'a> {
     seen: [u16; FIELDS],
 }
 
-impl Gpu<'_> {
+impl<'a> Gpu<'a> {
+    fn new(host: u32, device: Device<'a>) -> Self {
+        Gpu {
+            host,
+            device,
+            uuid: None,
+            product: None,
+            owner: None,
+            mig: false,
+            value: [0.0; FIELDS],
+            seen: [0; FIELDS],
+        }
+    }
+
     fn apply(&mut self, field: Field, v: f64, mig: bool) {
         let i = field as usize;
         self.mig |= mig;
@@ -94,6 +112,10 @@ pub(super) struct Assembler<'de, 's> {
     /// Unknown hosts by number: their names without a port.
     unknown: Vec<String>,
     unknown_by_name: HashMap<String, u32>,
+    /// GPUs by snapshot node and device index, for the usual small indices: `[node][index]` is the
+    /// GPU's place in `gpus` plus one (0: not seen yet). No hashing per series.
+    by_index: Vec<Vec<u32>>,
+    /// The rest: GPUs known by UUID, or with indices past [`DIRECT_INDICES`].
     index: HashMap<(u32, Device<'de>), u32>,
     gpus: Vec<Gpu<'de>>,
     series: usize,
@@ -113,7 +135,8 @@ impl<'de, 's> Assembler<'de, 's> {
             slots: HashMap::with_capacity(hosts.len() * 2),
             unknown: Vec::new(),
             unknown_by_name: HashMap::new(),
-            index: HashMap::with_capacity(expected_gpus),
+            by_index: vec![Vec::new(); hosts.len()],
+            index: HashMap::new(),
             gpus: Vec::with_capacity(expected_gpus),
             series: 0,
             no_host: 0,
@@ -164,23 +187,33 @@ impl<'de, 's> Assembler<'de, 's> {
     /// The GPU's place in `gpus`, made on its first series; labels fill what it lacks.
     fn gpu(&mut self, host: u32, device: Device<'de>, labels: &Labels<'de>) -> usize {
         let next = self.gpus.len();
-        let i = match self.index.entry((host, device)) {
-            Entry::Occupied(e) => *e.get() as usize,
-            Entry::Vacant(e) => {
-                let device = e.key().1.clone();
-                e.insert(u32::try_from(next).unwrap_or(u32::MAX));
-                self.gpus.push(Gpu {
-                    host,
-                    device,
-                    uuid: None,
-                    product: None,
-                    owner: None,
-                    mig: false,
-                    value: [0.0; FIELDS],
-                    seen: [0; FIELDS],
-                });
-                next
+        let next_u32 = u32::try_from(next).unwrap_or(u32::MAX);
+        let i = match device {
+            // A snapshot node's (unknown hosts are few, or left out, and go by hash).
+            Device::Index(index) if index < DIRECT_INDICES && (host as usize) < self.by_index.len() => {
+                let (h, d) = (host as usize, index as usize);
+                let row = &mut self.by_index[h];
+                if row.len() <= d {
+                    row.resize(d + 1, 0);
+                }
+                match row[d] {
+                    0 => {
+                        row[d] = next_u32.saturating_add(1);
+                        self.gpus.push(Gpu::new(host, device));
+                        next
+                    }
+                    known => known as usize - 1,
+                }
             }
+            device => match self.index.entry((host, device)) {
+                Entry::Occupied(e) => *e.get() as usize,
+                Entry::Vacant(e) => {
+                    let device = e.key().1.clone();
+                    e.insert(next_u32);
+                    self.gpus.push(Gpu::new(host, device));
+                    next
+                }
+            },
         };
         let gpu = &mut self.gpus[i];
         if gpu.uuid.is_none() {
@@ -286,22 +319,22 @@ impl<'de, 's> Assembler<'de, 's> {
 }
 
 impl<'de> Sink<'de> for Assembler<'de, '_> {
-    fn series(&mut self, labels: Labels<'de>, value: Option<Text<'de>>) {
+    fn series(&mut self, labels: &Labels<'de>, value: Option<Text<'de>>) {
         self.series += 1;
         // Only the metrics asked for come back; anything else (a server that ignored the
         // selector) is not a GPU figure.
         let Some(field) = labels.name.as_ref().and_then(|n| metrics::field_of(n.as_str())) else { return };
-        let Some(host) = self.host(&labels) else {
+        let Some(host) = self.host(labels) else {
             self.no_host += 1;
             return;
         };
-        let Some(device) = device(&labels) else {
+        let Some(device) = device(labels) else {
             self.no_device += 1;
             return;
         };
         let mig = labels.mig.is_some();
         // The GPU is listed even when this figure is unusable: it exists.
-        let gpu = self.gpu(host, device, &labels);
+        let gpu = self.gpu(host, device, labels);
         self.utilisation |= matches!(field, Field::Util | Field::EngineActive);
         let Some(text) = value else {
             self.no_value += 1;
@@ -312,7 +345,7 @@ impl<'de> Sink<'de> for Assembler<'de, '_> {
             _ => {
                 self.bad_values += 1;
                 if self.bad_example.is_none() {
-                    self.bad_example = Some(bad_example(&labels, text.as_str()));
+                    self.bad_example = Some(bad_example(labels, text.as_str()));
                 }
                 return;
             }
