@@ -13,6 +13,7 @@ pub mod gpu_names;
 pub mod gpu_totals;
 pub mod log;
 pub mod native;
+pub mod slurm_reasons;
 pub mod telemetry;
 
 pub use self::action::{Action, ActionOutcome, BatchOutcome, Capabilities, JobAction, NodeAction, Verb};

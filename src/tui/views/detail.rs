@@ -8,7 +8,7 @@ use ratatui::widgets::Paragraph;
 
 use super::{block, put};
 use crate::columns::jobs::elapsed_secs;
-use crate::model::{GpuReading, Job};
+use crate::model::{GpuReading, Job, slurm_reasons};
 use crate::tui::app::log::SKIP_MARK;
 use crate::tui::app::{App, Detail};
 use crate::tui::theme::Slot;
@@ -33,6 +33,18 @@ pub fn gpu_model_text(job: &Job) -> String {
     }
 }
 
+/// The backend's reason, and what it means where it is a Slurm code (`Priority: jobs of
+/// higher priority are ahead of it in the partition`).
+fn reason_text(job: &Job) -> String {
+    match &job.reason {
+        None => "-".into(),
+        Some(code) => match slurm_reasons::explain(code) {
+            Some(explained) => format!("{code}: {}", explained.words),
+            None => code.clone(),
+        },
+    }
+}
+
 /// Every field of the job, as label/value pairs.
 pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec<(&'static str, String)> {
     let allocs: Vec<String> = job
@@ -52,7 +64,7 @@ pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec
         ("name", job.name.clone()),
         ("user", job.user.clone()),
         ("state", format!("{} ({})", job.state, job.native_state)),
-        ("reason", opt(&job.reason)),
+        ("reason", reason_text(job)),
         ("partition", job.partition.clone()),
         ("GPUs", format!("{} requested, {} allocated", job.gpus_requested, job.gpus_allocated)),
         ("GPU model", gpu_model_text(job)),
@@ -276,6 +288,20 @@ mod tests {
         // A Slurm site that already writes the canonical name: once.
         job.gpu_product = Some("H100".into());
         assert_eq!(gpu_model_text(&job), "h100");
+    }
+
+    #[test]
+    fn a_slurm_reason_is_said_in_words_and_others_as_given() {
+        let mut job = Job::new(JobRef::new("hpc", "7"), JobState::Pending);
+        let reason = |job: &Job| fields(job, None).into_iter().find(|(k, _)| *k == "reason").unwrap().1;
+        assert_eq!(reason(&job), "-");
+        job.reason = Some("QOSMaxGRESPerUser".into());
+        assert_eq!(
+            reason(&job),
+            "QOSMaxGRESPerUser: its user already holds the GPUs or other generic resources (GRES) its QOS allows per user"
+        );
+        job.reason = Some("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.".into());
+        assert_eq!(reason(&job), "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.");
     }
 
     #[test]
