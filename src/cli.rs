@@ -22,6 +22,7 @@ pub mod init;
 mod logs;
 mod migrate;
 mod spec;
+mod why;
 
 #[derive(Debug, Parser)]
 #[command(name = "flightdeck", version, about = "One cockpit for every GPU a team can reach")]
@@ -117,6 +118,16 @@ pub enum Command {
         /// one); `none` drops the source's image (a Slurm target without pyxis).
         #[arg(long)]
         image: Option<String>,
+    },
+    /// Why jobs (CLUSTER/ID …) wait: the reason in words (every Slurm code; a Kubernetes
+    /// scheduler message split into its node counts) and what the last refresh shows about
+    /// it (jobs ahead, the largest free block of GPUs, nodes out of service, what the user
+    /// holds). Costs no controller call beyond one refresh.
+    Why {
+        #[arg(required = true)]
+        jobs: Vec<JobRef>,
+        #[arg(long, short, value_enum, default_value_t)]
+        output: OutputFormat,
     },
     /// Where a job could start: every cluster ranked (now, queued, cannot) with the reason,
     /// for a job file (any dialect, or the portable TOML) or a live job (CLUSTER/ID).
@@ -310,6 +321,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let ask = migrate::MigrateRequest { jobs, to, dry_run, yes, running, resume, image };
             migrate::migrate(&config, read_only, ask).await
         }
+        Some(Command::Why { jobs, output }) => why::explain(&config, read_only, &jobs, output).await,
         Some(Command::Advise { spec, output }) => advise::advise(&config, read_only, &spec, output).await,
         Some(Command::Spec(SpecCommand::Export { job })) => spec::export(&config, &job).await,
         Some(Command::Spec(SpecCommand::Convert { file, to, from })) => spec::convert(&file, &to, from.as_deref()),

@@ -12,6 +12,7 @@ pub mod poller;
 pub mod telemetry;
 mod telemetry_poller;
 mod telemetry_sources;
+pub mod why;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -45,10 +45,26 @@ impl Explained {
     }
 }
 
-/// `code` in words, `None` for a code this table does not know (a newer Slurm's).
+/// `code` in words, `None` for a code this table does not know (a newer Slurm's). What
+/// `squeue` appends after the code (`ReqNodeNotAvail, UnavailableNodes:dgx03`) is left to
+/// [`details`].
 pub fn explain(code: &str) -> Option<Explained> {
-    let code = code.trim();
+    let code = code_of(code);
     listed(code).or_else(|| limit(code))
+}
+
+/// The code itself: `ReqNodeNotAvail` of `ReqNodeNotAvail, UnavailableNodes:dgx03`, `Priority`
+/// of `(Priority)`.
+pub fn code_of(reason: &str) -> &str {
+    let reason = reason.trim().trim_start_matches('(').trim_end_matches(')');
+    reason.split([',', ' ']).next().unwrap_or(reason)
+}
+
+/// What Slurm says after the code, where it says more (`UnavailableNodes:dgx03`).
+pub fn details(reason: &str) -> Option<&str> {
+    let reason = reason.trim().trim_start_matches('(').trim_end_matches(')');
+    let (_, rest) = reason.split_once(',')?;
+    Some(rest.trim()).filter(|r| !r.is_empty())
 }
 
 /// The reasons that are not accounting limits.
@@ -352,6 +368,16 @@ mod tests {
                 assert!(explained.words.split(' ').count() >= 4, "{release}: {code}: {:?}", explained.words);
             }
         }
+    }
+
+    #[test]
+    fn what_squeue_adds_after_the_code_is_kept_apart() {
+        let reason = "ReqNodeNotAvail, UnavailableNodes:dead-01";
+        assert_eq!(code_of(reason), "ReqNodeNotAvail");
+        assert_eq!(details(reason), Some("UnavailableNodes:dead-01"));
+        assert_eq!(outlook(reason), Outlook::NeedsAction);
+        assert_eq!(code_of("(Priority)"), "Priority");
+        assert_eq!(details("Priority"), None);
     }
 
     #[test]

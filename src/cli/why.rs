@@ -1,0 +1,81 @@
+//! `flightdeck why REF...`: why each job waits, in words, with the evidence of one refresh
+//! (see `fleet::why`). It asks the clusters nothing beyond that refresh.
+
+use std::process::ExitCode;
+
+use super::{Failure, OutputFormat, exit, first_refresh, start_fleet};
+use crate::config::Config;
+use crate::fleet::why::{Why, why};
+use crate::model::JobRef;
+use crate::output;
+
+pub async fn explain(
+    config: &Config,
+    read_only: bool,
+    jobs: &[JobRef],
+    format: OutputFormat,
+) -> Result<ExitCode, Failure> {
+    let clusters: Vec<String> = jobs.iter().map(|j| j.cluster.clone()).collect();
+    for cluster in &clusters {
+        if !config.clusters.iter().any(|c| &c.name == cluster) {
+            return Err(Failure(format!("no cluster {cluster:?} in the configuration")));
+        }
+    }
+    let fleet = start_fleet(config, read_only, &clusters, true).await?;
+    let (state, mut failed) = first_refresh(config, &fleet).await;
+    let mut answers = Vec::new();
+    for job in jobs {
+        let snapshot = state.cluster(&job.cluster).and_then(|c| c.snapshot.as_deref());
+        match snapshot.and_then(|s| s.jobs.iter().find(|j| j.job_ref.id == job.id).map(|j| (s, j))) {
+            Some((snapshot, found)) => answers.push(why(snapshot, found)),
+            None => {
+                eprintln!("{job}: no such job in the cluster's last snapshot (it may have ended)");
+                failed = true;
+            }
+        }
+    }
+    match format {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&answers).expect("answers serialise")),
+        OutputFormat::Table => print!("{}", text(&answers)),
+    }
+    Ok(exit(failed))
+}
+
+/// Each job: its state and reason, what the reason means, then the evidence indented.
+fn text(answers: &[Why]) -> String {
+    let mut out = String::new();
+    for w in answers {
+        let reason = w.reason.as_deref().map(output::printable).unwrap_or_else(|| "no reason given".into());
+        out.push_str(&format!("{}  {}  {reason}\n", w.job, w.state));
+        if let Some(meaning) = &w.meaning {
+            out.push_str(&format!("  {meaning} ({})\n", w.outlook.unwrap_or("")));
+        }
+        for line in &w.evidence {
+            out.push_str(&format!("  - {}\n", output::printable(line)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::JobState;
+
+    #[test]
+    fn the_text_names_the_job_the_meaning_and_the_evidence() {
+        let answers = [Why {
+            job: "hpc/7".into(),
+            state: JobState::Pending,
+            reason: Some("Priority".into()),
+            meaning: Some("jobs of higher priority are ahead of it in the partition".into()),
+            outlook: Some("waits"),
+            evidence: vec!["3 pending jobs in partition gpu have a higher priority than its 10\u{1b}[2J".into()],
+        }];
+        assert_eq!(
+            text(&answers),
+            "hpc/7  pending  Priority\n  jobs of higher priority are ahead of it in the partition (waits)\n  - 3 pending \
+             jobs in partition gpu have a higher priority than its 10\u{fffd}[2J\n"
+        );
+    }
+}

@@ -1,0 +1,326 @@
+//! Why a job waits, in words, with the evidence the cluster's last snapshot holds.
+//!
+//! Pure over one snapshot: the reason the backend gives (a Slurm code explained by
+//! [`slurm_reasons`], or a Kubernetes scheduler message split into its per-reason node
+//! counts), then what the snapshot shows about it: the jobs ahead in the partition, the
+//! largest free block of GPUs next to what the job asks for, the nodes that are out and why,
+//! what the user already holds. Nothing here asks the controller anything, so `why` costs no
+//! RPC beyond the refresh the fleet makes anyway.
+
+use serde::Serialize;
+
+use crate::model::slurm_reasons::{self, Outlook};
+use crate::model::{Job, JobState, Node, Snapshot};
+
+/// Most nodes named in one line of evidence before "and N more".
+const NAMED: usize = 5;
+
+/// One job's answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Why {
+    /// `CLUSTER/ID`.
+    pub job: String,
+    pub state: JobState,
+    /// The backend's own reason, as given.
+    pub reason: Option<String>,
+    /// What it means, where it is a known code.
+    pub meaning: Option<String>,
+    /// `waits`, `limited`, `needs action`, `blocked`, `ended`.
+    pub outlook: Option<&'static str>,
+    /// What the snapshot shows about it, a line each.
+    pub evidence: Vec<String>,
+}
+
+/// `job` of `snapshot` explained.
+pub fn why(snapshot: &Snapshot, job: &Job) -> Why {
+    let explained = job.reason.as_deref().and_then(slurm_reasons::explain);
+    let reason = job.reason.as_deref().unwrap_or("").trim();
+    let code = slurm_reasons::code_of(reason);
+    let mut evidence = Vec::new();
+    if !job.state.is_waiting() {
+        evidence.push(format!("it is {}, not waiting", job.state));
+    } else if explained.is_some() {
+        if let Some(details) = slurm_reasons::details(reason) {
+            evidence.push(format!("Slurm adds: {details}"));
+        }
+        slurm_evidence(snapshot, job, code, &mut evidence);
+    } else if let Some(counts) = scheduling_counts(reason) {
+        evidence.extend(counts);
+    }
+    Why {
+        job: job.job_ref.to_string(),
+        state: job.state,
+        reason: job.reason.clone(),
+        meaning: explained.as_ref().map(|e| e.words.clone()),
+        outlook: explained.map(|e| outlook_word(e.outlook)),
+        evidence,
+    }
+}
+
+fn outlook_word(outlook: Outlook) -> &'static str {
+    match outlook {
+        Outlook::Waits => "waits",
+        Outlook::Limited => "limited",
+        Outlook::NeedsAction => "needs action",
+        Outlook::Blocked => "blocked",
+        Outlook::Ended => "ended",
+    }
+}
+
+fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec<String>) {
+    let in_partition = |n: &&Node| job.partition.is_empty() || n.partitions.iter().any(|p| p == &job.partition);
+    let partition =
+        if job.partition.is_empty() { "its partition".to_string() } else { format!("partition {}", job.partition) };
+    match code {
+        "Priority" => {
+            let waiting: Vec<&Job> = snapshot
+                .jobs
+                .iter()
+                .filter(|j| j.state.is_waiting() && j.partition == job.partition && j.job_ref != job.job_ref)
+                .collect();
+            match job.priority {
+                Some(mine) => {
+                    let ahead = waiting.iter().filter(|j| j.priority.is_some_and(|p| p > mine)).count();
+                    evidence
+                        .push(format!("{ahead} pending jobs in {partition} have a higher priority than its {mine}"));
+                }
+                None => evidence.push(format!("{} other jobs are pending in {partition}", waiting.len())),
+            }
+        }
+        "Resources" | "Constraints" => {
+            let per_node = job.gpus_requested.div_ceil(job.node_count.max(1));
+            if per_node > 0 {
+                let model = job.gpu_model.as_deref();
+                let asks = match model {
+                    Some(m) => format!("{per_node}×{m}"),
+                    None => format!("{per_node} GPUs"),
+                };
+                let nodes = job.node_count.max(1);
+                let on = if nodes == 1 { "on one node".to_string() } else { format!("on each of {nodes} nodes") };
+                let blocks: Vec<(u32, &str)> = snapshot
+                    .nodes
+                    .iter()
+                    .filter(in_partition)
+                    .filter(|n| !n.state.is_unavailable())
+                    .map(|n| (free_gpus(n, model), n.name.as_str()))
+                    .collect();
+                let fitting = blocks.iter().filter(|(free, _)| *free >= per_node).count();
+                match blocks.iter().max_by_key(|(free, name)| (*free, std::cmp::Reverse(*name))) {
+                    Some((largest, node)) => evidence.push(format!(
+                        "it needs {asks} {on}; the largest free block in {partition} is {largest} on {node}, and \
+                         {fitting} nodes have room for it"
+                    )),
+                    None => evidence.push(format!("it needs {asks} {on}; {partition} has no node in service")),
+                }
+            }
+            out_of_service(snapshot, job, &partition, evidence);
+        }
+        "ReqNodeNotAvail" | "NodeDown" | "PartitionDown" | "PartitionInactive" => {
+            out_of_service(snapshot, job, &partition, evidence);
+        }
+        "JobHeldUser" => evidence.push(format!("`flightdeck release {}` lets it run", job.job_ref)),
+        _ if code.contains("GRES") || code.contains("Grp") || code.contains("PerUser") => {
+            let running: Vec<&Job> =
+                snapshot.jobs.iter().filter(|j| j.user == job.user && j.state == JobState::Running).collect();
+            let gpus: u32 = running.iter().map(|j| j.gpus_allocated).sum();
+            evidence.push(format!(
+                "{} holds {gpus} GPUs in {} running jobs on this cluster",
+                if job.user.is_empty() { "its user" } else { &job.user },
+                running.len()
+            ));
+        }
+        _ => {}
+    }
+}
+
+/// Free GPUs of `model` (any, when `None`) on a node.
+fn free_gpus(node: &Node, model: Option<&str>) -> u32 {
+    node.gpus
+        .iter()
+        .filter(|g| model.is_none_or(|m| g.model.eq_ignore_ascii_case(m)))
+        .map(|g| g.total.saturating_sub(g.allocated).saturating_sub(g.unhealthy))
+        .sum()
+}
+
+/// The partition's nodes that take no work, with their reasons.
+fn out_of_service(snapshot: &Snapshot, job: &Job, partition: &str, evidence: &mut Vec<String>) {
+    let out: Vec<String> = snapshot
+        .nodes
+        .iter()
+        .filter(|n| job.partition.is_empty() || n.partitions.iter().any(|p| p == &job.partition))
+        .filter(|n| n.state.is_unavailable())
+        .map(|n| match &n.reason {
+            Some(reason) => format!("{} ({}: {reason})", n.name, n.state),
+            None => format!("{} ({})", n.name, n.state),
+        })
+        .collect();
+    if out.is_empty() {
+        return;
+    }
+    let more = out.len().saturating_sub(NAMED);
+    let mut line =
+        format!("{} nodes of {partition} take no work: {}", out.len(), out[..out.len().min(NAMED)].join(", "));
+    if more > 0 {
+        line.push_str(&format!(" and {more} more"));
+    }
+    evidence.push(line);
+}
+
+/// A Kubernetes scheduler message (`0/12 nodes are available: 8 Insufficient nvidia.com/gpu,
+/// 4 node(s) had untolerated taint {…}. preemption: …`) as one line per reason with its count.
+fn scheduling_counts(message: &str) -> Option<Vec<String>> {
+    let (head, rest) = message.split_once(" nodes are available: ")?;
+    let (free, total) = head.rsplit(' ').next()?.split_once('/')?;
+    let total: u32 = total.parse().ok()?;
+    let free: u32 = free.parse().ok()?;
+    // Reasons end at the first ". " (the preemption clause follows); taints hold braces
+    // with commas inside, so commas count only outside them.
+    let reasons = rest.split(". ").next().unwrap_or(rest).trim_end_matches('.');
+    let mut lines = vec![format!("{free} of {total} nodes can take it")];
+    let mut depth = 0i32;
+    let mut start = 0;
+    let mut parts = Vec::new();
+    for (i, c) in reasons.char_indices() {
+        match c {
+            '{' | '[' | '(' => depth += 1,
+            '}' | ']' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&reasons[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&reasons[start..]);
+    for part in parts.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
+        let (count, what) = part.split_once(' ').unwrap_or(("?", part));
+        match count.parse::<u32>() {
+            Ok(n) => lines.push(format!("{n} nodes: {}", what.trim_start_matches("node(s) "))),
+            Err(_) => lines.push(part.to_string()),
+        }
+    }
+    Some(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{GpuSlot, JobRef, NodeState};
+
+    fn node(name: &str, state: NodeState, total: u32, allocated: u32) -> Node {
+        let mut n = Node::new("hpc", name, state);
+        n.partitions = vec!["gpu".into()];
+        n.gpus = vec![GpuSlot {
+            model: "h100".into(),
+            gpu_product: None,
+            shared: false,
+            total,
+            allocated,
+            unhealthy: 0,
+            utilisation: None,
+        }];
+        n
+    }
+
+    fn pending(id: &str, reason: &str, priority: Option<u64>, gpus: u32) -> Job {
+        let mut j = Job::new(JobRef::new("hpc", id), JobState::Pending);
+        j.partition = "gpu".into();
+        j.reason = Some(reason.into());
+        j.priority = priority;
+        j.gpus_requested = gpus;
+        j.gpu_model = Some("h100".into());
+        j.node_count = 1;
+        j.user = "alice".into();
+        j
+    }
+
+    fn snapshot(jobs: Vec<Job>, nodes: Vec<Node>) -> Snapshot {
+        Snapshot { cluster: "hpc".into(), jobs, nodes, ..Snapshot::default() }
+    }
+
+    #[test]
+    fn priority_counts_the_jobs_ahead_in_the_partition() {
+        let me = pending("10", "Priority", Some(100), 1);
+        let mut other_partition = pending("13", "Priority", Some(900), 1);
+        other_partition.partition = "cpu".into();
+        let snap = snapshot(
+            vec![
+                me.clone(),
+                pending("11", "Priority", Some(200), 1),
+                pending("12", "Resources", Some(50), 1),
+                other_partition,
+            ],
+            vec![],
+        );
+        let w = why(&snap, &me);
+        assert_eq!(w.meaning.as_deref(), Some("jobs of higher priority are ahead of it in the partition"));
+        assert_eq!(w.outlook, Some("waits"));
+        assert_eq!(w.evidence, ["1 pending jobs in partition gpu have a higher priority than its 100"]);
+    }
+
+    #[test]
+    fn resources_compares_the_ask_with_the_largest_free_block() {
+        let me = pending("10", "Resources", None, 8);
+        let snap = snapshot(
+            vec![me.clone()],
+            vec![
+                node("dgx01", NodeState::Mixed, 8, 2),
+                node("dgx02", NodeState::Mixed, 8, 4),
+                node("dgx03", NodeState::Drained, 8, 0),
+            ],
+        );
+        let mut drained = snap.nodes[2].clone();
+        drained.reason = Some("bad GPU".into());
+        let snap = Snapshot { nodes: vec![snap.nodes[0].clone(), snap.nodes[1].clone(), drained], ..snap };
+        let w = why(&snap, &me);
+        assert_eq!(
+            w.evidence,
+            [
+                "it needs 8×h100 on one node; the largest free block in partition gpu is 6 on dgx01, and 0 nodes have room for it",
+                "1 nodes of partition gpu take no work: dgx03 (drained: bad GPU)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_gpu_limit_says_what_the_user_holds() {
+        let me = pending("10", "QOSMaxGRESPerUser", None, 4);
+        let mut running = Job::new(JobRef::new("hpc", "9"), JobState::Running);
+        running.user = "alice".into();
+        running.gpus_allocated = 16;
+        let w = why(&snapshot(vec![me.clone(), running], vec![]), &me);
+        assert_eq!(w.outlook, Some("limited"));
+        assert_eq!(w.evidence, ["alice holds 16 GPUs in 1 running jobs on this cluster"]);
+    }
+
+    #[test]
+    fn held_and_running_jobs() {
+        let mut held = pending("10", "JobHeldUser", None, 1);
+        held.state = JobState::Held;
+        assert_eq!(why(&snapshot(vec![], vec![]), &held).evidence, ["`flightdeck release hpc/10` lets it run"]);
+        let running = Job::new(JobRef::new("hpc", "9"), JobState::Running);
+        assert_eq!(why(&snapshot(vec![], vec![]), &running).evidence, ["it is running, not waiting"]);
+    }
+
+    #[test]
+    fn a_kubernetes_message_is_split_into_counts() {
+        let mut pod = Job::new(JobRef::new("k8s", "ml:train"), JobState::Pending);
+        pod.reason = Some(
+            "0/12 nodes are available: 8 Insufficient nvidia.com/gpu, 4 node(s) had untolerated taint \
+             {nvidia.com/gpu: present, team: a}. preemption: 0/12 nodes are available: 12 No preemption victims found."
+                .into(),
+        );
+        let w = why(&snapshot(vec![], vec![]), &pod);
+        assert_eq!(w.meaning, None);
+        assert_eq!(
+            w.evidence,
+            [
+                "0 of 12 nodes can take it",
+                "8 nodes: Insufficient nvidia.com/gpu",
+                "4 nodes: had untolerated taint {nvidia.com/gpu: present, team: a}",
+            ]
+        );
+        pod.reason = Some("Unschedulable".into());
+        assert!(why(&snapshot(vec![], vec![]), &pod).evidence.is_empty());
+    }
+}

@@ -1,0 +1,106 @@
+//! `flightdeck why` against the Slurm test bed, on both releases: a job that asks by name
+//! for a node an operator drained waits on `ReqNodeNotAvail` and is told which node and
+//! the drain's reason; a held job is told how to release it. The real binary, the real
+//! controller's reasons.
+
+mod common;
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use common::*;
+use flightdeck::backend::slurm::script::parse_sbatch_output;
+
+/// `flightdeck why REF -o json` through the binary: the one answer.
+fn why(cluster_ref: &str) -> Value {
+    try_why(cluster_ref).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The same, failing softly, for tests that must clean up before they assert.
+fn try_why(cluster_ref: &str) -> Result<Value, String> {
+    let _ = testbed_config();
+    let state = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["--config", &testbed_config_path().display().to_string(), "why", cluster_ref, "--output", "json"])
+        .env("XDG_STATE_HOME", state.path())
+        .env_remove("FLIGHTDECK_CONFIG")
+        .output()
+        .expect("run flightdeck");
+    if !out.status.success() {
+        return Err(format!("why {cluster_ref}: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let answers: Vec<Value> = serde_json::from_slice(&out.stdout).map_err(|e| format!("not JSON: {e}"))?;
+    match answers.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(format!("one answer expected: {answers:?}")),
+    }
+}
+
+async fn submit(cluster: &str, extra: &[&str]) -> String {
+    let b = backend(cluster);
+    let mut argv = vec!["sbatch", "--parsable", "--job-name=fd-why", "--output=/dev/null", "--chdir=/tmp"];
+    argv.extend_from_slice(extra);
+    argv.push("--wrap=sleep 60");
+    let out = remote(&b, &argv).await;
+    format!("{cluster}/{}", parse_sbatch_output(&out).expect("a job id"))
+}
+
+async fn cancel(cluster_ref: &str) {
+    let (cluster, id) = cluster_ref.split_once('/').unwrap();
+    let _ = remote(&backend(cluster), &["scancel", id]).await;
+}
+
+/// A node of each bed that no other test drains.
+fn spare_node(cluster: &str) -> &'static str {
+    if cluster == "fd22" { "a100-02" } else { "l40s-02" }
+}
+
+async fn a_job_on_a_drained_node_is_told_which_node_and_why(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let node = spare_node(cluster);
+    remote(&b, &["scontrol", "update", &format!("nodename={node}"), "state=drain", "reason=fd-why: bad GPU"]).await;
+    let job = submit(cluster, &[&format!("--nodelist={node}")]).await;
+    // The controller sets the reason on its next scheduling pass. The node is resumed
+    // before anything is asserted: a drained node would fail every later test.
+    let mut answer = try_why(&job);
+    for _ in 0..30 {
+        if answer.as_ref().is_ok_and(|a| a["reason"].as_str().is_some_and(|r| r.starts_with("ReqNodeNotAvail"))) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        answer = try_why(&job);
+    }
+    cancel(&job).await;
+    remote(&b, &["scontrol", "update", &format!("nodename={node}"), "state=resume"]).await;
+    let answer = answer.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(answer["state"], "pending", "{answer}");
+    assert!(answer["reason"].as_str().unwrap().starts_with("ReqNodeNotAvail"), "{answer}");
+    assert_eq!(answer["outlook"], "needs action", "{answer}");
+    assert!(answer["meaning"].as_str().unwrap().contains("down, drained"), "{answer}");
+    let evidence: Vec<&str> = answer["evidence"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(
+        evidence.iter().any(|l| l.contains(&format!("{node} (drained: fd-why: bad GPU)"))),
+        "the drained node named with its reason: {evidence:?}"
+    );
+}
+
+async fn a_held_job_is_told_how_to_release_it(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let job = submit(cluster, &["--hold"]).await;
+    let answer = why(&job);
+    cancel(&job).await;
+    assert_eq!(answer["reason"], "JobHeldUser", "{answer}");
+    assert_eq!(answer["outlook"], "needs action");
+    assert_eq!(answer["evidence"][0], format!("`flightdeck release {job}` lets it run"));
+}
+
+macro_rules! on_both_clusters {
+    ($($name:ident),* $(,)?) => {
+        mod fd22 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd22").await } )* }
+        mod fd24 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd24").await } )* }
+    };
+}
+
+on_both_clusters!(a_job_on_a_drained_node_is_told_which_node_and_why, a_held_job_is_told_how_to_release_it);
