@@ -1,7 +1,9 @@
 //! `flightdeck why REF...`: why each job waits, in words, with the evidence of one refresh
-//! (see `fleet::why`). It asks the clusters nothing beyond that refresh.
+//! (see `fleet::why`), and for a pending job the scheduler's start estimate, asked for that
+//! one job (Slurm `squeue --start -j`: one RPC, never part of a refresh).
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use super::{Failure, OutputFormat, exit, first_refresh, start_fleet};
 use crate::config::Config;
@@ -27,7 +29,24 @@ pub async fn explain(
     for job in jobs {
         let snapshot = state.cluster(&job.cluster).and_then(|c| c.snapshot.as_deref());
         match snapshot.and_then(|s| s.jobs.iter().find(|j| j.job_ref.id == job.id).map(|j| (s, j))) {
-            Some((snapshot, found)) => answers.push(why(snapshot, found)),
+            Some((snapshot, found)) => {
+                let mut answer = why(snapshot, found);
+                if answer.wants_estimate() {
+                    let limit = config
+                        .clusters
+                        .iter()
+                        .find(|c| c.name == job.cluster)
+                        .map_or(Duration::from_secs(30), |c| c.timeout);
+                    // An estimate is a courtesy: a backend without one, or one that fails,
+                    // leaves the answer as it is (the failure goes to the log).
+                    match tokio::time::timeout(limit, fleet.estimate_job_start(job)).await {
+                        Ok(Ok(estimate)) => answer.expected_start = estimate,
+                        Ok(Err(error)) => tracing::info!(%job, %error, "no start estimate"),
+                        Err(_) => tracing::info!(%job, "the start estimate timed out"),
+                    }
+                }
+                answers.push(answer);
+            }
             None => {
                 eprintln!("{job}: no such job in the cluster's last snapshot (it may have ended)");
                 failed = true;
@@ -53,6 +72,13 @@ fn text(answers: &[Why]) -> String {
         for line in &w.evidence {
             out.push_str(&format!("  - {}\n", output::printable(line)));
         }
+        if let Some(start) = &w.expected_start {
+            let on = start.nodes.as_deref().map(|n| format!(" on {}", output::printable(n))).unwrap_or_default();
+            out.push_str(&format!(
+                "  expected start: {}{on} (the scheduler's estimate: it moves as jobs end early or others arrive)\n",
+                start.at.format("%Y-%m-%d %H:%M UTC")
+            ));
+        }
     }
     out
 }
@@ -71,11 +97,18 @@ mod tests {
             meaning: Some("jobs of higher priority are ahead of it in the partition".into()),
             outlook: Some("waits"),
             evidence: vec!["3 pending jobs in partition gpu have a higher priority than its 10\u{1b}[2J".into()],
+            expected_start: Some(crate::backend::StartEstimate {
+                at: chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+                nodes: Some("gpu-[01-02]".into()),
+                partition: None,
+                processors: None,
+            }),
         }];
         assert_eq!(
             text(&answers),
             "hpc/7  pending  Priority\n  jobs of higher priority are ahead of it in the partition (waits)\n  - 3 pending \
-             jobs in partition gpu have a higher priority than its 10\u{fffd}[2J\n"
+             jobs in partition gpu have a higher priority than its 10\u{fffd}[2J\n  expected start: 2027-01-15 08:00 UTC on \
+             gpu-[01-02] (the scheduler's estimate: it moves as jobs end early or others arrive)\n"
         );
     }
 }

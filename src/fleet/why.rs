@@ -9,6 +9,7 @@
 
 use serde::Serialize;
 
+use crate::backend::StartEstimate;
 use crate::model::slurm_reasons::{self, Outlook};
 use crate::model::{Job, JobState, Node, Snapshot};
 
@@ -29,6 +30,17 @@ pub struct Why {
     pub outlook: Option<&'static str>,
     /// What the snapshot shows about it, a line each.
     pub evidence: Vec<String>,
+    /// The scheduler's own estimate of its start, where one was asked for and given (Slurm
+    /// `squeue --start`): an estimate, which moves as jobs end early or others arrive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_start: Option<StartEstimate>,
+}
+
+impl Why {
+    /// Worth asking the scheduler when it would start: waiting, not held.
+    pub fn wants_estimate(&self) -> bool {
+        self.state == JobState::Pending
+    }
 }
 
 /// `job` of `snapshot` explained.
@@ -54,6 +66,7 @@ pub fn why(snapshot: &Snapshot, job: &Job) -> Why {
         meaning: explained.as_ref().map(|e| e.words.clone()),
         outlook: explained.map(|e| outlook_word(e.outlook)),
         evidence,
+        expected_start: None,
     }
 }
 
@@ -101,7 +114,7 @@ fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec
                     .nodes
                     .iter()
                     .filter(in_partition)
-                    .filter(|n| !n.state.is_unavailable())
+                    .filter(|n| !n.state.is_unavailable() && has_model(n, model))
                     .map(|n| (free_gpus(n, model), n.name.as_str()))
                     .collect();
                 let fitting = blocks.iter().filter(|(free, _)| *free >= per_node).count();
@@ -110,7 +123,9 @@ fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec
                         "it needs {asks} {on}; the largest free block in {partition} is {largest} on {node}, and \
                          {fitting} nodes have room for it"
                     )),
-                    None => evidence.push(format!("it needs {asks} {on}; {partition} has no node in service")),
+                    None => {
+                        evidence.push(format!("it needs {asks} {on}; {partition} has no node in service with them"))
+                    }
                 }
             }
             out_of_service(snapshot, job, &partition, evidence);
@@ -131,6 +146,11 @@ fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec
         }
         _ => {}
     }
+}
+
+/// The node has GPUs of `model` (any GPUs, when `None`).
+fn has_model(node: &Node, model: Option<&str>) -> bool {
+    node.gpus.iter().any(|g| g.total > 0 && model.is_none_or(|m| g.model.eq_ignore_ascii_case(m)))
 }
 
 /// Free GPUs of `model` (any, when `None`) on a node.
@@ -266,12 +286,19 @@ mod tests {
             vec![
                 node("dgx01", NodeState::Mixed, 8, 2),
                 node("dgx02", NodeState::Mixed, 8, 4),
+                Node {
+                    gpus: vec![GpuSlot { model: "a100".into(), ..node("a1", NodeState::Idle, 8, 0).gpus[0].clone() }],
+                    ..node("a1", NodeState::Idle, 8, 0)
+                },
                 node("dgx03", NodeState::Drained, 8, 0),
             ],
         );
-        let mut drained = snap.nodes[2].clone();
+        let mut drained = snap.nodes[3].clone();
         drained.reason = Some("bad GPU".into());
-        let snap = Snapshot { nodes: vec![snap.nodes[0].clone(), snap.nodes[1].clone(), drained], ..snap };
+        let snap = Snapshot {
+            nodes: vec![snap.nodes[0].clone(), snap.nodes[1].clone(), snap.nodes[2].clone(), drained],
+            ..snap
+        };
         let w = why(&snap, &me);
         assert_eq!(
             w.evidence,
