@@ -350,4 +350,37 @@ mod tests {
         pod.reason = Some("Unschedulable".into());
         assert!(why(&snapshot(vec![], vec![]), &pod).evidence.is_empty());
     }
+
+    /// The message shapes kube-scheduler writes (1.25 to 1.31), as the Kubernetes adapter
+    /// passes them on (`REASON: message`, the preemption clause cut).
+    #[test]
+    fn every_scheduler_message_shape_splits() {
+        let cases: [(&str, &[&str]); 4] = [
+            (
+                "Unschedulable: 0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient nvidia.com/gpu",
+                &[
+                    "0 of 3 nodes can take it",
+                    "1 nodes: had untolerated taint {node-role.kubernetes.io/control-plane: }",
+                    "2 nodes: Insufficient nvidia.com/gpu",
+                ],
+            ),
+            (
+                "Unschedulable: 0/5 nodes are available: 5 node(s) didn't match Pod's node affinity/selector",
+                &["0 of 5 nodes can take it", "5 nodes: didn't match Pod's node affinity/selector"],
+            ),
+            (
+                "Unschedulable: 0/1 nodes are available: 1 pod has unbound immediate PersistentVolumeClaims",
+                &["0 of 1 nodes can take it", "1 nodes: pod has unbound immediate PersistentVolumeClaims"],
+            ),
+            (
+                "0/4 nodes are available: 2 Insufficient cpu, 2 Insufficient memory.",
+                &["0 of 4 nodes can take it", "2 nodes: Insufficient cpu", "2 nodes: Insufficient memory"],
+            ),
+        ];
+        for (message, lines) in cases {
+            let mut pod = Job::new(JobRef::new("k8s", "ml:p"), JobState::Pending);
+            pod.reason = Some(message.into());
+            assert_eq!(why(&snapshot(vec![], vec![]), &pod).evidence, lines, "{message}");
+        }
+    }
 }
