@@ -22,6 +22,7 @@ pub mod init;
 mod logs;
 mod migrate;
 mod spec;
+mod watch;
 mod why;
 
 #[derive(Debug, Parser)]
@@ -128,6 +129,15 @@ pub enum Command {
         jobs: Vec<JobRef>,
         #[arg(long, short, value_enum, default_value_t)]
         output: OutputFormat,
+    },
+    /// Follow jobs (CLUSTER/ID …) until they end: each change of state as a line, `--exec
+    /// CMD` run on each with the event as JSON on its standard input (split into words, run
+    /// without a shell); exits with the job's exit code (the first non-zero of several).
+    Watch {
+        #[arg(required = true)]
+        jobs: Vec<JobRef>,
+        #[arg(long)]
+        exec: Option<String>,
     },
     /// Where a job could start: every cluster ranked (now, queued, cannot) with the reason,
     /// for a job file (any dialect, or the portable TOML) or a live job (CLUSTER/ID).
@@ -321,6 +331,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let ask = migrate::MigrateRequest { jobs, to, dry_run, yes, running, resume, image };
             migrate::migrate(&config, read_only, ask).await
         }
+        Some(Command::Watch { jobs, exec }) => watch::watch(&config, read_only, &jobs, exec.as_deref()).await,
         Some(Command::Why { jobs, output }) => why::explain(&config, read_only, &jobs, output).await,
         Some(Command::Advise { spec, output }) => advise::advise(&config, read_only, &spec, output).await,
         Some(Command::Spec(SpecCommand::Export { job })) => spec::export(&config, &job).await,
