@@ -470,7 +470,7 @@ async fn cockpit(
         config_label: config.source.to_string(),
         no_clusters: if config.clusters.is_empty() { no_clusters_help(config) } else { Vec::new() },
     };
-    crate::tui::run(fleet, opts).await.map_err(|e| Failure(format!("{e:#}")))?;
+    crate::tui::run(fleet, opts, config.notify.clone()).await.map_err(|e| Failure(format!("{e:#}")))?;
     Ok(ExitCode::SUCCESS)
 }
 

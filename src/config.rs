@@ -70,6 +70,8 @@ pub struct Config {
     pub keymap: Option<String>,
     /// When a job's GPUs count as idle (`[idle]`).
     pub idle: IdleRule,
+    /// How a watched job's change reaches someone not looking (`[notify]`).
+    pub notify: crate::notify::NotifySettings,
     /// Where this configuration came from (for messages and `flightdeck doctor`).
     pub source: ConfigSource,
 }
@@ -178,6 +180,10 @@ impl Config {
             Some(idle) => idle_rule(idle, text, origin)?,
             None => IdleRule::default(),
         };
+        let notify = match &raw.notify {
+            Some(notify) => notify_settings(notify, text, origin)?,
+            None => crate::notify::NotifySettings::default(),
+        };
 
         Ok(Config {
             read_only: raw.read_only.unwrap_or(false),
@@ -185,6 +191,7 @@ impl Config {
             theme,
             keymap,
             idle,
+            notify,
             source: ConfigSource::File(origin.to_path_buf()),
         })
     }
@@ -205,6 +212,7 @@ impl Config {
             theme: None,
             keymap: None,
             idle: IdleRule::default(),
+            notify: crate::notify::NotifySettings::default(),
             source: ConfigSource::EmbeddedDefault,
         }
     }
@@ -313,7 +321,49 @@ struct RawConfig {
     #[serde(default)]
     idle: Option<RawIdle>,
     #[serde(default)]
+    notify: Option<RawNotify>,
+    #[serde(default)]
     cluster: Vec<Spanned<cluster::RawShared>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNotify {
+    #[serde(default)]
+    terminal: Option<Spanned<String>>,
+    #[serde(default)]
+    tmux_passthrough: Option<bool>,
+    #[serde(default)]
+    command: Option<Spanned<Vec<String>>>,
+}
+
+/// `[notify]` checked: a known terminal kind, a command of non-empty words.
+fn notify_settings(raw: &RawNotify, text: &str, origin: &Path) -> Result<crate::notify::NotifySettings, FileError> {
+    use crate::notify::{NotifySettings, TerminalSetting};
+    let bad = |offset: usize, key: &str, why: String| FileError::Invalid {
+        path: origin.to_path_buf(),
+        line: pos::line_of(text, offset),
+        key: Some(key.to_string()),
+        message: format!("bad value for `{key}` in [notify]: {why}"),
+    };
+    let mut settings = NotifySettings { tmux_passthrough: raw.tmux_passthrough.unwrap_or(false), ..Default::default() };
+    if let Some(terminal) = &raw.terminal {
+        settings.terminal = TerminalSetting::from_name(terminal.get_ref()).ok_or_else(|| {
+            bad(terminal.span().start, "terminal", format!("expected one of: {}", TerminalSetting::NAMES.join(", ")))
+        })?;
+    }
+    if let Some(command) = &raw.command {
+        let words = command.get_ref();
+        if words.is_empty() || words.iter().any(|w| w.is_empty()) {
+            return Err(bad(
+                command.span().start,
+                "command",
+                "a program and its arguments, e.g. [\"notify-send\", \"flightdeck\"]".into(),
+            ));
+        }
+        settings.command = words.clone();
+    }
+    Ok(settings)
 }
 
 #[derive(Deserialize)]
@@ -499,11 +549,33 @@ mod tests {
     }
 
     #[test]
+    fn notify_is_read_and_checked() {
+        use crate::notify::{NotifySettings, TerminalSetting};
+        assert_eq!(parse(BASE).unwrap().notify, NotifySettings::default());
+        let text = format!(
+            "{BASE}[notify]\nterminal = \"osc777\"\ntmux_passthrough = true\ncommand = [\"notify-send\", \"flightdeck\"]\n"
+        );
+        let notify = parse(&text).unwrap().notify;
+        assert_eq!(
+            notify,
+            NotifySettings {
+                terminal: TerminalSetting::Osc777,
+                tmux_passthrough: true,
+                command: vec!["notify-send".into(), "flightdeck".into()]
+            }
+        );
+        let shown = refused(&format!("{BASE}[notify]\nterminal = \"loud\"\n"), 5, "terminal");
+        assert!(shown.ends_with("expected one of: auto, osc9, osc777, bell, off"), "{shown}");
+        refused(&format!("{BASE}[notify]\ncommand = []\n"), 5, "command");
+        refused(&format!("{BASE}[notify]\ncommand = [\"\"]\n"), 5, "command");
+    }
+
+    #[test]
     fn unknown_top_level_key() {
         let shown = refused("read_only = false\nthem = \"dark\"\n", 2, "them");
         assert_eq!(
             shown,
-            format!("{FILE}:2: unknown key `them` (expected one of: read_only, theme, keymap, idle, cluster)")
+            format!("{FILE}:2: unknown key `them` (expected one of: read_only, theme, keymap, idle, notify, cluster)")
         );
     }
 

@@ -10,6 +10,7 @@ pub mod fleet;
 pub mod hub;
 pub mod logging;
 pub mod model;
+pub mod notify;
 pub mod output;
 pub mod safe_text;
 pub mod spec;

@@ -1613,3 +1613,53 @@ fn the_submit_form_shows_where_the_job_could_start() {
     typed(&mut app, "x");
     assert!(app.form().advice.is_empty());
 }
+
+/// The notifications among `commands`, as their one-line summaries.
+fn notices(commands: &[Command]) -> Vec<String> {
+    commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Notify(event) => Some(event.summary()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_watched_job_tells_each_change_until_it_ends() {
+    let mut app = app();
+    let running =
+        |state| vec![job("hpc", "7", state, "alice", "train"), job("hpc", "8", JobState::Running, "bob", "x")];
+    app.update(fleet(1, vec![("hpc", running(JobState::Pending), vec![])]));
+    ch(&mut app, '2');
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("hpc", "7")));
+    assert!(ch(&mut app, 'w').is_empty(), "watching asks nothing of anyone");
+    assert!(app.toasts().last().unwrap().text.starts_with("watching hpc/7"), "{:?}", app.toasts());
+
+    // The same state again: no news.
+    assert!(notices(&app.update(fleet(2, vec![("hpc", running(JobState::Pending), vec![])]))).is_empty());
+    let started = app.update(fleet(3, vec![("hpc", running(JobState::Running), vec![])]));
+    assert_eq!(notices(&started), ["hpc/7  pending → running"]);
+    assert_eq!(app.toasts().last().unwrap().text, "hpc/7  pending → running");
+
+    let mut failed = job("hpc", "7", JobState::Failed, "alice", "train");
+    failed.exit = Some(flightdeck::model::ExitStatus { code: 3, signal: None });
+    let ended = app.update(fleet(4, vec![("hpc", vec![failed.clone()], vec![])]));
+    assert_eq!(notices(&ended), ["hpc/7  running → failed  exit 3"]);
+    assert!(app.toasts().last().unwrap().error, "a failure is an error toast");
+    // Ended: no longer watched, so a later listing says nothing.
+    assert!(notices(&app.update(fleet(5, vec![("hpc", vec![], vec![])]))).is_empty());
+}
+
+#[test]
+fn w_again_stops_watching() {
+    let mut app = app();
+    app.update(fleet(1, vec![("hpc", jobs("hpc", &["1"]), vec![])]));
+    ch(&mut app, '2');
+    ch(&mut app, 'w');
+    ch(&mut app, 'w');
+    assert!(app.toasts().last().unwrap().text.starts_with("stopped watching hpc/1"));
+    let mut done = jobs("hpc", &["1"]);
+    done[0].state = JobState::Completed;
+    assert!(notices(&app.update(fleet(2, vec![("hpc", done, vec![])]))).is_empty());
+}

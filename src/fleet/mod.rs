@@ -7,6 +7,7 @@
 pub mod advice;
 pub mod audit;
 pub mod build;
+pub mod follow;
 pub mod migrate;
 pub mod poller;
 pub mod telemetry;

@@ -116,6 +116,7 @@ ui_actions! {
     Delete => "delete", "delete the stopped run(s)", true;
     Teardown => "teardown", "tear down the node's cloud cluster", true;
     Migrate => "migrate", "move the job(s) to another cluster (shows the plan first)", true;
+    Watch => "watch", "tell me when the job(s) change state (again: stop)", false;
     NextTarget => "next_target", "migration: plan for the next cluster", false;
     PrevTarget => "prev_target", "migration: plan for the previous cluster", false;
     ToggleRunning => "toggle_running", "migration: move running jobs too (they restart)", false;

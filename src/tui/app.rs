@@ -33,7 +33,7 @@ use super::action::{Mode, UiAction};
 use super::keymap::{Keymap, Resolution};
 use super::theme::Theme;
 use crate::fleet::{Action, ActionOutcome, BatchOutcome, FleetState};
-use crate::model::{Job, JobRef, NodeRef};
+use crate::model::{Job, JobRef, JobState, NodeRef};
 use crate::model::{JobAction, LogHandle, Native, NodeAction, Verb};
 use crate::spec::JobSpec;
 
@@ -119,6 +119,9 @@ pub enum Command {
     Quit,
     /// Give the terminal back and stop (Ctrl-Z); the loop restores the screen on `fg`.
     Suspend,
+    /// A watched job changed: tell whoever is not looking (the terminal's notification, the
+    /// configured command; see [`crate::notify`]).
+    Notify(crate::fleet::follow::Event),
 }
 
 /// The screens.
@@ -156,6 +159,15 @@ impl Screen {
             Screen::Detail => "Detail",
             Screen::Submit => "Submit",
         }
+    }
+}
+
+/// `hpc/1, hpc/2` or `hpc/1 and 4 more`.
+fn names(jobs: &[JobRef]) -> String {
+    let shown: Vec<String> = jobs.iter().take(3).map(ToString::to_string).collect();
+    match jobs.len().saturating_sub(3) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
     }
 }
 
@@ -262,6 +274,11 @@ pub struct App {
     generation: u64,
     log_seq: u64,
     plan_seq: u64,
+    /// Jobs watched with `w`, in the order asked, and what was last seen of them.
+    pub(crate) watched: Vec<JobRef>,
+    follow: crate::fleet::follow::Watcher,
+    /// How a watched job's change is told (the event loop reads it).
+    pub(crate) notify: crate::notify::NotifySettings,
 }
 
 impl App {
@@ -275,6 +292,9 @@ impl App {
             user: opts.user,
             config_label: opts.config_label,
             no_clusters: opts.no_clusters,
+            watched: Vec::new(),
+            follow: crate::fleet::follow::Watcher::default(),
+            notify: crate::notify::NotifySettings::default(),
             now: DateTime::<Utc>::UNIX_EPOCH,
             size: (80, 24),
             data: Data::empty(),
@@ -456,8 +476,14 @@ impl App {
                 self.on_paste(&text);
                 self.touch();
             }
-            Msg::Fleet(state) => self.on_data(Data::new(state)),
-            Msg::Prepared(data) => self.on_data(*data),
+            Msg::Fleet(state) => {
+                self.on_data(Data::new(state));
+                self.follow_watched(&mut out);
+            }
+            Msg::Prepared(data) => {
+                self.on_data(*data);
+                self.follow_watched(&mut out);
+            }
             Msg::PrepareFailed(why) => self.toast(why, true),
             Msg::Outcome(outcome) => self.on_batch(&BatchOutcome { outcomes: vec![outcome] }),
             Msg::Batch(batch) => self.on_batch(&batch),
@@ -502,6 +528,77 @@ impl App {
 
     fn touch(&mut self) {
         self.generation += 1;
+    }
+
+    /// How a watched job's change is told; the cockpit sets it from the config.
+    pub fn set_notify(&mut self, notify: crate::notify::NotifySettings) {
+        self.notify = notify;
+    }
+
+    pub fn notify_settings(&self) -> &crate::notify::NotifySettings {
+        &self.notify
+    }
+
+    /// What each watched job is now, against what was seen: a toast and a
+    /// [`Command::Notify`] per change; an ended job stops being watched.
+    fn follow_watched(&mut self, out: &mut Vec<Command>) {
+        if self.watched.is_empty() {
+            return;
+        }
+        let fleet = self.data.fleet.clone();
+        let looked: Vec<(JobRef, Option<&Job>)> = self
+            .watched
+            .iter()
+            .filter_map(|r| {
+                // A cluster with no snapshot yet says nothing about its jobs.
+                let snapshot = fleet.cluster(&r.cluster)?.snapshot.as_deref()?;
+                Some((r.clone(), snapshot.jobs.iter().find(|j| j.job_ref.id == r.id)))
+            })
+            .collect();
+        for event in self.follow.observe(&looked, self.now) {
+            let failed = matches!(event.to, Some(JobState::Failed | JobState::Timeout | JobState::NodeFail) | None);
+            self.toast(event.summary(), failed);
+            out.push(Command::Notify(event));
+        }
+        let follow = &mut self.follow;
+        self.watched.retain(|r| {
+            let ended = follow.ended(r).is_some();
+            if ended {
+                follow.forget(r);
+            }
+            !ended
+        });
+        self.touch();
+    }
+
+    /// `w`: watch these jobs, or stop watching them if all already are.
+    fn toggle_watch(&mut self, jobs: Vec<JobRef>) {
+        if jobs.is_empty() {
+            return;
+        }
+        if jobs.iter().all(|r| self.watched.contains(r)) {
+            for r in &jobs {
+                self.follow.forget(r);
+            }
+            self.watched.retain(|r| !jobs.contains(r));
+            self.toast(format!("stopped watching {}", names(&jobs)), false);
+            return;
+        }
+        let fleet = self.data.fleet.clone();
+        let mut looked = Vec::new();
+        let new: Vec<JobRef> = jobs.iter().filter(|r| !self.watched.contains(r)).cloned().collect();
+        for r in &new {
+            self.watched.push(r.clone());
+            let job = fleet
+                .cluster(&r.cluster)
+                .and_then(|c| c.snapshot.as_deref())
+                .and_then(|s| s.jobs.iter().find(|j| j.job_ref.id == r.id));
+            looked.push((r.clone(), job));
+        }
+        // The state they are in now is the start, not news.
+        let found: Vec<(JobRef, Option<&Job>)> = looked.into_iter().filter(|(_, j)| j.is_some()).collect();
+        self.follow.observe(&found, self.now);
+        self.toast(format!("watching {} (w again stops)", names(&jobs)), false);
     }
 
     fn toast(&mut self, text: String, error: bool) {
@@ -1078,6 +1175,10 @@ impl App {
                 self.jobs.hide_finished = !self.jobs.hide_finished;
                 self.refilter_jobs();
             }
+            UiAction::Watch => {
+                let targets = self.job_targets();
+                self.toggle_watch(targets);
+            }
             UiAction::Migrate => {
                 let targets = self.job_targets();
                 self.open_migration(targets, out);
@@ -1392,6 +1493,12 @@ impl App {
 
     fn detail_action(&mut self, action: UiAction, out: &mut Vec<Command>) {
         let page = usize::from(self.size.1 / 2).max(1);
+        if action == UiAction::Watch {
+            if let Some(job) = self.detail.as_ref().map(|d| d.job.clone()) {
+                self.toggle_watch(vec![job]);
+            }
+            return;
+        }
         let Some(d) = &mut self.detail else { return };
         let max = d.log.len();
         match action {

@@ -41,6 +41,12 @@ pub trait Surface {
     fn size(&self) -> io::Result<(u16, u16)>;
     /// False once the terminal is gone (hang-up).
     fn alive(&mut self) -> bool;
+    /// Write a notification sequence (OSC 9/777, the bell) to the terminal between frames.
+    /// A surface that is no terminal has nowhere to put it.
+    fn notify(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let _ = bytes;
+        Ok(())
+    }
 }
 
 /// The terminal went away (hang-up, end of input, a dead descriptor). Nobody is left to
@@ -138,6 +144,8 @@ where
 {
     let mut states = fleet.subscribe();
     let mut outcomes = fleet.outcomes();
+    // tmux drops OSC sequences unless wrapped (see `notify`).
+    let in_tmux = std::env::var_os("TMUX").is_some();
     let (results_tx, mut results) = mpsc::unbounded_channel::<Msg>();
     let mut ticker = tokio::time::interval(tick);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -262,6 +270,25 @@ where
                     }
                 }
                 Command::Fleet(_) => {}
+                Command::Notify(event) => {
+                    let settings = app.notify_settings();
+                    let bytes = crate::notify::sequence(settings.notice(in_tmux), "flightdeck", &event.summary());
+                    if !bytes.is_empty()
+                        && let Err(e) = surface.notify(&bytes)
+                    {
+                        tracing::warn!(error = %e, "cannot write the notification");
+                    }
+                    if !settings.command.is_empty() {
+                        let argv = settings.command.clone();
+                        let json = serde_json::to_vec(&event).expect("an event serialises");
+                        tokio::spawn(async move {
+                            // The screen is the cockpit's: a failing notifier goes to the log.
+                            if let Err(why) = crate::notify::run_command(&argv, &json).await {
+                                tracing::warn!(job = %event.job, %why, "notify_command failed");
+                            }
+                        });
+                    }
+                }
                 Command::Refresh(cluster) => fleet.refresh_now(cluster.as_deref()),
                 Command::FetchLog { job, stream: _, log, from, max_bytes, seq } => {
                     let fleet = fleet.clone();

@@ -47,14 +47,15 @@ pub struct TuiOptions {
 /// How long quitting waits for actions under way.
 pub const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-pub async fn run(fleet: Fleet, opts: TuiOptions) -> color_eyre::Result<()> {
+pub async fn run(fleet: Fleet, opts: TuiOptions, notify: crate::notify::NotifySettings) -> color_eyre::Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() {
         return Err(color_eyre::eyre::eyre!(
             "the cockpit needs a terminal; for scripts use the subcommands (`flightdeck jobs --output json`)"
         ));
     }
-    let app = App::new(opts);
+    let mut app = App::new(opts);
+    app.set_notify(notify);
     let signals = event_loop::signals()?;
     let mut term = terminal::TerminalGuard::enter()?;
     let events = ratatui::crossterm::event::EventStream::new();

@@ -195,6 +195,12 @@ impl Surface for TerminalGuard {
         ratatui::crossterm::terminal::size()
     }
 
+    fn notify(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let mut out = io::stdout();
+        out.write_all(bytes)?;
+        out.flush()
+    }
+
     /// The terminal is still there. A hung-up terminal makes `TIOCGWINSZ` fail; asked every
     /// tick, this ends the cockpit instead of leaving it (and crossterm's reader, which
     /// retries a dead descriptor forever) running with no one watching.

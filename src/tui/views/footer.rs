@@ -49,6 +49,7 @@ pub fn label(action: UiAction) -> &'static str {
         UiAction::Delete => "delete",
         UiAction::Teardown => "tear down",
         UiAction::Migrate => "migrate",
+        UiAction::Watch => "watch",
         UiAction::NextTarget | UiAction::PrevTarget => "target",
         UiAction::ToggleRunning => "running too",
         UiAction::NewJob => "new job",
