@@ -312,3 +312,82 @@ fn the_overview_lists_every_kind_side_by_side() {
     assert_eq!(status.trim(), "exit=0");
     let _ = std::fs::remove_file(format!("{}.status", after.display()));
 }
+
+/// `w` on a held job, then the job released and run to its end: the cockpit writes each
+/// change to the terminal as OSC 9 (wrapped for tmux passthrough, since it runs in a tmux
+/// pane and the config says passthrough is on), read raw from the pane with `pipe-pane`,
+/// and runs the `[notify]` command with each event as JSON on its standard input.
+#[test]
+fn a_watched_job_notifies_the_terminal_and_the_command() {
+    let _ = testbed_config();
+    let _lock = cluster_lock("fd22");
+    let rt = rt();
+    let b = backend("fd22");
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let raw = dir.path().join("pane.raw");
+    let config = dir.path().join("flightdeck.toml");
+    let bed = std::fs::read_to_string(testbed_config_path()).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{bed}\n[notify]\nterminal = \"osc9\"\ntmux_passthrough = true\ncommand = [\"tee\", \"-a\", \"{}\"]\n",
+            events.display()
+        ),
+    )
+    .unwrap();
+    let name = format!("fd-e2e-watch-{}", std::process::id());
+    let out = rt.block_on(remote(
+        &b,
+        &[
+            "sbatch",
+            "--parsable",
+            "--hold",
+            &format!("--job-name={name}"),
+            "--output=/dev/null",
+            "--chdir=/tmp",
+            "--wrap=sleep 5",
+        ],
+    ));
+    let job = JobRef::new("fd22", flightdeck::backend::slurm::script::parse_sbatch_output(&out).expect("a job id"));
+
+    let after = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    let pane = Pane::start("notify", &["--config", config.to_str().unwrap()], 160, 48, &after);
+    pane.tmux(&["pipe-pane", "-o", "-t", &pane.session, &format!("cat >> {}", raw.display())]);
+    pane.wait_for("fd22 fresh", |s| s.contains("fd22 slurm 22.05"));
+    pane.keys(&["2"]);
+    pane.keys(&["/"]);
+    pane.text(&name);
+    pane.keys(&["Enter"]);
+    pane.wait_text(&job.id);
+    pane.keys(&["w"]);
+    pane.wait_text(&format!("watching {job}"));
+
+    rt.block_on(remote(&b, &["scontrol", "release", &job.id]));
+    // Held → (pending →) running → completed: the end is the last event.
+    let started = Instant::now();
+    let ended = loop {
+        let lines = std::fs::read_to_string(&events).unwrap_or_default();
+        if lines.contains("\"to\":\"completed\"") {
+            break lines;
+        }
+        assert!(started.elapsed() < WAIT, "no completed event from the notify command: {lines:?}\n{}", pane.screen());
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    pane.keys(&["q"]);
+    let events: Vec<serde_json::Value> =
+        ended.lines().map(|l| serde_json::from_str(l).expect("one JSON event a line")).collect();
+    assert_eq!(events[0]["from"], "held", "{events:?}");
+    assert!(events.iter().all(|e| e["job"] == job.to_string().as_str() && e["name"] == name.as_str()), "{events:?}");
+    assert_eq!(events.last().unwrap()["exit_code"], 0);
+
+    let bytes = std::fs::read(&raw).expect("the pane's raw output");
+    let wrapped = format!("\x1bPtmux;\x1b\x1b]9;flightdeck: {job}  held → ");
+    assert!(
+        bytes.windows(wrapped.len()).any(|w| w == wrapped.as_bytes()),
+        "the wrapped OSC 9 for the first change is in the pane's output"
+    );
+    // The end, from whichever state the last refresh before it saw, terminated and wrapped.
+    let end = "→ completed  exit 0\x07\x1b\\";
+    assert!(bytes.windows(end.len()).any(|w| w == end.as_bytes()), "and the end, terminated and wrapped");
+}
