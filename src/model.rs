@@ -569,6 +569,11 @@ impl Snapshot {
         })
     }
 
+    /// The job with this id (within the cluster), if the snapshot lists it.
+    pub fn job(&self, id: &str) -> Option<&Job> {
+        self.jobs.iter().find(|j| j.job_ref.id == id)
+    }
+
     /// Fill `queues` from the nodes' partition lists and the jobs' partitions.
     ///
     /// Backends with a richer notion of queue (Kueue) may set `queues` themselves instead.

@@ -3,6 +3,7 @@
 //!
 //! Every scenario runs on both clusters; tests that change a cluster hold its lock.
 
+#[macro_use]
 mod common;
 
 use std::collections::BTreeMap;
@@ -34,13 +35,6 @@ fn job<'a>(s: &'a Snapshot, r: &JobRef) -> Option<&'a flightdeck::model::Job> {
 
 async fn cancel_quietly(b: &SlurmBackend, r: &JobRef) {
     let _ = b.job_action(r, JobAction::Cancel).await;
-}
-
-macro_rules! on_both_clusters {
-    ($($name:ident),* $(,)?) => {
-        mod fd22 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd22").await } )* }
-        mod fd24 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd24").await } )* }
-    };
 }
 
 on_both_clusters!(

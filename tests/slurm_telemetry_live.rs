@@ -9,6 +9,7 @@
 //!
 //! Every scenario runs on both clusters and holds the cluster's lock (it submits jobs).
 
+#[macro_use]
 mod common;
 
 use std::collections::BTreeMap;
@@ -25,13 +26,6 @@ const WAIT: Duration = Duration::from_secs(90);
 
 /// Where up.sh installs the stand-in, on the host and at the same path in the chroot.
 const STAND_IN: &str = "/var/lib/flightdeck-testbed/bin/nvidia-smi";
-
-macro_rules! on_both_clusters {
-    ($($name:ident),* $(,)?) => {
-        mod fd22 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd22").await } )* }
-        mod fd24 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd24").await } )* }
-    };
-}
 
 on_both_clusters!(
     srun_reads_exactly_the_jobs_gpus_under_their_node_indices,

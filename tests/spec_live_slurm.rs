@@ -5,6 +5,7 @@
 //! Needs `tests/testbed/up.sh`; every job submitted here is cancelled by a drop guard, also
 //! when an assertion fails.
 
+#[macro_use]
 mod common;
 
 use std::collections::BTreeMap;
@@ -224,13 +225,6 @@ async fn jobs_without_a_script_and_unknown_jobs_are_refused_by_name(cluster: &st
         other => panic!("{other:?}"),
     }
     assert!(matches!(b.job_spec(&JobRef::new(cluster, "--help")).await, Err(BackendError::NotFound(_))));
-}
-
-macro_rules! on_both_clusters {
-    ($($name:ident),* $(,)?) => {
-        mod fd22 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd22").await } )* }
-        mod fd24 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd24").await } )* }
-    };
 }
 
 on_both_clusters!(

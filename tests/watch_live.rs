@@ -2,6 +2,7 @@
 //! seconds and exits 3 is followed to its end through the real binary, which exits 3, and
 //! `--exec` receives each change as JSON on its standard input (no shell in between).
 
+#[macro_use]
 mod common;
 
 use std::process::Command;
@@ -53,13 +54,6 @@ async fn a_job_is_followed_to_its_end_and_its_exit_code_returned(cluster: &str) 
     let end = events.last().unwrap();
     assert_eq!((end["to"].as_str(), end["exit_code"].as_i64()), (Some("failed"), Some(3)), "{end}");
     assert!(dir.path().join(";").exists(), "`;` reached tee as a word, no shell read it");
-}
-
-macro_rules! on_both_clusters {
-    ($($name:ident),* $(,)?) => {
-        mod fd22 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd22").await } )* }
-        mod fd24 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd24").await } )* }
-    };
 }
 
 on_both_clusters!(a_job_is_followed_to_its_end_and_its_exit_code_returned);

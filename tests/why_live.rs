@@ -3,6 +3,7 @@
 //! the drain's reason; a held job is told how to release it. The real binary, the real
 //! controller's reasons.
 
+#[macro_use]
 mod common;
 
 use std::process::Command;
@@ -141,13 +142,6 @@ async fn a_job_bigger_than_any_free_block_is_told_the_block_and_when(cluster: &s
     let at: DateTime<Utc> = answer["expected_start"]["at"].as_str().expect("an expected start").parse().unwrap();
     let wait = (at - Utc::now()).num_minutes();
     assert!((7..=11).contains(&wait), "about when the first ends: {answer}");
-}
-
-macro_rules! on_both_clusters {
-    ($($name:ident),* $(,)?) => {
-        mod fd22 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd22").await } )* }
-        mod fd24 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd24").await } )* }
-    };
 }
 
 on_both_clusters!(

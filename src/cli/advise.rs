@@ -33,10 +33,7 @@ pub async fn advise(config: &Config, read_only: bool, what: &str, format: Output
     let (spec, job) = match &target {
         Target::File(spec) => ((**spec).clone(), None),
         Target::Job(job) => {
-            let found = state
-                .cluster(&job.cluster)
-                .and_then(|c| c.snapshot.as_deref())
-                .and_then(|s| s.jobs.iter().find(|j| j.job_ref.id == job.id));
+            let found = state.cluster(&job.cluster).and_then(|c| c.snapshot.as_deref()).and_then(|s| s.job(&job.id));
             let Some(found) = found else {
                 return Err(Failure(format!("{job}: no such job in the cluster's last snapshot")));
             };

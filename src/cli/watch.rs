@@ -36,11 +36,7 @@ async fn run_exec(argv: &[String], event: &Event) {
 pub async fn watch(config: &Config, read_only: bool, jobs: &[JobRef], exec: Option<&str>) -> Result<ExitCode, Failure> {
     let argv = exec.map(exec_argv).transpose()?;
     let clusters: Vec<String> = jobs.iter().map(|j| j.cluster.clone()).collect();
-    for cluster in &clusters {
-        if !config.clusters.iter().any(|c| &c.name == cluster) {
-            return Err(Failure(format!("no cluster {cluster:?} in the configuration")));
-        }
-    }
+    // An unknown cluster is refused by the fleet builder, by name.
     let fleet = start_fleet(config, read_only, &clusters, true).await?;
     let mut updates = fleet.subscribe();
     let mut seen = Watcher::default();
@@ -58,7 +54,7 @@ pub async fn watch(config: &Config, read_only: bool, jobs: &[JobRef], exec: Opti
             if looked_at.get(&r.cluster).is_some_and(|s| Arc::ptr_eq(s, snapshot)) && seen.seen(r) {
                 continue;
             }
-            let job = snapshot.jobs.iter().find(|j| j.job_ref.id == r.id);
+            let job = snapshot.job(&r.id);
             if job.is_none() && !seen.seen(r) {
                 return Err(Failure(format!("{r}: no such job in the cluster's last snapshot (it may have ended)")));
             }

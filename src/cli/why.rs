@@ -18,25 +18,17 @@ pub async fn explain(
     format: OutputFormat,
 ) -> Result<ExitCode, Failure> {
     let clusters: Vec<String> = jobs.iter().map(|j| j.cluster.clone()).collect();
-    for cluster in &clusters {
-        if !config.clusters.iter().any(|c| &c.name == cluster) {
-            return Err(Failure(format!("no cluster {cluster:?} in the configuration")));
-        }
-    }
+    // An unknown cluster is refused by the fleet builder, by name.
     let fleet = start_fleet(config, read_only, &clusters, true).await?;
     let (state, mut failed) = first_refresh(config, &fleet).await;
     let mut answers = Vec::new();
     for job in jobs {
         let snapshot = state.cluster(&job.cluster).and_then(|c| c.snapshot.as_deref());
-        match snapshot.and_then(|s| s.jobs.iter().find(|j| j.job_ref.id == job.id).map(|j| (s, j))) {
+        match snapshot.and_then(|s| s.job(&job.id).map(|j| (s, j))) {
             Some((snapshot, found)) => {
                 let mut answer = why(snapshot, found);
                 if answer.wants_estimate() {
-                    let limit = config
-                        .clusters
-                        .iter()
-                        .find(|c| c.name == job.cluster)
-                        .map_or(Duration::from_secs(30), |c| c.timeout);
+                    let limit = config.cluster(&job.cluster).map_or(Duration::from_secs(30), |c| c.timeout);
                     // An estimate is a courtesy: a backend without one, or one that fails,
                     // leaves the answer as it is (the failure goes to the log).
                     match tokio::time::timeout(limit, fleet.estimate_job_start(job)).await {

@@ -81,7 +81,6 @@ fn outlook_word(outlook: Outlook) -> &'static str {
 }
 
 fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec<String>) {
-    let in_partition = |n: &&Node| job.partition.is_empty() || n.partitions.iter().any(|p| p == &job.partition);
     let partition =
         if job.partition.is_empty() { "its partition".to_string() } else { format!("partition {}", job.partition) };
     match code {
@@ -113,8 +112,7 @@ fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec
                 let blocks: Vec<(u32, &str)> = snapshot
                     .nodes
                     .iter()
-                    .filter(in_partition)
-                    .filter(|n| !n.state.is_unavailable() && has_model(n, model))
+                    .filter(|n| in_partition(n, job) && !n.state.is_unavailable() && has_model(n, model))
                     .map(|n| (free_gpus(n, model), n.name.as_str()))
                     .collect();
                 let fitting = blocks.iter().filter(|(free, _)| *free >= per_node).count();
@@ -148,6 +146,11 @@ fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec
     }
 }
 
+/// The node serves the job's partition (any node, when the job names none).
+fn in_partition(node: &Node, job: &Job) -> bool {
+    job.partition.is_empty() || node.partitions.iter().any(|p| p == &job.partition)
+}
+
 /// The node has GPUs of `model` (any GPUs, when `None`).
 fn has_model(node: &Node, model: Option<&str>) -> bool {
     node.gpus.iter().any(|g| g.total > 0 && model.is_none_or(|m| g.model.eq_ignore_ascii_case(m)))
@@ -167,8 +170,7 @@ fn out_of_service(snapshot: &Snapshot, job: &Job, partition: &str, evidence: &mu
     let out: Vec<String> = snapshot
         .nodes
         .iter()
-        .filter(|n| job.partition.is_empty() || n.partitions.iter().any(|p| p == &job.partition))
-        .filter(|n| n.state.is_unavailable())
+        .filter(|n| in_partition(n, job) && n.state.is_unavailable())
         .map(|n| match &n.reason {
             Some(reason) => format!("{} ({}: {reason})", n.name, n.state),
             None => format!("{} ({})", n.name, n.state),

@@ -552,10 +552,14 @@ impl App {
             .filter_map(|r| {
                 // A cluster with no snapshot yet says nothing about its jobs.
                 let snapshot = fleet.cluster(&r.cluster)?.snapshot.as_deref()?;
-                Some((r.clone(), snapshot.jobs.iter().find(|j| j.job_ref.id == r.id)))
+                Some((r.clone(), snapshot.job(&r.id)))
             })
             .collect();
-        for event in self.follow.observe(&looked, self.now) {
+        let events = self.follow.observe(&looked, self.now);
+        if events.is_empty() {
+            return;
+        }
+        for event in events {
             let failed = matches!(event.to, Some(JobState::Failed | JobState::Timeout | JobState::NodeFail) | None);
             self.toast(event.summary(), failed);
             out.push(Command::Notify(event));
@@ -589,10 +593,7 @@ impl App {
         let new: Vec<JobRef> = jobs.iter().filter(|r| !self.watched.contains(r)).cloned().collect();
         for r in &new {
             self.watched.push(r.clone());
-            let job = fleet
-                .cluster(&r.cluster)
-                .and_then(|c| c.snapshot.as_deref())
-                .and_then(|s| s.jobs.iter().find(|j| j.job_ref.id == r.id));
+            let job = fleet.cluster(&r.cluster).and_then(|c| c.snapshot.as_deref()).and_then(|s| s.job(&r.id));
             looked.push((r.clone(), job));
         }
         // The state they are in now is the start, not news.

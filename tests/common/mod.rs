@@ -100,3 +100,14 @@ pub fn cluster_root(name: &str) -> PathBuf {
         _ => PathBuf::from("/"),
     }
 }
+
+/// `on_both_clusters!(scenario, …)`: each `async fn scenario(cluster: &str)` as a test on
+/// both test bed clusters, `fd22::scenario` (Slurm 22.05) and `fd24::scenario` (24.11).
+/// Test binaries that run no such scenario leave it unused.
+#[allow(unused_macros)]
+macro_rules! on_both_clusters {
+    ($($name:ident),* $(,)?) => {
+        mod fd22 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd22").await } )* }
+        mod fd24 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd24").await } )* }
+    };
+}
