@@ -1,15 +1,16 @@
 //! One Prometheus reading of a large Slurm cluster: 10,000 GPUs on 1,250 nodes, each GPU
 //! with the eight dcgm-exporter 4.x metrics the source asks for (utilisation, engine
 //! activity, memory used and free, power, temperature, XID, ECC), labelled as
-//! `tests/fixtures/telemetry/prometheus/dcgm-4x-slurm.json` is (`hpc_job` on every GPU) less
-//! what the query's `max by (…)` drops (`DCGM_FI_DRIVER_VERSION`, `device`, `pci_bus_id`,
-//! `job`): 80,000 series in one `/api/v1/query` answer, the bytes Prometheus would send.
+//! `tests/fixtures/telemetry/prometheus/dcgm-4x-slurm.json` is (`hpc_job` on every GPU): the
+//! two answers Prometheus would send, byte for byte in form. The identity query's holds
+//! 10,000 series with the long labels (what its `group by` keeps: no `DCGM_FI_DRIVER_VERSION`,
+//! `device`, `pci_bus_id`, `job`); the values query's 80,000 with `__name__`, `Hostname`, `gpu`.
 //!
-//! * `parse`          – the answer → one sample per GPU, hosts matched to the snapshot's nodes;
+//! * `parse`          – both answers → one sample per GPU, hosts matched to the snapshot's nodes;
 //! * `join`           – the samples joined to the snapshot's 2,500 jobs (`fleet::telemetry::join`);
 //! * `parse_and_join` – both: what one reading costs off the UI thread besides the wait.
 //!
-//! Prints the answer's size, the time of each step and the requests one reading takes.
+//! Prints the answers' sizes, the time of each step and the requests one reading takes.
 //! Under `cargo test --all-targets` (no `--bench`) the binary only checks, on a small
 //! cluster, that every GPU is read and joined; `cargo bench --bench telemetry -- --test`
 //! runs each step once at full size.
@@ -20,10 +21,14 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use criterion::{BatchSize, Criterion};
-use flightdeck::backend::telemetry::prometheus::read_answer;
+use flightdeck::backend::telemetry::prometheus::read_answers;
 use flightdeck::config::IdleRule;
 use flightdeck::fleet::telemetry::{TelemetryMemory, join};
 use flightdeck::model::{GpuAllocation, GpuSlot, GpuUse, Job, JobRef, JobState, Node, NodeState, Snapshot, Telemetry};
+
+/// The binary's allocator (`src/main.rs`): what a reading costs depends on it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const NODES: usize = 1_250;
 const GPUS_PER_NODE: usize = 8;
@@ -51,10 +56,33 @@ fn job_id(node: usize, gpu: usize) -> String {
     format!("{}", 100_000 + node * (GPUS_PER_NODE / GPUS_PER_JOB) + gpu / GPUS_PER_JOB)
 }
 
-/// The answer body: series sorted by name, then labels, as Prometheus returns them. Full
-/// dcgm-exporter 4.x labels, without the query's `max by`, would add about 100 bytes per series.
-fn answer(nodes: usize) -> String {
-    let mut body = String::with_capacity(nodes * GPUS_PER_NODE * METRICS.len() * 420);
+/// The identity query's answer (`group by`): one series per GPU with every label the
+/// query keeps, value 1.
+fn identity_answer(nodes: usize) -> String {
+    let mut body = String::with_capacity(nodes * GPUS_PER_NODE * 240);
+    body.push_str(r#"{"status":"success","data":{"resultType":"vector","result":["#);
+    for n in 0..nodes {
+        let host = host(n);
+        for g in 0..GPUS_PER_NODE {
+            if n + g > 0 {
+                body.push(',');
+            }
+            write!(
+                body,
+                r#"{{"metric":{{"Hostname":"{host}","UUID":"GPU-{n:08x}-{g:04x}-4e3d-2c1b-0a9f8e7d6c5b","gpu":"{g}","hpc_job":"{job}","instance":"{host}.cluster.local:9400","modelName":"NVIDIA H100 80GB HBM3"}},"value":[1767225600.123,"1"]}}"#,
+                job = job_id(n, g),
+            )
+            .unwrap();
+        }
+    }
+    body.push_str("]}}");
+    body
+}
+
+/// The values query's answer (`max by (__name__, Hostname, gpu)`): series sorted by name,
+/// then labels, as Prometheus returns them.
+fn values_answer(nodes: usize) -> String {
+    let mut body = String::with_capacity(nodes * GPUS_PER_NODE * METRICS.len() * 110);
     body.push_str(r#"{"status":"success","data":{"resultType":"vector","result":["#);
     let mut first = true;
     for metric in METRICS {
@@ -76,8 +104,7 @@ fn answer(nodes: usize) -> String {
                 first = false;
                 write!(
                     body,
-                    r#"{{"metric":{{"__name__":"{metric}","Hostname":"{host}","UUID":"GPU-{n:08x}-{g:04x}-4e3d-2c1b-0a9f8e7d6c5b","gpu":"{g}","hpc_job":"{job}","instance":"{host}.cluster.local:9400","modelName":"NVIDIA H100 80GB HBM3"}},"value":[1767225600.123,"{value}"]}}"#,
-                    job = job_id(n, g),
+                    r#"{{"metric":{{"__name__":"{metric}","Hostname":"{host}","gpu":"{g}"}},"value":[1767225600.123,"{value}"]}}"#,
                 )
                 .unwrap();
             }
@@ -130,13 +157,20 @@ fn at() -> DateTime<Utc> {
     DateTime::from_timestamp(1_767_225_600, 0).unwrap()
 }
 
-fn parse(body: &[u8], snapshot: &Snapshot) -> Telemetry {
-    let reading = read_answer(body, snapshot).expect("a valid answer");
+fn parse(answers: &Answers, snapshot: &Snapshot) -> Telemetry {
+    let reading =
+        read_answers(&[answers.identity.as_bytes(), answers.values.as_bytes()], snapshot).expect("valid answers");
     Telemetry { taken_at: at(), source: "prometheus bench".into(), gpus: reading.gpus, notes: reading.notes }
 }
 
-fn parse_and_join(body: &[u8], snapshot: &Snapshot, memory: &mut TelemetryMemory) -> GpuUse {
+fn parse_and_join(body: &Answers, snapshot: &Snapshot, memory: &mut TelemetryMemory) -> GpuUse {
     join(snapshot, parse(body, snapshot), memory, RULE)
+}
+
+/// One reading's two answers.
+struct Answers {
+    identity: String,
+    values: String,
 }
 
 /// Every GPU read, on its node, and in a job; every job measured on all its GPUs.
@@ -167,9 +201,9 @@ fn main() {
     let bench = args.iter().any(|a| a == "--bench");
     let quick = args.iter().any(|a| a == "--test");
     let nodes = if bench { NODES } else { 25 };
-    let body = answer(nodes);
+    let body = Answers { identity: identity_answer(nodes), values: values_answer(nodes) };
     let snap = snapshot(nodes);
-    let reading = parse(body.as_bytes(), &snap);
+    let reading = parse(&body, &snap);
     let used = join(&snap, reading.clone(), &mut TelemetryMemory::default(), RULE);
     check(nodes, &used, &reading);
     if !bench {
@@ -183,7 +217,7 @@ fn main() {
         rounds,
         || (),
         |()| {
-            black_box(parse(black_box(body.as_bytes()), &snap));
+            black_box(parse(black_box(&body), &snap));
         },
     );
     let join_time = median(
@@ -197,15 +231,16 @@ fn main() {
         rounds,
         || (),
         |()| {
-            black_box(parse_and_join(black_box(body.as_bytes()), &snap, &mut memory));
+            black_box(parse_and_join(black_box(&body), &snap, &mut memory));
         },
     );
     println!(
-        "prometheus: {gpus} GPUs on {nodes} nodes, {} series, answer {:.1} MB: parse {parse_time:.2?}, join \
-         {join_time:.2?}, parse + join {both:.2?} (median of {rounds}); 1 request per reading (2 if the \
-         selector is refused)",
+        "prometheus: {gpus} GPUs on {nodes} nodes, {gpus} + {} series, answers {:.1} + {:.1} MB: parse \
+         {parse_time:.2?}, join {join_time:.2?}, parse + join {both:.2?} (median of {rounds}); 2 requests per \
+         reading (3 if the selector is refused)",
         gpus * METRICS.len(),
-        body.len() as f64 / 1e6,
+        body.identity.len() as f64 / 1e6,
+        body.values.len() as f64 / 1e6,
     );
     let mut c = Criterion::default()
         .sample_size(20)
@@ -213,14 +248,14 @@ fn main() {
         .measurement_time(Duration::from_secs(5))
         .configure_from_args();
     let mut g = c.benchmark_group("prometheus_10k_gpus_1250_nodes");
-    g.bench_function("parse", |b| b.iter(|| parse(black_box(body.as_bytes()), &snap)));
+    g.bench_function("parse", |b| b.iter(|| parse(black_box(&body), &snap)));
     g.bench_function("join", |b| {
         let mut memory = TelemetryMemory::default();
         b.iter_batched(|| reading.clone(), |r| join(&snap, r, &mut memory, RULE), BatchSize::LargeInput)
     });
     g.bench_function("parse_and_join", |b| {
         let mut memory = TelemetryMemory::default();
-        b.iter(|| parse_and_join(black_box(body.as_bytes()), &snap, &mut memory))
+        b.iter(|| parse_and_join(black_box(&body), &snap, &mut memory))
     });
     g.finish();
     c.final_summary();

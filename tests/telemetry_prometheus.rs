@@ -72,6 +72,55 @@ fn json(status: StatusCode, body: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// What Prometheus answers `query` over a recorded answer `body` (every series of the
+/// metrics asked for, with all their labels): for `group by (…) (V)` and `max by (…) (V)`,
+/// each series keeps only the labels named (empty ones drop), and those then alike become
+/// one (`group`: value 1; `max`: the largest). Anything else, or a body that is not a
+/// well-formed vector answer, is served as recorded.
+fn evaluate(query: &str, body: &str) -> String {
+    let Some((op, rest)) = query.split_once(" by (") else { return body.to_string() };
+    let (Ok(mut answer), Some((kept, _))) = (serde_json::from_str::<serde_json::Value>(body), rest.split_once(')'))
+    else {
+        return body.to_string();
+    };
+    let kept: Vec<&str> = kept.split(", ").collect();
+    let Some(result) = answer.pointer_mut("/data/result").and_then(|r| r.as_array_mut()) else {
+        return body.to_string();
+    };
+    // A damaged answer (the tests of bad answers) goes out as it is: Prometheus's own
+    // aggregation could not have made it.
+    let well_formed = |s: &serde_json::Value| {
+        s["metric"].as_object().is_some_and(|m| m.values().all(|v| v.is_string()))
+            && s["value"].as_array().is_some_and(|v| v.len() == 2)
+    };
+    if !result.iter().all(well_formed) {
+        return body.to_string();
+    }
+    let mut out: Vec<serde_json::Value> = Vec::new();
+    for series in result.drain(..) {
+        let mut labels = serde_json::Map::new();
+        for (k, v) in series["metric"].as_object().into_iter().flatten() {
+            if kept.contains(&k.as_str()) && v.as_str().is_some_and(|v| !v.is_empty()) {
+                labels.insert(k.clone(), v.clone());
+            }
+        }
+        let mut value = series["value"].clone();
+        if let (Some(figure), "group") = (value.get_mut(1), op) {
+            *figure = "1".into();
+        }
+        let figure = |v: &serde_json::Value| {
+            v.get(1).and_then(|f| f.as_str()).and_then(|f| f.parse::<f64>().ok()).unwrap_or(f64::NAN)
+        };
+        match out.iter_mut().find(|s| s["metric"] == serde_json::Value::Object(labels.clone())) {
+            Some(seen) if op == "max" && figure(&value) > figure(&seen["value"]) => seen["value"] = value,
+            Some(_) => {}
+            None => out.push(serde_json::json!({"metric": labels, "value": value})),
+        }
+    }
+    *result = out;
+    answer.to_string()
+}
+
 async fn query(
     State(stub): State<Arc<Stub>>,
     headers: HeaderMap,
@@ -83,7 +132,7 @@ async fn query(
     let auth = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_string);
     stub.authorization.lock().unwrap().push(auth.clone());
     let mode = *stub.mode.lock().unwrap();
-    let body = stub.body.lock().unwrap().clone();
+    let body = evaluate(&asked, &stub.body.lock().unwrap());
     let refusal = || json(StatusCode::BAD_REQUEST, fixture("error-bad-data.json"));
     match mode {
         Mode::Serve => json(StatusCode::OK, body),
@@ -218,7 +267,11 @@ async fn dcgm_2x_on_kubernetes_finds_nodes_through_relabelling_and_pods_as_owner
     assert_eq!((b1.owner.as_ref(), b1.last_xid), (None, Some(48)));
     assert_eq!(b1.problems, ["XID 48: double-bit ECC error"]);
     assert!(t.notes.is_empty(), "{:?}", t.notes);
-    assert_eq!((stub.requests(), prom.requests_sent()), (1, Some(1)), "one request for the whole cluster");
+    assert_eq!((stub.requests(), prom.requests_sent()), (2, Some(2)), "two requests for the whole cluster");
+    let queries = stub.queries.lock().unwrap().clone();
+    assert!(queries[0].starts_with("group by (Hostname, hostname, kubernetes_node, "), "{}", queries[0]);
+    // The node is found by `kubernetes_node`, not the exporter pod's `Hostname`: only that is kept.
+    assert!(queries[1].starts_with("max by (__name__, kubernetes_node, gpu) ({__name__=~"), "{}", queries[1]);
 }
 
 #[tokio::test]
@@ -268,7 +321,10 @@ async fn the_bearer_token_comes_from_the_environment_and_never_shows() {
     let prom = source(&url, token_from_env(), Duration::from_secs(5));
     let t = prom.read(&slurm_snapshot()).await.unwrap();
     assert_eq!(t.gpus.len(), 6);
-    assert_eq!(stub.authorization.lock().unwrap().as_slice(), [Some(format!("Bearer {TOKEN}"))]);
+    assert_eq!(
+        stub.authorization.lock().unwrap().as_slice(),
+        [Some(format!("Bearer {TOKEN}")), Some(format!("Bearer {TOKEN}"))]
+    );
     let shown = format!("{prom:?} {} {:?}", t.source, t.notes);
     assert!(!shown.contains(TOKEN), "{shown}");
 
@@ -276,23 +332,24 @@ async fn the_bearer_token_comes_from_the_environment_and_never_shows() {
     let unset = source(&url, Some(TokenSource::Env("FD_TEST_PROMETHEUS_UNSET".into())), Duration::from_secs(5));
     let err = unset.read(&slurm_snapshot()).await.unwrap_err().to_string();
     assert_eq!(err, "cluster hpc: authentication failed (environment variable FD_TEST_PROMETHEUS_UNSET is not set)");
-    assert_eq!((stub.requests(), unset.requests_sent()), (1, Some(0)));
+    assert_eq!((stub.requests(), unset.requests_sent()), (2, Some(0)));
 }
 
 #[tokio::test]
-async fn a_refused_selector_is_asked_once_more_and_no_reading_costs_more_than_two_requests() {
+async fn a_refused_selector_is_asked_once_more_and_no_reading_costs_more_than_three_requests() {
     let (url, stub) = start(Mode::Serve, &fixture("dcgm-4x-slurm.json")).await;
     let prom = source(&url, None, Duration::from_secs(5));
     let snap = slurm_snapshot();
-    for _ in 0..3 {
+    let whole = prom.read(&snap).await.unwrap();
+    for _ in 0..2 {
         prom.read(&snap).await.unwrap();
     }
-    assert_eq!(stub.requests(), 3, "one request per reading");
+    assert_eq!(stub.requests(), 6, "two requests per reading");
 
     stub.set(Mode::RefuseSelector, &fixture("dcgm-4x-slurm.json"));
     let t = prom.read(&snap).await.unwrap();
-    assert_eq!(t.gpus.len(), 6);
-    assert_eq!(stub.requests(), 5);
+    assert_eq!(t.gpus, whole.gpus, "the same reading either way");
+    assert_eq!(stub.requests(), 9);
     assert!(
         t.notes[0].starts_with(
             "Prometheus refused the `{__name__=~…}` selector (bad_data: invalid parameter \"query\": vector selector must"
@@ -301,22 +358,23 @@ async fn a_refused_selector_is_asked_once_more_and_no_reading_costs_more_than_tw
         t.notes
     );
     let queries = stub.queries.lock().unwrap().clone();
-    assert!(queries[3].contains(") ({__name__=~\"DCGM_FI_DEV_GPU_UTIL|"), "{}", queries[3]);
-    assert!(queries[4].contains(") (DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE or "), "{}", queries[4]);
-    for query in &queries[3..5] {
-        assert!(query.starts_with("max by (__name__, Hostname, "), "only the labels read are asked for: {query}");
-    }
-    assert!(queries[4].contains(" or amd_gpu_gfx_activity or "));
+    assert!(
+        queries[6].starts_with("group by (Hostname, ") && queries[6].contains(") ({__name__=~\"DCGM_FI_DEV_GPU_UTIL|")
+    );
+    assert!(queries[7].starts_with("group by (Hostname, "), "{}", queries[7]);
+    assert!(queries[7].contains(") (DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE or "), "{}", queries[7]);
+    assert!(queries[7].contains(" or amd_gpu_gfx_activity or "));
+    assert!(queries[8].starts_with("max by (__name__, Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL or "), "{}", queries[8]);
 
     stub.set(Mode::RefuseAll, "");
     let err = prom.read(&snap).await.unwrap_err().to_string();
-    assert_eq!(stub.requests(), 7);
+    assert_eq!(stub.requests(), 11);
     assert!(
         err.starts_with(&format!("`GET {url}/api/v1/query` failed (HTTP 400): bad_data: invalid parameter")),
         "{err}"
     );
     assert!(err.contains("; asked as `a or b or …`: bad_data: "), "{err}");
-    assert_eq!(prom.requests_sent(), Some(7));
+    assert_eq!(prom.requests_sent(), Some(11));
     assert!(stub.requests() <= 6 * 5, "the budget is 6 requests per reading");
 }
 

@@ -60,10 +60,68 @@ pub(super) const READ: [&str; 26] = [
     "gpu_partition_id",
 ];
 
+/// The labels that tell one GPU's series from another's: where the values query groups
+/// by only those of them an answer uses ([`KeyLabels`]), the identity query's series say
+/// which GPU each value belongs to.
+pub(super) const KEY: [&str; 14] = [
+    "Hostname",
+    "hostname",
+    "kubernetes_node",
+    "node",
+    "instance",
+    "gpu",
+    "GPU",
+    "gpu_id",
+    "UUID",
+    "uuid",
+    "gpu_uuid",
+    "GPU_I_ID",
+    "GPU_I_PROFILE",
+    "gpu_partition_id",
+];
+
+/// A set of [`KEY`] labels, one bit each in its order.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct KeyLabels(pub u16);
+
+impl KeyLabels {
+    pub const INDEX: KeyLabels = KeyLabels(0b111 << 5);
+    pub const UUID: KeyLabels = KeyLabels(0b111 << 8);
+    /// The MIG instance, and the partition an AMD GPU is split into.
+    pub const PART: KeyLabels = KeyLabels(0b111 << 11);
+
+    /// The host spelling at `spelling` in [`HOST_LABELS`], the start of [`KEY`].
+    pub fn host(spelling: usize) -> KeyLabels {
+        KeyLabels(1 << spelling)
+    }
+
+    pub fn of(self, part: KeyLabels) -> KeyLabels {
+        KeyLabels(self.0 & part.0)
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The names, in [`KEY`]'s order.
+    pub fn names(self) -> Vec<&'static str> {
+        KEY.iter().enumerate().filter(|(i, _)| self.0 & (1 << i) != 0).map(|(_, n)| *n).collect()
+    }
+}
+
+impl std::ops::BitOr for KeyLabels {
+    type Output = KeyLabels;
+    fn bitor(self, other: KeyLabels) -> KeyLabels {
+        KeyLabels(self.0 | other.0)
+    }
+}
+
 /// The labels a reading uses. Empty values count as absent (Prometheus itself drops them;
 /// a proxy might not).
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Labels<'a> {
+    /// The [`KEY`] labels the series carries, empty or not.
+    pub keys: KeyLabels,
     /// `__name__`.
     pub name: Option<Text<'a>>,
     /// In the order of [`HOST_LABELS`].
@@ -120,25 +178,42 @@ impl<'de> Visitor<'de> for LabelsVisitor {
 impl<'a> Labels<'a> {
     /// Where the label `name` goes; `None` for a label the reading does not use.
     pub(super) fn slot(&mut self, name: &str) -> Option<&mut Option<Text<'a>>> {
-        Some(match name {
-            "__name__" => &mut self.name,
-            "Hostname" => &mut self.hosts[0],
-            "hostname" => &mut self.hosts[1],
-            "kubernetes_node" => &mut self.hosts[2],
-            "node" => &mut self.hosts[3],
-            "instance" => &mut self.hosts[4],
-            "gpu" | "GPU" | "gpu_id" => &mut self.index,
-            "UUID" | "uuid" | "gpu_uuid" => &mut self.uuid,
-            "modelName" | "card_series" => &mut self.product,
-            "card_model" => &mut self.part,
-            "pod" => &mut self.pod,
-            "namespace" => &mut self.namespace,
-            "exported_pod" => &mut self.exported_pod,
-            "exported_namespace" => &mut self.exported_namespace,
-            "hpc_job" | "slurm_job_id" | "job_id" | "jobid" => &mut self.job,
-            "GPU_I_ID" => &mut self.mig,
+        let (key, slot) = match name {
+            "__name__" => (None, &mut self.name),
+            "Hostname" => (Some(0), &mut self.hosts[0]),
+            "hostname" => (Some(1), &mut self.hosts[1]),
+            "kubernetes_node" => (Some(2), &mut self.hosts[2]),
+            "node" => (Some(3), &mut self.hosts[3]),
+            "instance" => (Some(4), &mut self.hosts[4]),
+            "gpu" => (Some(5), &mut self.index),
+            "GPU" => (Some(6), &mut self.index),
+            "gpu_id" => (Some(7), &mut self.index),
+            "UUID" => (Some(8), &mut self.uuid),
+            "uuid" => (Some(9), &mut self.uuid),
+            "gpu_uuid" => (Some(10), &mut self.uuid),
+            "modelName" | "card_series" => (None, &mut self.product),
+            "card_model" => (None, &mut self.part),
+            "pod" => (None, &mut self.pod),
+            "namespace" => (None, &mut self.namespace),
+            "exported_pod" => (None, &mut self.exported_pod),
+            "exported_namespace" => (None, &mut self.exported_namespace),
+            "hpc_job" | "slurm_job_id" | "job_id" | "jobid" => (None, &mut self.job),
+            "GPU_I_ID" => (Some(11), &mut self.mig),
+            // Kept apart, never read.
+            "GPU_I_PROFILE" => {
+                self.keys.0 |= 1 << 12;
+                return None;
+            }
+            "gpu_partition_id" => {
+                self.keys.0 |= 1 << 13;
+                return None;
+            }
             _ => return None,
-        })
+        };
+        if let Some(bit) = key {
+            self.keys.0 |= 1 << bit;
+        }
+        Some(slot)
     }
 }
 
@@ -193,6 +268,18 @@ mod tests {
             assert!(labels.slot(name).is_none(), "{name}");
         }
         assert!(kept_unread.iter().all(|n| READ.contains(n) && Labels::default().slot(n).is_none()));
+    }
+
+    #[test]
+    fn key_labels_are_placed_by_their_own_bit() {
+        assert_eq!(KEY[..HOST_LABELS.len()], HOST_LABELS);
+        assert!(KEY.iter().all(|k| READ.contains(k)));
+        let json = br#"{"__name__":"x","Hostname":"h","instance":"i:9400","gpu_id":"0","UUID":"u","GPU_I_PROFILE":"1g.10gb","pod":"p"}"#;
+        let labels: Labels = serde_json::from_slice(json).unwrap();
+        assert_eq!(labels.keys.names(), ["Hostname", "instance", "gpu_id", "UUID", "GPU_I_PROFILE"]);
+        assert_eq!(labels.keys.of(KeyLabels::INDEX).names(), ["gpu_id"]);
+        assert_eq!(labels.keys.of(KeyLabels::PART).names(), ["GPU_I_PROFILE"]);
+        assert_eq!((KeyLabels::host(4) | labels.keys.of(KeyLabels::UUID)).names(), ["instance", "UUID"]);
     }
 
     #[test]

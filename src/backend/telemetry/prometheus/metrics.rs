@@ -6,7 +6,7 @@
 //! the same query: a cluster has one vendor or the other (or both), and one request costs
 //! the same either way.
 
-use super::labels::READ;
+use super::labels::{KeyLabels, READ};
 
 /// What a metric measures, whichever exporter sent it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,33 +102,54 @@ pub(super) fn field_of(name: &str) -> Option<Field> {
     find(AMD, name.strip_prefix(AMD_PREFIX).unwrap_or(name))
 }
 
-/// Every metric in one selector, `{__name__=~"DCGM_FI_DEV_GPU_UTIL|…|(amd_)?(gpu_gfx_activity|…)"}`
-/// (Prometheus anchors the regular expression, so nothing else matches), with only the
-/// labels a reading uses kept (see [`keep_read_labels`]).
-pub(super) fn selector_query() -> String {
-    let nvidia: Vec<&str> = NVIDIA.iter().map(|(n, _)| *n).collect();
-    let amd: Vec<&str> = AMD.iter().map(|(n, _)| *n).collect();
-    keep_read_labels(&format!("{{__name__=~\"{}|({AMD_PREFIX})?({})\"}}", nvidia.join("|"), amd.join("|")))
+/// How the metrics are named in a query: one selector, or `a or b or …` for servers that
+/// refuse a selector without a metric name (some multi-tenant front ends do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Form {
+    Selector,
+    Alternation,
 }
 
-/// The same metrics as `a or b or …`, for servers that refuse a selector without a metric
-/// name (some multi-tenant front ends do): still one request.
-pub(super) fn alternation_query() -> String {
-    let names = NVIDIA
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .chain(AMD.iter().flat_map(|(n, _)| [n.to_string(), format!("{AMD_PREFIX}{n}")]));
-    keep_read_labels(&names.collect::<Vec<_>>().join(" or "))
+impl Form {
+    /// Every metric, `{__name__=~"DCGM_FI_DEV_GPU_UTIL|…|(amd_)?(gpu_gfx_activity|…)"}`
+    /// (Prometheus anchors the regular expression, so nothing else matches), or the same
+    /// as `DCGM_FI_DEV_GPU_UTIL or … or amd_gpu_gfx_activity or …`.
+    pub(super) fn vector(self) -> String {
+        match self {
+            Form::Selector => {
+                let nvidia: Vec<&str> = NVIDIA.iter().map(|(n, _)| *n).collect();
+                let amd: Vec<&str> = AMD.iter().map(|(n, _)| *n).collect();
+                format!("{{__name__=~\"{}|({AMD_PREFIX})?({})\"}}", nvidia.join("|"), amd.join("|"))
+            }
+            Form::Alternation => NVIDIA
+                .iter()
+                .map(|(n, _)| n.to_string())
+                .chain(AMD.iter().flat_map(|(n, _)| [n.to_string(), format!("{AMD_PREFIX}{n}")]))
+                .collect::<Vec<_>>()
+                .join(" or "),
+        }
+    }
 }
 
-/// `max by (__name__, Hostname, …) (VECTOR)`: every series with only the labels a reading
-/// uses, so Prometheus neither encodes nor sends the rest (a dcgm-exporter 4.x series also
-/// carries `DCGM_FI_DRIVER_VERSION`, `device`, `pci_bus_id`, `job`: about a third of an
-/// answer's bytes at 10,000 GPUs). A label named that a series lacks is simply absent, so
-/// every exporter's spellings can be kept at once; series the kept labels no longer tell
-/// apart (one GPU scraped by two jobs) become one.
-fn keep_read_labels(vector: &str) -> String {
-    format!("max by ({}) ({vector})", READ.join(", "))
+/// A reading is two queries. The first, `group by (Hostname, …, UUID, modelName, pod, …)
+/// (VECTOR)`, names every GPU once with all it is known by (host, device, model, owner),
+/// and no figure; the second ([`values_query`]) carries the figures with only the labels
+/// that tell GPUs apart. At 10,000 GPUs and eight metrics that is 10,000 series with the
+/// long labels and 80,000 with the short ones, where one query carrying everything would
+/// repeat the UUID, model and owner on every metric: half the bytes, and the time to read
+/// them. A label named that a series lacks is simply absent, so every exporter's spellings
+/// are asked for at once; labels that are not read (`DCGM_FI_DRIVER_VERSION`, `device`,
+/// `pci_bus_id`, `job`: a third of a full series) never leave Prometheus.
+pub(super) fn identity_query(form: Form) -> String {
+    let labels: Vec<&str> = READ.iter().copied().filter(|l| *l != "__name__").collect();
+    format!("group by ({}) ({})", labels.join(", "), form.vector())
+}
+
+/// `max by (__name__, Hostname, gpu) (VECTOR)`: each metric of each GPU, keyed by the
+/// labels the identity answer showed it is found by ([`super::samples::Assembler::value_keys`]);
+/// series those labels do not tell apart (one GPU scraped by two jobs) become one.
+pub(super) fn values_query(form: Form, keys: KeyLabels) -> String {
+    format!("max by (__name__, {}) ({})", keys.names().join(", "), form.vector())
 }
 
 #[cfg(test)]
@@ -148,18 +169,30 @@ mod tests {
 
     #[test]
     fn both_query_forms_name_every_metric() {
-        let selector = selector_query();
-        let alternation = alternation_query();
-        assert!(selector.starts_with("max by (__name__, Hostname, hostname, "), "{selector}");
-        assert!(selector.contains(") ({__name__=~\"DCGM_FI_DEV_GPU_UTIL|"), "{selector}");
-        assert!(selector.ends_with("|gpu_ecc_uncorrect_total)\"})"), "{selector}");
-        assert!(alternation.starts_with("max by (__name__, Hostname, hostname, "), "{alternation}");
-        let alternation = alternation.split_once(") (").unwrap().1.trim_end_matches(')').to_string();
+        let selector = Form::Selector.vector();
+        let alternation = Form::Alternation.vector();
+        assert!(selector.starts_with("{__name__=~\"DCGM_FI_DEV_GPU_UTIL|"), "{selector}");
+        assert!(selector.ends_with("|gpu_ecc_uncorrect_total)\"}"), "{selector}");
         for (name, _) in NVIDIA.iter().chain(AMD) {
             assert!(selector.contains(name), "{name}");
             assert!(alternation.split(" or ").any(|n| n == *name), "{name}");
         }
         assert!(alternation.split(" or ").any(|n| n == "amd_gpu_used_vram"));
         assert_eq!(FIELDS, Field::RowRemapFailure as usize + 1);
+    }
+
+    #[test]
+    fn the_identity_query_keeps_every_read_label_and_the_values_query_only_the_keys() {
+        let identity = identity_query(Form::Selector);
+        assert!(
+            identity.starts_with("group by (Hostname, hostname, kubernetes_node, node, instance, gpu, "),
+            "{identity}"
+        );
+        assert!(identity.contains(", UUID, uuid, gpu_uuid, modelName, ") && identity.contains(", hpc_job, "));
+        assert!(!identity.contains("__name__,"), "one series per GPU, not per metric: {identity}");
+        assert!(identity.ends_with(&format!(") ({})", Form::Selector.vector())));
+        let keys = KeyLabels::host(0) | KeyLabels(1 << 5);
+        let values = values_query(Form::Alternation, keys);
+        assert_eq!(values, format!("max by (__name__, Hostname, gpu) ({})", Form::Alternation.vector()));
     }
 }

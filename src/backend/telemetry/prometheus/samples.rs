@@ -12,7 +12,7 @@ use foldhash::{HashMap, HashMapExt};
 
 use super::answer::Sink;
 use super::hosts::{Hosts, without_port};
-use super::labels::{Labels, Text};
+use super::labels::{KeyLabels, Labels, Text};
 use super::metrics::{self, FIELDS, Field, Fold};
 use super::xid;
 use crate::backend::http::clean_message;
@@ -125,6 +125,10 @@ pub(super) struct Assembler<'de, 's> {
     bad_values: usize,
     bad_example: Option<String>,
     utilisation: bool,
+    /// The last metric name and what it measures: an answer comes sorted by name, so one
+    /// comparison finds the next series' field.
+    last_name: Option<(Text<'de>, Option<Field>)>,
+    keys: KeyLabels,
 }
 
 impl<'de, 's> Assembler<'de, 's> {
@@ -145,23 +149,44 @@ impl<'de, 's> Assembler<'de, 's> {
             bad_values: 0,
             bad_example: None,
             utilisation: false,
+            last_name: None,
+            keys: KeyLabels::default(),
+        }
+    }
+
+    fn field(&mut self, name: &Text<'de>) -> Option<Field> {
+        match &self.last_name {
+            Some((last, field)) if last == name => *field,
+            _ => {
+                let field = metrics::field_of(name.as_str());
+                self.last_name = Some((name.clone(), field));
+                field
+            }
         }
     }
 
     /// The host key of a series: the first host label that names a snapshot node, else the
-    /// first one given (an unknown host).
-    fn host(&mut self, labels: &Labels<'de>) -> Option<u32> {
+    /// first one given (an unknown host); and which spelling that was.
+    fn host(&mut self, labels: &Labels<'de>) -> Option<(u32, KeyLabels)> {
         let mut unknown = None;
-        for text in labels.hosts.iter().flatten() {
+        for (spelling, text) in labels.hosts.iter().enumerate() {
+            let Some(text) = text else { continue };
             match self.slot(text) {
-                Slot::Node(i) => return Some(i),
+                Slot::Node(i) => return Some((i, KeyLabels::host(spelling))),
                 Slot::Unknown(j) => {
-                    unknown.get_or_insert(j);
+                    unknown.get_or_insert((j, spelling));
                 }
             }
         }
         let nodes = u32::try_from(self.hosts.len()).unwrap_or(u32::MAX);
-        unknown.map(|j| nodes.saturating_add(j))
+        unknown.map(|(j, spelling)| (nodes.saturating_add(j), KeyLabels::host(spelling)))
+    }
+
+    /// The labels a values query must keep for its series to land on the GPUs read so far:
+    /// the host spelling each GPU was found by, its device's spellings, its MIG or partition
+    /// labels. Empty when no GPU was read.
+    pub(super) fn value_keys(&self) -> KeyLabels {
+        self.keys
     }
 
     fn slot(&mut self, text: &Text<'de>) -> Slot {
@@ -321,10 +346,17 @@ impl<'de, 's> Assembler<'de, 's> {
 impl<'de> Sink<'de> for Assembler<'de, '_> {
     fn series(&mut self, labels: &Labels<'de>, value: Option<Text<'de>>) {
         self.series += 1;
-        // Only the metrics asked for come back; anything else (a server that ignored the
-        // selector) is not a GPU figure.
-        let Some(field) = labels.name.as_ref().and_then(|n| metrics::field_of(n.as_str())) else { return };
-        let Some(host) = self.host(labels) else {
+        // A series without a name is the identity query's (`group by`): one per GPU, its
+        // labels without a figure. Of named ones, only the metrics asked for come back;
+        // anything else (a server that ignored the selector) is not a GPU figure.
+        let field = match &labels.name {
+            None => None,
+            Some(name) => match self.field(name) {
+                Some(field) => Some(field),
+                None => return,
+            },
+        };
+        let Some((host, spelling)) = self.host(labels) else {
             self.no_host += 1;
             return;
         };
@@ -332,9 +364,12 @@ impl<'de> Sink<'de> for Assembler<'de, '_> {
             self.no_device += 1;
             return;
         };
+        let by = if matches!(device, Device::Index(_)) { KeyLabels::INDEX } else { KeyLabels::UUID };
+        self.keys = self.keys | spelling | labels.keys.of(by) | labels.keys.of(KeyLabels::PART);
         let mig = labels.mig.is_some();
         // The GPU is listed even when this figure is unusable: it exists.
         let gpu = self.gpu(host, device, labels);
+        let Some(field) = field else { return };
         self.utilisation |= matches!(field, Field::Util | Field::EngineActive);
         let Some(text) = value else {
             self.no_value += 1;
