@@ -18,6 +18,7 @@ use crate::model::{Action, Health, Job, JobAction, JobGpuUse, JobRef, JobState, 
 use crate::output;
 
 mod advise;
+mod history;
 pub mod init;
 mod logs;
 mod migrate;
@@ -74,6 +75,14 @@ pub enum Command {
         /// telemetry reading taken now (the cockpit and a hub also need `[idle] minutes` of it)
         #[arg(long)]
         idle: bool,
+        /// Jobs that ended since then, from the cluster's accounting (Slurm's sacct; what
+        /// other clusters still show): an age (90m, 6h, 1d, 2w) or a date (2026-12-01). Only
+        /// the user's own jobs on Slurm unless --user names another.
+        #[arg(long, conflicts_with = "idle")]
+        since: Option<String>,
+        /// With --since: at most this many jobs per cluster, the latest to end.
+        #[arg(long, default_value_t = crate::model::history::DEFAULT_LIMIT, requires = "since")]
+        limit: usize,
         #[arg(long, short, value_enum, default_value_t)]
         output: OutputFormat,
     },
@@ -317,7 +326,18 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         // Not a terminal (a pipe, a cron job): the overview as text instead of the cockpit.
         None | Some(Command::Status) => summary(&config, read_only).await,
-        Some(Command::Jobs { cluster, user, state, idle, output }) => {
+        Some(Command::Jobs { cluster, user, state, since: Some(since), limit, output, .. }) => {
+            let ask = history::HistoryRequest {
+                clusters: &cluster,
+                user: user.as_deref(),
+                states: &state,
+                since: &since,
+                limit,
+                format: output,
+            };
+            history::history(&config, read_only, ask).await
+        }
+        Some(Command::Jobs { cluster, user, state, idle, output, .. }) => {
             let ask = JobsRequest { clusters: &cluster, user: user.as_deref(), states: &state, idle, format: output };
             jobs(&config, read_only, ask).await
         }

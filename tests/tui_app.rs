@@ -819,6 +819,7 @@ mod event_loop {
     struct Sim {
         snapshots: AtomicU32,
         cancels: AtomicU32,
+        histories: AtomicU32,
     }
 
     #[async_trait]
@@ -850,6 +851,16 @@ mod event_loop {
         async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
             Ok(Diagnosis::default())
         }
+        async fn history(
+            &self,
+            query: &flightdeck::model::HistoryQuery,
+        ) -> Result<Option<flightdeck::model::History>, BackendError> {
+            self.histories.fetch_add(1, Ordering::SeqCst);
+            let mut job = Job::new(JobRef::new("sim", "50"), JobState::Completed);
+            job.end_time = Some(query.since + chrono::Duration::hours(1));
+            let record = flightdeck::model::JobRecord::from_job(job);
+            Ok(Some(flightdeck::model::History::newest("simacct", vec![record], query.limit)))
+        }
         async fn read_log(
             &self,
             path: &flightdeck::model::LogHandle,
@@ -871,6 +882,7 @@ mod event_loop {
         screens: Vec<Screen>,
         log_lines: Vec<usize>,
         toasts: Vec<String>,
+        history: Vec<JobRef>,
         /// The last frame showed a cluster's snapshot.
         has_data: bool,
     }
@@ -887,6 +899,7 @@ mod event_loop {
             seen.screens.push(app.screen());
             seen.log_lines.push(app.detail().map_or(0, |d| d.log.len()));
             seen.toasts = app.toasts().iter().map(|t| t.text.clone()).collect();
+            seen.history = app.visible_history();
             seen.has_data = app.fleet().clusters.iter().any(|c| c.snapshot.is_some());
             Ok(())
         }
@@ -998,6 +1011,23 @@ mod event_loop {
         assert!(!h.done.is_finished());
         h.signals.send(Signal::Terminate).unwrap();
         let result = tokio::time::timeout(Duration::from_secs(10), h.done).await.expect("ends");
+        assert!(result.unwrap().is_ok());
+    }
+
+    #[tokio::test]
+    async fn the_history_is_read_through_the_loop_once_per_ask() {
+        let h = start();
+        until("the first refresh", || h.seen.lock().unwrap().has_data).await;
+        h.key(KeyCode::Char('2'));
+        h.key(KeyCode::Char('e'));
+        until("the history rows", || h.seen.lock().unwrap().history == [JobRef::new("sim", "50")]).await;
+        assert_eq!(h.sim.histories.load(Ordering::SeqCst), 1);
+        tokio::time::sleep(TICK * 20).await;
+        assert_eq!(h.sim.histories.load(Ordering::SeqCst), 1, "ticks and refreshes read no history");
+        h.key(KeyCode::Char('r'));
+        until("the second read", || h.sim.histories.load(Ordering::SeqCst) == 2).await;
+        h.key(KeyCode::Char('q'));
+        let result = tokio::time::timeout(Duration::from_secs(10), h.done).await.expect("quits");
         assert!(result.unwrap().is_ok());
     }
 
@@ -1662,4 +1692,225 @@ fn w_again_stops_watching() {
     let mut done = jobs("hpc", &["1"]);
     done[0].state = JobState::Completed;
     assert!(notices(&app.update(fleet(2, vec![("hpc", done, vec![])]))).is_empty());
+}
+
+// ----- the history screen -----
+
+/// A finished job that ended `ended` minutes before `t0`, as a history record.
+fn record(cluster: &str, id: &str, state: JobState, ended: i64) -> flightdeck::model::JobRecord {
+    let mut j = job(cluster, id, state, "alice", &format!("run-{id}"));
+    j.start_time = Some(t0() - chrono::Duration::minutes(ended + 60));
+    j.end_time = Some(t0() - chrono::Duration::minutes(ended));
+    j.exit = Some(flightdeck::model::ExitStatus { code: i32::from(state != JobState::Completed), signal: None });
+    j.gpus_allocated = 2;
+    j.stdout = Some(format!("/home/alice/slurm-{id}.out").into());
+    flightdeck::model::JobRecord { job: j, elapsed_secs: Some(3600), max_rss_mb: Some(2048), gpu_hours: Some(2.0) }
+}
+
+fn history_of(records: Vec<flightdeck::model::JobRecord>) -> flightdeck::model::History {
+    flightdeck::model::History { records, source: "sacct".into(), left_out: 0, notes: Vec::new() }
+}
+
+/// The history reads among `commands`, as `(since, seq)`.
+fn history_reads(commands: &[Command]) -> Vec<(DateTime<Utc>, u64)> {
+    commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::FetchHistory { since, seq } => Some((*since, *seq)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The jobs screen over two clusters, then the history key: the one read it asks for.
+fn on_history(app: &mut App) -> u64 {
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1"]), vec![]), ("fd24", jobs("fd24", &["9"]), vec![])]));
+    on_jobs(app);
+    let sent = ch(app, 'e');
+    let reads = history_reads(&sent);
+    assert_eq!(sent.len(), 1, "only the read: {sent:?}");
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0].0, t0() - chrono::Duration::hours(24), "the last 24 h, by the clock passed in");
+    reads[0].1
+}
+
+#[test]
+fn the_history_key_opens_the_screen_with_one_read_and_no_refresh() {
+    let mut app = app();
+    let seq = on_history(&mut app);
+    assert_eq!(app.screen(), Screen::History);
+    assert_eq!(app.history().waiting, Some(seq));
+    assert!(app.visible_history().is_empty());
+    // Fleet refreshes do not read the history again.
+    assert!(history_reads(&app.update(fleet(2, vec![("fd22", jobs("fd22", &["1", "2"]), vec![])]))).is_empty());
+    assert!(history_reads(&app.update(Msg::Tick(t0() + chrono::Duration::seconds(5)))).is_empty());
+    // Not in the Tab cycle: tab goes on from the jobs screen.
+    code(&mut app, KeyCode::Tab);
+    assert_eq!(app.screen(), Screen::Nodes);
+}
+
+#[test]
+fn history_rows_come_newest_first_across_clusters_with_each_failure_named() {
+    let mut app = app();
+    let seq = on_history(&mut app);
+    // An answer to another read is not this one.
+    app.update(Msg::History {
+        seq: seq + 7,
+        results: vec![("fd22".into(), Ok(history_of(vec![record("fd22", "5", JobState::Completed, 1)])))],
+    });
+    assert!(app.visible_history().is_empty() && app.history().waiting == Some(seq), "a stale answer is ignored");
+
+    let mut fd24 =
+        history_of(vec![record("fd24", "30", JobState::Failed, 5), record("fd24", "31", JobState::Timeout, 90)]);
+    fd24.left_out = 12;
+    fd24.notes.push("MaxRSS is read from the batch step".into());
+    app.update(Msg::History {
+        seq,
+        results: vec![
+            (
+                "fd22".into(),
+                Ok(history_of(vec![
+                    record("fd22", "7", JobState::Completed, 2),
+                    record("fd22", "6", JobState::Completed, 60),
+                ])),
+            ),
+            ("fd24".into(), Ok(fd24)),
+            ("lab".into(), Err("sacct: Slurm accounting storage is disabled".into())),
+        ],
+    });
+    assert_eq!(app.history().waiting, None);
+    let order: Vec<String> = app.visible_history().iter().map(ToString::to_string).collect();
+    assert_eq!(order, ["fd22/7", "fd24/30", "fd22/6", "fd24/31"]);
+    assert_eq!(app.history().errors, ["lab: sacct: Slurm accounting storage is disabled"]);
+    let notes = app.history().notes.join("\n");
+    assert!(notes.contains("fd24: MaxRSS is read from the batch step"), "{notes}");
+    assert!(notes.contains("fd24: 12 older finished jobs left out"), "{notes}");
+
+    // The cursor moves like every list's.
+    ch(&mut app, 'j');
+    assert_eq!(app.cursor_history(), Some(&JobRef::new("fd24", "30")));
+    code(&mut app, KeyCode::End);
+    assert_eq!(app.cursor_history(), Some(&JobRef::new("fd24", "31")));
+    code(&mut app, KeyCode::Home);
+    assert_eq!(app.cursor_history(), Some(&JobRef::new("fd22", "7")));
+    // The cluster filter applies here too.
+    ch(&mut app, 'c');
+    assert_eq!(app.cluster_filter(), Some("fd22"));
+    assert_eq!(app.visible_history(), refs("fd22", &["7", "6"]));
+}
+
+#[test]
+fn r_on_the_history_reads_again_and_only_the_newest_answer_counts() {
+    let mut app = app();
+    let first = on_history(&mut app);
+    let answer = |seq, ids: &[&str]| Msg::History {
+        seq,
+        results: vec![(
+            "fd22".into(),
+            Ok(history_of(
+                ids.iter().enumerate().map(|(i, id)| record("fd22", id, JobState::Completed, i as i64)).collect(),
+            )),
+        )],
+    };
+    app.update(answer(first, &["1", "2"]));
+    ch(&mut app, 'j');
+    app.update(Msg::Tick(t0() + chrono::Duration::minutes(10)));
+    let sent = ch(&mut app, 'r');
+    assert_eq!(sent.len(), 1, "a history read, no fleet refresh: {sent:?}");
+    let reads = history_reads(&sent);
+    let (since, second) = reads[0];
+    assert!(second > first);
+    assert_eq!(since, t0() + chrono::Duration::minutes(10) - chrono::Duration::hours(24));
+    // The first read's answer arriving late changes nothing.
+    app.update(answer(first, &["9"]));
+    assert_eq!(app.visible_history(), refs("fd22", &["1", "2"]));
+    assert_eq!(app.history().waiting, Some(second));
+    // The new one keeps the cursor on the job it was on.
+    app.update(answer(second, &["3", "1", "2"]));
+    assert_eq!(app.visible_history(), refs("fd22", &["3", "1", "2"]));
+    assert_eq!(app.cursor_history(), Some(&JobRef::new("fd22", "2")));
+}
+
+#[test]
+fn history_from_the_command_line_takes_an_age() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", jobs("fd22", &["1"]), vec![])]));
+    ch(&mut app, ':');
+    typed(&mut app, "history 6h");
+    let reads = history_reads(&code(&mut app, KeyCode::Enter));
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0].0, t0() - chrono::Duration::hours(6));
+    assert_eq!(app.screen(), Screen::History);
+    // `r` keeps the span asked for.
+    assert_eq!(history_reads(&ch(&mut app, 'r'))[0].0, t0() - chrono::Duration::hours(6));
+    ch(&mut app, ':');
+    typed(&mut app, "history 2d");
+    assert_eq!(history_reads(&code(&mut app, KeyCode::Enter))[0].0, t0() - chrono::Duration::days(2));
+    // A bad age reads nothing and says how to write one.
+    ch(&mut app, ':');
+    typed(&mut app, "history soon");
+    assert!(history_reads(&code(&mut app, KeyCode::Enter)).is_empty());
+    assert!(app.toasts().last().unwrap().text.contains("30m, 6h, 2d or 1w"), "{:?}", app.toasts());
+    // `:h` is still help.
+    ch(&mut app, ':');
+    typed(&mut app, "h");
+    code(&mut app, KeyCode::Enter);
+    assert!(app.help_open());
+}
+
+#[test]
+fn esc_leaves_the_history_for_the_jobs_and_enter_opens_the_finished_jobs_detail() {
+    let mut app = app();
+    let seq = on_history(&mut app);
+    app.update(Msg::History {
+        seq,
+        results: vec![(
+            "fd22".into(),
+            Ok(history_of(vec![
+                record("fd22", "41", JobState::Failed, 3),
+                record("fd22", "40", JobState::Completed, 9),
+            ])),
+        )],
+    });
+    ch(&mut app, 'j');
+    let sent = code(&mut app, KeyCode::Enter);
+    assert_eq!(app.screen(), Screen::Detail);
+    let d = app.detail().expect("a detail");
+    assert_eq!(d.job, JobRef::new("fd22", "40"));
+    assert!(d.gone, "no longer in the queue");
+    assert_eq!(d.last.exit.map(|e| e.code), Some(0));
+    // Its log is read at once, from the handle the record carries.
+    assert!(
+        sent.iter().any(|c| matches!(c, Command::FetchLog { job, log, .. }
+            if *job == JobRef::new("fd22", "40") && log.to_string() == "/home/alice/slurm-40.out")),
+        "{sent:?}"
+    );
+    // Back from the detail returns to the history, then to the jobs.
+    code(&mut app, KeyCode::Esc);
+    assert_eq!(app.screen(), Screen::History);
+    assert_eq!(app.cursor_history(), Some(&JobRef::new("fd22", "40")));
+    code(&mut app, KeyCode::Esc);
+    assert_eq!(app.screen(), Screen::Jobs);
+    // From the jobs screen the detail goes back to the jobs as before.
+    code(&mut app, KeyCode::Enter);
+    code(&mut app, KeyCode::Esc);
+    assert_eq!(app.screen(), Screen::Jobs);
+}
+
+#[test]
+fn a_history_record_still_in_the_queue_opens_its_live_row() {
+    let mut app = app();
+    let mut done = job("fd22", "1", JobState::Completed, "bob", "job-1");
+    done.stdout = Some("/home/bob/slurm-1.out".into());
+    app.update(fleet(1, vec![("fd22", vec![done], vec![])]));
+    on_jobs(&mut app);
+    let seq = history_reads(&ch(&mut app, 'e'))[0].1;
+    app.update(Msg::History {
+        seq,
+        results: vec![("fd22".into(), Ok(history_of(vec![record("fd22", "1", JobState::Completed, 1)])))],
+    });
+    code(&mut app, KeyCode::Enter);
+    let d = app.detail().expect("a detail");
+    assert!(!d.gone, "the queue still lists it");
+    assert_eq!(d.last.user, "bob", "the live row, not the record");
 }

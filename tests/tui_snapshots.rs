@@ -439,6 +439,77 @@ fn help() {
     });
 }
 
+/// The history screen after its read: rows newest first, a cluster that could not answer,
+/// a note, and how many older ones were left out.
+fn history_app() -> App {
+    let mut app = new_app(false);
+    let sent = keys(&mut app, "2e");
+    let Some(Command::FetchHistory { seq, .. }) = sent.last() else { panic!("no history read: {sent:?}") };
+    let record =
+        |id: &str, name: &str, state: JobState, ended: DateTime<Utc>, mins: i64, rss: Option<u64>, gpus: u32| {
+            let mut j = job("fd22", id, name, "alice", state, None, gpus, Some("a100"), &["gpu-01"]);
+            j.start_time = Some(ended - Duration::minutes(mins));
+            j.end_time = Some(ended);
+            j.gpus_allocated = gpus;
+            j.exit = Some(flightdeck::model::ExitStatus {
+                code: i32::from(state != JobState::Completed),
+                signal: (state == JobState::Cancelled).then_some(15),
+            });
+            let secs = mins as u64 * 60;
+            flightdeck::model::JobRecord {
+                job: j,
+                elapsed_secs: Some(secs),
+                max_rss_mb: rss,
+                gpu_hours: (gpus > 0).then(|| f64::from(gpus) * secs as f64 / 3600.0),
+            }
+        };
+    let fd22 = flightdeck::model::History {
+        records: vec![
+            record(
+                "990",
+                "train-llama-70b-with-a-very-long-name-that-must-be-cut",
+                JobState::Completed,
+                at(11, 58, 0),
+                1500,
+                Some(412_000),
+                8,
+            ),
+            record("985", "eval\u{1b}[2J", JobState::Failed, at(9, 12, 0), 3, Some(900), 1),
+            record("970", "preprocess", JobState::Cancelled, at(2, 40, 0), 47, None, 0),
+        ],
+        source: "sacct".into(),
+        left_out: 0,
+        notes: vec![],
+    };
+    let mut oom = record("960", "sweep-lr", JobState::OutOfMemory, at(10, 30, 0), 125, Some(80_000), 4);
+    oom.job.job_ref = JobRef::new("fd24", "960");
+    let fd24 = flightdeck::model::History {
+        records: vec![oom],
+        source: "sacct".into(),
+        left_out: 41,
+        notes: vec!["no MaxRSS for jobs without a finished step".into()],
+    };
+    app.update(Msg::History {
+        seq: *seq,
+        results: vec![
+            ("fd22".into(), Ok(fd22)),
+            ("fd24".into(), Ok(fd24)),
+            ("lab".into(), Err("sacct: Slurm accounting storage is disabled".into())),
+        ],
+    });
+    app
+}
+
+#[test]
+fn history() {
+    both("history", history_app);
+    both("history_loading", || {
+        let mut app = new_app(false);
+        keys(&mut app, "2e");
+        app
+    });
+}
+
 #[test]
 fn cancel_dialog() {
     both("cancel_dialog", || {
@@ -491,7 +562,7 @@ fn toasts() {
 #[test]
 fn every_screen_at_many_sizes() {
     type Setup = fn(&mut App);
-    let setups: [(&str, Setup); 10] = [
+    let setups: [(&str, Setup); 12] = [
         ("overview", |_| {}),
         ("jobs", |a| drop(keys(a, "2jj "))),
         ("nodes", |a| drop(keys(a, "3"))),
@@ -505,6 +576,12 @@ fn every_screen_at_many_sizes() {
         ("dialog", |a| drop(keys(a, "2 j C"))),
         ("drain", |a| drop(keys(a, "3D"))),
         ("command", |a| drop(keys(a, ":c"))),
+        ("history", |a| *a = history_app()),
+        ("history detail", |a| {
+            *a = history_app();
+            keys(a, "j");
+            key(a, KeyCode::Enter);
+        }),
     ];
     for (name, setup) in &setups {
         let mut app = new_app(false);

@@ -144,7 +144,30 @@ async fn a_job_bigger_than_any_free_block_is_told_the_block_and_when(cluster: &s
     assert!((7..=11).contains(&wait), "about when the first ends: {answer}");
 }
 
+/// A job told to begin in an hour: `why` gives that as the expected start, from the job
+/// record the refresh already read, and costs the controller no more than the refresh
+/// (`sdiag`'s query counters: 3).
+async fn a_planned_start_costs_no_more_than_the_refresh(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let job = submit(cluster, &["--begin=now+3600"]).await;
+    // The controller has set its reason once squeue shows it.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = b.rpc_counts().await.expect("sdiag");
+    let answer = try_why(&job);
+    let after = b.rpc_counts().await.expect("sdiag");
+    cancel(&job).await;
+    let answer = answer.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(answer["reason"], "BeginTime", "{answer}");
+    let at: DateTime<Utc> = answer["expected_start"]["at"].as_str().expect("an expected start").parse().unwrap();
+    let ahead = at - Utc::now();
+    assert!(ahead > chrono::TimeDelta::minutes(55) && ahead < chrono::TimeDelta::minutes(61), "{answer}");
+    let used = after.queries_since(&before);
+    assert!(used <= 3, "{used} controller query RPCs for one `why` on {cluster}");
+}
+
 on_both_clusters!(
+    a_planned_start_costs_no_more_than_the_refresh,
     a_job_on_a_drained_node_is_told_which_node_and_why,
     a_held_job_is_told_how_to_release_it,
     a_job_bigger_than_any_free_block_is_told_the_block_and_when,

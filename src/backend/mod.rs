@@ -123,6 +123,14 @@ pub trait Backend: Send + Sync {
         let _ = job;
         Ok(None)
     }
+    /// Jobs that ended since `query.since`, from the backend's own long memory (Slurm's
+    /// accounting through `sacct`), asked on demand, never per refresh. `None`: the backend
+    /// keeps no more than its snapshot shows (a Kubernetes cluster's finished Jobs, a cloud's
+    /// ended runs), which the fleet then reads instead.
+    async fn history(&self, query: &crate::model::HistoryQuery) -> Result<Option<crate::model::History>, BackendError> {
+        let _ = query;
+        Ok(None)
+    }
     /// Its GPUs measured through the backend's own reach (`nvidia-smi` on the nodes that hold
     /// the running jobs of `snapshot`, over the cluster's link; NVML on this machine), at the
     /// telemetry cadence, not per refresh. `None`: the backend cannot measure its GPUs (a

@@ -1,6 +1,8 @@
 //! `flightdeck why REF...`: why each job waits, in words, with the evidence of one refresh
-//! (see `fleet::why`), and for a pending job the scheduler's start estimate, asked for that
-//! one job (Slurm `squeue --start -j`: one RPC, never part of a refresh).
+//! (see `fleet::why`), and for a pending job the scheduler's start estimate: the planned start
+//! its record already carries, else asked for that one job (Slurm `squeue --start -j`, never
+//! part of a refresh). Where the record carries the plan, a `why` costs the controller only
+//! the refresh's RPCs (3, as `sdiag` counts them on both releases).
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -27,7 +27,9 @@ use tokio::sync::{Notify, Semaphore, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, BackendError, StartEstimate};
-use crate::model::{ClusterKind, Diagnosis, JobRef, LogChunk, LogHandle, Native, Verb};
+use crate::model::{
+    ClusterKind, Diagnosis, History, HistoryQuery, JobRecord, JobRef, LogChunk, LogHandle, Native, Verb,
+};
 use crate::spec::{Imported, JobSpec};
 
 pub use self::audit::{AuditLog, AuditRecord};
@@ -322,6 +324,39 @@ impl Fleet {
             Some(b) => b.estimate_job_start(job).await,
             None => Err(BackendError::NotFound(format!("no cluster named `{}` is configured", job.cluster))),
         }
+    }
+
+    /// The clusters, in the fleet's order.
+    pub fn cluster_names(&self) -> Vec<String> {
+        self.state().clusters.iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// The jobs of `cluster` that ended since `query.since` (see [`Backend::history`]): its
+    /// accounting where it keeps one (one `sacct` call), else the ended jobs of the fleet's
+    /// latest snapshot of it. A read on demand, never part of a refresh.
+    pub async fn history(&self, cluster: &str, query: &HistoryQuery) -> Result<History, BackendError> {
+        let Some(backend) = self.backends.get(cluster) else {
+            return Err(BackendError::NotFound(format!("no cluster named `{cluster}` is configured")));
+        };
+        if let Some(history) = backend.history(query).await? {
+            return Ok(history);
+        }
+        // The fleet's latest snapshot, or one asked now (a CLI run's fleet does not poll).
+        let state = self.state();
+        let known = state.clusters.iter().find(|c| c.name == cluster).and_then(|c| c.snapshot.clone());
+        let snapshot = match known {
+            Some(snapshot) => snapshot,
+            None => Arc::new(backend.snapshot().await?),
+        };
+        let records = snapshot
+            .jobs
+            .iter()
+            .filter(|j| query.wants(j.state))
+            .filter(|j| j.end_time.is_none_or(|end| end >= query.since))
+            .filter(|j| query.user.as_ref().is_none_or(|u| &j.user == u))
+            .map(|j| JobRecord::from_job(j.clone()))
+            .collect();
+        Ok(History::newest("the cluster's current jobs", records, query.limit))
     }
 
     /// The portable spec of a live job, read from its backend (see [`Backend::job_spec`]):

@@ -37,9 +37,10 @@ pub struct Why {
 }
 
 impl Why {
-    /// Worth asking the scheduler when it would start: waiting, not held.
+    /// Worth asking the scheduler when it would start: waiting, not held, and the refresh
+    /// carried no planned start.
     pub fn wants_estimate(&self) -> bool {
-        self.state == JobState::Pending
+        self.state == JobState::Pending && self.expected_start.is_none()
     }
 }
 
@@ -66,8 +67,23 @@ pub fn why(snapshot: &Snapshot, job: &Job) -> Why {
         meaning: explained.as_ref().map(|e| e.words.clone()),
         outlook: explained.map(|e| outlook_word(e.outlook)),
         evidence,
-        expected_start: None,
+        expected_start: planned_start(snapshot, job),
     }
+}
+
+/// The start the refresh already carries for a pending job: Slurm's job record holds the
+/// backfill plan's time as the pending job's start (what `squeue --start` prints), so the
+/// estimate costs no RPC of its own. Only a time after the snapshot counts; nothing for a
+/// job the scheduler has not planned.
+fn planned_start(snapshot: &Snapshot, job: &Job) -> Option<StartEstimate> {
+    let at = job.start_time?;
+    let taken = snapshot.taken_at?;
+    (job.state == JobState::Pending && at > taken).then(|| StartEstimate {
+        at,
+        nodes: None,
+        partition: (!job.partition.is_empty()).then(|| job.partition.clone()),
+        processors: (job.cpus > 0).then_some(job.cpus),
+    })
 }
 
 fn outlook_word(outlook: Outlook) -> &'static str {
@@ -258,6 +274,29 @@ mod tests {
 
     fn snapshot(jobs: Vec<Job>, nodes: Vec<Node>) -> Snapshot {
         Snapshot { cluster: "hpc".into(), jobs, nodes, ..Snapshot::default() }
+    }
+
+    #[test]
+    fn the_planned_start_the_record_carries_is_the_estimate_and_spares_the_question() {
+        let taken = chrono::DateTime::from_timestamp(1_796_400_000, 0).unwrap();
+        let mut me = pending("10", "Resources", None, 1);
+        me.start_time = Some(taken + chrono::TimeDelta::minutes(30));
+        let mut snap = snapshot(vec![me.clone()], vec![]);
+        snap.taken_at = Some(taken);
+        let w = why(&snap, &me);
+        assert_eq!(
+            w.expected_start.as_ref().map(|e| (e.at, e.partition.as_deref())),
+            Some((me.start_time.unwrap(), Some("gpu")))
+        );
+        assert!(!w.wants_estimate(), "no squeue --start when the plan came with the refresh");
+        // No plan (or a time already past): ask.
+        me.start_time = Some(taken - chrono::TimeDelta::minutes(1));
+        let w = why(&snapshot(vec![me.clone()], vec![]), &me);
+        assert!(w.expected_start.is_none() && w.wants_estimate());
+        me.start_time = None;
+        let mut snap = snapshot(vec![me.clone()], vec![]);
+        snap.taken_at = Some(taken);
+        assert!(why(&snap, &me).wants_estimate());
     }
 
     #[test]

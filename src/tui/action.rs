@@ -16,14 +16,24 @@ pub enum Mode {
     Jobs,
     Nodes,
     Gpus,
+    History,
     Detail,
     Submit,
     Dialog,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 8] =
-        [Mode::Global, Mode::Overview, Mode::Jobs, Mode::Nodes, Mode::Gpus, Mode::Detail, Mode::Submit, Mode::Dialog];
+    pub const ALL: [Mode; 9] = [
+        Mode::Global,
+        Mode::Overview,
+        Mode::Jobs,
+        Mode::Nodes,
+        Mode::Gpus,
+        Mode::History,
+        Mode::Detail,
+        Mode::Submit,
+        Mode::Dialog,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -32,6 +42,7 @@ impl Mode {
             Mode::Jobs => "jobs",
             Mode::Nodes => "nodes",
             Mode::Gpus => "gpus",
+            Mode::History => "history",
             Mode::Detail => "detail",
             Mode::Submit => "submit",
             Mode::Dialog => "dialog",
@@ -83,6 +94,8 @@ ui_actions! {
     ScreenJobs => "screen_jobs", "jobs screen", false;
     ScreenNodes => "screen_nodes", "nodes screen", false;
     ScreenGpus => "screen_gpus", "GPU map screen", false;
+    ScreenHistory => "screen_history", "finished jobs of the last 24 h (sacct)", false;
+    ReloadHistory => "reload_history", "read the finished jobs again (one call per cluster)", false;
     NextScreen => "next_screen", "next screen", false;
     PrevScreen => "prev_screen", "previous screen", false;
     CycleTheme => "cycle_theme", "switch to the next theme", false;

@@ -10,6 +10,7 @@ pub mod data;
 pub mod dialog;
 pub mod form;
 pub mod help;
+pub mod history;
 pub mod input;
 pub mod lists;
 pub mod log;
@@ -25,6 +26,7 @@ use self::command_line::Parsed;
 use self::data::{Cell as GpuCell, Data};
 use self::dialog::Dialog;
 use self::form::{Field, SubmitForm};
+use self::history::HistoryView;
 use self::input::{Edit, TextInput, plain_char};
 use self::lists::{ClusterKeep, Cursor, GpuList, GpuSort, JobColumn, JobList, NodeColumn, NodeList, STATE_CYCLE};
 use self::log::{LOG_FETCH_BYTES, LogBuffer, LogChunk, LogStream};
@@ -33,7 +35,7 @@ use super::action::{Mode, UiAction};
 use super::keymap::{Keymap, Resolution};
 use super::theme::Theme;
 use crate::fleet::{Action, ActionOutcome, BatchOutcome, FleetState};
-use crate::model::{Job, JobRef, JobState, NodeRef};
+use crate::model::{History, Job, JobRef, JobState, NodeRef};
 use crate::model::{JobAction, LogHandle, Native, NodeAction, Verb};
 use crate::spec::JobSpec;
 
@@ -70,6 +72,12 @@ pub enum Msg {
     Planned {
         seq: u64,
         plan: Box<crate::fleet::migrate::MigrationPlan>,
+    },
+    /// The answer to [`Command::FetchHistory`] number `seq`: every cluster's finished jobs,
+    /// or why it could not say.
+    History {
+        seq: u64,
+        results: Vec<(String, Result<History, String>)>,
     },
     /// The answer to [`Command::LoadSpec`].
     SpecLoaded {
@@ -116,6 +124,12 @@ pub enum Command {
         running: bool,
         seq: u64,
     },
+    /// Read the jobs that ended since `since` of every cluster (one call each, at once, on a
+    /// task: `sacct` on Slurm); answer with [`Msg::History`] carrying `seq`.
+    FetchHistory {
+        since: DateTime<Utc>,
+        seq: u64,
+    },
     Quit,
     /// Give the terminal back and stop (Ctrl-Z); the loop restores the screen on `fg`.
     Suspend,
@@ -131,6 +145,8 @@ pub enum Screen {
     Jobs,
     Nodes,
     Gpus,
+    /// Finished jobs (`sacct`), read on demand; not in the Tab cycle.
+    History,
     Detail,
     Submit,
 }
@@ -145,6 +161,7 @@ impl Screen {
             Screen::Jobs => Mode::Jobs,
             Screen::Nodes => Mode::Nodes,
             Screen::Gpus => Mode::Gpus,
+            Screen::History => Mode::History,
             Screen::Detail => Mode::Detail,
             Screen::Submit => Mode::Submit,
         }
@@ -156,6 +173,7 @@ impl Screen {
             Screen::Jobs => "Jobs",
             Screen::Nodes => "Nodes",
             Screen::Gpus => "GPUs",
+            Screen::History => "History",
             Screen::Detail => "Detail",
             Screen::Submit => "Submit",
         }
@@ -255,12 +273,15 @@ pub struct App {
     pub(crate) screen: Screen,
     /// Where Back goes from the detail or the submit form.
     pub(crate) back_to: Screen,
+    /// The detail was opened from the history screen: Back returns there.
+    detail_from_history: bool,
     /// Show one cluster only (jobs, nodes, GPU map, overview).
     pub(crate) cluster: Option<String>,
     pub(crate) jobs: JobList,
     pub(crate) nodes: NodeList,
     pub(crate) gpus: GpuList,
     pub(crate) overview_scroll: usize,
+    pub(crate) history: HistoryView,
     pub(crate) detail: Option<Detail>,
     pub(crate) form: SubmitForm,
     /// The help overlay, with its scroll position.
@@ -274,6 +295,7 @@ pub struct App {
     generation: u64,
     log_seq: u64,
     plan_seq: u64,
+    history_seq: u64,
     /// Jobs watched with `w`, in the order asked, and what was last seen of them.
     pub(crate) watched: Vec<JobRef>,
     follow: crate::fleet::follow::Watcher,
@@ -301,11 +323,13 @@ impl App {
             retired: None,
             screen: Screen::Overview,
             back_to: Screen::Jobs,
+            detail_from_history: false,
             cluster: None,
             jobs: JobList::default(),
             nodes: NodeList::default(),
             gpus: GpuList::default(),
             overview_scroll: 0,
+            history: HistoryView::default(),
             detail: None,
             form,
             help: None,
@@ -317,6 +341,7 @@ impl App {
             generation: 1,
             log_seq: 0,
             plan_seq: 0,
+            history_seq: 0,
         }
     }
 
@@ -426,6 +451,21 @@ impl App {
         self.detail.as_ref()
     }
 
+    /// The history screen's state: records, error and note lines, the read in flight.
+    pub fn history(&self) -> &HistoryView {
+        &self.history
+    }
+
+    /// The history table's rows, in order (the cluster filter applied).
+    pub fn visible_history(&self) -> Vec<JobRef> {
+        self.history.cursor.visible.iter().map(|i| self.history.records[*i as usize].job.job_ref.clone()).collect()
+    }
+
+    /// The job under the history screen's cursor.
+    pub fn cursor_history(&self) -> Option<&JobRef> {
+        self.history.current().map(|r| &r.job.job_ref)
+    }
+
     pub fn form(&self) -> &SubmitForm {
         &self.form
     }
@@ -491,6 +531,13 @@ impl App {
                 self.toast(format!("{n} action results not shown: too many finished at once (see the audit log)"), true)
             }
             Msg::Log { seq, result } => self.on_log(seq, result),
+            Msg::History { seq, results } => {
+                if self.history.waiting == Some(seq) {
+                    self.history.waiting = None;
+                    self.history.load(results, self.cluster.as_deref());
+                    self.touch();
+                }
+            }
             Msg::SpecLoaded { path, result } => match result {
                 Ok(spec) => {
                     self.form.load(*spec, path.clone(), &self.data.fleet);
@@ -1005,6 +1052,7 @@ impl App {
             UiAction::ScreenJobs => self.switch(Screen::Jobs),
             UiAction::ScreenNodes => self.switch(Screen::Nodes),
             UiAction::ScreenGpus => self.switch(Screen::Gpus),
+            UiAction::ScreenHistory => self.open_history(None, out),
             UiAction::NextScreen | UiAction::PrevScreen => {
                 let from = if Screen::MAIN.contains(&self.screen) { self.screen } else { self.back_to };
                 let at = Screen::MAIN.iter().position(|s| *s == from).unwrap_or(0);
@@ -1022,6 +1070,7 @@ impl App {
                 Screen::Jobs => self.jobs_action(action, out),
                 Screen::Nodes => self.nodes_action(action, out),
                 Screen::Gpus => self.gpus_action(action, out),
+                Screen::History => self.history_action(action, out),
                 Screen::Overview => self.overview_action(action),
                 Screen::Detail => self.detail_action(action, out),
                 Screen::Submit => self.form_action(action),
@@ -1057,6 +1106,8 @@ impl App {
             return;
         }
         match self.screen {
+            Screen::Detail if std::mem::take(&mut self.detail_from_history) => self.screen = Screen::History,
+            Screen::History => self.screen = Screen::Jobs,
             Screen::Detail | Screen::Submit => {
                 self.screen = self.back_to;
                 if self.screen == Screen::Detail || self.screen == Screen::Submit {
@@ -1090,6 +1141,7 @@ impl App {
     fn refilter_all(&mut self) {
         self.refilter_jobs();
         self.refilter_nodes();
+        self.history.refilter(self.cluster.as_deref(), None);
         let keep = self.cluster_keep();
         self.gpus.refilter(&self.data, keep);
     }
@@ -1456,11 +1508,19 @@ impl App {
 
     fn open_detail(&mut self, row: u32, out: &mut Vec<Command>) {
         let job = self.data.job(row).clone();
+        let taken_at = self.data.taken_at(self.data.jobs[row as usize].snap);
+        self.open_detail_of(job, taken_at, false, out);
+    }
+
+    /// The detail of `job` as last seen (`gone`: no longer in its cluster's queue), and a
+    /// read of its log.
+    fn open_detail_of(&mut self, job: Job, taken_at: Option<DateTime<Utc>>, gone: bool, out: &mut Vec<Command>) {
+        self.detail_from_history = self.screen == Screen::History;
         self.detail = Some(Detail {
             job: job.job_ref.clone(),
-            taken_at: self.data.taken_at(self.data.jobs[row as usize].snap),
+            taken_at,
             last: job,
-            gone: false,
+            gone,
             stream: LogStream::Stdout,
             log: LogBuffer::default(),
             first_read: true,
@@ -1531,6 +1591,45 @@ impl App {
                     self.ask_job_action(job_action, vec![job], out);
                 }
             }
+        }
+    }
+
+    /// Open the history screen and read the jobs that ended in the last `age` (the last
+    /// one asked, else 24 h): one read of every cluster, now.
+    fn open_history(&mut self, age: Option<Duration>, out: &mut Vec<Command>) {
+        if let Some(age) = age {
+            self.history.age = Some(age);
+        }
+        self.switch(Screen::History);
+        self.fetch_history(out);
+    }
+
+    /// Ask every cluster for its finished jobs since the history's age before now.
+    fn fetch_history(&mut self, out: &mut Vec<Command>) {
+        let since = self.now - self.history.age();
+        self.history_seq += 1;
+        self.history.waiting = Some(self.history_seq);
+        self.history.since = Some(since);
+        out.push(Command::FetchHistory { since, seq: self.history_seq });
+    }
+
+    fn history_action(&mut self, action: UiAction, out: &mut Vec<Command>) {
+        if Self::move_cursor(&mut self.history.cursor, action) {
+            return;
+        }
+        match action {
+            UiAction::ReloadHistory => self.fetch_history(out),
+            UiAction::FilterCluster => self.cycle_cluster(),
+            UiAction::Open => {
+                let Some(record) = self.history.current() else { return };
+                let job = record.job.clone();
+                // Still in the queue (ended moments ago): the live row, kept up to date.
+                match self.data.job_index.get(&job.job_ref).copied() {
+                    Some(row) => self.open_detail(row, out),
+                    None => self.open_detail_of(job, None, true, out),
+                }
+            }
+            _ => {}
         }
     }
 
@@ -1621,6 +1720,7 @@ impl App {
                 }
                 None => self.toast(format!("no keymap named `{name}` (keymaps: {})", Keymap::names().join(", ")), true),
             },
+            Ok(Parsed::History(age)) => self.open_history(age, out),
             Ok(Parsed::Submit) => self.open_form(),
             Ok(Parsed::Help) => self.help = Some(0),
             Ok(Parsed::Quit) => out.push(Command::Quit),

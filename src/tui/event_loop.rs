@@ -29,6 +29,8 @@ use crate::spec::JobSpec;
 pub const TICK: Duration = Duration::from_secs(1);
 /// A log read that takes longer is given up (the detail shows the error and may retry).
 pub const LOG_TIMEOUT: Duration = Duration::from_secs(60);
+/// A cluster's history read that takes longer is given up (the history screen names it).
+pub const HISTORY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Where frames go, and what the terminal can do. The real one is
 /// [`super::terminal::TerminalGuard`]; tests use a `TestBackend`.
@@ -321,6 +323,32 @@ where
                         let opts = crate::fleet::migrate::MigrateOptions { running, image: None };
                         let plan = fleet.plan_migration(&sources, &to, &opts).await;
                         let _ = tx.send(Msg::Planned { seq, plan: Box::new(plan) });
+                    });
+                }
+                Command::FetchHistory { since, seq } => {
+                    let fleet = fleet.clone();
+                    let tx = results_tx.clone();
+                    tokio::spawn(async move {
+                        let query = crate::model::HistoryQuery {
+                            since,
+                            user: None,
+                            states: Vec::new(),
+                            limit: crate::model::history::DEFAULT_LIMIT,
+                        };
+                        // One read per cluster, all at once: a slow one holds up no other.
+                        let reads = fleet.cluster_names().into_iter().map(|name| {
+                            let (fleet, query) = (fleet.clone(), &query);
+                            async move {
+                                let read = fleet.history(&name, query);
+                                let result = match tokio::time::timeout(HISTORY_TIMEOUT, read).await {
+                                    Ok(r) => r.map_err(|e| e.to_string()),
+                                    Err(_) => Err(format!("no answer in {} s", HISTORY_TIMEOUT.as_secs())),
+                                };
+                                (name, result)
+                            }
+                        });
+                        let results = futures_util::future::join_all(reads).await;
+                        let _ = tx.send(Msg::History { seq, results });
                     });
                 }
                 Command::LoadSpec(path) => {

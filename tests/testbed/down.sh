@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stop everything tests/testbed/up.sh started (both login sshds, both Slurm clusters with their
-# running job steps, both mungeds) and unmount the chroot's mounts. Installed packages, the
-# chroot, keys, configs and Slurm state stay, so the next up.sh is fast. Idempotent.
+# running job steps, both slurmdbds and the MariaDB behind them, both mungeds) and unmount the
+# chroot's mounts. Installed packages, the chroot, keys, configs, Slurm state and the accounting
+# database stay, so the next up.sh is fast. Idempotent.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
@@ -34,14 +35,21 @@ for p in $(pgrep -x slurmstepd || true); do
 done
 stop_daemon fd22-slurmctld fd24-slurmctld
 
-# 3. munge
-stop_daemon munge-fd24 munge-host
+# 3. the slurmdbds, after the controllers (which send them their last job records)
+stop_daemon fd22-slurmdbd fd24-slurmdbd
+
+# 4. munge, and the MariaDB behind the slurmdbds (together: neither needs the other)
+stop_daemon mariadb munge-fd24 munge-host
+if [[ -s $FD_DB_PIDFILE ]]; then # a mariadbd whose bookkeeping got lost
+    p=$(<"$FD_DB_PIDFILE")
+    if [[ $(cmdline_of "$p") == *"mariadbd --defaults-file=$FD_DB_CNF"* ]]; then stop_pid "$p"; fi
+fi
 if [[ -s /run/munge/munged.pid ]]; then # a host munged whose bookkeeping got lost
     p=$(</run/munge/munged.pid)
     if [[ $(cmdline_of "$p") == *munged* ]]; then stop_pid "$p"; fi
 fi
 
-# 4. anything else still running inside the chroot (left-overs whose pid files were lost)
+# 5. anything else still running inside the chroot (left-overs whose pid files were lost)
 if [[ -d $FD_CHROOT ]]; then
     for d in /proc/[0-9]*; do
         [[ $(readlink "$d/root" 2>/dev/null || true) == "$FD_CHROOT" ]] || continue
@@ -53,7 +61,7 @@ if [[ -d $FD_CHROOT ]]; then
     left=$(chroot_mounts)
     [[ -z $left ]] || die "still mounted: $left"
 fi
-# 5. the SkyPilot API server (its venv, HOME and catalog stay)
+# 6. the SkyPilot API server (its venv, HOME and catalog stay)
 bash "$HERE/skypilot.sh" stop
 rm -f "$FD_PIDS"/*.pid "$FD_PIDS"/*.tag 2>/dev/null || true
 log "test bed down"

@@ -15,6 +15,8 @@ FD_WORKDIR=/tmp                       # job workdir; exists in the host and in t
 FD22_DIR=$FD_ROOT/fd22
 FD22_CONF=$FD22_DIR/etc/slurm.conf
 FD22_CTLD_PORT=6817
+FD22_DBD_PORT=6819                    # its slurmdbd (job accounting)
+FD22_DB=slurm_acct_fd22               # its MariaDB database
 FD22_SSH_PORT=2222
 FD22_LIVE_NODES=(a100-01 a100-02 h100-01)   # slurmd started for these
 FD22_DEAD_NODE=dead-01                       # configured, never started
@@ -24,8 +26,21 @@ FD24_DIR_IN=/var/lib/flightdeck-testbed/fd24
 FD24_DIR=$FD_CHROOT$FD24_DIR_IN
 FD24_CONF_IN=/etc/slurm/slurm.conf
 FD24_CTLD_PORT=6917
+FD24_DBD_PORT=6919
+FD24_DB=slurm_acct_fd24
 FD24_SSH_PORT=2224
 FD24_LIVE_NODES=(l40s-01 l40s-02 h100-01)
+
+# Job accounting: one MariaDB on the host for both clusters' slurmdbd (fd24's, in the chroot,
+# reaches it over TCP: the chroot shares the host's network). Not the machine's own MariaDB
+# (that one, if ever started, would take 3306): own datadir, socket and port.
+FD_DB_DIR=$FD_ROOT/mariadb
+FD_DB_CNF=$FD_DB_DIR/my.cnf
+FD_DB_SOCK=$FD_DB_DIR/run/mariadb.sock
+FD_DB_PIDFILE=$FD_DB_DIR/run/mariadbd.pid
+FD_DB_PORT=3316
+FD_DB_USER=slurm
+FD_DB_PASSFILE=$FD_DB_DIR/slurm-password   # the slurmdbds' password, made on first use
 
 FD_STD_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 

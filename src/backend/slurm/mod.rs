@@ -10,6 +10,7 @@ pub mod commands;
 pub mod config;
 pub mod dialect;
 pub mod estimate;
+pub mod history;
 pub mod jobspec;
 pub mod parse;
 pub mod script;
@@ -445,6 +446,10 @@ impl Backend for SlurmBackend {
 
     async fn estimate_job_start(&self, job: &JobRef) -> Result<Option<crate::backend::StartEstimate>, BackendError> {
         estimate::for_job(self, job).await
+    }
+
+    async fn history(&self, query: &crate::model::HistoryQuery) -> Result<Option<crate::model::History>, BackendError> {
+        history::read(self, query).await.map(Some)
     }
 
     async fn telemetry(&self, snapshot: &Snapshot) -> Result<Option<crate::model::Telemetry>, BackendError> {

@@ -6,6 +6,7 @@ pub const COMMANDS: &[(&str, bool, &str)] = &[
     ("jobs", false, "jobs screen"),
     ("nodes", false, "nodes screen"),
     ("gpus", false, "GPU map screen"),
+    ("history", true, "finished jobs of the last 24 h (`:history 6h`, `2d`, `1w` for another span)"),
     ("cluster", true, "show one cluster (`:cluster all` for every one)"),
     ("user", true, "show one user's jobs (`:user all` for everyone)"),
     ("idle", false, "show only jobs whose GPUs are allocated but idle (again: every job)"),
@@ -20,6 +21,8 @@ pub const COMMANDS: &[(&str, bool, &str)] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Parsed {
     Screen(&'static str),
+    /// The history screen, looking back this far (`None`: as far as last time, else 24 h).
+    History(Option<chrono::Duration>),
     /// `None`: every cluster.
     Cluster(Option<String>),
     /// `None`: every user.
@@ -36,6 +39,10 @@ pub enum Parsed {
 fn find(word: &str) -> Result<&'static (&'static str, bool, &'static str), String> {
     if word == "q" || word == "q!" {
         return Ok(COMMANDS.iter().find(|c| c.0 == "quit").expect("quit"));
+    }
+    // `:h` stays help, as in vim, though `:history` starts the same.
+    if word == "h" {
+        return Ok(COMMANDS.iter().find(|c| c.0 == "help").expect("help"));
     }
     if let Some(exact) = COMMANDS.iter().find(|c| c.0 == word) {
         return Ok(exact);
@@ -62,7 +69,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     };
     if word.is_empty() {
         return Err(
-            "type a command: :jobs, :nodes, :gpus, :overview, :cluster NAME, :user NAME, :theme NAME, :keymap NAME, :quit".into()
+            "type a command: :jobs, :nodes, :gpus, :overview, :history [AGE], :cluster NAME, :user NAME, :theme NAME, :keymap NAME, :quit".into()
         );
     }
     let (name, takes_arg, _) = *find(word)?;
@@ -72,6 +79,8 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     let all_or = |a: &str| if a.is_empty() || a == "all" || a == "*" { None } else { Some(a.to_string()) };
     Ok(match name {
         "overview" | "jobs" | "nodes" | "gpus" => Parsed::Screen(name),
+        "history" if arg.is_empty() => Parsed::History(None),
+        "history" => Parsed::History(Some(super::history::parse_age(arg)?)),
         "cluster" => Parsed::Cluster(all_or(arg)),
         "user" => Parsed::User(all_or(arg)),
         "idle" => Parsed::Idle,
@@ -106,6 +115,7 @@ pub fn complete(text: &str, clusters: &[String], users: &[String], themes: &[&st
         "cluster" => clusters.iter().cloned().chain(std::iter::once("all".to_string())).collect(),
         "user" => users.iter().cloned().chain(std::iter::once("all".to_string())).collect(),
         "keymap" => crate::tui::keymap::Keymap::names().iter().map(|k| k.to_string()).collect(),
+        "history" => ["1h", "6h", "24h", "2d", "1w"].iter().map(|a| a.to_string()).collect(),
         _ => themes.iter().map(|t| t.to_string()).collect(),
     };
     let arg = arg.trim_start();
@@ -140,6 +150,10 @@ mod tests {
         assert_eq!(parse("cluster all"), Ok(Parsed::Cluster(None)));
         assert_eq!(parse("cluster"), Ok(Parsed::Cluster(None)));
         assert_eq!(parse("q"), Ok(Parsed::Quit));
+        assert_eq!(parse("h"), Ok(Parsed::Help));
+        assert_eq!(parse("history"), Ok(Parsed::History(None)));
+        assert_eq!(parse("hist 6h"), Ok(Parsed::History(Some(chrono::Duration::hours(6)))));
+        assert!(parse("history yesterday").unwrap_err().contains("no age"));
         assert!(parse("jobs x").is_err());
         assert!(parse("frobnicate").unwrap_err().contains("unknown command"));
         assert!(parse("").is_err());

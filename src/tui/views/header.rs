@@ -19,7 +19,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let header = theme.style(Slot::Header);
     let mut left: Vec<Span> = vec![Span::styled(" flightdeck ", theme.style(Slot::Title))];
     let current = match app.screen() {
-        Screen::Detail | Screen::Submit => None,
+        Screen::History | Screen::Detail | Screen::Submit => None,
         s => Some(s),
     };
     for (screen, action) in [
@@ -35,7 +35,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             left.push(Span::styled(format!(" {key}{} ", screen.title()), header));
         }
     }
-    if let Some(s @ (Screen::Detail | Screen::Submit)) = Some(app.screen()) {
+    if let Some(s @ (Screen::History | Screen::Detail | Screen::Submit)) = Some(app.screen()) {
         left.push(Span::styled(format!("[{}]", s.title()), theme.style(Slot::Selection)));
     }
 

@@ -8,6 +8,7 @@ pub mod footer;
 pub mod gpus;
 pub mod header;
 pub mod help;
+pub mod history;
 pub mod jobs;
 pub mod nodes;
 pub mod overview;
@@ -50,6 +51,7 @@ pub fn render(app: &App, frame: &mut Frame) {
         Screen::Jobs => jobs::render(app, frame, body),
         Screen::Nodes => nodes::render(app, frame, body),
         Screen::Gpus => gpus::render(app, frame, body),
+        Screen::History => history::render(app, frame, body),
         Screen::Detail => detail::render(app, frame, body),
         Screen::Submit => submit::render(app, frame, body),
     }

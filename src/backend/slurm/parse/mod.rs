@@ -6,6 +6,7 @@
 //! * `sinfo --json` (per-node on 21.08/22.05, aggregated from 23.02) and
 //!   `scontrol show node --json` (23.02+) → [`NodesDoc`].
 //! * The pipe-separated text fallbacks ([`SQUEUE_TEXT_FORMAT`], [`SINFO_TEXT_FORMAT`]).
+//! * `sacct`'s finished jobs, as marked text ([`sacct::parse_sacct`]).
 //!
 //! The four JSON families (see `slurm_release_family`) differ in shapes, not in meaning, so
 //! the parsers look at the shape of each value instead of the release: a number may be a
@@ -21,7 +22,7 @@
 //!
 //! One file per job: `flex` (lenient value types), `record` (records naming only the fields
 //! they use), `doc` (the streaming top level), `meta` (the release), `jobs_json`,
-//! `nodes_json`, `text`, `gres`, `states`, `exit`, `stdout_pattern`, `hostlist`.
+//! `nodes_json`, `text`, `sacct`, `gres`, `states`, `exit`, `stdout_pattern`, `hostlist`.
 
 mod doc;
 pub mod exit;
@@ -32,6 +33,7 @@ mod jobs_json;
 mod meta;
 mod nodes_json;
 mod record;
+pub mod sacct;
 pub mod states;
 pub mod stdout_pattern;
 pub mod text;

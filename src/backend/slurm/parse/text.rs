@@ -217,7 +217,7 @@ fn squeue_line(cluster: &str, line: &str) -> Option<Job> {
 }
 
 /// Array bookkeeping from `%i` (`12_3`, `12_[2-5%2]`), `%F` and `%K`.
-fn array_info(id: &str, array_id: &str, task: &str) -> Option<ArrayInfo> {
+pub(super) fn array_info(id: &str, array_id: &str, task: &str) -> Option<ArrayInfo> {
     let (base, rest) = id.split_once('_')?;
     let array_id = text_value(array_id).unwrap_or(base).to_string();
     if let Some(pending) = rest.strip_prefix('[') {
@@ -300,7 +300,7 @@ fn sinfo_line(cluster: &str, line: &str) -> Option<Node> {
 }
 
 /// A field's text, `None` for Slurm's empty markers.
-fn text_value(s: &str) -> Option<&str> {
+pub(super) fn text_value(s: &str) -> Option<&str> {
     let s = s.trim();
     match s {
         "" | "(null)" | "N/A" | "n/a" => None,
