@@ -8,7 +8,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use flightdeck::backend::{JobAction, LogChunk, NodeAction};
 use flightdeck::fleet::{Action, ActionOutcome, ClusterState, FleetState};
 use flightdeck::model::{
-    GpuAllocation, GpuSlot, Health, Job, JobRef, JobState, Node, NodeRef, NodeState, Snapshot, Verb,
+    ArrayInfo, GpuAllocation, GpuSlot, Health, Job, JobRef, JobState, Node, NodeRef, NodeState, Snapshot, Verb,
 };
 use flightdeck::spec::JobSpec;
 use flightdeck::tui::action::{Mode, UiAction};
@@ -1913,4 +1913,164 @@ fn a_history_record_still_in_the_queue_opens_its_live_row() {
     let d = app.detail().expect("a detail");
     assert!(!d.gone, "the queue still lists it");
     assert_eq!(d.last.user, "bob", "the live row, not the record");
+}
+
+// ----- Slurm arrays: one folded parent row per array -----
+
+/// Array 12 of 10 tasks: 0-2 running (2 GPUs each), 3-4 completed, 5-9 pending as one
+/// `12_[5-9]` row (1 GPU each); a plain job 7 and array 20 with one row only.
+fn array_jobs() -> Vec<Job> {
+    let task = |id: &str, task: Option<u32>, pending: Option<&str>, state: JobState| {
+        let mut j = job("fd22", id, state, "bob", "sweep");
+        j.array = Some(ArrayInfo {
+            array_id: id.split('_').next().unwrap().into(),
+            task_id: task,
+            pending_tasks: pending.map(Into::into),
+        });
+        j
+    };
+    let mut out = vec![job("fd22", "7", JobState::Running, "alice", "plain")];
+    for t in 0..3 {
+        let mut j = task(&format!("12_{t}"), Some(t), None, JobState::Running);
+        (j.gpus_requested, j.gpus_allocated) = (2, 2);
+        j.nodes = vec![format!("gpu-0{t}")];
+        out.push(j);
+    }
+    for t in 3..5 {
+        out.push(task(&format!("12_{t}"), Some(t), None, JobState::Completed));
+    }
+    let mut pending = task("12_[5-9]", None, Some("5-9"), JobState::Pending);
+    pending.gpus_requested = 1;
+    out.push(pending);
+    out.push(task("20_0", Some(0), None, JobState::Running));
+    out
+}
+
+fn array_app() -> App {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", array_jobs(), vec![])]));
+    on_jobs(&mut app);
+    app
+}
+
+fn array12() -> JobRef {
+    flightdeck::tui::app::data::array_key("fd22", "12")
+}
+
+#[test]
+fn an_array_folds_into_one_parent_row_with_its_counts() {
+    let app = array_app();
+    assert_eq!(app.visible_jobs(), vec![JobRef::new("fd22", "7"), array12(), JobRef::new("fd22", "20_0")]);
+    let parent = app.array_parent(&array12()).expect("a parent row");
+    assert_eq!(parent.job_ref.id, "12_[0-9]");
+    assert_eq!(parent.name, "sweep");
+    assert_eq!(parent.state, JobState::Running, "the most live state of its tasks");
+    assert_eq!(parent.reason.as_deref(), Some("R 3 · PD 5 · CD 2"));
+    assert_eq!(parent.gpus(), 3 * 2 + 5, "live tasks' GPUs, the pending range per task");
+    assert_eq!(parent.nodes, vec!["gpu-00", "gpu-01", "gpu-02"]);
+    assert_eq!(app.visible_job_count(), 8, "the title counts jobs, not rows");
+    assert!(app.array_parent(&flightdeck::tui::app::data::array_key("fd22", "20")).is_none(), "one row: no fold");
+}
+
+#[test]
+fn the_fold_key_unfolds_and_folds_back_and_survives_a_refresh() {
+    let mut app = array_app();
+    ch(&mut app, 'j');
+    assert_eq!(app.cursor_job(), Some(&array12()));
+    ch(&mut app, 'z');
+    let mut unfolded = vec![JobRef::new("fd22", "7"), array12()];
+    unfolded.extend(refs("fd22", &["12_0", "12_1", "12_2", "12_[5-9]", "12_3", "12_4"]));
+    unfolded.push(JobRef::new("fd22", "20_0"));
+    assert_eq!(app.visible_jobs(), unfolded, "tasks follow their parent, in the table's order");
+    assert_eq!(app.cursor_job(), Some(&array12()), "the cursor stays on the parent");
+
+    // A new fleet state: still unfolded, the cursor on the same row.
+    ch(&mut app, 'j');
+    ch(&mut app, 'j');
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "12_1")));
+    let mut later = array_jobs();
+    later.insert(0, job("fd22", "3", JobState::Running, "bob", "new"));
+    app.update(fleet(2, vec![("fd22", later.clone(), vec![])]));
+    assert_eq!(app.expanded_arrays(), vec![array12()]);
+    assert_eq!(app.visible_jobs()[3], JobRef::new("fd22", "12_0"), "a new job above it");
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "12_1")), "the cursor follows the task");
+
+    // `z` on a task folds its array, the cursor on the parent.
+    ch(&mut app, 'z');
+    assert_eq!(
+        app.visible_jobs(),
+        vec![JobRef::new("fd22", "3"), JobRef::new("fd22", "7"), array12(), JobRef::new("fd22", "20_0")]
+    );
+    assert_eq!(app.cursor_job(), Some(&array12()));
+    app.update(fleet(3, vec![("fd22", later, vec![])]));
+    assert!(app.expanded_arrays().is_empty());
+    assert_eq!(app.cursor_job(), Some(&array12()), "the parent row is followed across refreshes");
+    assert_eq!(app.visible_jobs().len(), 4, "still folded");
+
+    // A plain job and a one-row array do not fold.
+    ch(&mut app, 'k');
+    ch(&mut app, 'z');
+    assert_eq!(app.visible_jobs().len(), 4);
+    ch(&mut app, 'j');
+    ch(&mut app, 'j');
+    assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "20_0")));
+    ch(&mut app, 'z');
+    assert_eq!(app.visible_jobs().len(), 4);
+    assert!(app.expanded_arrays().is_empty());
+}
+
+#[test]
+fn a_filter_matching_one_task_shows_its_parent() {
+    let mut app = array_app();
+    ch(&mut app, '/');
+    typed(&mut app, "12_4");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.visible_jobs(), vec![array12()]);
+    assert_eq!(app.visible_job_count(), 1);
+    ch(&mut app, 'z');
+    assert_eq!(app.visible_jobs(), vec![array12(), JobRef::new("fd22", "12_4")], "unfolded: the matching task only");
+    // A quick filter: pending jobs only.
+    code(&mut app, KeyCode::Esc);
+    ch(&mut app, 't');
+    assert_eq!(app.visible_jobs(), vec![array12(), JobRef::new("fd22", "12_[5-9]")]);
+    ch(&mut app, 'z');
+    assert_eq!(app.visible_jobs(), vec![array12()]);
+}
+
+#[test]
+fn cancel_on_a_folded_parent_targets_every_task() {
+    let mut app = array_app();
+    ch(&mut app, 'j');
+    assert_eq!(app.cursor_job(), Some(&array12()));
+    assert!(ch(&mut app, 'C').is_empty());
+    let Some(Dialog::Jobs { action: JobAction::Cancel, targets, .. }) = app.dialog() else {
+        panic!("no cancel dialog: {:?}", app.dialog());
+    };
+    let every = refs("fd22", &["12_0", "12_1", "12_2", "12_3", "12_4", "12_[5-9]"]);
+    assert_eq!(targets, &every);
+    assert_eq!(app.dialog().unwrap().targets(), every.iter().map(ToString::to_string).collect::<Vec<_>>());
+    let sent = job_actions(&ch(&mut app, 'y'));
+    assert_eq!(sent, every.iter().map(|r| (r.clone(), JobAction::Cancel)).collect::<Vec<_>>());
+
+    // Marking the parent marks its tasks; hold goes to each at once.
+    ch(&mut app, 'k');
+    ch(&mut app, 'j');
+    ch(&mut app, ' ');
+    assert_eq!(app.marked_jobs().len(), 6);
+    let held = job_actions(&ch(&mut app, 'H'));
+    assert_eq!(held.len(), 6);
+    assert!(held.iter().all(|(_, a)| *a == JobAction::Hold));
+    // Marked again: unmarked.
+    ch(&mut app, 'k');
+    ch(&mut app, ' ');
+    assert!(app.marked_jobs().is_empty());
+}
+
+#[test]
+fn enter_on_a_parent_opens_its_first_task() {
+    let mut app = array_app();
+    ch(&mut app, 'j');
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.screen(), Screen::Detail);
+    assert_eq!(app.detail().map(|d| &d.job), Some(&JobRef::new("fd22", "12_0")));
 }

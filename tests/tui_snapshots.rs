@@ -874,3 +874,58 @@ fn job_detail_shows_each_gpu_with_its_last_minutes() {
     assert!(!screen.contains("more GPUs"), "eight fit:\n{screen}");
     assert!(screen.contains("util 2% ▁▁█▁"), "the sparkline:\n{screen}");
 }
+
+/// A Slurm array of 10 tasks (3 running, 2 completed, `5-9` pending) beside a plain job.
+fn array_app() -> App {
+    let task = |id: &str, t: Option<u32>, pending: Option<&str>, state: JobState| {
+        let nodes: &[&str] = if state.is_active() { &["gpu-01"] } else { &[] };
+        let reason = pending.map(|_| "Resources");
+        let mut j = job("fd22", id, "sweep-lr", "alice", state, reason, 1, Some("a100"), nodes);
+        j.array = Some(flightdeck::model::ArrayInfo {
+            array_id: "3100".into(),
+            task_id: t,
+            pending_tasks: pending.map(Into::into),
+        });
+        j
+    };
+    let mut jobs =
+        vec![job("fd22", "3001", "train-llm", "alice", JobState::Running, None, 4, Some("a100"), &["gpu-02"])];
+    jobs.extend((0..3).map(|t| task(&format!("3100_{t}"), Some(t), None, JobState::Running)));
+    jobs.extend((3..5).map(|t| task(&format!("3100_{t}"), Some(t), None, JobState::Completed)));
+    jobs.push(task("3100_[5-9]", None, Some("5-9"), JobState::Pending));
+    let clusters = vec![ClusterState {
+        health: Health::Fresh { at: at(12, 3, 20) },
+        snapshot: Some(Arc::new(Snapshot {
+            cluster: "fd22".into(),
+            taken_at: Some(at(12, 3, 20)),
+            jobs,
+            ..Snapshot::default()
+        })),
+        attempts: 1,
+        ..ClusterState::new("fd22", "slurm")
+    }];
+    let mut app = App::new(TuiOptions {
+        keymap: Keymap::builtin("default").unwrap(),
+        theme: Theme::builtin("default", ColorDepth::TrueColor).unwrap(),
+        read_only: false,
+        user: "alice".into(),
+        config_label: "~/.config/flightdeck/config.toml".into(),
+        no_clusters: Vec::new(),
+    });
+    app.update(Msg::Tick(now()));
+    app.update(Msg::Fleet(Arc::new(FleetState { clusters, read_only: false, version: 1 })));
+    keys(&mut app, "2");
+    app
+}
+
+/// An array folded into its parent row (`▸ 3100_[0-9]`, counts in REASON), then unfolded
+/// with its tasks under it.
+#[test]
+fn array_folded_and_expanded() {
+    both("jobs_array_folded", array_app);
+    both("jobs_array_expanded", || {
+        let mut app = array_app();
+        keys(&mut app, "jz");
+        app
+    });
+}

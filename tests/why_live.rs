@@ -166,7 +166,59 @@ async fn a_planned_start_costs_no_more_than_the_refresh(cluster: &str) {
     assert!(used <= 3, "{used} controller query RPCs for one `why` on {cluster}");
 }
 
+/// Two one-GPU jobs under the test bed's QOS of one GPU per user (`fd-gpu1`): the second
+/// waits on the QOS limit, told in words with what its user already holds.
+async fn a_job_over_its_qos_limit_is_told_what_its_user_holds(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let ask = ["--qos=fd-gpu1", "--gres=gpu:1", "--partition=gpu"];
+    let first = submit(cluster, &ask).await;
+    let first_ref = JobRef::new(cluster, first.split_once('/').unwrap().1);
+    wait_snapshot(&b, Duration::from_secs(60), "the first job running", |s| {
+        s.jobs.iter().any(|j| j.job_ref == first_ref && j.state == JobState::Running)
+    })
+    .await;
+    let second = submit(cluster, &ask).await;
+    let limited = |a: &Value| a["reason"].as_str().is_some_and(|r| r.starts_with("QOSMax"));
+    let started = Instant::now();
+    let mut answer = try_why(&second);
+    while !answer.as_ref().is_ok_and(limited) && started.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        answer = try_why(&second);
+    }
+    cancel(&second).await;
+    cancel(&first).await;
+    let answer = answer.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(answer["reason"], "QOSMaxGRESPerUser", "{answer}");
+    assert_eq!(answer["outlook"], "limited", "{answer}");
+    assert!(answer["meaning"].as_str().is_some_and(|m| m.contains("QOS")), "{answer}");
+    let evidence: Vec<&str> = answer["evidence"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(evidence.iter().any(|l| l.starts_with("root holds 1 GPUs in 1 running jobs")), "{evidence:?}");
+}
+
+/// A job that waits for another to end well: `Dependency`, in words.
+async fn a_dependent_job_is_told_it_waits_for_another(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let first = submit(cluster, &[]).await;
+    let first_id = first.split_once('/').unwrap().1.to_string();
+    let second = submit(cluster, &[&format!("--dependency=afterok:{first_id}")]).await;
+    let started = Instant::now();
+    let mut answer = try_why(&second);
+    while !answer.as_ref().is_ok_and(|a| a["reason"] == "Dependency") && started.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        answer = try_why(&second);
+    }
+    cancel(&second).await;
+    cancel(&first).await;
+    let answer = answer.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(answer["reason"], "Dependency", "{answer}");
+    assert_eq!(answer["outlook"], "waits", "{answer}");
+    assert!(answer["meaning"].as_str().is_some_and(|m| m.contains("depends on")), "{answer}");
+}
+
 on_both_clusters!(
+    a_job_over_its_qos_limit_is_told_what_its_user_holds,
+    a_dependent_job_is_told_it_waits_for_another,
     a_planned_start_costs_no_more_than_the_refresh,
     a_job_on_a_drained_node_is_told_which_node_and_why,
     a_held_job_is_told_how_to_release_it,

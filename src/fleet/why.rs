@@ -59,6 +59,8 @@ pub fn why(snapshot: &Snapshot, job: &Job) -> Why {
         slurm_evidence(snapshot, job, code, &mut evidence);
     } else if let Some(counts) = scheduling_counts(reason) {
         evidence.extend(counts);
+    } else if let Some(quota) = kueue_quota(reason) {
+        evidence.extend(quota);
     }
     Why {
         job: job.job_ref.to_string(),
@@ -202,6 +204,37 @@ fn out_of_service(snapshot: &Snapshot, job: &Job, partition: &str, evidence: &mu
         line.push_str(&format!(" and {more} more"));
     }
     evidence.push(line);
+}
+
+/// Kueue's admission message (the Workload's `QuotaReserved` condition, as the backend puts
+/// it in the reason: `Kueue Pending: couldn't assign flavors to pod set main: insufficient
+/// unused quota for nvidia.com/gpu in flavor h100, 4 more needed`) as one line per resource
+/// and flavor short: what the ClusterQueue lacks now, or that the ask exceeds what it can
+/// ever lend.
+fn kueue_quota(reason: &str) -> Option<Vec<String>> {
+    let message = reason.strip_prefix("Kueue")?;
+    let mut lines = Vec::new();
+    for clause in message.split(';').flat_map(|c| c.split("insufficient ").skip(1)) {
+        let clause = clause.trim().trim_end_matches([',', '.']);
+        if let Some(rest) = clause.strip_prefix("unused quota for ") {
+            let (what, more) = rest.split_once(", ").unwrap_or((rest, ""));
+            let (resource, flavor) = what.split_once(" in flavor ").unwrap_or((what, "?"));
+            let needed = more.trim_end_matches(" more needed").trim();
+            lines.push(format!(
+                "its ClusterQueue has {needed} {resource} too few free in flavor {flavor}: it waits for others to end"
+            ));
+        } else if let Some(rest) = clause.strip_prefix("quota for ") {
+            let what = rest.split(", ").next().unwrap_or(rest);
+            let (resource, flavor) = what.split_once(" in flavor ").unwrap_or((what, "?"));
+            lines.push(format!(
+                "it asks for more {resource} than its ClusterQueue can ever give in flavor {flavor}: ask for less or another queue"
+            ));
+        }
+    }
+    if lines.is_empty() {
+        lines.push(format!("Kueue says: {}", message.trim_start_matches(':').trim()));
+    }
+    Some(lines)
 }
 
 /// A Kubernetes scheduler message (`0/12 nodes are available: 8 Insufficient nvidia.com/gpu,
@@ -359,6 +392,34 @@ mod tests {
         let w = why(&snapshot(vec![me.clone(), running], vec![]), &me);
         assert_eq!(w.outlook, Some("limited"));
         assert_eq!(w.evidence, ["alice holds 16 GPUs in 1 running jobs on this cluster"]);
+    }
+
+    #[test]
+    fn kueue_quota_messages_say_what_the_cluster_queue_lacks() {
+        let mut wl = Job::new(JobRef::new("k8s", "ml:train"), JobState::Pending);
+        wl.reason = Some(
+            "Kueue Pending: couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in \
+             flavor h100, 4 more needed"
+                .into(),
+        );
+        assert_eq!(
+            why(&snapshot(vec![], vec![]), &wl).evidence,
+            ["its ClusterQueue has 4 nvidia.com/gpu too few free in flavor h100: it waits for others to end"]
+        );
+        wl.reason = Some(
+            "Kueue Pending: couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor \
+             a100, request > maximum capacity (16 > 8)"
+                .into(),
+        );
+        let evidence = why(&snapshot(vec![], vec![]), &wl).evidence;
+        assert_eq!(
+            evidence,
+            [
+                "it asks for more nvidia.com/gpu than its ClusterQueue can ever give in flavor a100: ask for less or another queue"
+            ]
+        );
+        wl.reason = Some("Kueue: waiting for admission checks".into());
+        assert_eq!(why(&snapshot(vec![], vec![]), &wl).evidence, ["Kueue says: waiting for admission checks"]);
     }
 
     #[test]

@@ -111,6 +111,7 @@ ui_actions! {
     ToggleSelect => "toggle_select", "select or unselect the row", false;
     SelectAll => "select_all", "select every visible row", false;
     ClearSelection => "clear_selection", "clear the selection", false;
+    ToggleFold => "toggle_fold", "fold or unfold the job array under the cursor", false;
     SortNext => "sort_next", "sort by the next column", false;
     SortReverse => "sort_reverse", "reverse the sort order", false;
     FilterMine => "filter_mine", "show only my jobs", false;

@@ -399,17 +399,30 @@ impl App {
         &self.jobs.fuzzy
     }
 
-    /// The jobs table's rows, in order (builds a list: for tests and small tables).
+    /// The jobs table's rows, in order (builds a list: for tests and small tables). An
+    /// array's parent row is its [`data::array_key`] (`cluster/12_[*]`).
     pub fn visible_jobs(&self) -> Vec<JobRef> {
-        self.jobs.cursor.visible.iter().map(|r| self.data.job(*r).job_ref.clone()).collect()
+        self.jobs.cursor.visible.iter().map(|r| self.data.row_ref(*r).clone()).collect()
     }
 
+    /// The jobs the filters keep (an array's tasks counted one by one, folded or not).
     pub fn visible_job_count(&self) -> usize {
-        self.jobs.cursor.len()
+        self.jobs.matched.len()
     }
 
+    /// The row under the jobs table's cursor: a job, or an array's [`data::array_key`].
     pub fn cursor_job(&self) -> Option<&JobRef> {
-        self.jobs.cursor.current().map(|r| &self.data.job(r).job_ref)
+        self.jobs.cursor.current().map(|r| self.data.row_ref(r))
+    }
+
+    /// An array's parent row, by its [`data::array_key`], as the jobs table shows it.
+    pub fn array_parent(&self, key: &JobRef) -> Option<&Job> {
+        self.data.array_index.get(key).map(|g| &self.data.arrays[*g as usize].job)
+    }
+
+    /// The arrays shown unfolded, by key.
+    pub fn expanded_arrays(&self) -> Vec<JobRef> {
+        self.jobs.expanded.iter().cloned().collect()
     }
 
     pub fn marked_jobs(&self) -> Vec<JobRef> {
@@ -1183,22 +1196,38 @@ impl App {
         }
         match action {
             UiAction::Open => {
+                // An array's parent row opens its first task.
                 if let Some(row) = self.jobs.cursor.current() {
+                    let row = self.data.array_at(row).map_or(row, |a| a.rows[0]);
                     self.open_detail(row, out);
                 }
             }
+            UiAction::ToggleFold => {
+                self.jobs.toggle_fold(&self.data);
+            }
             UiAction::ToggleSelect => {
-                if let Some(job) = self.cursor_job().cloned() {
-                    if !self.jobs.marked.remove(&job) {
-                        self.jobs.marked.insert(job);
+                // An array's parent row marks (or, when all are marked, unmarks) every task.
+                if let Some(row) = self.jobs.cursor.current() {
+                    let jobs = self.data.row_targets(row);
+                    if jobs.iter().all(|j| self.jobs.marked.contains(j)) {
+                        for j in &jobs {
+                            self.jobs.marked.remove(j);
+                        }
+                    } else {
+                        self.jobs.marked.extend(jobs);
                     }
                     self.jobs.cursor.move_by(1);
                     self.jobs.sync_anchor(&self.data);
                 }
             }
             UiAction::SelectAll => {
-                let all: Vec<JobRef> = self.visible_jobs();
-                self.jobs.marked.extend(all);
+                for &row in &self.jobs.cursor.visible {
+                    if let Some(a) = self.data.array_at(row) {
+                        self.jobs.marked.extend(a.rows.iter().map(|r| self.data.job(*r).job_ref.clone()));
+                    } else {
+                        self.jobs.marked.insert(self.data.job(row).job_ref.clone());
+                    }
+                }
             }
             UiAction::ClearSelection => self.jobs.marked.clear(),
             UiAction::SortNext | UiAction::SortReverse => {
@@ -1364,9 +1393,14 @@ impl App {
         self.data.fleet.check(&cluster, verb).err()
     }
 
-    /// What a job action applies to: the marked jobs if any, else the one under the cursor.
+    /// What a job action applies to: the marked jobs if any, else the row under the cursor
+    /// (an array's parent row: every task of the array).
     fn job_targets(&self) -> Vec<JobRef> {
-        if self.jobs.marked.is_empty() { self.cursor_job().cloned().into_iter().collect() } else { self.marked_jobs() }
+        if self.jobs.marked.is_empty() {
+            self.jobs.cursor.current().map(|r| self.data.row_targets(r)).unwrap_or_default()
+        } else {
+            self.marked_jobs()
+        }
     }
 
     fn nodes_action(&mut self, action: UiAction, out: &mut Vec<Command>) {

@@ -244,10 +244,13 @@ KillWait=5
 MinJobAge=300
 DefMemPerCPU=500
 MailProg=/bin/true
-# Job accounting through the cluster's slurmdbd, so sacct works. No AccountingStorageEnforce:
-# jobs need no association. gres/gpu in the TRES so AllocTRES counts the GPUs (gres/gpu=N, no
-# type); the gather plugin (a sample every 5 s) fills the steps' MaxRSS and friends.
+# Job accounting through the cluster's slurmdbd, so sacct works. Limits are enforced, so a
+# job needs an association (root has one: sacctmgr add cluster made it) and a QOS limit
+# holds a job back (the fd-gpu1 QOS, see add_limit_qos); the default QOS has none. gres/gpu
+# in the TRES so AllocTRES counts the GPUs (gres/gpu=N, no type) and a QOS can limit them;
+# the gather plugin (a sample every 5 s) fills the steps' MaxRSS and friends.
 AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageEnforce=limits
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$4
 AccountingStorageTRES=gres/gpu
@@ -473,6 +476,22 @@ register_cluster() { # CLUSTER RUNNER: known to its slurmdbd before slurmctld fi
 # MISMATCH") when the database knows the cluster under another id: a state from before
 # accounting (slurmctld made up an id), or a database made anew. Without the file slurmctld
 # takes the database's id. The state is cleared at each start anyway (-c). 22.05 keeps no id.
+# A QOS with a limit, for the "why pending" scenario of a QOS limit (tests/why_live.rs): one
+# GPU per user, for jobs that ask for it (--qos=fd-gpu1); root may use it.
+LIMIT_QOS=fd-gpu1
+add_limit_qos() { # CLUSTER RUNNER
+    local c=$1 run=$2
+    if [[ -z $($run sacctmgr -n -P show qos where name="$LIMIT_QOS" format=name) ]]; then
+        log "$c: adding QOS $LIMIT_QOS (one GPU per user)"
+        $run sacctmgr -i add qos "$LIMIT_QOS" MaxTRESPerUser=gres/gpu=1 >/dev/null ||
+            die "sacctmgr add qos $LIMIT_QOS failed on $c"
+    fi
+    if ! $run sacctmgr -n -P show assoc where user=root cluster="$c" format=qos | grep -qw "$LIMIT_QOS"; then
+        $run sacctmgr -i modify user root where cluster="$c" set qos+="$LIMIT_QOS" >/dev/null ||
+            die "sacctmgr could not give root the QOS $LIMIT_QOS on $c"
+    fi
+}
+
 drop_stale_cluster_id() { # CLUSTER STATE_DIR(host path) DATABASE
     local f=$2/clustername have want
     [[ -s $f ]] || return 0
@@ -555,6 +574,7 @@ start_fd22() {
         STARTED=1
     fi
     wait_ctld fd22 fd22 "$FD22_DIR/log/slurmctld.log"
+    add_limit_qos fd22 fd22
     # a node that never registered stays "unk*" for ever: mark it down (state may come from
     # the saved state rather than slurm.conf)
     if [[ $(fd22 sinfo -h -n "$FD22_DEAD_NODE" -o %t | head -n1) != down* ]]; then
@@ -590,6 +610,7 @@ start_fd24() {
         STARTED=1
     fi
     wait_ctld fd24 fd24 "$FD24_DIR/log/slurmctld.log"
+    add_limit_qos fd24 fd24
     for n in "${FD24_LIVE_NODES[@]}"; do
         if ! running_pid "fd24-slurmd-$n" >/dev/null; then
             log "starting fd24 slurmd $n"

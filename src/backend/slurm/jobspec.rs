@@ -272,12 +272,10 @@ fn overlay(imported: &mut Imported, r: &JobRecord, kept: &[&str]) {
         changed(warnings, "partition", spec.partition.clone(), p);
         spec.partition = Some(p.clone());
     }
-    if let Some(a) = r.account.as_ref().filter(|_| !r.default_account && free("account"))
-        && spec.account.as_ref() != Some(a)
-    {
-        changed(warnings, "account", spec.account.clone(), a);
-        spec.account = Some(a.clone());
-    }
+    // No account from the record: it is its user's default unless `sbatch -A` named another,
+    // and neither 24.11's JSON (no `USING_DEFAULT_ACCOUNT`) nor the text record says which. A
+    // spec carries the script's own `--account` only, not a default account to a cluster
+    // that may not know it.
     if let Some(mins) = r.time_limit_mins.filter(|_| free("time"))
         && spec.time_limit_secs().map(|s| s.div_ceil(60)) != Some(mins)
     {

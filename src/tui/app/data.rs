@@ -32,6 +32,91 @@ pub struct JobRow {
     pub hay: Utf32String,
 }
 
+/// A job list's visible row that is an array's own (parent) row: `ARRAY_ROW | index into
+/// [`Data::arrays`]`; rows without this bit are job rows.
+pub const ARRAY_ROW: u32 = 1 << 31;
+
+/// [`Data::job_array`] of a job that belongs to no folded array.
+pub const NO_ARRAY: u32 = u32::MAX;
+
+/// The stable identity of an array's parent row: `cluster/ARRAY_[*]` (the shown id,
+/// `12_[0-99]`, changes as tasks come and go; this does not).
+pub fn array_key(cluster: &str, array_id: &str) -> JobRef {
+    JobRef::new(cluster, format!("{array_id}_[*]"))
+}
+
+/// The rows of one Slurm array (same cluster and array id) that has two rows or more: they
+/// fold into one parent row in the jobs table.
+pub struct ArrayGroup {
+    pub snap: u16,
+    pub array_id: String,
+    /// The parent row's identity (see [`array_key`]).
+    pub key: JobRef,
+    /// Its task rows, by task index (a pending range by its first index).
+    pub rows: Vec<u32>,
+    /// The parent row as a job: id `12_[0-99]` (lowest to highest task index known, the
+    /// pending range counted), the first task's name and fields, the most live state of its
+    /// tasks, the count by state (`R 3 · PD 5 · CD 2`) as the reason, and as GPUs the sum of
+    /// its live tasks' (a pending range counted per task; of every task once all ended).
+    pub job: Job,
+}
+
+/// `4-99%2`, `1,3,5-9:2` → lowest, highest index and how many tasks; `None` if unreadable.
+pub fn task_range(spec: &str) -> Option<(u32, u32, u64)> {
+    let spec = spec.split('%').next()?.trim().trim_start_matches('[').trim_end_matches(']');
+    let (mut lo, mut hi, mut count) = (u32::MAX, 0u32, 0u64);
+    for part in spec.split(',') {
+        let (range, step) = part.split_once(':').unwrap_or((part, "1"));
+        let step = step.trim().parse::<u32>().ok().filter(|s| *s > 0)?;
+        let (a, b) = range.split_once('-').unwrap_or((range, range));
+        let (a, b) = (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?);
+        if b < a {
+            return None;
+        }
+        let last = a + (b - a) / step * step;
+        lo = lo.min(a);
+        hi = hi.max(last);
+        count += u64::from((b - a) / step) + 1;
+    }
+    (count > 0).then_some((lo, hi, count))
+}
+
+/// The short code of a state in an array's count (Slurm's compact codes).
+fn state_code(state: JobState) -> &'static str {
+    match state {
+        JobState::Pending => "PD",
+        JobState::Held => "H",
+        JobState::Running => "R",
+        JobState::Suspended => "S",
+        JobState::Completing => "CG",
+        JobState::Completed => "CD",
+        JobState::Failed => "F",
+        JobState::Cancelled => "CA",
+        JobState::Timeout => "TO",
+        JobState::Preempted => "PR",
+        JobState::NodeFail => "NF",
+        JobState::OutOfMemory => "OOM",
+        JobState::Unknown => "?",
+    }
+}
+
+/// The order of an array's count: live states first, the most live first.
+const COUNT_ORDER: [JobState; 13] = [
+    JobState::Running,
+    JobState::Completing,
+    JobState::Suspended,
+    JobState::Pending,
+    JobState::Held,
+    JobState::Completed,
+    JobState::Failed,
+    JobState::Cancelled,
+    JobState::Timeout,
+    JobState::Preempted,
+    JobState::NodeFail,
+    JobState::OutOfMemory,
+    JobState::Unknown,
+];
+
 /// One node of the flattened list.
 pub struct NodeRow {
     pub snap: u16,
@@ -159,6 +244,12 @@ pub struct Data {
     pub job_widths: Vec<usize>,
     /// The same for the nodes table.
     pub node_widths: Vec<usize>,
+    /// Every Slurm array with two rows or more (see [`ArrayGroup`]), in row order.
+    pub arrays: Vec<ArrayGroup>,
+    /// Per job row, its index in [`Data::arrays`], or [`NO_ARRAY`].
+    pub job_array: Vec<u32>,
+    /// Parent row identity ([`array_key`]) → index in [`Data::arrays`].
+    pub array_index: HashMap<JobRef, u32>,
 }
 
 impl std::fmt::Debug for Data {
@@ -281,7 +372,11 @@ impl Data {
             users,
             job_widths,
             node_widths,
+            arrays: Vec::new(),
+            job_array: Vec::new(),
+            array_index: HashMap::new(),
         };
+        data.build_arrays();
         data.gpu_nodes = data.build_gpu_map();
         data.summaries = data.build_summaries();
         data.fleet_gpus = gpu_totals(data.snaps.iter().map(|(_, s)| &**s));
@@ -296,6 +391,161 @@ impl Data {
     pub fn node(&self, row: u32) -> &Node {
         let r = &self.nodes[row as usize];
         &self.snaps[r.snap as usize].1.nodes[r.index as usize]
+    }
+
+    /// The array whose parent row `row` (a visible row of a job list) is, if it is one.
+    pub fn array_at(&self, row: u32) -> Option<&ArrayGroup> {
+        if row & ARRAY_ROW == 0 {
+            return None;
+        }
+        self.arrays.get((row & !ARRAY_ROW) as usize)
+    }
+
+    /// The job a visible row shows: the job, or an array's parent row.
+    pub fn row_job(&self, row: u32) -> &Job {
+        match self.array_at(row) {
+            Some(a) => &a.job,
+            None => self.job(row),
+        }
+    }
+
+    /// The identity of a visible row, which the cursor follows: the job's ref, or the
+    /// array's [`array_key`].
+    pub fn row_ref(&self, row: u32) -> &JobRef {
+        match self.array_at(row) {
+            Some(a) => &a.key,
+            None => &self.job(row).job_ref,
+        }
+    }
+
+    /// The jobs a visible row stands for: itself, or every task of the array.
+    pub fn row_targets(&self, row: u32) -> Vec<JobRef> {
+        match self.array_at(row) {
+            Some(a) => a.rows.iter().map(|r| self.job(*r).job_ref.clone()).collect(),
+            None => vec![self.job(row).job_ref.clone()],
+        }
+    }
+
+    /// The visible row of `key`: a job's row, or an array's parent row.
+    pub fn row_of(&self, key: &JobRef) -> Option<u32> {
+        self.job_index.get(key).copied().or_else(|| self.array_index.get(key).map(|g| ARRAY_ROW | g))
+    }
+
+    /// Group the rows of each Slurm array (same snapshot, same array id) with two rows or
+    /// more, and build their parent rows; widen the id column for them and their indented
+    /// tasks. One pass over the jobs, then a sort within each array.
+    fn build_arrays(&mut self) {
+        let mut widths = std::mem::take(&mut self.job_widths);
+        let mut job_array = vec![NO_ARRAY; self.jobs.len()];
+        let mut groups: Vec<(u16, &str, Vec<u32>)> = Vec::new();
+        let mut by_id: HashMap<(u16, &str), usize> = HashMap::new();
+        for (row, r) in self.jobs.iter().enumerate() {
+            let Some(a) = &self.job(row as u32).array else { continue };
+            let g = *by_id.entry((r.snap, a.array_id.as_str())).or_insert_with(|| {
+                groups.push((r.snap, a.array_id.as_str(), Vec::new()));
+                groups.len() - 1
+            });
+            groups[g].2.push(row as u32);
+        }
+        let mut arrays = Vec::new();
+        let mut array_index = HashMap::new();
+        let id_col = JobColumn::Id as usize;
+        for (snap, array_id, mut rows) in groups {
+            if rows.len() < 2 {
+                continue;
+            }
+            // (first index, is a pending range) per row; a range without index goes last.
+            let first_index = |row: u32| -> (u32, bool) {
+                let a = self.job(row).array.as_ref();
+                match (a.and_then(|a| a.task_id), a.and_then(|a| a.pending_tasks.as_deref())) {
+                    (Some(t), _) => (t, false),
+                    (None, Some(p)) => (task_range(p).map_or(u32::MAX, |r| r.0), true),
+                    (None, None) => (u32::MAX, true),
+                }
+            };
+            rows.sort_by_key(|r| first_index(*r));
+            let (mut lo, mut hi) = (u32::MAX, 0u32);
+            let mut counts = [0u64; 13];
+            let (mut live_gpus, mut all_gpus) = (0u64, 0u64);
+            let mut nodes: Vec<String> = Vec::new();
+            let mut seen_nodes = std::collections::HashSet::new();
+            for &row in &rows {
+                let job = self.job(row);
+                let a = job.array.as_ref();
+                let tasks = match (a.and_then(|a| a.task_id), a.and_then(|a| a.pending_tasks.as_deref())) {
+                    (Some(t), _) => {
+                        (lo, hi) = (lo.min(t), hi.max(t));
+                        1
+                    }
+                    (None, Some(p)) => match task_range(p) {
+                        Some((a, b, n)) => {
+                            (lo, hi) = (lo.min(a), hi.max(b));
+                            n
+                        }
+                        None => 1,
+                    },
+                    (None, None) => 1,
+                };
+                let at = COUNT_ORDER.iter().position(|s| *s == job.state).unwrap_or(12);
+                counts[at] += tasks;
+                let gpus = u64::from(job.gpus()) * tasks;
+                all_gpus += gpus;
+                if !job.state.is_finished() {
+                    live_gpus += gpus;
+                    for n in &job.nodes {
+                        if seen_nodes.insert(n.as_str()) {
+                            nodes.push(n.clone());
+                        }
+                    }
+                }
+            }
+            let first = self.job(rows[0]);
+            let mut job = first.clone();
+            job.job_ref = JobRef::new(
+                first.job_ref.cluster.clone(),
+                match (lo, hi) {
+                    (u32::MAX, _) => format!("{array_id}_[…]"),
+                    (lo, hi) if lo == hi => format!("{array_id}_[{lo}]"),
+                    (lo, hi) => format!("{array_id}_[{lo}-{hi}]"),
+                },
+            );
+            job.state = COUNT_ORDER
+                .iter()
+                .zip(counts)
+                .find(|(s, n)| *n > 0 && (s.is_active() || s.is_waiting()))
+                .map_or(first.state, |(s, _)| *s);
+            let count: Vec<String> = COUNT_ORDER
+                .iter()
+                .zip(counts)
+                .filter(|(_, n)| *n > 0)
+                .map(|(s, n)| format!("{} {n}", state_code(*s)))
+                .collect();
+            job.reason = Some(count.join(" · "));
+            let gpus = u32::try_from(if live_gpus > 0 { live_gpus } else { all_gpus }).unwrap_or(u32::MAX);
+            (job.gpus_requested, job.gpus_allocated) = (gpus, gpus);
+            job.gpu_allocations.clear();
+            job.nodes = nodes;
+            job.array =
+                Some(crate::model::ArrayInfo { array_id: array_id.to_string(), task_id: None, pending_tasks: None });
+            let cx = JobContext { taken_at: self.taken_at(snap), gpu_use: None };
+            widen_job_columns(&mut widths, &job, cx);
+            // `▸ 12_[0-99]` and `  └ 12_3`.
+            widths[id_col] = widths[id_col].max(text::width(&job.job_ref.id) + 2);
+            for &row in &rows {
+                widths[id_col] = widths[id_col].max(text::width(&self.job(row).job_ref.id) + 4);
+            }
+            let g = arrays.len() as u32;
+            for &row in &rows {
+                job_array[row as usize] = g;
+            }
+            let key = array_key(&job.job_ref.cluster, array_id);
+            array_index.insert(key.clone(), g);
+            arrays.push(ArrayGroup { snap, array_id: array_id.to_string(), key, rows, job });
+        }
+        self.job_widths = widths;
+        self.arrays = arrays;
+        self.job_array = job_array;
+        self.array_index = array_index;
     }
 
     /// When the snapshot holding job row `row` was taken.
@@ -573,5 +823,21 @@ fn node_haystack(out: &mut String, node: &Node) {
     for p in &node.partitions {
         out.push(' ');
         out.push_str(p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::task_range;
+
+    #[test]
+    fn task_ranges_as_slurm_writes_them() {
+        assert_eq!(task_range("5-9"), Some((5, 9, 5)));
+        assert_eq!(task_range("4-99%2"), Some((4, 99, 96)));
+        assert_eq!(task_range("1,3,5-9:2"), Some((1, 9, 5)));
+        assert_eq!(task_range("[0-3]"), Some((0, 3, 4)));
+        assert_eq!(task_range("0-10:4"), Some((0, 8, 3)));
+        assert_eq!(task_range("x"), None);
+        assert_eq!(task_range("9-5"), None);
     }
 }

@@ -33,6 +33,7 @@ pub fn label(action: UiAction) -> &'static str {
         UiAction::ToggleSelect => "mark",
         UiAction::SelectAll => "mark all",
         UiAction::ClearSelection => "unmark",
+        UiAction::ToggleFold => "fold",
         UiAction::SortNext => "sort",
         UiAction::SortReverse => "reverse",
         UiAction::FilterMine => "mine",

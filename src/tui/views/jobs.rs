@@ -8,8 +8,9 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::block;
-use crate::columns::JobColumn;
+use crate::columns::{JobColumn, JobContext};
 use crate::tui::app::App;
+use crate::tui::app::data::NO_ARRAY;
 use crate::tui::theme::Slot;
 use crate::tui::widgets::table::{self, RowCells};
 use crate::tui::widgets::text;
@@ -65,11 +66,36 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         .iter()
         .enumerate()
         .map(|(i, &row)| {
-            let job = app.data.job(row);
-            let cx = app.data.job_context(row);
-            let cells: Vec<Cow<str>> = JobColumn::COCKPIT.iter().map(|c| c.cell(job, cx)).collect();
+            let array = app.data.array_at(row);
+            let job = app.data.row_job(row);
+            let cx = match array {
+                Some(a) => JobContext { taken_at: app.data.taken_at(a.snap), gpu_use: None },
+                None => app.data.job_context(row),
+            };
+            let mut cells: Vec<Cow<str>> = JobColumn::COCKPIT.iter().map(|c| c.cell(job, cx)).collect();
+            let id = &mut cells[JobColumn::Id as usize];
+            // `▸ 12_[0-99]` folded, `▾ 12_[0-99]` unfolded with its tasks under it as `  └ 12_3`.
+            if let Some(a) = array {
+                let sign = if list.expanded.contains(&a.key) { '▾' } else { '▸' };
+                *id = Cow::Owned(format!("{sign} {id}"));
+            } else if app.data.job_array.get(row as usize).is_some_and(|g| *g != NO_ARRAY) {
+                *id = Cow::Owned(format!("  └ {id}"));
+            }
             let is_cursor = offset + i == list.cursor.pos;
-            let marked = list.marked.contains(&job.job_ref);
+            // A parent row is marked when every task is (`+`: some are).
+            let (marked, some_marked) = match array {
+                Some(a) if !list.marked.is_empty() => {
+                    let mut tasks = a.rows.iter().map(|r| list.marked.contains(&app.data.job(*r).job_ref));
+                    let first = tasks.next().unwrap_or(false);
+                    let mixed = tasks.any(|m| m != first);
+                    (first && !mixed, first || mixed)
+                }
+                Some(_) => (false, false),
+                None => {
+                    let m = list.marked.contains(&job.job_ref);
+                    (m, m)
+                }
+            };
             let style = if is_cursor {
                 theme.style(Slot::Selection)
             } else if marked {
@@ -91,7 +117,16 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
                 cells,
                 style,
                 cell_styles,
-                gutter: [if is_cursor { '>' } else { ' ' }, if marked { '*' } else { ' ' }],
+                gutter: [
+                    if is_cursor { '>' } else { ' ' },
+                    if marked {
+                        '*'
+                    } else if some_marked {
+                        '+'
+                    } else {
+                        ' '
+                    },
+                ],
             }
         })
         .collect();

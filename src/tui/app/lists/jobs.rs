@@ -1,6 +1,6 @@
 //! The jobs table's state: sort order, filters, cursor and marks.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use nucleo::Matcher;
 
@@ -8,7 +8,7 @@ use super::filter::{Fuzzy, filter_rows};
 use super::{ClusterKeep, Cursor};
 use crate::columns::{JobColumn, JobContext};
 use crate::model::{JobRef, JobState};
-use crate::tui::app::data::Data;
+use crate::tui::app::data::{ARRAY_ROW, Data, NO_ARRAY};
 
 /// The jobs table's state.
 pub struct JobList {
@@ -24,10 +24,18 @@ pub struct JobList {
     pub hide_finished: bool,
     /// Only jobs flagged idle by their cluster's telemetry (`:idle`).
     pub idle_only: bool,
-    /// Multi-selection, by identity; survives refreshes (vanished jobs are dropped).
+    /// Multi-selection, by identity; survives refreshes (vanished jobs are dropped). Only
+    /// jobs: marking an array's parent row marks its tasks.
     pub marked: BTreeSet<JobRef>,
-    /// The job under the cursor, followed across refreshes.
+    /// The row under the cursor, followed across refreshes: a job, or an array's parent
+    /// row by its [`crate::tui::app::data::array_key`].
     pub anchor: Option<JobRef>,
+    /// The jobs the filters keep, in sort order, before arrays fold (what a narrowing
+    /// filter starts from).
+    pub matched: Vec<u32>,
+    /// Arrays shown unfolded, by their parent row's key (cluster and array id); kept across
+    /// refreshes.
+    pub expanded: BTreeSet<JobRef>,
 }
 
 impl Default for JobList {
@@ -44,6 +52,8 @@ impl Default for JobList {
             idle_only: false,
             marked: BTreeSet::new(),
             anchor: None,
+            matched: Vec::new(),
+            expanded: BTreeSet::new(),
         }
     }
 }
@@ -72,16 +82,15 @@ impl JobList {
         self.sorted = rows;
     }
 
-    /// Recompute the visible rows. `narrow`: only the rows visible now can still match.
+    /// Recompute the visible rows. `narrow`: only the rows matching now can still match.
     pub fn refilter(&mut self, data: &Data, cluster: ClusterKeep, matchers: &mut Vec<Matcher>, narrow: bool) {
-        let anchor_row = self.anchor.as_ref().and_then(|r| data.job_index.get(r).copied());
         let fuzzy = Fuzzy::new(&self.fuzzy);
-        let source = if narrow { std::mem::take(&mut self.cursor.visible) } else { std::mem::take(&mut self.sorted) };
+        let source = if narrow { std::mem::take(&mut self.matched) } else { std::mem::take(&mut self.sorted) };
         let user = self.user.as_deref();
         let state = self.state;
         let hide_finished = self.hide_finished && state.is_none();
         let idle_only = self.idle_only;
-        self.cursor.visible = filter_rows(&source, matchers, fuzzy.is_some(), |row, matcher| {
+        self.matched = filter_rows(&source, matchers, fuzzy.is_some(), |row, matcher| {
             let r = &data.jobs[row as usize];
             if !cluster.keeps(r.snap) {
                 return false;
@@ -96,12 +105,79 @@ impl JobList {
         if !narrow {
             self.sorted = source;
         }
+        self.refold(data);
+    }
+
+    /// Fold the matching jobs into the visible rows: each array's parent row where its
+    /// first matching task sorts, followed, when unfolded, by its matching tasks. One pass.
+    pub fn refold(&mut self, data: &Data) {
+        if data.arrays.is_empty() {
+            self.cursor.visible.clone_from(&self.matched);
+        } else {
+            let mut open = vec![false; data.arrays.len()];
+            for key in &self.expanded {
+                if let Some(g) = data.array_index.get(key) {
+                    open[*g as usize] = true;
+                }
+            }
+            let mut seen = vec![false; data.arrays.len()];
+            let mut rows = Vec::with_capacity(self.matched.len());
+            let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+            for &row in &self.matched {
+                let g = data.job_array[row as usize];
+                if g == NO_ARRAY {
+                    rows.push(row);
+                    continue;
+                }
+                if !seen[g as usize] {
+                    seen[g as usize] = true;
+                    rows.push(ARRAY_ROW | g);
+                }
+                if open[g as usize] {
+                    children.entry(g).or_default().push(row);
+                }
+            }
+            if !children.is_empty() {
+                let mut full = Vec::with_capacity(rows.len() + children.values().map(Vec::len).sum::<usize>());
+                for row in rows {
+                    full.push(row);
+                    if row & ARRAY_ROW != 0
+                        && let Some(tasks) = children.get(&(row & !ARRAY_ROW))
+                    {
+                        full.extend_from_slice(tasks);
+                    }
+                }
+                rows = full;
+            }
+            self.cursor.visible = rows;
+        }
+        // The anchor's row; a task whose array is folded is found on its parent row.
+        let anchor_row = self.anchor.as_ref().and_then(|r| data.row_of(r)).map(|row| {
+            match data.job_array.get(row as usize).copied().filter(|g| *g != NO_ARRAY && row & ARRAY_ROW == 0) {
+                Some(g) if !self.expanded.contains(&data.arrays[g as usize].key) => ARRAY_ROW | g,
+                _ => row,
+            }
+        });
         self.cursor.place(anchor_row);
         self.sync_anchor(data);
     }
 
+    /// Fold or unfold the array of the row under the cursor (its parent row or one of its
+    /// tasks); the cursor goes to the parent row. False when the row is no array's.
+    pub fn toggle_fold(&mut self, data: &Data) -> bool {
+        let Some(row) = self.cursor.current() else { return false };
+        let g = if row & ARRAY_ROW != 0 { row & !ARRAY_ROW } else { data.job_array[row as usize] };
+        let Some(array) = data.arrays.get(g as usize) else { return false };
+        if !self.expanded.remove(&array.key) {
+            self.expanded.insert(array.key.clone());
+        }
+        self.anchor = Some(array.key.clone());
+        self.refold(data);
+        true
+    }
+
     pub fn sync_anchor(&mut self, data: &Data) {
-        self.anchor = self.cursor.current().map(|r| data.job(r).job_ref.clone());
+        self.anchor = self.cursor.current().map(|r| data.row_ref(r).clone());
     }
 
     /// Drop marks of jobs that are gone.
