@@ -101,8 +101,8 @@ async fn a_held_job_is_told_how_to_release_it(cluster: &str) {
 }
 
 /// Both h100 of h100-01 taken by a 10-minute job, a second asking for both behind it: `why`
-/// says what it asks against the largest free block, and gives the scheduler's estimate,
-/// about when the first ends.
+/// says what it asks against the largest free block, gives the scheduler's estimate, about
+/// when the first ends, and its priority's parts and fair share (sprio, sshare).
 async fn a_job_bigger_than_any_free_block_is_told_the_block_and_when(cluster: &str) {
     let _lock = cluster_lock(cluster);
     let b = backend(cluster);
@@ -142,6 +142,11 @@ async fn a_job_bigger_than_any_free_block_is_told_the_block_and_when(cluster: &s
     let at: DateTime<Utc> = answer["expected_start"]["at"].as_str().expect("an expected start").parse().unwrap();
     let wait = (at - Utc::now()).num_minutes();
     assert!((7..=11).contains(&wait), "about when the first ends: {answer}");
+    // Waiting for room, where priority decides who goes first: its priority's parts and its
+    // user's fair share, asked for this job.
+    let evidence: Vec<&str> = answer["evidence"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(evidence.iter().any(|l| l.starts_with("its priority ") && l.ends_with("(sprio)")), "{evidence:?}");
+    assert!(evidence.iter().any(|l| l.starts_with("root's fair share in account root is ")), "{evidence:?}");
 }
 
 /// A job told to begin in an hour: `why` gives that as the expected start, from the job

@@ -123,6 +123,13 @@ pub trait Backend: Send + Sync {
         let _ = job;
         Ok(None)
     }
+    /// What the backend can add, asked on demand for one job that waits on priority, never
+    /// per refresh (Slurm: its priority's parts from `sprio -j` and its user's fair share
+    /// from `sshare -u`, two RPCs); a line each. Empty: nothing to add.
+    async fn priority_details(&self, job: &crate::model::Job) -> Result<Vec<String>, BackendError> {
+        let _ = job;
+        Ok(Vec::new())
+    }
     /// Jobs that ended since `query.since`, from the backend's own long memory (Slurm's
     /// accounting through `sacct`), asked on demand, never per refresh. `None`: the backend
     /// keeps no more than its snapshot shows (a Kubernetes cluster's finished Jobs, a cloud's

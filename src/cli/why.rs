@@ -2,7 +2,9 @@
 //! (see `fleet::why`), and for a pending job the scheduler's start estimate: the planned start
 //! its record already carries, else asked for that one job (Slurm `squeue --start -j`, never
 //! part of a refresh). Where the record carries the plan, a `why` costs the controller only
-//! the refresh's RPCs (3, as `sdiag` counts them on both releases).
+//! the refresh's RPCs (3, as `sdiag` counts them on both releases). A job waiting on
+//! `Priority` or `Resources` also gets its priority's parts and its user's fair share
+//! (Slurm `sprio -j`, `sshare -u`: one RPC each, for that job only).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -29,6 +31,14 @@ pub async fn explain(
         match snapshot.and_then(|s| s.job(&job.id).map(|j| (s, j))) {
             Some((snapshot, found)) => {
                 let mut answer = why(snapshot, found);
+                if answer.wants_priority() {
+                    let limit = config.cluster(&job.cluster).map_or(Duration::from_secs(30), |c| c.timeout);
+                    match tokio::time::timeout(limit, fleet.priority_details(found)).await {
+                        Ok(Ok(lines)) => answer.evidence.extend(lines),
+                        Ok(Err(error)) => tracing::info!(%job, %error, "no priority details"),
+                        Err(_) => tracing::info!(%job, "the priority details timed out"),
+                    }
+                }
                 if answer.wants_estimate() {
                     let limit = config.cluster(&job.cluster).map_or(Duration::from_secs(30), |c| c.timeout);
                     // An estimate is a courtesy: a backend without one, or one that fails,

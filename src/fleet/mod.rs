@@ -326,6 +326,14 @@ impl Fleet {
         }
     }
 
+    /// What `job`'s backend adds about its priority (see [`Backend::priority_details`]).
+    pub async fn priority_details(&self, job: &crate::model::Job) -> Result<Vec<String>, BackendError> {
+        match self.backends.get(&job.job_ref.cluster) {
+            Some(b) => b.priority_details(job).await,
+            None => Err(BackendError::NotFound(format!("no cluster named `{}` is configured", job.job_ref.cluster))),
+        }
+    }
+
     /// The clusters, in the fleet's order.
     pub fn cluster_names(&self) -> Vec<String> {
         self.state().clusters.iter().map(|c| c.name.clone()).collect()

@@ -37,6 +37,13 @@ pub struct Why {
 }
 
 impl Why {
+    /// Worth asking the backend for the job's priority's parts: waiting its turn
+    /// (`Priority`) or for room (`Resources`), where priority decides who goes first.
+    pub fn wants_priority(&self) -> bool {
+        self.state == JobState::Pending
+            && matches!(self.reason.as_deref().map(str::trim), Some("Priority" | "Resources"))
+    }
+
     /// Worth asking the scheduler when it would start: waiting, not held, and the refresh
     /// carried no planned start.
     pub fn wants_estimate(&self) -> bool {
@@ -62,12 +69,20 @@ pub fn why(snapshot: &Snapshot, job: &Job) -> Why {
     } else if let Some(quota) = kueue_quota(reason) {
         evidence.extend(quota);
     }
+    let (mut meaning, mut outlook) =
+        (explained.as_ref().map(|e| e.words.clone()), explained.map(|e| outlook_word(e.outlook)));
+    if meaning.is_none()
+        && let Some((words, look, said)) = cloud_capacity(reason, job.state)
+    {
+        (meaning, outlook) = (Some(words.into()), Some(look));
+        evidence.extend(said);
+    }
     Why {
         job: job.job_ref.to_string(),
         state: job.state,
         reason: job.reason.clone(),
-        meaning: explained.as_ref().map(|e| e.words.clone()),
-        outlook: explained.map(|e| outlook_word(e.outlook)),
+        meaning,
+        outlook,
         evidence,
         expected_start: planned_start(snapshot, job),
     }
@@ -204,6 +219,26 @@ fn out_of_service(snapshot: &Snapshot, job: &Job, partition: &str, evidence: &mu
         line.push_str(&format!(" and {more} more"));
     }
     evidence.push(line);
+}
+
+/// A cloud's "no capacity" (dstack: `no capacity: No matching fleet found…`, `retrying: …`
+/// while it tries again; SkyPilot: `ResourcesUnavailableError`, `Failed to provision all
+/// possible launchable resources`): what it means, the outlook (waits while the run
+/// retries, ended once it gave up), and the cloud's own words.
+fn cloud_capacity(reason: &str, state: JobState) -> Option<(&'static str, &'static str, Option<String>)> {
+    let lower = reason.to_ascii_lowercase();
+    let dstack = lower.contains("no capacity") || lower.contains("no matching fleet") || lower.contains("no offers");
+    let skypilot = lower.contains("resourcesunavailable")
+        || lower.contains("failed to provision")
+        || lower.contains("no resource satisfying");
+    if !dstack && !skypilot {
+        return None;
+    }
+    let words = "no cloud, region or fleet it may use offered the machines it asks for";
+    let outlook = if state.is_finished() { "ended" } else { "waits" };
+    let detail = reason.split_once(": ").map(|(_, rest)| rest).unwrap_or(reason).trim();
+    let said = (!detail.is_empty()).then(|| format!("the cloud says: {detail}"));
+    Some((words, outlook, said))
 }
 
 /// Kueue's admission message (the Workload's `QuotaReserved` condition, as the backend puts
@@ -420,6 +455,28 @@ mod tests {
         );
         wl.reason = Some("Kueue: waiting for admission checks".into());
         assert_eq!(why(&snapshot(vec![], vec![]), &wl).evidence, ["Kueue says: waiting for admission checks"]);
+    }
+
+    #[test]
+    fn a_clouds_no_capacity_is_said_in_words() {
+        let mut run = Job::new(JobRef::new("dstack", "train"), JobState::Pending);
+        run.reason = Some("retrying: no capacity: No matching fleet found. Possible reasons: …".into());
+        let w = why(&snapshot(vec![], vec![]), &run);
+        assert_eq!(w.meaning.as_deref(), Some("no cloud, region or fleet it may use offered the machines it asks for"));
+        assert_eq!(
+            (w.outlook, w.evidence[0].as_str()),
+            (Some("waits"), "the cloud says: no capacity: No matching fleet found. Possible reasons: …")
+        );
+        let mut sky = Job::new(JobRef::new("sky", "7"), JobState::Failed);
+        sky.reason = Some("ResourcesUnavailableError: Failed to provision all possible launchable resources.".into());
+        let w = why(&snapshot(vec![], vec![]), &sky);
+        assert_eq!(w.outlook, Some("ended"));
+        assert!(
+            w.evidence.iter().any(|l| l == "the cloud says: Failed to provision all possible launchable resources."),
+            "{w:?}"
+        );
+        run.reason = Some("waiting for a node".into());
+        assert_eq!(why(&snapshot(vec![], vec![]), &run).meaning, None);
     }
 
     #[test]

@@ -235,7 +235,13 @@ ReturnToService=2
 MpiDefault=none
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=5
-PriorityType=priority/basic
+# Multifactor so that sprio and sshare answer (why: a job waiting on priority is given its
+# parts): the age and fair-share parts weigh in; every test job is root's, so the order
+# stays first come, first served.
+PriorityType=priority/multifactor
+PriorityWeightAge=1000
+PriorityWeightFairshare=10000
+PriorityMaxAge=1-0
 SlurmctldTimeout=30
 SlurmdTimeout=30
 MessageTimeout=10

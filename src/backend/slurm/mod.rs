@@ -13,6 +13,7 @@ pub mod estimate;
 pub mod history;
 pub mod jobspec;
 pub mod parse;
+pub mod priority;
 pub mod script;
 pub mod sdiag;
 pub mod telemetry;
@@ -446,6 +447,10 @@ impl Backend for SlurmBackend {
 
     async fn estimate_job_start(&self, job: &JobRef) -> Result<Option<crate::backend::StartEstimate>, BackendError> {
         estimate::for_job(self, job).await
+    }
+
+    async fn priority_details(&self, job: &crate::model::Job) -> Result<Vec<String>, BackendError> {
+        priority::explain(self, job).await
     }
 
     async fn history(&self, query: &crate::model::HistoryQuery) -> Result<Option<crate::model::History>, BackendError> {
