@@ -262,35 +262,36 @@ pub fn jobs_table(jobs: &[(&Job, Option<&JobGpuUse>)]) -> String {
 /// `flightdeck jobs --since`: finished jobs with what they used.
 pub fn history_table(records: &[&JobRecord]) -> String {
     let header = ["JOB", "NAME", "USER", "PARTITION", "STATE", "EXIT", "END", "ELAPSED", "MAXRSS", "GPUS", "GPU-H"];
-    let rows: Vec<Vec<String>> = records
-        .iter()
-        .map(|r| {
-            let j = &r.job;
-            vec![
-                j.job_ref.to_string(),
-                j.name.clone(),
-                j.user.clone(),
-                j.partition.clone(),
-                j.state.as_str().to_string(),
-                j.exit.map(|e| e.to_string()).unwrap_or_default(),
-                j.end_time.map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default(),
-                r.elapsed_secs.map(elapsed).unwrap_or_default(),
-                r.max_rss_mb
-                    .map(|mb| if mb >= 1024 { format!("{:.1}G", mb as f64 / 1024.0) } else { format!("{mb}M") })
-                    .unwrap_or_default(),
-                if j.gpus_allocated > 0 { j.gpus_allocated.to_string() } else { String::new() },
-                r.gpu_hours.map(|h| format!("{h:.2}")).unwrap_or_default(),
-            ]
-            .into_iter()
-            .map(|c| if c.is_empty() { "-".to_string() } else { c })
-            .collect()
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = records.iter().map(|r| history_cells(r, "%Y-%m-%d %H:%M")).collect();
     table(&header, &rows)
 }
 
+/// A finished job's cells as the CLI's history table and the cockpit's history screen show
+/// them (the end time as `end_format`), `-` where there is no value; backend text as given.
+pub fn history_cells(r: &JobRecord, end_format: &str) -> Vec<String> {
+    let j = &r.job;
+    [
+        j.job_ref.to_string(),
+        j.name.clone(),
+        j.user.clone(),
+        j.partition.clone(),
+        j.state.as_str().to_string(),
+        j.exit.map(|e| e.to_string()).unwrap_or_default(),
+        j.end_time.map(|t| t.format(end_format).to_string()).unwrap_or_default(),
+        r.elapsed_secs.map(elapsed).unwrap_or_default(),
+        r.max_rss_mb
+            .map(|mb| if mb >= 1024 { format!("{:.1}G", mb as f64 / 1024.0) } else { format!("{mb}M") })
+            .unwrap_or_default(),
+        if j.gpus_allocated > 0 { j.gpus_allocated.to_string() } else { String::new() },
+        r.gpu_hours.map(|h| format!("{h:.2}")).unwrap_or_default(),
+    ]
+    .into_iter()
+    .map(|c| if c.is_empty() { "-".to_string() } else { c })
+    .collect()
+}
+
 /// `D-HH:MM:SS` as Slurm writes elapsed times, without the days when there are none.
-fn elapsed(secs: u64) -> String {
+pub fn elapsed(secs: u64) -> String {
     let (d, h, m, s) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60, secs % 60);
     if d > 0 { format!("{d}-{h:02}:{m:02}:{s:02}") } else { format!("{h:02}:{m:02}:{s:02}") }
 }

@@ -126,35 +126,10 @@ impl HistoryView {
     }
 }
 
-/// A record's cells, one per [`COLUMNS`] entry, `-` where there is no value; backend text
-/// made printable.
+/// A record's cells, one per [`COLUMNS`] entry (the CLI's, with a shorter end time), `-`
+/// where there is no value; backend text made printable.
 pub fn cells(r: &JobRecord) -> Vec<String> {
-    let j = &r.job;
-    [
-        j.job_ref.to_string(),
-        j.name.clone(),
-        j.user.clone(),
-        j.partition.clone(),
-        j.state.as_str().to_string(),
-        j.exit.map(|e| e.to_string()).unwrap_or_default(),
-        j.end_time.map(|t| t.format("%m-%d %H:%M").to_string()).unwrap_or_default(),
-        r.elapsed_secs.map(elapsed).unwrap_or_default(),
-        r.max_rss_mb
-            .map(|mb| if mb >= 1024 { format!("{:.1}G", mb as f64 / 1024.0) } else { format!("{mb}M") })
-            .unwrap_or_default(),
-        if j.gpus_allocated > 0 { j.gpus_allocated.to_string() } else { String::new() },
-        r.gpu_hours.map(|h| format!("{h:.2}")).unwrap_or_default(),
-    ]
-    .into_iter()
-    .map(|c| if c.is_empty() { "-".to_string() } else { printable(&c).into_owned() })
-    .collect()
-}
-
-/// `D-HH:MM:SS` as Slurm (and `flightdeck jobs --since`) writes elapsed times, without the
-/// days when there are none.
-pub fn elapsed(secs: u64) -> String {
-    let (d, h, m, s) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60, secs % 60);
-    if d > 0 { format!("{d}-{h:02}:{m:02}:{s:02}") } else { format!("{h:02}:{m:02}:{s:02}") }
+    crate::output::history_cells(r, "%m-%d %H:%M").into_iter().map(|c| printable(&c).into_owned()).collect()
 }
 
 /// An age as `:history` takes it: `30m`, `6h`, `2d`, `1w` (a whole positive number and a unit).
