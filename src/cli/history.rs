@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use futures_util::future::join_all;
 use serde::Serialize;
 
@@ -34,18 +34,7 @@ pub fn parse_since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Stri
     if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
         return Ok(d.and_hms_opt(0, 0, 0).ok_or_else(bad)?.and_utc());
     }
-    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (count, unit) = text.split_at(split);
-    let count: i64 = count.parse().map_err(|_| bad())?;
-    let age = match unit {
-        "s" => TimeDelta::try_seconds(count),
-        "m" | "min" => TimeDelta::try_minutes(count),
-        "h" => TimeDelta::try_hours(count),
-        "d" => TimeDelta::try_days(count),
-        "w" => TimeDelta::try_weeks(count),
-        _ => None,
-    }
-    .ok_or_else(bad)?;
+    let age = crate::model::history::parse_age(text).map_err(|_| bad())?;
     now.checked_sub_signed(age).ok_or_else(bad)
 }
 

@@ -12,6 +12,28 @@ pub const DEFAULT_HOURS: i64 = 24;
 /// screenful of scrolling and one `sacct` call; more is a report, not a view.
 pub const DEFAULT_LIMIT: usize = 10_000;
 
+/// An age as `--since` and `:history` take it: a whole positive number and a unit, `45s`,
+/// `90m`, `6h`, `2d`, `2w`, at most ten years.
+pub fn parse_age(text: &str) -> Result<chrono::TimeDelta, String> {
+    let text = text.trim();
+    let bad = || format!("`{text}` is no age: write it as 30m, 6h, 2d or 1w");
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (number, unit) = text.split_at(split);
+    let number: i64 = number.parse().map_err(|_| bad())?;
+    if number <= 0 {
+        return Err(bad());
+    }
+    let age = match unit {
+        "s" => chrono::TimeDelta::try_seconds(number),
+        "m" | "min" => chrono::TimeDelta::try_minutes(number),
+        "h" => chrono::TimeDelta::try_hours(number),
+        "d" => chrono::TimeDelta::try_days(number),
+        "w" => chrono::TimeDelta::try_weeks(number),
+        _ => None,
+    };
+    age.filter(|a| *a <= chrono::TimeDelta::days(10 * 366)).ok_or_else(bad)
+}
+
 /// Which finished jobs to read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryQuery {

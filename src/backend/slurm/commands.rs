@@ -281,6 +281,15 @@ pub fn sdiag() -> Vec<String> {
     argv(&["sdiag"])
 }
 
+/// A user name as Slurm's tools take it (`sacct --user=`, `sshare -u`): letters, digits,
+/// `._-`, not starting with `-`, so it cannot become an option.
+pub fn checked_user(user: &str) -> Result<&str, BackendError> {
+    let ok = !user.is_empty()
+        && !user.starts_with('-')
+        && user.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok { Ok(user) } else { Err(BackendError::NotFound(format!("`{user}` is not a user name"))) }
+}
+
 /// A Slurm job id as flightdeck prints it: `123`, `123_4`, or a pending array's
 /// `123_[4-7%2]`. The throttle suffix is dropped, since `scancel` and `scontrol` do not take it.
 pub fn checked_job_id(id: &str) -> Result<String, BackendError> {

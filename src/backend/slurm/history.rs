@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use super::SlurmBackend;
+use super::commands::checked_user;
 use super::parse::sacct::{SACCT_FIELDS, parse_sacct};
 use super::parse::text::record_mark;
 use super::transport::display_argv;
@@ -43,14 +44,6 @@ fn state_codes(states: &[JobState]) -> String {
         }
     }
     codes.join(",")
-}
-
-/// A user name as sacct takes it: letters, digits, `._-`, not starting with `-`.
-fn checked_user(user: &str) -> Result<&str, BackendError> {
-    let ok = !user.is_empty()
-        && !user.starts_with('-')
-        && user.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if ok { Ok(user) } else { Err(BackendError::NotFound(format!("`{user}` is not a user name"))) }
 }
 
 /// `env TZ=UTC sacct -n -P --delimiter=MARK -o FIELDS -S SINCE -E now --state=…

@@ -4,7 +4,7 @@
 //! served) sprio refuses, and the answer says so instead.
 
 use super::SlurmBackend;
-use super::commands::checked_job_id;
+use super::commands::{checked_job_id, checked_user};
 use super::transport::command_error;
 use crate::backend::BackendError;
 use crate::model::Job;
@@ -18,12 +18,7 @@ pub fn sprio_argv(job_id: &str) -> Result<Vec<String>, BackendError> {
 
 /// `sshare -h -P -u USER -o …`: the user's share and use of the cluster, by account.
 pub fn sshare_argv(user: &str) -> Result<Vec<String>, BackendError> {
-    let ok = !user.is_empty()
-        && !user.starts_with('-')
-        && user.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if !ok {
-        return Err(BackendError::NotFound(format!("`{user}` is not a user name")));
-    }
+    let user = checked_user(user)?;
     Ok(["sshare", "-h", "-P", "-u", user, "-o", "Account,User,RawShares,NormShares,EffectvUsage,FairShare"]
         .iter()
         .map(|s| s.to_string())

@@ -132,23 +132,9 @@ pub fn cells(r: &JobRecord) -> Vec<String> {
     crate::output::history_cells(r, "%m-%d %H:%M").into_iter().map(|c| printable(&c).into_owned()).collect()
 }
 
-/// An age as `:history` takes it: `30m`, `6h`, `2d`, `1w` (a whole positive number and a unit).
+/// An age as `:history` takes it (see [`crate::model::history::parse_age`]).
 pub fn parse_age(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let bad = || format!("`{text}` is no age: write it as 30m, 6h, 2d or 1w");
-    let unit = text.chars().last().ok_or_else(bad)?;
-    let number: i64 = text[..text.len() - unit.len_utf8()].parse().map_err(|_| bad())?;
-    if number <= 0 {
-        return Err(bad());
-    }
-    let age = match unit {
-        'm' => Duration::try_minutes(number),
-        'h' => Duration::try_hours(number),
-        'd' => Duration::try_days(number),
-        'w' => Duration::try_weeks(number),
-        _ => None,
-    };
-    age.filter(|a| *a <= Duration::days(10 * 366)).ok_or_else(bad)
+    crate::model::history::parse_age(text)
 }
 
 /// An age in the words of the title: `24 h`, `2 d`, `30 min`.
