@@ -16,6 +16,7 @@ pub mod log;
 pub mod native;
 pub mod slurm_reasons;
 pub mod telemetry;
+pub mod workload;
 
 pub use self::action::{Action, ActionOutcome, BatchOutcome, Capabilities, JobAction, NodeAction, Verb};
 pub use self::diagnosis::{Diagnosis, Fact};
@@ -24,6 +25,7 @@ pub use self::history::{History, HistoryQuery, JobRecord};
 pub use self::log::{LogChunk, LogHandle, LogStream};
 pub use self::native::{Dialect, FieldUse, Native, Need, SpecFields};
 pub use self::telemetry::{GpuOwner, GpuProcess, GpuReading, GpuSample, GpuUse, JobGpuUse, Telemetry};
+pub use self::workload::{ReplicaGroup, Workload, WorkloadPod};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -291,6 +293,10 @@ pub struct Job {
     /// migrate` leaves in the backend's own place for it (see `JobSpec::migrated_from`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrated_from: Option<String>,
+    /// The Kubernetes object this job stands for, with its replica groups and pods (a
+    /// PyTorchJob, a JobSet …); `None` for every other kind of job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<Box<Workload>>,
 }
 
 impl Job {
@@ -327,6 +333,7 @@ impl Job {
             cost_per_hour: None,
             uid: None,
             migrated_from: None,
+            workload: None,
         }
     }
 

@@ -13,7 +13,8 @@ use flightdeck::backend::BackendError;
 use flightdeck::hub::wire::{self, pb};
 use flightdeck::model::{
     Action, ActionOutcome, ArrayInfo, Capabilities, ExitStatus, GpuAllocation, GpuSlot, Health, Job, JobAction, JobRef,
-    JobState, LogHandle, Node, NodeAction, NodeRef, NodeState, Queue, QueueQuota, Snapshot, Verb,
+    JobState, LogHandle, Node, NodeAction, NodeRef, NodeState, Queue, QueueQuota, ReplicaGroup, Snapshot, Verb,
+    Workload, WorkloadPod,
 };
 use flightdeck::spec::JobSpec;
 use proptest::prelude::*;
@@ -110,6 +111,7 @@ fn job() -> impl Strategy<Value = Job> {
         prop::option::of(money()),
         prop::option::of(text()),
         prop::option::of(text()),
+        prop::option::of(workload()),
     );
     (text(), who, gpus, times, rest).prop_map(|(id, who, gpus, times, rest)| {
         let (name, user, account, partition, state, native_state, reason) = who;
@@ -125,7 +127,7 @@ fn job() -> impl Strategy<Value = Job> {
             memory_mb,
         ) = gpus;
         let (submit_time, start_time, end_time, time_limit_secs, priority, exit) = times;
-        let (stdout, stderr, workdir, array, cost_per_hour, uid, migrated_from) = rest;
+        let (stdout, stderr, workdir, array, cost_per_hour, uid, migrated_from, workload) = rest;
         Job {
             job_ref: JobRef::new(CLUSTER, id),
             name,
@@ -157,8 +159,54 @@ fn job() -> impl Strategy<Value = Job> {
             cost_per_hour,
             uid,
             migrated_from,
+            workload: workload.map(Box::new),
         }
     })
+}
+
+fn workload() -> impl Strategy<Value = Workload> {
+    let group = (text(), count(), prop::option::of(count()), count())
+        .prop_map(|(name, replicas, ready, gpus_per_replica)| ReplicaGroup { name, replicas, ready, gpus_per_replica });
+    let pod = (
+        text(),
+        prop::option::of(text()),
+        job_state(),
+        text(),
+        prop::option::of(text()),
+        count(),
+        prop::option::of(text()),
+        prop::option::of(handle()),
+    )
+        .prop_map(|(name, role, state, native_state, node, gpus, reason, log)| WorkloadPod {
+            name,
+            role,
+            state,
+            native_state,
+            node,
+            gpus,
+            reason,
+            log,
+        });
+    (
+        text(),
+        text(),
+        count(),
+        count(),
+        prop::collection::vec(group, 0..3),
+        prop::collection::vec(pod, 0..4),
+        prop::option::of(text()),
+        any::<bool>(),
+    )
+        .prop_map(|(kind, api_version, replicas_ready, replicas_total, groups, pods, suspend, cancel)| Workload {
+            kind,
+            api_version,
+            replicas_ready,
+            replicas_total,
+            groups,
+            pods,
+            suspend,
+            cancel,
+        })
 }
 
 fn gpu_slot() -> impl Strategy<Value = GpuSlot> {
@@ -418,7 +466,11 @@ fn action() -> impl Strategy<Value = Action> {
 /// What a job is once across: the same, but its log handles without owners.
 fn without_owners(job: &Job) -> Job {
     let strip = |h: &Option<LogHandle>| h.as_ref().map(|h| LogHandle::new(h.as_str()));
-    Job { stdout: strip(&job.stdout), stderr: strip(&job.stderr), ..job.clone() }
+    let workload = job.workload.as_ref().map(|w| {
+        let pods = w.pods.iter().map(|p| WorkloadPod { log: strip(&p.log), ..p.clone() }).collect();
+        Box::new(Workload { pods, ..(**w).clone() })
+    });
+    Job { stdout: strip(&job.stdout), stderr: strip(&job.stderr), workload, ..job.clone() }
 }
 
 /// `msg` through prost's bytes and back.

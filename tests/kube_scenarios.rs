@@ -151,7 +151,7 @@ async fn standard_cluster_gpu_allocation_matches_the_hand_computed_values() {
     );
     assert_eq!(node(&snap, fixtures::NODE_H100_A).partitions, Vec::<String>::new());
     assert!(snap.release.is_some(), "the server version is the release");
-    assert!(snap.notes.is_empty(), "{:?}", snap.notes);
+    assert_eq!(snap.notes, vec![flightdeck::backend::kube::workloads::ABSENT_NOTE.to_string()]);
 }
 
 /// Every GPU product label in the Kubernetes fixtures (GFD's `nvidia.com/gpu.product`, the MIG
@@ -263,9 +263,9 @@ async fn jobs_pods_and_kueue_queues_from_the_standard_cluster() {
     assert!(reason.starts_with("Unschedulable: 0/7 nodes are available"), "{reason}");
     assert!(reason.contains("3 Insufficient nvidia.com/gpu") && !reason.contains("preemption"), "{reason}");
 
-    // Bare GPU pods are jobs; GPU-less pods (DaemonSets, mirrors) are not; a Job's pods are
-    // folded into their Job.
-    let vllm = job(&snap, "inference:pod:vllm-llama-6f7d9c8b5-x2k4n");
+    // GPU pods are jobs, grouped under their owner (a ReplicaSet's under its Deployment);
+    // GPU-less pods (DaemonSets, mirrors) are not; a Job's pods are folded into their Job.
+    let vllm = job(&snap, "inference:deployment:vllm-llama");
     assert_eq!((vllm.state, vllm.gpus_allocated), (JobState::Running, 3));
     assert_eq!(job(&snap, "research:pod:eval-mmlu-h7x9k").state, JobState::Completed);
     assert!(!snap.jobs.iter().any(|j| j.job_ref.id.contains("dcgm") || j.job_ref.id.contains("gpu-health-probe")));
@@ -619,8 +619,10 @@ async fn without_kueue_crds_it_still_works_with_a_note() {
     let kueue_off = |b: &KubeBackend| b.watches().iter().filter(|(k, w)| k.starts_with("Kueue") && w.disabled).count();
     until("every Kueue watch to switch off", 10, async || (kueue_off(&b) == 3).then_some(())).await;
     let snap = snapshot(&b).await;
-    assert_eq!(snap.notes.len(), 1, "one note for the three kinds: {:?}", snap.notes);
-    assert!(snap.notes[0].starts_with("Kueue is not installed"), "{:?}", snap.notes);
+    let notes: Vec<&String> =
+        snap.notes.iter().filter(|n| *n != flightdeck::backend::kube::workloads::ABSENT_NOTE).collect();
+    assert_eq!(notes.len(), 1, "one note for the three kinds: {notes:?}");
+    assert!(notes[0].starts_with("Kueue is not installed"), "{notes:?}");
     assert_eq!(snap.nodes.len(), 7);
     let train = job(&snap, "train:llm-pretrain");
     assert_eq!(train.state, JobState::Running);
@@ -640,7 +642,8 @@ async fn forbidden_kinds_reduce_the_view_with_a_note() {
     all_watches_synced(&b).await;
     let snap = until("the RBAC notes", 10, async || {
         let snap = b.snapshot().await.ok()?;
-        (snap.notes.len() >= 2).then_some(snap)
+        (snap.notes.iter().filter(|n| *n != flightdeck::backend::kube::workloads::ABSENT_NOTE).count() >= 2)
+            .then_some(snap)
     })
     .await;
     assert!(snap.notes.iter().any(|n| n.contains("ClusterQueue") && n.contains("no permission")), "{:?}", snap.notes);
@@ -689,7 +692,7 @@ async fn logs_tail_and_follow() {
     let s = standard();
     let b = KubeBackend::new(&s.cfg);
     let snap = snapshot(&b).await;
-    let path = job(&snap, "inference:pod:vllm-llama-6f7d9c8b5-x2k4n").stdout.clone().unwrap();
+    let path = job(&snap, "inference:deployment:vllm-llama").stdout.clone().unwrap();
     assert_eq!(path.as_str(), "pod/inference/vllm-llama-6f7d9c8b5-x2k4n/vllm");
     let first = "INFO loading weights\nINFO ready on :8000\n";
     s.fake.set_pod_log("inference", "vllm-llama-6f7d9c8b5-x2k4n", Some("vllm"), first);

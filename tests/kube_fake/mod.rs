@@ -101,6 +101,7 @@ mod resources;
 mod selectors;
 mod server;
 mod store;
+pub mod workloads;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -9,6 +9,7 @@
 //! kubeconfig = "~/.kube/config" # optional (default: $KUBECONFIG, else ~/.kube/config)
 //! namespaces = ["ml", "infer"] # optional (default: every namespace the user may list)
 //! queue = "team-a"             # optional: Kueue LocalQueue for submissions
+//! multi_node = "jobset"        # what a spec of several nodes becomes: jobset (default), pytorchjob, volcano
 //! refresh_seconds = 10         # how often the (watched) picture is re-read at the latest
 //! timeout_seconds = 30         # bound on every request and action
 //! ```
@@ -18,6 +19,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::workloads::submit::MultiNode;
 use crate::config::{
     ClusterConfig, ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings, check_cluster_name,
 };
@@ -34,6 +36,8 @@ pub struct KubeConfig {
     pub namespaces: Vec<String>,
     /// The Kueue LocalQueue that submissions go to.
     pub queue: Option<String>,
+    /// The workload a spec of several nodes is submitted as.
+    pub multi_node: MultiNode,
 }
 
 impl KindSettings for KubeConfig {
@@ -42,7 +46,7 @@ impl KindSettings for KubeConfig {
 
 impl KubeConfig {
     /// The keys of the section, as written in the file.
-    pub const KEYS: &'static [&'static str] = &["context", "kubeconfig", "namespaces", "queue"];
+    pub const KEYS: &'static [&'static str] = &["context", "kubeconfig", "multi_node", "namespaces", "queue"];
 
     /// A context of a kubeconfig file, every other setting at its default.
     pub fn context_of(kubeconfig: impl Into<PathBuf>, context: impl Into<String>) -> Self {
@@ -62,6 +66,19 @@ impl KubeConfig {
         if let Some(value) = &raw.queue {
             check_k8s_name(value.get_ref(), 63, true).map_err(|why| section.bad_value("queue", value, why))?;
             out.queue = Some(value.get_ref().clone());
+        }
+        if let Some(value) = &raw.multi_node {
+            out.multi_node = MultiNode::parse(value.get_ref()).ok_or_else(|| {
+                section.bad_value(
+                    "multi_node",
+                    value,
+                    format!(
+                        "{:?} is no workload kind flightdeck submits; one of {}",
+                        value.get_ref(),
+                        MultiNode::NAMES.join(", ")
+                    ),
+                )
+            })?;
         }
         if let Some(value) = &raw.kubeconfig {
             out.kubeconfig = Some(section.file_path("kubeconfig", value)?);
@@ -137,6 +154,8 @@ struct Raw {
     #[serde(default)]
     kubeconfig: Option<Spanned<String>>,
     #[serde(default)]
+    multi_node: Option<Spanned<String>>,
+    #[serde(default)]
     namespaces: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     queue: Option<Spanned<String>>,
@@ -195,7 +214,7 @@ mod tests {
     fn kubernetes_clusters() {
         let text = "[[cluster]]\nname = \"prod\"\nkind = \"kubernetes\"\ncontext = \"gke_proj_zone_prod\"\n\
                     kubeconfig = \"/etc/kube/config\"\nnamespaces = [\"ml\", \"infer\"]\nqueue = \"team-a\"\n\
-                    timeout_seconds = 5\n\n[[cluster]]\nname = \"dev\"\nkind = \"kubernetes\"\n";
+                    multi_node = \"PyTorchJob\"\ntimeout_seconds = 5\n\n[[cluster]]\nname = \"dev\"\nkind = \"kubernetes\"\n";
         let config = parse(text).unwrap();
         let prod = &config.clusters[0];
         assert_eq!(prod.kind(), ClusterKind::KUBERNETES);
@@ -207,6 +226,7 @@ mod tests {
                 kubeconfig: Some(PathBuf::from("/etc/kube/config")),
                 namespaces: vec!["ml".to_string(), "infer".to_string()],
                 queue: Some("team-a".into()),
+                multi_node: MultiNode::PyTorchJob,
             })
         );
         assert!(prod.section::<SlurmConfig>().is_none(), "a kubernetes cluster has no slurm section");
@@ -218,7 +238,12 @@ mod tests {
     fn kubernetes_keys_are_checked() {
         let shown = refused(&format!("{BASE}host = \"login\"\n"), 4, "host");
         assert!(shown.contains("`host` does not apply to a kubernetes cluster in [[cluster]] \"k\""), "{shown}");
-        assert!(shown.contains("context, kubeconfig, namespaces, queue"), "{shown}");
+        assert!(shown.contains("context, kubeconfig, multi_node, namespaces, queue"), "{shown}");
+        let shown = refused(&format!("{BASE}multi_node = \"mpijob\"\n"), 4, "multi_node");
+        assert!(
+            shown.contains("\"mpijob\" is no workload kind flightdeck submits; one of jobset, pytorchjob, volcano"),
+            "{shown}"
+        );
         let shown = refused("[[cluster]]\nname = \"s\"\nkind = \"slurm\"\nqueue = \"a\"\n", 4, "queue");
         assert!(shown.contains("`queue` does not apply to a slurm cluster"), "{shown}");
         let shown = refused(&format!("{BASE}namespaces = []\n"), 4, "namespaces");

@@ -117,7 +117,7 @@ fn pod_name(p: &Pod) -> String {
     format!("{}/{}", p.metadata.namespace.as_deref().unwrap_or(""), p.metadata.name.as_deref().unwrap_or(""))
 }
 
-fn api_error(what: &str, err: ::kube::Error) -> BackendError {
+pub(crate) fn api_error(what: &str, err: ::kube::Error) -> BackendError {
     match &err {
         ::kube::Error::Api(s) if s.code == 404 => BackendError::NotFound(format!("{what}: {}", s.message)),
         _ => BackendError::Command {

@@ -59,15 +59,15 @@ impl KueueKind {
     }
 }
 
-fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+pub(super) fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     path.iter().try_fold(v, |v, k| v.get(k))?.as_str()
 }
 
-fn condition<'a>(v: &'a Value, kind: &str) -> Option<&'a Value> {
+pub(super) fn condition<'a>(v: &'a Value, kind: &str) -> Option<&'a Value> {
     v.get("status")?.get("conditions")?.as_array()?.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
 }
 
-fn is_true(c: Option<&Value>) -> bool {
+pub(super) fn is_true(c: Option<&Value>) -> bool {
     c.and_then(|c| c.get("status")).and_then(Value::as_str) == Some("True")
 }
 
@@ -265,7 +265,7 @@ impl ClusterQueueInfo {
 }
 
 /// A quantity written as a string (`"8"`, `"64Gi"`) or a bare number.
-fn quantity(v: &Value) -> Option<i64> {
+pub(super) fn quantity(v: &Value) -> Option<i64> {
     match v {
         Value::String(s) => parse_quantity_milli(s),
         Value::Number(n) => n.as_i64().map(|i| i.saturating_mul(1000)),

@@ -1,9 +1,10 @@
 //! Kubernetes objects → the fleet's model: nodes (conditions, taints, cordon, GPUs per
 //! resource), batch Jobs and bare GPU pods as jobs, Kueue ClusterQueues as queues.
 //!
-//! Job ids are `namespace:name` for a batch Job and `namespace:pod:name` for a pod shown on
-//! its own (neither a namespace nor an object name can hold `:`, and a job ref may not hold
-//! `/`).
+//! Job ids are `namespace:name` for a batch Job, `namespace:pod:name` for a pod shown on
+//! its own and `namespace:word:name` for a workload (`ml:pytorchjob:train`, see
+//! [`super::workloads`]); neither a namespace nor an object name can hold `:`, and a job ref
+//! may not hold `/`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -14,6 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::gpu::{self, Amounts, NodeTally};
 use super::kueue::{ClusterQueueInfo, QUEUE_LABEL, WorkloadInfo};
+use super::workloads::volcano::QueueInfo as VolcanoQueue;
 use crate::model::gpu_names;
 use crate::model::{
     ExitStatus, GpuAllocation, GpuSlot, Job, JobRef, JobState, Node, NodeState, Queue, QueueQuota, Snapshot,
@@ -62,8 +64,20 @@ pub fn pod_id(namespace: &str, name: &str) -> String {
 /// What a job id names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    Job { namespace: String, name: String },
-    Pod { namespace: String, name: String },
+    Job {
+        namespace: String,
+        name: String,
+    },
+    Pod {
+        namespace: String,
+        name: String,
+    },
+    /// A workload object or an owner of pods: `namespace:word:name` (`ml:pytorchjob:train`).
+    Workload {
+        namespace: String,
+        word: String,
+        name: String,
+    },
 }
 
 pub fn parse_job_id(id: &str) -> Option<Target> {
@@ -74,6 +88,9 @@ pub fn parse_job_id(id: &str) -> Option<Target> {
         (None, None) if ok(ns) && ok(second) => Some(Target::Job { namespace: ns.into(), name: second.into() }),
         (Some(name), None) if second == "pod" && ok(ns) && ok(name) => {
             Some(Target::Pod { namespace: ns.into(), name: name.into() })
+        }
+        (Some(name), None) if ok(ns) && ok(name) && second.bytes().all(|b| b.is_ascii_lowercase() || b == b'.') => {
+            Some(Target::Workload { namespace: ns.into(), word: second.into(), name: name.into() })
         }
         _ => None,
     }
@@ -310,7 +327,7 @@ pub fn node(cluster: &str, n: &KNode, tally: Option<&NodeTally>) -> Node {
     out
 }
 
-fn describe(reason: Option<&str>, message: Option<&str>) -> Option<String> {
+pub(crate) fn describe(reason: Option<&str>, message: Option<&str>) -> Option<String> {
     let reason = reason.filter(|r| !r.is_empty());
     let message = message.map(str::trim).filter(|m| !m.is_empty());
     match (reason, message) {
@@ -417,7 +434,7 @@ pub fn pod_state(pod: &Pod, failed_scheduling: Option<&str>) -> (JobState, Strin
     }
 }
 
-fn pod_exit(pod: &Pod) -> Option<ExitStatus> {
+pub(crate) fn pod_exit(pod: &Pod) -> Option<ExitStatus> {
     let status = pod.status.as_ref()?;
     let terminated: Vec<_> =
         status.container_statuses.iter().flatten().filter_map(|c| c.state.as_ref()?.terminated.as_ref()).collect();
@@ -447,7 +464,7 @@ pub trait Lookup {
 }
 
 /// GPUs held by `pods`, per node and canonical model; the nodes; the native products held.
-fn gpu_allocations(pods: &[&Pod], lookup: &dyn Lookup) -> (Vec<GpuAllocation>, Vec<String>, Vec<String>) {
+pub(crate) fn gpu_allocations(pods: &[&Pod], lookup: &dyn Lookup) -> (Vec<GpuAllocation>, Vec<String>, Vec<String>) {
     let mut by_node: BTreeMap<(String, String), u32> = BTreeMap::new();
     let mut nodes: BTreeSet<String> = BTreeSet::new();
     let mut products: BTreeSet<String> = BTreeSet::new();
@@ -470,7 +487,7 @@ fn gpu_allocations(pods: &[&Pod], lookup: &dyn Lookup) -> (Vec<GpuAllocation>, V
 
 /// The GPU a pod template asks for, `(model, product)`: a MIG profile, or a product node
 /// selector (its value is the product, its canonical name the model).
-fn requested_model(
+pub(crate) fn requested_model(
     demand: &Amounts,
     pod_spec: Option<&k8s_openapi::api::core::v1::PodSpec>,
 ) -> Option<(String, Option<String>)> {
@@ -485,7 +502,7 @@ fn requested_model(
 }
 
 /// A job's `(gpu_model, gpu_product)`: what it asks for, else what it holds.
-fn job_gpu_names(
+pub(crate) fn job_gpu_names(
     requested: Option<(String, Option<String>)>,
     allocs: &[GpuAllocation],
     held_products: &[String],
@@ -678,7 +695,7 @@ pub fn owning_job(pod: &Pod) -> Option<(&str, &str)> {
 
 /// Queues: node pools and namespaces from [`Snapshot::derive_queues`], then each Kueue
 /// ClusterQueue with its GPU quota as the total and its admitted usage as allocated.
-pub fn queues(snap: &mut Snapshot, cluster_queues: &[ClusterQueueInfo]) {
+pub fn queues(snap: &mut Snapshot, cluster_queues: &[ClusterQueueInfo], volcano: &[VolcanoQueue]) {
     snap.derive_queues();
     let mut by_name: HashMap<String, usize> =
         snap.queues.iter().enumerate().map(|(i, q)| (q.name.clone(), i)).collect();
@@ -709,12 +726,42 @@ pub fn queues(snap: &mut Snapshot, cluster_queues: &[ClusterQueueInfo]) {
             q.gpus_unavailable = q.gpus_total.saturating_sub(q.gpus_allocated);
         }
     }
+    // Volcano's Queues: capability is the most the queue may hold, deserved its share; read
+    // as Kueue's nominal quota and borrowing limit so one queue screen shows both.
+    for vq in volcano {
+        let i = *by_name.entry(vq.name.clone()).or_insert_with(|| {
+            snap.queues.push(Queue { cluster: snap.cluster.clone(), name: vq.name.clone(), ..Queue::default() });
+            snap.queues.len() - 1
+        });
+        let q = &mut snap.queues[i];
+        let share = vq.gpu_deserved.or(vq.gpu_capability).unwrap_or(0);
+        q.quota = vq
+            .gpu_resources
+            .iter()
+            .take(1)
+            .map(|r| QueueQuota {
+                flavor: "volcano".into(),
+                resource: r.clone(),
+                nominal_milli: share,
+                borrowing_limit_milli: vq.gpu_capability.map(|c| c.saturating_sub(share).max(0)),
+                used_milli: vq.gpu_allocated,
+                borrowed_milli: vq.gpu_allocated.saturating_sub(share).max(0),
+            })
+            .collect();
+        q.gpus_total = saturating_u32(vq.gpu_total());
+        q.gpus_allocated = saturating_u32(gpu::whole_units(vq.gpu_allocated));
+        q.workloads_pending = vq.pending.saturating_add(vq.inqueue);
+        q.workloads_admitted = vq.running;
+        if !vq.is_open() {
+            q.gpus_unavailable = q.gpus_total.saturating_sub(q.gpus_allocated);
+        }
+    }
     snap.queues.sort_by(|a, b| a.name.cmp(&b.name));
 }
 
 /// A count from the API as a `u32`: a quantity too large for one is the largest, not a
 /// wrapped-around small number (`as u32` would turn 2^32 GPUs into 0).
-fn saturating_u32<T: TryInto<u32>>(n: T) -> u32 {
+pub(crate) fn saturating_u32<T: TryInto<u32>>(n: T) -> u32 {
     n.try_into().unwrap_or(u32::MAX)
 }
 
@@ -891,7 +938,11 @@ mod tests {
             Some(Target::Job { namespace: "ml".into(), name: "train.v2".into() })
         );
         assert_eq!(parse_job_id(&pod_id("ml", "p")), Some(Target::Pod { namespace: "ml".into(), name: "p".into() }));
-        for bad in ["", "ml", "ml:", ":x", "ml:x:y", "ml:pod:", "a:b:c:d", "ml:a/b"] {
+        assert_eq!(
+            parse_job_id("ml:pytorchjob:llama"),
+            Some(Target::Workload { namespace: "ml".into(), word: "pytorchjob".into(), name: "llama".into() })
+        );
+        for bad in ["", "ml", "ml:", ":x", "ml:X:y", "ml:1:y", "ml:pod:", "ml:jobset:", "a:b:c:d", "ml:a/b"] {
             assert_eq!(parse_job_id(bad), None, "{bad}");
         }
     }
@@ -1078,7 +1129,7 @@ mod tests {
             ..ClusterQueueInfo::default()
         };
         let idle = ClusterQueueInfo { name: "cq-b".into(), ..ClusterQueueInfo::default() };
-        queues(&mut snap, &[cq, idle]);
+        queues(&mut snap, &[cq, idle], &[]);
         let names: Vec<&str> = snap.queues.iter().map(|q| q.name.as_str()).collect();
         assert_eq!(names, vec!["cq-a", "cq-b"]);
         let q = &snap.queues[0];

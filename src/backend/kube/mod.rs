@@ -20,6 +20,7 @@ pub mod logs;
 pub mod manifest;
 pub mod map;
 pub mod watch;
+pub mod workloads;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -49,6 +50,7 @@ use self::kueue::{ClusterQueueInfo, KueueKind, LocalQueueInfo, WorkloadInfo};
 use self::manifest::GpuPlacement;
 use self::map::Target;
 use self::watch::{Registry, Scope, Shared};
+use self::workloads::{AuxKind, KindDef, WorkloadKind};
 
 /// A required watch failing for this long (or the cluster's timeout, if shorter) makes the
 /// cluster stale; a dropped connection that comes back at once does not.
@@ -62,6 +64,16 @@ struct Registries {
     jobs: Arc<Registry<KJob>>,
     events: Arc<Registry<Event>>,
     kueue: BTreeMap<KueueKind, Arc<Registry<DynamicObject>>>,
+    workloads: BTreeMap<WorkloadKind, Arc<Registry<DynamicObject>>>,
+    aux: BTreeMap<AuxKind, Arc<Registry<DynamicObject>>>,
+    /// The version each workload kind is watched at (the first one served), for actions.
+    served: Arc<Mutex<HashMap<WorkloadKind, &'static str>>>,
+}
+
+/// What a spec becomes: a batch Job, or (several nodes) a workload object.
+enum Planned {
+    Job(Box<KJob>),
+    Workload(workloads::submit::WorkloadManifest),
 }
 
 /// One Kubernetes context.
@@ -71,6 +83,8 @@ pub struct KubeBackend {
     kubeconfig: Option<PathBuf>,
     namespaces: Vec<String>,
     queue: Option<String>,
+    /// What a multi-node spec is submitted as.
+    multi_node: workloads::submit::MultiNode,
     timeout: Duration,
     refresh: Duration,
     shared: Arc<Shared>,
@@ -176,6 +190,7 @@ impl KubeBackend {
             kubeconfig: kube.kubeconfig.clone(),
             namespaces: kube.namespaces.clone(),
             queue: kube.queue.clone(),
+            multi_node: kube.multi_node,
             timeout: cfg.timeout,
             refresh: cfg.refresh,
             shared: Shared::new(&cfg.name),
@@ -185,6 +200,9 @@ impl KubeBackend {
                 jobs: Arc::default(),
                 events: Arc::default(),
                 kueue: KueueKind::ALL.into_iter().map(|k| (k, Arc::default())).collect(),
+                workloads: WorkloadKind::ALL.into_iter().map(|k| (k, Arc::default())).collect(),
+                aux: AuxKind::ALL.into_iter().map(|k| (k, Arc::default())).collect(),
+                served: Arc::default(),
             },
             client: OnceCell::new(),
             started: OnceCell::new(),
@@ -348,11 +366,76 @@ impl KubeBackend {
                         ));
                     }
                 }
+                tasks.extend(self.spawn_workload_watches(&client, &scopes));
                 self.tasks.lock().unwrap_or_else(|e| e.into_inner()).extend(tasks);
                 Ok::<(), BackendError>(())
             })
             .await
             .map(drop)
+    }
+
+    /// One watch per workload kind and scope (and for Volcano's PodGroups and Queues); an
+    /// absent CRD is one note per project.
+    fn spawn_workload_watches(&self, client: &Client, scopes: &[Scope]) -> Vec<JoinHandle<()>> {
+        let mut tasks = Vec::new();
+        let mut start = |def: KindDef, registry: &Arc<Registry<DynamicObject>>, on_serve: Option<WorkloadKind>| {
+            let kind_scopes = if def.namespaced { scopes.to_vec() } else { vec![Scope::Cluster] };
+            let absent = workloads::ABSENT_NOTE.to_string();
+            for scope in kind_scopes {
+                let c = client.clone();
+                let served = self.stores.served.clone();
+                tasks.push(spawn(
+                    &self.shared,
+                    &format!("{} {}s", def.group, def.kind),
+                    scope,
+                    false,
+                    watcher::Config::default(),
+                    registry,
+                    None,
+                    move |ns, variant| {
+                        let version = def.versions.get(variant)?;
+                        if let Some(kind) = on_serve {
+                            served.lock().unwrap_or_else(|e| e.into_inner()).insert(kind, version);
+                        }
+                        let ar = def.resource(version);
+                        let api = match ns {
+                            Some(ns) => Api::<DynamicObject>::namespaced_with(c.clone(), ns, &ar),
+                            None => Api::<DynamicObject>::all_with(c.clone(), &ar),
+                        };
+                        Some((api, ar))
+                    },
+                    absent.clone(),
+                ));
+            }
+        };
+        for kind in WorkloadKind::ALL {
+            start(kind.def(), &self.stores.workloads[&kind], Some(kind));
+        }
+        for kind in AuxKind::ALL {
+            start(kind.def(), &self.stores.aux[&kind], None);
+        }
+        tasks
+    }
+
+    /// The workload kind a job id's word names; an owner flightdeck does not manage (a
+    /// Deployment, a StatefulSet) is refused with the kubectl command that would do it.
+    fn workload_kind(&self, word: &str, namespace: &str, name: &str) -> Result<WorkloadKind, BackendError> {
+        WorkloadKind::from_word(word).ok_or_else(|| {
+            BackendError::Unsupported(format!(
+                "{namespace}/{name} is a {word}, which flightdeck shows but does not manage: use kubectl (kubectl -n {namespace} delete {word} {name})"
+            ))
+        })
+    }
+
+    /// The version `kind` is watched at (its newest before the watch found one).
+    fn served_version(&self, kind: WorkloadKind) -> &'static str {
+        self.stores
+            .served
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&kind)
+            .copied()
+            .unwrap_or(kind.def().versions[0])
     }
 
     /// Wait (within the timeout) until nodes, pods and jobs have been listed once; a failure
@@ -465,34 +548,22 @@ impl KubeBackend {
         };
         model_nodes.sort_by(|a, b| a.name.cmp(&b.name));
 
-        let job_keys: std::collections::HashSet<(&str, &str)> = jobs
-            .iter()
-            .map(|j| (j.metadata.namespace.as_deref().unwrap_or(""), j.metadata.name.as_deref().unwrap_or("")))
+        let workload_objects: Vec<(WorkloadKind, Arc<DynamicObject>)> = WorkloadKind::ALL
+            .into_iter()
+            .flat_map(|k| self.stores.workloads[&k].all().into_iter().map(move |o| (k, o)))
             .collect();
-        let mut pods_of: HashMap<(&str, &str), Vec<&Pod>> = HashMap::new();
-        let mut model_jobs = Vec::new();
-        for pod in &pods {
-            match map::owning_job(pod).filter(|k| job_keys.contains(k)) {
-                Some(key) => pods_of.entry(key).or_default().push(pod),
-                None => {
-                    if gpu::pod_demand(pod).gpus() > 0 {
-                        model_jobs.push(map::bare_pod(&self.name, pod, &lookup));
-                    }
-                }
-            }
-        }
-        let workload_of: HashMap<(&str, &str), &WorkloadInfo> = workloads
+        let pod_groups: Vec<workloads::volcano::PodGroupInfo> = self.stores.aux[&AuxKind::PodGroup]
+            .all()
             .iter()
-            .filter_map(|w| match &w.owner {
-                Some((kind, name)) if kind == "Job" => Some(((w.namespace.as_str(), name.as_str()), w)),
-                _ => None,
-            })
+            .map(|o| workloads::volcano::PodGroupInfo::from_object(o))
             .collect();
-        for job in &jobs {
-            let key = (job.metadata.namespace.as_deref().unwrap_or(""), job.metadata.name.as_deref().unwrap_or(""));
-            let pods = pods_of.get(&key).map(Vec::as_slice).unwrap_or(&[]);
-            model_jobs.push(map::batch_job(&self.name, job, pods, workload_of.get(&key).copied(), &lookup));
-        }
+        let volcano_queues: Vec<workloads::volcano::QueueInfo> = self.stores.aux[&AuxKind::VolcanoQueue]
+            .all()
+            .iter()
+            .map(|o| workloads::volcano::QueueInfo::from_object(o))
+            .collect();
+        let model_jobs = self.jobs_of(&pods, &jobs, &workload_objects, &workloads, &pod_groups, &lookup);
+        let mut model_jobs = model_jobs;
         model_jobs.sort_by(|a, b| a.job_ref.id.cmp(&b.job_ref.id));
 
         let mut snap = Snapshot {
@@ -504,8 +575,76 @@ impl KubeBackend {
             queues: Vec::new(),
             notes: self.notes(),
         };
-        map::queues(&mut snap, &cluster_queues);
+        map::queues(&mut snap, &cluster_queues, &volcano_queues);
         snap
+    }
+
+    /// Every job: batch Jobs, workload objects and owners that hold GPU pods, bare GPU pods.
+    #[allow(clippy::too_many_arguments)]
+    fn jobs_of(
+        &self,
+        pods: &[Arc<Pod>],
+        jobs: &[Arc<KJob>],
+        workload_objects: &[(WorkloadKind, Arc<DynamicObject>)],
+        kueue_workloads: &[WorkloadInfo],
+        pod_groups: &[workloads::volcano::PodGroupInfo],
+        lookup: &Index,
+    ) -> Vec<crate::model::Job> {
+        let grouped = workloads::owners::group(pods, jobs, workload_objects);
+        // Kueue Workloads by the kind and name of what they queue.
+        let kueue_of: HashMap<(&str, &str, &str), &WorkloadInfo> = kueue_workloads
+            .iter()
+            .filter_map(|w| {
+                let (kind, name) = w.owner.as_ref()?;
+                Some(((kind.as_str(), w.namespace.as_str(), name.as_str()), w))
+            })
+            .collect();
+        let group_of: HashMap<&str, &workloads::volcano::PodGroupInfo> =
+            pod_groups.iter().filter_map(|g| Some((g.owner_uid.as_deref()?, g))).collect();
+        let mut out = Vec::with_capacity(jobs.len() + workload_objects.len() + grouped.bare.len());
+        for (i, job) in jobs.iter().enumerate() {
+            if grouped.batch_owned[i] {
+                continue;
+            }
+            let ns = job.metadata.namespace.as_deref().unwrap_or("");
+            let name = job.metadata.name.as_deref().unwrap_or("");
+            let kueue = kueue_of.get(&("Job", ns, name)).copied();
+            out.push(map::batch_job(&self.name, job, &grouped.batch[i], kueue, lookup));
+        }
+        for (i, (kind, obj)) in workload_objects.iter().enumerate() {
+            if grouped.workloads_owned[i] {
+                continue;
+            }
+            let ns = obj.metadata.namespace.as_deref().unwrap_or("");
+            let name = obj.metadata.name.as_deref().unwrap_or("");
+            let beside = workloads::job::Beside {
+                kueue: (*kind != WorkloadKind::VolcanoJob)
+                    .then(|| kueue_of.get(&(kind.def().kind, ns, name)).copied())
+                    .flatten(),
+                pod_group: obj.metadata.uid.as_deref().and_then(|u| group_of.get(u).copied()),
+            };
+            let status = workloads::status::read(*kind, obj);
+            out.push(workloads::job::workload_job(
+                &self.name,
+                *kind,
+                obj,
+                &status,
+                &grouped.workloads[i],
+                beside,
+                lookup,
+            ));
+        }
+        for (key, members) in &grouped.unwatched {
+            if members.iter().any(|p| gpu::pod_demand(p).gpus() > 0) {
+                out.push(workloads::job::owner_job(&self.name, key, members, lookup));
+            }
+        }
+        for pod in &grouped.bare {
+            if gpu::pod_demand(pod).gpus() > 0 {
+                out.push(map::bare_pod(&self.name, pod, lookup));
+            }
+        }
+        out
     }
 
     /// Drain with explicit options, returning what happened to every pod.
@@ -614,12 +753,12 @@ impl KubeBackend {
         &self,
         spec: &JobSpec,
         suffix: String,
-    ) -> Result<(KJob, String, Vec<String>), BackendError> {
+    ) -> Result<(Planned, String, Vec<String>), BackendError> {
         spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
         if spec.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
             // Checked before any request, so the message is the same on a dead cluster.
             manifest::job_manifest(
-                spec,
+                &JobSpec { nodes: None, ..spec.clone() },
                 &manifest::Target {
                     namespace: String::new(),
                     queue: None,
@@ -640,7 +779,9 @@ impl KubeBackend {
         };
         let queue = self.submission_queue(spec, &namespace);
         let mut warnings = Vec::new();
-        if let Some(p) = spec.partition.as_deref().filter(|p| queue.as_deref() != Some(*p)) {
+        // A Volcano Job's partition is its Volcano queue, not a Kueue one.
+        let volcano = spec.nodes.unwrap_or(1) > 1 && self.multi_node == workloads::submit::MultiNode::Volcano;
+        if let Some(p) = spec.partition.as_deref().filter(|p| !volcano && queue.as_deref() != Some(*p)) {
             warnings.push(format!(
                 "`partition`: {p:?} is no Kueue LocalQueue in namespace {namespace}; ignored{}",
                 queue.as_deref().map(|q| format!(" (the job goes to {q})")).unwrap_or_default()
@@ -653,9 +794,14 @@ impl KubeBackend {
             user: whoami::username().unwrap_or_default(),
             suffix,
         };
+        if spec.nodes.unwrap_or(1) > 1 {
+            let built = workloads::submit::multi_node_manifest(spec, &target, self.multi_node)?;
+            warnings.extend(built.warnings.iter().cloned());
+            return Ok((Planned::Workload(built), namespace, warnings));
+        }
         let built = manifest::job_manifest(spec, &target)?;
         warnings.extend(built.warnings);
-        Ok((built.job, namespace, warnings))
+        Ok((Planned::Job(Box::new(built.job)), namespace, warnings))
     }
 
     fn submission_queue(&self, spec: &JobSpec, namespace: &str) -> Option<String> {
@@ -815,15 +961,36 @@ impl Backend for KubeBackend {
 
     async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
         self.bounded("submit".into(), async {
-            let (job, namespace, _) = self.plan_submission(spec, manifest::name_suffix()).await?;
-            let api: Api<KJob> = Api::namespaced(self.client().await?, &namespace);
-            let created = api.create(&PostParams::default(), &job).await.map_err(|e| BackendError::Command {
-                command: format!("create Job in {namespace}"),
+            let (planned, namespace, _) = self.plan_submission(spec, manifest::name_suffix()).await?;
+            let client = self.client().await?;
+            let create_error = |what: &str, e: ::kube::Error| BackendError::Command {
+                command: format!("create {what} in {namespace}"),
                 status: None,
                 stderr: describe_client_error(&e),
-            })?;
-            let name = created.metadata.name.unwrap_or_default();
-            Ok(JobRef::new(self.name.clone(), map::job_id(&namespace, &name)))
+            };
+            match planned {
+                Planned::Job(job) => {
+                    let api: Api<KJob> = Api::namespaced(client, &namespace);
+                    let created = api.create(&PostParams::default(), &job).await.map_err(|e| create_error("Job", e))?;
+                    let name = created.metadata.name.unwrap_or_default();
+                    Ok(JobRef::new(self.name.clone(), map::job_id(&namespace, &name)))
+                }
+                Planned::Workload(built) => {
+                    let def = built.kind.def();
+                    let object: DynamicObject = serde_json::from_value(built.object).map_err(|e| {
+                        BackendError::Parse { what: format!("the {} manifest", def.kind), message: e.to_string() }
+                    })?;
+                    let api: Api<DynamicObject> =
+                        Api::namespaced_with(client, &namespace, &def.resource(self.served_version(built.kind)));
+                    let created =
+                        api.create(&PostParams::default(), &object).await.map_err(|e| create_error(def.kind, e))?;
+                    let name = created.metadata.name.unwrap_or_default();
+                    Ok(JobRef::new(
+                        self.name.clone(),
+                        workloads::job::workload_id(&namespace, built.kind.word(), &name),
+                    ))
+                }
+            }
         })
         .await
     }
@@ -831,10 +998,14 @@ impl Backend for KubeBackend {
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
         self.bounded("preview".into(), async {
             // The name's random suffix is drawn at submit; the preview shows where it goes.
-            let (job, _, mut warnings) = self.plan_submission(spec, "xxxxx".into()).await?;
-            warnings.push("`name`: the Job's name gets a random 5-character suffix (xxxxx here) at submit".into());
-            let text = serde_saphyr::to_string(&job)
-                .map_err(|e| BackendError::Parse { what: "the Job manifest".into(), message: e.to_string() })?;
+            let (planned, _, mut warnings) = self.plan_submission(spec, "xxxxx".into()).await?;
+            let (kind, text) = match &planned {
+                Planned::Job(job) => ("Job", serde_saphyr::to_string(job)),
+                Planned::Workload(built) => (built.kind.def().kind, serde_saphyr::to_string(&built.object)),
+            };
+            warnings.push(format!("`name`: the {kind}'s name gets a random 5-character suffix (xxxxx here) at submit"));
+            let text =
+                text.map_err(|e| BackendError::Parse { what: format!("the {kind} manifest"), message: e.to_string() })?;
             Ok(Native { dialect: Dialect::KubernetesJob, text, warnings })
         })
         .await
@@ -844,7 +1015,7 @@ impl Backend for KubeBackend {
     async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
         let target = map::parse_job_id(&job.id).ok_or_else(|| {
             BackendError::NotFound(format!(
-                "`{}` is not a Kubernetes job id (NAMESPACE:JOB, or NAMESPACE:pod:POD)",
+                "`{}` is not a Kubernetes job id (NAMESPACE:JOB, NAMESPACE:pod:POD, or NAMESPACE:KIND:NAME)",
                 job.id
             ))
         })?;
@@ -863,6 +1034,14 @@ impl Backend for KubeBackend {
                     let object = api.get(&name).await.map_err(|e| get_error(&what, e))?;
                     (what, dialect::import_pod(&object))
                 }
+                Target::Workload { namespace, word, name } => {
+                    let kind = self.workload_kind(&word, &namespace, &name)?;
+                    let what = format!("{} {namespace}/{name}", kind.def().kind);
+                    let ar = kind.def().resource(self.served_version(kind));
+                    let api: Api<DynamicObject> = Api::namespaced_with(client, &namespace, &ar);
+                    let object = api.get(&name).await.map_err(|e| get_error(&what, e))?;
+                    (what, workloads::status::import(kind, &object))
+                }
             };
             imported.map_err(|e| BackendError::Parse { what, message: e.to_string() })
         })
@@ -878,7 +1057,7 @@ impl Backend for KubeBackend {
     async fn job_action_if(&self, job: &JobRef, action: JobAction, uid: Option<&str>) -> Result<(), BackendError> {
         let target = map::parse_job_id(&job.id).ok_or_else(|| {
             BackendError::NotFound(format!(
-                "`{}` is not a Kubernetes job id (NAMESPACE:JOB, or NAMESPACE:pod:POD)",
+                "`{}` is not a Kubernetes job id (NAMESPACE:JOB, NAMESPACE:pod:POD, or NAMESPACE:KIND:NAME)",
                 job.id
             ))
         })?;
@@ -920,6 +1099,17 @@ impl Backend for KubeBackend {
                             stderr: describe_client_error(&e),
                         }
                     })
+                }
+                (JobAction::Cancel, Target::Workload { namespace, word, name }) => {
+                    let kind = self.workload_kind(&word, &namespace, &name)?;
+                    workloads::actions::cancel(&client, kind, self.served_version(kind), &namespace, &name, uid).await
+                }
+                (JobAction::Hold | JobAction::Release, Target::Workload { namespace, word, name }) => {
+                    let kind = self.workload_kind(&word, &namespace, &name)?;
+                    let by = whoami::username().unwrap_or_else(|_| "unknown".into());
+                    let version = self.served_version(kind);
+                    let hold = action == JobAction::Hold;
+                    workloads::actions::set_suspended(&client, kind, version, &namespace, &name, hold, &by).await
                 }
                 (JobAction::Hold | JobAction::Release, Target::Pod { .. }) => Err(BackendError::Unsupported(
                     "a pod cannot be held or released; only a Job can (spec.suspend)".into(),

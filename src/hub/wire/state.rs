@@ -13,7 +13,8 @@ use chrono::{DateTime, Utc};
 use super::pb;
 use crate::model::{
     ArrayInfo, Capabilities, ClusterKind, ClusterState, ExitStatus, GpuAllocation, GpuSlot, Health, Job, JobRef,
-    JobState, LogHandle, Node, NodeState, Queue, QueueQuota, Snapshot, SpecFields, Verb,
+    JobState, LogHandle, Node, NodeState, Queue, QueueQuota, ReplicaGroup, Snapshot, SpecFields, Verb, Workload,
+    WorkloadPod,
 };
 
 /// Nanoseconds since the Unix epoch. Times outside what an `i64` of nanoseconds holds (years
@@ -146,6 +147,77 @@ pub fn job_to_pb(job: &Job) -> pb::Job {
         cost_per_hour: job.cost_per_hour,
         uid: job.uid.clone(),
         migrated_from: job.migrated_from.clone(),
+        workload: job.workload.as_deref().map(workload_to_pb),
+    }
+}
+
+fn workload_to_pb(w: &Workload) -> pb::Workload {
+    pb::Workload {
+        kind: w.kind.clone(),
+        api_version: w.api_version.clone(),
+        replicas_ready: w.replicas_ready,
+        replicas_total: w.replicas_total,
+        groups: w
+            .groups
+            .iter()
+            .map(|g| pb::ReplicaGroup {
+                name: g.name.clone(),
+                replicas: g.replicas,
+                ready: g.ready,
+                gpus_per_replica: g.gpus_per_replica,
+            })
+            .collect(),
+        pods: w
+            .pods
+            .iter()
+            .map(|p| pb::WorkloadPod {
+                name: p.name.clone(),
+                role: p.role.clone(),
+                state: job_state_to_pb(p.state).into(),
+                native_state: p.native_state.clone(),
+                node: p.node.clone(),
+                gpus: p.gpus,
+                reason: p.reason.clone(),
+                log: p.log.as_ref().map(|h| h.as_str().to_string()),
+            })
+            .collect(),
+        suspend: w.suspend.clone(),
+        cancel: w.cancel,
+    }
+}
+
+fn workload_from_pb(w: pb::Workload) -> Workload {
+    Workload {
+        kind: w.kind,
+        api_version: w.api_version,
+        replicas_ready: w.replicas_ready,
+        replicas_total: w.replicas_total,
+        groups: w
+            .groups
+            .into_iter()
+            .map(|g| ReplicaGroup {
+                name: g.name,
+                replicas: g.replicas,
+                ready: g.ready,
+                gpus_per_replica: g.gpus_per_replica,
+            })
+            .collect(),
+        pods: w
+            .pods
+            .into_iter()
+            .map(|p| WorkloadPod {
+                name: p.name,
+                role: p.role,
+                state: job_state_from_pb(p.state),
+                native_state: p.native_state,
+                node: p.node,
+                gpus: p.gpus,
+                reason: p.reason,
+                log: p.log.map(LogHandle::new),
+            })
+            .collect(),
+        suspend: w.suspend,
+        cancel: w.cancel,
     }
 }
 
@@ -190,6 +262,7 @@ pub fn job_from_pb(cluster: &str, job: pb::Job) -> Job {
         cost_per_hour: job.cost_per_hour,
         uid: job.uid,
         migrated_from: job.migrated_from,
+        workload: job.workload.map(|w| Box::new(workload_from_pb(w))),
     }
 }
 

@@ -8,7 +8,7 @@ use ratatui::widgets::Paragraph;
 
 use super::{block, put};
 use crate::columns::jobs::elapsed_secs;
-use crate::model::{GpuReading, Job, slurm_reasons};
+use crate::model::{GpuReading, Job, JobState, Workload, slurm_reasons};
 use crate::tui::app::log::SKIP_MARK;
 use crate::tui::app::{App, Detail};
 use crate::tui::theme::Slot;
@@ -43,6 +43,137 @@ fn reason_text(job: &Job) -> String {
             None => code.clone(),
         },
     }
+}
+
+/// `PyTorchJob (kubeflow.org/v1)`; just the kind when its API version is not known.
+fn workload_kind_text(w: &Workload) -> String {
+    if w.api_version.is_empty() { w.kind.clone() } else { format!("{} ({})", w.kind, w.api_version) }
+}
+
+/// `Master 1×8 GPU · Worker 3×8 GPU (2 ready)`; a group without GPUs is `head 1`.
+fn workload_groups_text(w: &Workload) -> String {
+    if w.groups.is_empty() {
+        return "-".into();
+    }
+    let groups: Vec<String> = w
+        .groups
+        .iter()
+        .map(|g| {
+            let mut s = if g.gpus_per_replica > 0 {
+                format!("{} {}×{} GPU", g.name, g.replicas, g.gpus_per_replica)
+            } else {
+                format!("{} {}", g.name, g.replicas)
+            };
+            if let Some(r) = g.ready {
+                s.push_str(&format!(" ({r} ready)"));
+            }
+            s
+        })
+        .collect();
+    groups.join(" · ")
+}
+
+/// What cancel and hold/release do to the object: `cancel deletes the PyTorchJob (background
+/// propagation) · hold/release: spec.runPolicy.suspend`.
+fn workload_actions_text(w: &Workload) -> String {
+    let article = if w.kind.starts_with(['A', 'E', 'I', 'O', 'U', 'a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    let cancel = if w.cancel {
+        format!("cancel deletes the {} (background propagation)", w.kind)
+    } else {
+        format!("shown only: use kubectl for {article} {}", w.kind)
+    };
+    match (&w.suspend, w.cancel) {
+        (Some(how), _) => format!("{cancel} · hold/release: {how}"),
+        (None, true) => format!("{cancel} · cannot be held"),
+        // Nothing is managed here: hold is no more offered than cancel.
+        (None, false) => cancel,
+    }
+}
+
+/// Rows of the field grid laid out across the whole width, below the columns: their values
+/// are long.
+const WIDE_FIELDS: [&str; 2] = ["groups", "actions"];
+
+/// What a piece of a pod line is, for its style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PodCell {
+    Name,
+    Role,
+    State(JobState),
+    Node,
+    Gpus,
+    Reason,
+    More,
+    Gap,
+}
+
+/// The widest a pod line's name, role and node columns grow.
+const POD_NAME_MAX: usize = 40;
+const POD_ROLE_MAX: usize = 16;
+const POD_NODE_MAX: usize = 24;
+
+/// The workload's pods, one line each in aligned columns (name, role, state, node, GPUs,
+/// reason), cut to `width` columns; at most `max_lines` lines, the last of them `… N more
+/// pods` when they do not all fit.
+fn pod_cells(w: &Workload, width: usize, max_lines: usize) -> Vec<Vec<(String, PodCell)>> {
+    if max_lines == 0 || w.pods.is_empty() {
+        return Vec::new();
+    }
+    let more = w.pods.len() > max_lines;
+    let shown = &w.pods[..if more { max_lines - 1 } else { w.pods.len() }];
+    let gpus = |n: u32| if n == 0 { "-".to_string() } else { format!("{n} GPU") };
+    let col =
+        |f: &dyn Fn(&crate::model::WorkloadPod) -> usize, max: usize| shown.iter().map(f).max().unwrap_or(0).min(max);
+    let name_w = col(&|p| text::width(&text::clean(&p.name)), POD_NAME_MAX);
+    let role_w = col(&|p| p.role.as_deref().map_or(1, |r| text::width(&text::clean(r))), POD_ROLE_MAX);
+    let state_w = col(&|p| p.state.as_str().len(), usize::MAX);
+    let node_w = col(&|p| p.node.as_deref().map_or(1, |n| text::width(&text::clean(n))), POD_NODE_MAX);
+    let gpus_w = col(&|p| gpus(p.gpus).len(), usize::MAX);
+    let mut lines: Vec<Vec<(String, PodCell)>> = shown
+        .iter()
+        .map(|p| {
+            let mut cells = vec![
+                (text::fit(&p.name, name_w, false), PodCell::Name),
+                (text::fit(p.role.as_deref().unwrap_or("-"), role_w, false), PodCell::Role),
+                (text::fit(p.state.as_str(), state_w, false), PodCell::State(p.state)),
+                (text::fit(p.node.as_deref().unwrap_or("-"), node_w, false), PodCell::Node),
+                (text::fit(&gpus(p.gpus), gpus_w, true), PodCell::Gpus),
+            ];
+            if let Some(r) = p.reason.as_deref().filter(|r| !r.is_empty()) {
+                cells.push((text::clean(r).into_owned(), PodCell::Reason));
+            }
+            // Two spaces between columns, then cut to the width (the reason first).
+            let mut out = Vec::with_capacity(cells.len() * 2);
+            let mut left = width;
+            for (i, (t, kind)) in cells.into_iter().enumerate() {
+                if i > 0 {
+                    if left <= 2 {
+                        break;
+                    }
+                    out.push(("  ".to_string(), PodCell::Gap));
+                    left -= 2;
+                }
+                let t = text::truncate(&t, left).into_owned();
+                left -= text::width(&t);
+                out.push((t, kind));
+                if left == 0 {
+                    break;
+                }
+            }
+            out
+        })
+        .collect();
+    if more {
+        let n = w.pods.len() - shown.len();
+        lines.push(vec![(text::truncate(&format!("… {n} more pods"), width).into_owned(), PodCell::More)]);
+    }
+    lines
+}
+
+/// [`pod_cells`] as plain text, one string a line.
+#[cfg(test)]
+fn pod_lines(w: &Workload, width: usize, max_lines: usize) -> Vec<String> {
+    pod_cells(w, width, max_lines).into_iter().map(|cells| cells.into_iter().map(|(t, _)| t).collect()).collect()
 }
 
 /// Every field of the job, as label/value pairs.
@@ -101,6 +232,15 @@ pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec
             ),
         ),
     ];
+    // A Kubernetes workload shown as this job: its kind and readiness beside the state, its
+    // groups and what cancel and hold do to it at the end (laid out full width).
+    if let Some(w) = job.workload.as_deref() {
+        let at = fields.iter().position(|(k, _)| *k == "reason").map_or(fields.len(), |i| i + 1);
+        fields.insert(at, ("kind", workload_kind_text(w)));
+        fields.insert(at + 1, ("replicas", format!("{}/{} ready", w.replicas_ready, w.replicas_total)));
+        fields.push(("groups", workload_groups_text(w)));
+        fields.push(("actions", workload_actions_text(w)));
+    }
     // Said only where it is so: `flightdeck migrate` left its origin on the job.
     if let Some(origin) = &job.migrated_from {
         fields.insert(1, ("migrated from", origin.clone()));
@@ -112,15 +252,29 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let Some(d) = app.detail() else { return };
     let theme = app.theme();
     let fields = fields(&d.last, d.taken_at);
+    let (wide, grid): (Vec<_>, Vec<_>) = fields.iter().partition(|(label, _)| WIDE_FIELDS.contains(label));
     let cols = ((area.width.saturating_sub(2)) / 38).clamp(1, 3) as usize;
-    let rows = fields.len().div_ceil(cols);
-    let fields_h = (rows as u16 + 2).min(area.height * 3 / 5).max(3);
+    let rows = grid.len().div_ceil(cols);
+    let fields_h = ((rows + wide.len()) as u16 + 2).min(area.height * 3 / 5).max(3);
     let readings = job_readings(app, d);
     // The job's GPUs, one line each, when telemetry measured them: at most 8 lines, the
     // rest counted.
     let gpus_h = if readings.is_empty() { 0 } else { readings.len().min(MAX_GPU_LINES) as u16 + 2 };
-    let [top, gpus, bottom] =
-        Layout::vertical([Constraint::Length(fields_h), Constraint::Length(gpus_h), Constraint::Min(3)]).areas(area);
+    // A workload's pods, one line each, taken from the log's share: at most a third of the
+    // screen, and not below three lines (one pod) while the log keeps its own three.
+    let workload = d.last.workload.as_deref().filter(|w| !w.pods.is_empty());
+    let pods_h = workload.map_or(0, |w| {
+        let left = area.height.saturating_sub(fields_h + gpus_h).saturating_sub(3);
+        let h = (w.pods.len() as u16 + 2).min((area.height / 3).max(3)).min(left);
+        if h < 3 { 0 } else { h }
+    });
+    let [top, gpus, pods, bottom] = Layout::vertical([
+        Constraint::Length(fields_h),
+        Constraint::Length(gpus_h),
+        Constraint::Length(pods_h),
+        Constraint::Min(3),
+    ])
+    .areas(area);
 
     let mut title = format!(" {} · {} ", d.job, text::truncate(&d.last.name, 40));
     if d.gone {
@@ -132,7 +286,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let col_w = inner.width / cols as u16;
     let label_w = 10u16;
     let buf = frame.buffer_mut();
-    for (i, (label, value)) in fields.iter().enumerate() {
+    for (i, (label, value)) in grid.iter().enumerate() {
         let (c, r) = (i / rows, i % rows);
         if r as u16 >= inner.height {
             continue;
@@ -144,10 +298,51 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         let style = if *label == "state" { theme.job_state(d.last.state) } else { theme.style(Slot::Base) };
         put(buf, x + label_w + 1, y, vw, value, style);
     }
+    for (i, (label, value)) in wide.iter().enumerate() {
+        let r = rows + i;
+        if r as u16 >= inner.height {
+            break;
+        }
+        let y = inner.y + r as u16;
+        put(buf, inner.x, y, label_w.min(inner.width), label, theme.style(Slot::Dim));
+        let vw = inner.width.saturating_sub(label_w + 1);
+        put(buf, inner.x + label_w + 1, y, vw, value, theme.style(Slot::Base));
+    }
     if !readings.is_empty() {
         render_gpus(app, &readings, frame, gpus);
     }
+    if let Some(w) = workload.filter(|_| pods_h > 0) {
+        render_pods(app, w, frame, pods);
+    }
     render_log(app, d, frame, bottom);
+}
+
+/// `train-worker-0  Worker  running  gpu-01  8 GPU  reason`, one line a pod, the last one
+/// counting those that do not fit.
+fn render_pods(app: &App, w: &Workload, frame: &mut Frame, area: Rect) {
+    let theme = app.theme();
+    let title = format!(" pods · {} · {}/{} ready ", w.pods.len(), w.replicas_ready, w.replicas_total);
+    let b = block(app, text::clean(&title).into_owned(), false);
+    let inner = b.inner(area);
+    frame.render_widget(b, area);
+    let lines: Vec<Line> = pod_cells(w, inner.width as usize, inner.height as usize)
+        .into_iter()
+        .map(|cells| {
+            let spans: Vec<Span> = cells
+                .into_iter()
+                .map(|(t, cell)| {
+                    let style = match cell {
+                        PodCell::State(s) => theme.job_state(s),
+                        PodCell::Role | PodCell::Reason | PodCell::More | PodCell::Gap => theme.style(Slot::Dim),
+                        PodCell::Name | PodCell::Node | PodCell::Gpus => theme.style(Slot::Base),
+                    };
+                    Span::styled(t, style)
+                })
+                .collect();
+            Line::from(spans)
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 const MAX_GPU_LINES: usize = 8;
@@ -325,5 +520,208 @@ mod tests {
         assert_eq!(end_label(JobState::Completed).0, "ended");
         assert_eq!(end_label(JobState::Cancelled).0, "ended");
         assert_ne!(end_label(JobState::Running).1, "-");
+    }
+
+    /// A PyTorchJob of one master and four workers of 8 GPUs, three workers ready, the last
+    /// pending for want of GPUs.
+    fn pytorchjob() -> Workload {
+        use crate::model::{ReplicaGroup, WorkloadPod};
+        let pod = |name: &str, role: &str, state: JobState, node: Option<&str>, reason: Option<&str>| WorkloadPod {
+            name: name.into(),
+            role: Some(role.into()),
+            state,
+            native_state: state.as_str().into(),
+            node: node.map(Into::into),
+            gpus: 8,
+            reason: reason.map(Into::into),
+            log: None,
+        };
+        Workload {
+            kind: "PyTorchJob".into(),
+            api_version: "kubeflow.org/v1".into(),
+            replicas_ready: 4,
+            replicas_total: 5,
+            groups: vec![
+                ReplicaGroup { name: "Master".into(), replicas: 1, ready: None, gpus_per_replica: 8 },
+                ReplicaGroup { name: "Worker".into(), replicas: 4, ready: Some(3), gpus_per_replica: 8 },
+            ],
+            pods: vec![
+                pod("train-master-0", "Master", JobState::Running, Some("gpu-01"), None),
+                pod("train-worker-0", "Worker", JobState::Running, Some("gpu-02"), None),
+                pod("train-worker-1", "Worker", JobState::Running, Some("gpu-03"), None),
+                pod("train-worker-2", "Worker", JobState::Running, Some("gpu-04"), None),
+                pod(
+                    "train-worker-3",
+                    "Worker",
+                    JobState::Pending,
+                    None,
+                    Some("0/3 nodes are available: 3 Insufficient nvidia.com/gpu."),
+                ),
+            ],
+            suspend: Some("spec.runPolicy.suspend".into()),
+            cancel: true,
+        }
+    }
+
+    fn row(job: &Job, label: &str) -> Option<String> {
+        fields(job, None).into_iter().find(|(k, _)| *k == label).map(|(_, v)| v)
+    }
+
+    #[test]
+    fn a_workload_says_its_kind_replicas_groups_and_actions() {
+        let mut job = Job::new(JobRef::new("k8s", "ml:train"), JobState::Running);
+        let plain = fields(&job, None);
+        assert!(["kind", "replicas", "groups", "actions"].iter().all(|l| row(&job, l).is_none()));
+        job.workload = Some(Box::new(pytorchjob()));
+        let rows = fields(&job, None);
+        assert_eq!(rows.len(), plain.len() + 4);
+        let reason = rows.iter().position(|(k, _)| *k == "reason").unwrap();
+        assert_eq!(rows[reason + 1], ("kind", "PyTorchJob (kubeflow.org/v1)".to_string()));
+        assert_eq!(rows[reason + 2], ("replicas", "4/5 ready".to_string()));
+        assert_eq!(rows[rows.len() - 2], ("groups", "Master 1×8 GPU · Worker 4×8 GPU (3 ready)".to_string()));
+        assert_eq!(
+            rows[rows.len() - 1],
+            (
+                "actions",
+                "cancel deletes the PyTorchJob (background propagation) · hold/release: spec.runPolicy.suspend"
+                    .to_string()
+            )
+        );
+        // The rows the job had stay as they were.
+        let kept: Vec<_> =
+            rows.iter().filter(|(k, _)| !["kind", "replicas", "groups", "actions"].contains(k)).collect();
+        assert_eq!(kept, plain.iter().collect::<Vec<_>>());
+
+        // A StatefulSet owning GPU pods, known only from an owner reference: shown, not managed.
+        let w = job.workload.as_deref_mut().unwrap();
+        w.kind = "StatefulSet".into();
+        w.api_version = String::new();
+        w.cancel = false;
+        w.suspend = None;
+        w.groups =
+            vec![crate::model::ReplicaGroup { name: "vllm".into(), replicas: 2, ready: None, gpus_per_replica: 0 }];
+        assert_eq!(row(&job, "kind").unwrap(), "StatefulSet");
+        assert_eq!(row(&job, "groups").unwrap(), "vllm 2");
+        assert_eq!(row(&job, "actions").unwrap(), "shown only: use kubectl for a StatefulSet");
+
+        // A RayCluster is cancelled but cannot be held; no groups at all is a dash.
+        let w = job.workload.as_deref_mut().unwrap();
+        w.kind = "RayCluster".into();
+        w.api_version = "ray.io/v1".into();
+        w.cancel = true;
+        w.groups =
+            vec![crate::model::ReplicaGroup { name: "head".into(), replicas: 1, ready: Some(1), gpus_per_replica: 0 }];
+        assert_eq!(row(&job, "groups").unwrap(), "head 1 (1 ready)");
+        assert_eq!(
+            row(&job, "actions").unwrap(),
+            "cancel deletes the RayCluster (background propagation) · cannot be held"
+        );
+        job.workload.as_deref_mut().unwrap().groups.clear();
+        assert_eq!(row(&job, "groups").unwrap(), "-");
+    }
+
+    #[test]
+    fn pods_are_listed_one_a_line_and_the_rest_counted() {
+        let w = pytorchjob();
+        let all = pod_lines(&w, 200, 10);
+        assert_eq!(
+            all,
+            [
+                "train-master-0  Master  running  gpu-01  8 GPU",
+                "train-worker-0  Worker  running  gpu-02  8 GPU",
+                "train-worker-1  Worker  running  gpu-03  8 GPU",
+                "train-worker-2  Worker  running  gpu-04  8 GPU",
+                "train-worker-3  Worker  pending  -       8 GPU  0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+            ]
+        );
+        // Three lines for five pods: two, then the count of the other three.
+        assert_eq!(
+            pod_lines(&w, 200, 3),
+            [
+                "train-master-0  Master  running  gpu-01  8 GPU",
+                "train-worker-0  Worker  running  gpu-02  8 GPU",
+                "… 3 more pods",
+            ]
+        );
+        // The reason is cut to the width, then the other columns.
+        assert_eq!(pod_lines(&w, 60, 5)[4], "train-worker-3  Worker  pending  -       8 GPU  0/3 nodes a…");
+        assert_eq!(pod_lines(&w, 20, 5)[0], "train-master-0  Mas…");
+        assert_eq!(pod_lines(&w, 200, 1), ["… 5 more pods"]);
+        assert!(pod_lines(&w, 200, 0).is_empty());
+    }
+
+    /// The detail of a job standing for `workload`, drawn at `w`×`h`.
+    fn detail_screen(workload: Workload, w: u16, h: u16) -> String {
+        use std::sync::Arc;
+
+        use ratatui::Terminal;
+        use ratatui::backend::TestBackend;
+        use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+        use crate::model::{ClusterState, FleetState, Health, Snapshot};
+        use crate::tui::keymap::Keymap;
+        use crate::tui::theme::{ColorDepth, Theme};
+        use crate::tui::{Msg, TuiOptions};
+
+        let now = chrono::DateTime::from_timestamp(1_777_000_000, 0).unwrap();
+        let mut job = Job::new(JobRef::new("k8s", "ml:train"), JobState::Running);
+        job.name = "train".into();
+        job.user = "alice".into();
+        job.partition = "ml".into();
+        job.native_state = "Running".into();
+        job.gpus_requested = 40;
+        job.gpus_allocated = 32;
+        job.workload = Some(Box::new(workload));
+        let clusters = vec![ClusterState {
+            health: Health::Fresh { at: now },
+            snapshot: Some(Arc::new(Snapshot {
+                cluster: "k8s".into(),
+                taken_at: Some(now),
+                jobs: vec![job],
+                ..Snapshot::default()
+            })),
+            ..ClusterState::new("k8s", "kubernetes")
+        }];
+        let mut app = App::new(TuiOptions {
+            keymap: Keymap::builtin("default").unwrap(),
+            theme: Theme::builtin("default", ColorDepth::TrueColor).unwrap(),
+            read_only: false,
+            user: "alice".into(),
+            config_label: "test".into(),
+            no_clusters: Vec::new(),
+        });
+        app.update(Msg::Tick(now));
+        app.update(Msg::Fleet(Arc::new(FleetState { clusters, read_only: false, version: 1 })));
+        for code in [KeyCode::Char('2'), KeyCode::Enter] {
+            app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+        }
+        assert!(app.detail().is_some(), "the detail is open");
+        app.update(Msg::Resize(w, h));
+        let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+        terminal.draw(|f| crate::tui::views::render(&app, f)).unwrap();
+        terminal.backend().to_string()
+    }
+
+    #[test]
+    fn the_detail_of_a_workload_lists_its_pods_above_the_log() {
+        let big = detail_screen(pytorchjob(), 160, 48);
+        assert!(big.contains("pods · 5 · 4/5 ready"), "{big}");
+        for line in pod_lines(&pytorchjob(), 156, 5) {
+            assert!(big.contains(&line), "{line}:\n{big}");
+        }
+        assert!(big.contains("groups     Master 1×8 GPU · Worker 4×8 GPU (3 ready)"), "full width:\n{big}");
+        assert!(big.contains("cancel deletes the PyTorchJob (background propagation) · hold/release"), "{big}");
+        let pods = big.find("pods · 5").unwrap();
+        let log = big.find("┌ stdout").unwrap();
+        assert!(pods < log, "the pods come before the log:\n{big}");
+
+        // On a small screen the pods get what is left above the log's three lines, the rest
+        // counted.
+        let small = detail_screen(pytorchjob(), 80, 24);
+        assert!(small.contains("pods · 5"), "{small}");
+        assert!(small.contains("train-master-0  Master  running  gpu-01  8 GPU"), "{small}");
+        assert!(small.contains("more pods"), "{small}");
+        eprintln!("{small}");
+        assert!(small.contains("┌ stdout"), "the log keeps its pane:\n{small}");
     }
 }

@@ -1,0 +1,424 @@
+//! A workload object's own account of itself: state from its conditions or phase, its
+//! replica groups (with what each replica asks for), and the object's words for why it waits
+//! or how it ended. One reader per family; each follows the project's status types
+//! (Kubeflow `JobCondition`, KubeRay `JobDeploymentStatus`, JobSet conditions, Volcano's
+//! `JobPhase`).
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use kube::core::DynamicObject;
+use serde_json::Value;
+
+use super::super::gpu::{self, Amounts};
+use super::super::kueue::{condition, is_true, str_at};
+use super::kinds::WorkloadKind;
+use crate::model::JobState;
+
+/// One replica group, with the pod template its replicas run.
+#[derive(Debug, Clone, Default)]
+pub struct Group {
+    pub name: String,
+    /// Pods in the group.
+    pub pods: u32,
+    pub ready: Option<u32>,
+    /// What one pod asks for.
+    pub demand: Amounts,
+    pub template: Option<k8s_openapi::api::core::v1::PodSpec>,
+}
+
+/// What the object says about itself.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub state: JobState,
+    /// The object's own state word (`Running`, `Suspended`, `Inqueue` …).
+    pub native: String,
+    pub reason: Option<String>,
+    pub groups: Vec<Group>,
+    /// Ready replicas and the replicas asked for, when the object counts in units other than
+    /// pods (LeaderWorkerSet counts groups).
+    pub replicas: Option<(u32, u32)>,
+    pub suspended: bool,
+    /// A Volcano queue the object names (`spec.queue`).
+    pub queue: Option<String>,
+    pub start: Option<DateTime<Utc>>,
+    pub end: Option<DateTime<Utc>>,
+}
+
+impl Status {
+    fn new(state: JobState, native: impl Into<String>) -> Status {
+        Status {
+            state,
+            native: native.into(),
+            reason: None,
+            groups: Vec::new(),
+            replicas: None,
+            suspended: false,
+            queue: None,
+            start: None,
+            end: None,
+        }
+    }
+}
+
+fn u32_at(v: &Value, key: &str) -> Option<u32> {
+    v.get(key).and_then(Value::as_u64).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+fn time_at(v: &Value, path: &[&str]) -> Option<DateTime<Utc>> {
+    str_at(v, path).and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&Utc))
+}
+
+fn words(c: &Value) -> Option<String> {
+    let reason = c.get("reason").and_then(Value::as_str).filter(|s| !s.is_empty());
+    let message = c.get("message").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
+    match (reason, message) {
+        (Some(r), Some(m)) => Some(format!("{r}: {m}")),
+        (Some(r), None) => Some(r.to_string()),
+        (None, Some(m)) => Some(m.to_string()),
+        (None, None) => None,
+    }
+}
+
+fn true_condition<'a>(d: &'a Value, kind: &str) -> Option<&'a Value> {
+    condition(d, kind).filter(|c| is_true(Some(c)))
+}
+
+fn condition_time(c: Option<&Value>) -> Option<DateTime<Utc>> {
+    c.and_then(|c| time_at(c, &["lastTransitionTime"]))
+}
+
+/// A group from a pod template (`{metadata, spec}`) run `pods` times.
+fn group(name: &str, pods: u32, template: Option<&Value>) -> Group {
+    let template: Option<PodTemplateSpec> = template.and_then(|t| serde_json::from_value(t.clone()).ok());
+    let spec = template.and_then(|t| t.spec);
+    let demand = spec.as_ref().map(|s| gpu::pod_demand(&Pod { spec: Some(s.clone()), ..Pod::default() }));
+    Group { name: name.to_string(), pods, ready: None, demand: demand.unwrap_or_default(), template: spec }
+}
+
+/// What the object is, read its family's way.
+pub fn read(kind: WorkloadKind, obj: &DynamicObject) -> Status {
+    let d = &obj.data;
+    let mut status = match kind {
+        WorkloadKind::PyTorchJob => kubeflow(d, "pytorchReplicaSpecs"),
+        WorkloadKind::MpiJob => kubeflow(d, "mpiReplicaSpecs"),
+        WorkloadKind::TfJob => kubeflow(d, "tfReplicaSpecs"),
+        WorkloadKind::TrainJob => train_job(d),
+        WorkloadKind::RayJob => ray_job(d),
+        WorkloadKind::RayCluster => ray_cluster(d),
+        WorkloadKind::JobSet => jobset(d),
+        WorkloadKind::LeaderWorkerSet => leader_worker_set(d),
+        WorkloadKind::VolcanoJob => volcano_job(d),
+    };
+    if obj.metadata.deletion_timestamp.is_some() && !status.state.is_finished() {
+        status.state = JobState::Completing;
+        status.native = "Terminating".into();
+        status.reason = Some("deleting".into());
+    }
+    status
+}
+
+/// Kubeflow's v1 jobs (PyTorchJob, MPIJob, TFJob): `spec.<x>ReplicaSpecs.{Role}` and
+/// `JobCondition`s (Created, Running, Restarting, Succeeded, Suspended, Failed).
+fn kubeflow(d: &Value, specs_key: &str) -> Status {
+    let suspend_flag = d.pointer("/spec/runPolicy/suspend").and_then(Value::as_bool) == Some(true);
+    let mut s = if let Some(c) = true_condition(d, "Succeeded") {
+        let mut s = Status::new(JobState::Completed, "Succeeded");
+        s.end = condition_time(Some(c));
+        s
+    } else if let Some(c) = true_condition(d, "Failed") {
+        let mut s = Status::new(JobState::Failed, "Failed");
+        s.reason = words(c);
+        s.end = condition_time(Some(c));
+        s
+    } else if true_condition(d, "Suspended").is_some() || suspend_flag {
+        let mut s = Status::new(JobState::Held, "Suspended");
+        s.suspended = true;
+        s
+    } else if let Some(c) = true_condition(d, "Restarting") {
+        let mut s = Status::new(JobState::Running, "Restarting");
+        s.reason = words(c);
+        s
+    } else if true_condition(d, "Running").is_some() {
+        Status::new(JobState::Running, "Running")
+    } else if true_condition(d, "Created").is_some() {
+        Status::new(JobState::Pending, "Created")
+    } else {
+        Status::new(JobState::Pending, "Pending")
+    };
+    s.start = time_at(d, &["status", "startTime"]);
+    s.end = s.end.or_else(|| time_at(d, &["status", "completionTime"]));
+    let replica_status = d.pointer("/status/replicaStatuses");
+    if let Some(specs) = d.get("spec").and_then(|s| s.get(specs_key)).and_then(Value::as_object) {
+        // Launcher, Master and Chief first: the order the operators start them in.
+        let mut roles: Vec<(&String, &Value)> = specs.iter().collect();
+        roles.sort_by_key(|(role, _)| (!matches!(role.as_str(), "Launcher" | "Master" | "Chief"), role.to_string()));
+        for (role, spec) in roles {
+            let mut g = group(role, u32_at(spec, "replicas").unwrap_or(1), spec.get("template"));
+            g.ready = replica_status.and_then(|r| r.get(role)).and_then(|r| u32_at(r, "active"));
+            s.groups.push(g);
+        }
+    }
+    s
+}
+
+/// Kubeflow Trainer's TrainJob: `spec.trainer.numNodes` and `resourcesPerNode`; conditions
+/// Suspended, Complete, Failed; `status.jobsStatus` counts the JobSet's jobs.
+fn train_job(d: &Value) -> Status {
+    let mut s = if let Some(c) = true_condition(d, "Complete") {
+        let mut s = Status::new(JobState::Completed, "Complete");
+        s.end = condition_time(Some(c));
+        s
+    } else if let Some(c) = true_condition(d, "Failed") {
+        let mut s = Status::new(JobState::Failed, "Failed");
+        s.reason = words(c);
+        s.end = condition_time(Some(c));
+        s
+    } else if true_condition(d, "Suspended").is_some()
+        || d.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
+    {
+        let mut s = Status::new(JobState::Held, "Suspended");
+        s.suspended = true;
+        s
+    } else {
+        let active: u64 = d
+            .pointer("/status/jobsStatus")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|j| j.get("active").and_then(Value::as_u64))
+            .sum();
+        if active > 0 { Status::new(JobState::Running, "Running") } else { Status::new(JobState::Pending, "Created") }
+    };
+    let trainer = d.pointer("/spec/trainer");
+    let nodes = trainer.and_then(|t| u32_at(t, "numNodes")).unwrap_or(1);
+    let mut g = Group { name: "node".into(), pods: nodes, ..Group::default() };
+    if let Some(resources) = trainer.and_then(|t| t.get("resourcesPerNode")) {
+        let container = serde_json::json!({"name": "node", "resources": resources});
+        g = group("node", nodes, Some(&serde_json::json!({"spec": {"containers": [container]}})));
+    }
+    s.groups.push(g);
+    s
+}
+
+/// Ray's cluster spec: the head group and every worker group (`replicas` × `numOfHosts`).
+fn ray_groups(spec: Option<&Value>, status: Option<&Value>) -> Vec<Group> {
+    let Some(spec) = spec else { return Vec::new() };
+    let mut out = vec![group("head", 1, spec.pointer("/headGroupSpec/template"))];
+    for w in spec.get("workerGroupSpecs").and_then(Value::as_array).into_iter().flatten() {
+        let name = w.get("groupName").and_then(Value::as_str).unwrap_or("workers");
+        let replicas = u32_at(w, "replicas").or_else(|| u32_at(w, "minReplicas")).unwrap_or(0);
+        let hosts = u32_at(w, "numOfHosts").unwrap_or(1).max(1);
+        let suspended = w.get("suspend").and_then(Value::as_bool) == Some(true);
+        let pods = if suspended { 0 } else { replicas.saturating_mul(hosts) };
+        out.push(group(name, pods, w.get("template")));
+    }
+    if let (Some(ready), true) = (status.and_then(|s| u32_at(s, "readyWorkerReplicas")), out.len() == 2) {
+        out[1].ready = Some(ready);
+    }
+    out
+}
+
+/// KubeRay's RayJob: `status.jobDeploymentStatus` (Initializing, Running, Complete, Failed,
+/// Suspending, Suspended, Retrying, Waiting) with `jobStatus` (Ray's own: SUCCEEDED, FAILED …).
+fn ray_job(d: &Value) -> Status {
+    let deployment = str_at(d, &["status", "jobDeploymentStatus"]).unwrap_or("");
+    let job_status = str_at(d, &["status", "jobStatus"]).unwrap_or("");
+    let message = str_at(d, &["status", "message"]).map(str::trim).filter(|m| !m.is_empty()).map(str::to_string);
+    let native = match (deployment, job_status) {
+        ("", _) => "New".to_string(),
+        (dep, "") => dep.to_string(),
+        (dep, js) => format!("{dep},{js}"),
+    };
+    let state = match deployment {
+        "Complete" if job_status == "FAILED" => JobState::Failed,
+        "Complete" if job_status == "STOPPED" => JobState::Cancelled,
+        "Complete" => JobState::Completed,
+        "Failed" => JobState::Failed,
+        "Suspended" | "Suspending" => JobState::Held,
+        "Running" => JobState::Running,
+        _ if d.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) => JobState::Held,
+        _ => JobState::Pending,
+    };
+    let mut s = Status::new(state, native);
+    s.suspended = state == JobState::Held;
+    s.reason = match state {
+        JobState::Pending if deployment == "Retrying" => {
+            Some(message.map(|m| format!("Retrying: {m}")).unwrap_or_else(|| "Retrying".into()))
+        }
+        JobState::Pending | JobState::Failed => message,
+        _ => None,
+    };
+    s.start = time_at(d, &["status", "startTime"]);
+    s.end = time_at(d, &["status", "endTime"]).filter(|_| state.is_finished());
+    s.groups = ray_groups(d.pointer("/spec/rayClusterSpec"), d.pointer("/status/rayClusterStatus"));
+    s
+}
+
+/// KubeRay's RayCluster: `status.state` (`ready`, `suspended`) and conditions
+/// (`HeadPodReady`, `RayClusterProvisioned`, `RayClusterSuspended`).
+fn ray_cluster(d: &Value) -> Status {
+    let state_word = str_at(d, &["status", "state"]).unwrap_or("");
+    let suspended = d.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
+        || true_condition(d, "RayClusterSuspended").is_some()
+        || state_word == "suspended";
+    let mut s = if suspended {
+        let mut s = Status::new(JobState::Held, "Suspended");
+        s.suspended = true;
+        s
+    } else if state_word == "failed" {
+        let mut s = Status::new(JobState::Failed, "failed");
+        s.reason = str_at(d, &["status", "reason"]).map(str::to_string);
+        s
+    } else if state_word == "ready" || true_condition(d, "HeadPodReady").is_some() {
+        Status::new(JobState::Running, if state_word.is_empty() { "HeadPodReady" } else { state_word })
+    } else {
+        let mut s = Status::new(JobState::Pending, if state_word.is_empty() { "Provisioning" } else { state_word });
+        s.reason = condition(d, "RayClusterProvisioned").filter(|c| !is_true(Some(c))).and_then(words);
+        s
+    };
+    s.groups = ray_groups(d.get("spec"), d.get("status"));
+    s
+}
+
+/// JobSet: `spec.replicatedJobs` (replicas × the Job template's pods) and conditions
+/// Completed, Failed, Suspended; `status.replicatedJobsStatus` counts ready jobs.
+fn jobset(d: &Value) -> Status {
+    let mut s = if let Some(c) = true_condition(d, "Completed") {
+        let mut s = Status::new(JobState::Completed, "Completed");
+        s.end = condition_time(Some(c));
+        s
+    } else if let Some(c) = true_condition(d, "Failed") {
+        let mut s = Status::new(JobState::Failed, "Failed");
+        s.reason = words(c);
+        s.end = condition_time(Some(c));
+        s
+    } else if true_condition(d, "Suspended").is_some()
+        || d.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
+    {
+        let mut s = Status::new(JobState::Held, "Suspended");
+        s.suspended = true;
+        s
+    } else {
+        // Running or not is the pods' to say (the JobSet has no Running condition).
+        Status::new(JobState::Pending, "Active")
+    };
+    let statuses = d.pointer("/status/replicatedJobsStatus").and_then(Value::as_array);
+    for rj in d.pointer("/spec/replicatedJobs").and_then(Value::as_array).into_iter().flatten() {
+        let name = rj.get("name").and_then(Value::as_str).unwrap_or("");
+        let replicas = u32_at(rj, "replicas").unwrap_or(1);
+        let job_spec = rj.pointer("/template/spec");
+        let parallelism = job_spec.and_then(|j| u32_at(j, "parallelism")).unwrap_or(1);
+        let per_job = match job_spec.and_then(|j| u32_at(j, "completions")) {
+            Some(c) => parallelism.min(c),
+            None => parallelism,
+        };
+        let mut g = group(name, replicas.saturating_mul(per_job), job_spec.and_then(|j| j.get("template")));
+        g.ready = statuses
+            .and_then(|all| all.iter().find(|st| st.get("name").and_then(Value::as_str) == Some(name)))
+            .and_then(|st| u32_at(st, "ready"))
+            .map(|jobs| jobs.saturating_mul(per_job));
+        s.groups.push(g);
+    }
+    s
+}
+
+/// LeaderWorkerSet: `spec.replicas` groups of `leaderWorkerTemplate.size` pods (one leader,
+/// size − 1 workers); ready is counted in groups; `Available` says it serves.
+fn leader_worker_set(d: &Value) -> Status {
+    let replicas = d.pointer("/spec/replicas").and_then(Value::as_u64).unwrap_or(1) as u32;
+    let template = d.pointer("/spec/leaderWorkerTemplate");
+    let size = template.and_then(|t| u32_at(t, "size")).unwrap_or(1).max(1);
+    let ready = d.pointer("/status/readyReplicas").and_then(Value::as_u64).unwrap_or(0) as u32;
+    let mut s = if true_condition(d, "Available").is_some() {
+        Status::new(JobState::Running, "Available")
+    } else {
+        let mut s = Status::new(JobState::Pending, "Progressing");
+        s.reason = condition(d, "Available").and_then(words);
+        s
+    };
+    let worker = template.and_then(|t| t.get("workerTemplate"));
+    let leader = template.and_then(|t| t.get("leaderTemplate")).or(worker);
+    let mut l = group("leader", replicas, leader);
+    l.ready = Some(ready);
+    s.groups.push(l);
+    if size > 1 {
+        s.groups.push(group("worker", replicas.saturating_mul(size - 1), worker));
+    }
+    s.replicas = Some((ready, replicas));
+    s
+}
+
+/// Volcano's Job: `status.state.phase` (Pending, Aborting, Aborted, Running, Restarting,
+/// Completing, Completed, Terminating, Terminated, Failed) and `spec.tasks`.
+fn volcano_job(d: &Value) -> Status {
+    let phase = str_at(d, &["status", "state", "phase"]).unwrap_or("Pending");
+    let state = match phase {
+        "Running" | "Restarting" => JobState::Running,
+        "Aborting" | "Completing" | "Terminating" => JobState::Completing,
+        // Aborted by a Command: its pods are gone and ResumeJob brings it back.
+        "Aborted" => JobState::Held,
+        "Completed" => JobState::Completed,
+        "Terminated" => JobState::Cancelled,
+        "Failed" => JobState::Failed,
+        _ => JobState::Pending,
+    };
+    let mut s = Status::new(state, phase);
+    s.suspended = phase == "Aborted" || phase == "Aborting";
+    s.reason = d.pointer("/status/state").and_then(words);
+    s.queue = str_at(d, &["spec", "queue"]).map(str::to_string);
+    if state.is_finished() {
+        s.end = time_at(d, &["status", "state", "lastTransitionTime"]);
+    }
+    for t in d.pointer("/spec/tasks").and_then(Value::as_array).into_iter().flatten() {
+        let name = t.get("name").and_then(Value::as_str).unwrap_or("task");
+        s.groups.push(group(name, u32_at(t, "replicas").unwrap_or(1), t.get("template")));
+    }
+    s
+}
+
+/// The replica group a pod belongs to, from the labels each operator sets on its pods.
+pub fn pod_role(pod: &Pod) -> Option<String> {
+    let labels = pod.metadata.labels.as_ref()?;
+    const ROLE_LABELS: [&str; 6] = [
+        "training.kubeflow.org/replica-type",
+        "training.kubeflow.org/job-role",
+        "jobset.sigs.k8s.io/replicatedjob-name",
+        "ray.io/group",
+        "volcano.sh/task-spec",
+        "replica-type",
+    ];
+    if let Some(v) = ROLE_LABELS.iter().find_map(|k| labels.get(*k)) {
+        return Some(v.clone());
+    }
+    match labels.get("leaderworkerset.sigs.k8s.io/worker-index").map(String::as_str) {
+        Some("0") => Some("leader".into()),
+        Some(_) => Some("worker".into()),
+        None => None,
+    }
+}
+
+/// A workload read back as a spec: its first replica group's pod template (Master,
+/// Launcher, the head, the leader) read the way a bare pod is, with `nodes` the pods of all
+/// its groups.
+pub fn import(kind: WorkloadKind, obj: &DynamicObject) -> Result<crate::spec::Imported, crate::spec::ImportError> {
+    let status = read(kind, obj);
+    let main = status.groups.iter().find(|g| g.demand.gpus() > 0).or(status.groups.first());
+    let Some(mut template) = main.and_then(|g| g.template.clone()) else {
+        return Err(crate::spec::ImportError::new(format!("the {} has no pod template to read", kind.def().kind)));
+    };
+    super::submit::strip_spread(&mut template);
+    let pod = Pod { metadata: obj.metadata.clone(), spec: Some(template), status: None };
+    let mut imported = super::super::dialect::import_pod(&pod)?;
+    let pods: u32 = status.groups.iter().map(|g| g.pods).sum();
+    if pods > 1 {
+        imported.spec.nodes = Some(pods);
+        imported.warnings.push(format!(
+            "`nodes`: the {}'s {} pods in {} groups read as {pods} nodes of its `{}` group's template",
+            kind.def().kind,
+            pods,
+            status.groups.len(),
+            main.map(|g| g.name.as_str()).unwrap_or("")
+        ));
+    }
+    Ok(imported)
+}
