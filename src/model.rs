@@ -16,6 +16,7 @@ pub mod log;
 pub mod native;
 pub mod slurm_reasons;
 pub mod telemetry;
+pub mod words;
 pub mod workload;
 
 pub use self::action::{Action, ActionOutcome, BatchOutcome, Capabilities, JobAction, NodeAction, Verb};

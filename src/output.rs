@@ -46,6 +46,35 @@ pub struct JobRow<'a> {
     /// Measured use of its GPUs, where its cluster's telemetry read them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_use: Option<GpuUseRow>,
+    /// The workload's kind (`PyTorchJob`, `JobSet`), where the job stands for a Kubernetes
+    /// workload object rather than one batch Job or pod.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'a str>,
+    /// Its replicas ready and in all, where it is a workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<ReplicasRow>,
+    /// Its pods, where it is a workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pods: Option<Vec<PodRow<'a>>>,
+}
+
+/// A workload's replicas in `--output json`.
+#[derive(Debug, Serialize)]
+pub struct ReplicasRow {
+    pub ready: u32,
+    pub total: u32,
+}
+
+/// One pod of a workload in `--output json`.
+#[derive(Debug, Serialize)]
+pub struct PodRow<'a> {
+    pub name: &'a str,
+    pub role: Option<&'a str>,
+    pub state: &'static str,
+    pub native_state: &'a str,
+    pub node: Option<&'a str>,
+    pub gpus: u32,
+    pub reason: Option<&'a str>,
 }
 
 /// A job's measured GPU use in `--output json`.
@@ -107,6 +136,22 @@ impl<'a> From<&'a Job> for JobRow<'a> {
             stderr: j.stderr.as_deref(),
             cost_per_hour: j.cost_per_hour,
             gpu_use: None,
+            kind: j.workload.as_deref().map(|w| w.kind_label()),
+            replicas: j.workload.as_deref().map(|w| ReplicasRow { ready: w.replicas_ready, total: w.replicas_total }),
+            pods: j.workload.as_deref().map(|w| {
+                w.pods
+                    .iter()
+                    .map(|p| PodRow {
+                        name: &p.name,
+                        role: p.role.as_deref(),
+                        state: p.state.as_str(),
+                        native_state: &p.native_state,
+                        node: p.node.as_deref(),
+                        gpus: p.gpus,
+                        reason: p.reason.as_deref(),
+                    })
+                    .collect()
+            }),
         }
     }
 }

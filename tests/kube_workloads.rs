@@ -192,6 +192,14 @@ async fn pending_reasons_name_the_gang_or_the_first_unplaced_pod() {
             "Volcano NotEnoughResources: 4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending, 4 minAvailable; Pending: 4 Unschedulable"
         )
     );
+    // `why` says how many pods the gang needs and how many the nodes could place now.
+    let why = flightdeck::fleet::why::why(&snap, vj);
+    let room: u32 =
+        snap.nodes.iter().map(|n| n.gpus.iter().map(|g| g.total - g.allocated - g.unhealthy).sum::<u32>() / 8).sum();
+    let gang = &why.evidence[0];
+    assert!(gang.starts_with("gang of 4 pods of 8 GPUs waits: "), "{gang}");
+    assert!(gang.contains(&format!("room for {} of the 4 it still needs", room.min(4))), "{gang} (room for {room})");
+    assert_eq!(why.outlook, Some("waits"));
     let big = job(&snap, "ml:jobset:big-sweep");
     assert_eq!(big.state, JobState::Pending);
     assert_eq!(
@@ -376,4 +384,58 @@ async fn several_nodes_submit_a_jobset_or_a_pytorchjob_and_show_as_one_job() {
     let specs = &pt["spec"]["pytorchReplicaSpecs"];
     assert_eq!((&specs["Master"]["replicas"], &specs["Worker"]["replicas"]), (&json!(1), &json!(1)));
     assert_eq!(specs["Worker"]["template"]["spec"]["containers"][0]["name"], json!("pytorch"));
+}
+
+/// The binary end to end: `flightdeck jobs` lists the PyTorchJob `llm` (4 + 2 GPUs) as one
+/// row of its kind, with its pods, and no row for either pod.
+#[test]
+fn the_cli_lists_a_pytorchjob_as_one_job_with_its_pods() {
+    let fake = FakeApi::start_blocking();
+    workloads::serve_crds(&fake);
+    let nodes = (1..=2).map(|i| kube_fake::fixtures::node_h100(&format!("wl-{i}")));
+    fake.put_all(nodes.chain(workloads::pytorchjob_llm()));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = fake.kubeconfig(dir.path(), "fake");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\ntimeout_seconds = 5\n",
+            kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("XDG_STATE_HOME", dir.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&run(&["jobs", "--output", "json"])).unwrap();
+    assert_eq!(rows.len(), 1, "one row, no pod rows: {rows:#?}");
+    let llm = &rows[0];
+    assert_eq!(llm["ref"], "k8s/ml:pytorchjob:llm");
+    assert_eq!((llm["name"].as_str(), llm["kind"].as_str()), (Some("llm"), Some("PyTorchJob")));
+    assert_eq!((llm["gpus"].as_u64(), llm["gpus_allocated"].as_u64()), (Some(6), Some(6)));
+    assert_eq!((llm["replicas"]["ready"].as_u64(), llm["replicas"]["total"].as_u64()), (Some(2), Some(2)));
+    let pods: Vec<(&str, Option<&str>, u64)> = llm["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["node"].as_str(), p["gpus"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(pods, vec![("llm-master-0", Some("wl-1"), 4), ("llm-worker-0", Some("wl-2"), 2)]);
+    assert_eq!(llm["nodes"], json!(["wl-1", "wl-2"]));
+
+    let table = run(&["jobs"]);
+    let header = table.lines().next().unwrap();
+    assert!(header.contains("KIND"), "{table}");
+    assert_eq!(table.lines().count(), 2, "a header and one row:\n{table}");
+    assert!(table.contains("PyTorchJob"), "{table}");
 }

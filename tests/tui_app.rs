@@ -192,10 +192,20 @@ fn selection_follows_the_job_by_id() {
     assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "4")));
 
     // Back to sorting by id; the job itself vanishes: the same row index, clamped.
-    for _ in 1..flightdeck::columns::JobColumn::COCKPIT.len() {
+    // The cycle passes over the optional columns no row fills (KIND, $/H, GPU%).
+    use flightdeck::columns::JobColumn;
+    let mut cycle = Vec::new();
+    for _ in 0..JobColumn::COCKPIT.len() {
         ch(&mut app, 's');
+        cycle.push(app.job_sort().0);
+        if app.job_sort().0 == JobColumn::Id {
+            break;
+        }
     }
-    assert_eq!(app.job_sort().0, flightdeck::columns::JobColumn::Id);
+    assert_eq!(app.job_sort().0, JobColumn::Id, "{cycle:?}");
+    for hidden in [JobColumn::Kind, JobColumn::Cost, JobColumn::GpuUse] {
+        assert!(!cycle.contains(&hidden), "{hidden:?} is not shown: {cycle:?}");
+    }
     ch(&mut app, 'j');
     assert_eq!(app.cursor_job(), Some(&JobRef::new("fd22", "5")));
     app.update(fleet(4, vec![("fd22", jobs("fd22", &["4", "6", "7"]), vec![])]));
@@ -2073,4 +2083,65 @@ fn enter_on_a_parent_opens_its_first_task() {
     code(&mut app, KeyCode::Enter);
     assert_eq!(app.screen(), Screen::Detail);
     assert_eq!(app.detail().map(|d| &d.job), Some(&JobRef::new("fd22", "12_0")));
+}
+
+/// A PyTorchJob of a master and two workers, each pod with its own log; the job's own log
+/// is the master's.
+fn pytorchjob() -> Job {
+    use flightdeck::model::{Workload, WorkloadPod};
+    let mut j = job("k8s", "ml:pytorchjob:llm", JobState::Running, "alice", "llm");
+    let pod = |name: &str, role: &str| WorkloadPod {
+        name: name.into(),
+        role: Some(role.into()),
+        state: JobState::Running,
+        native_state: "Running".into(),
+        node: Some("gpu-01".into()),
+        gpus: 2,
+        reason: None,
+        log: Some(format!("pod/ml/{name}/pytorch").into()),
+    };
+    let pods = vec![pod("llm-master-0", "master"), pod("llm-worker-0", "worker"), pod("llm-worker-1", "worker")];
+    j.stdout = pods[0].log.clone();
+    j.workload = Some(Box::new(Workload {
+        kind: "PyTorchJob".into(),
+        api_version: "kubeflow.org/v1".into(),
+        replicas_ready: 3,
+        replicas_total: 3,
+        pods,
+        cancel: true,
+        ..Workload::default()
+    }));
+    j
+}
+
+#[test]
+fn a_workloads_detail_reads_each_pods_log_in_turn() {
+    let mut app = app();
+    let plain = job("k8s", "ml:solo", JobState::Running, "alice", "solo");
+    app.update(fleet(1, vec![("k8s", vec![pytorchjob(), plain], vec![])]));
+    on_jobs(&mut app);
+    let f = fetches(&code(&mut app, KeyCode::Enter));
+    assert_eq!(app.detail().unwrap().job, JobRef::new("k8s", "ml:pytorchjob:llm"));
+    assert_eq!(f[0].2, "pod/ml/llm-master-0/pytorch", "the master's log first");
+    assert_eq!(app.detail().unwrap().shown_pod(), Some(0));
+    assert_eq!(app.unavailable(UiAction::NextPod), None, "the footer offers the next pod");
+    let mut read = Vec::new();
+    for _ in 0..3 {
+        let f = fetches(&ch(&mut app, 'p'));
+        assert_eq!(f.len(), 1, "one fresh read per pod");
+        assert_eq!(f[0].0, None, "from the pod log's tail");
+        read.push(f[0].2.clone());
+    }
+    assert_eq!(read, ["pod/ml/llm-worker-0/pytorch", "pod/ml/llm-worker-1/pytorch", "pod/ml/llm-master-0/pytorch"]);
+    // A pod's stderr is in its one log: switching streams says so instead of reading.
+    assert!(fetches(&code(&mut app, KeyCode::Tab)).is_empty());
+    assert!(app.detail().unwrap().log_handle().unwrap_err().contains("one log"));
+
+    // A job of one log has no other pod to read.
+    code(&mut app, KeyCode::Esc);
+    ch(&mut app, 'j');
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.detail().unwrap().job, JobRef::new("k8s", "ml:solo"));
+    assert!(fetches(&ch(&mut app, 'p')).is_empty());
+    assert!(app.unavailable(UiAction::NextPod).is_some());
 }

@@ -929,3 +929,122 @@ fn array_folded_and_expanded() {
         app
     });
 }
+
+/// A Kubernetes cluster running AI workloads: a PyTorchJob of four pods, a gang-pending
+/// Volcano Job and a plain batch Job, each one row with its kind.
+fn workloads_app() -> App {
+    use flightdeck::model::{ReplicaGroup, Workload, WorkloadPod};
+    let pod = |name: &str, role: &str, state: JobState, node: Option<&str>, reason: Option<&str>| WorkloadPod {
+        name: name.into(),
+        role: Some(role.into()),
+        state,
+        native_state: if state == JobState::Running { "Running".into() } else { "Pending".into() },
+        node: node.map(Into::into),
+        gpus: 8,
+        reason: reason.map(Into::into),
+        log: Some(format!("pod/ml/{name}/pytorch").into()),
+    };
+    let nodes = ["wl-1", "wl-2", "wl-3", "wl-4"];
+    let mut llm =
+        job("k8s", "ml:pytorchjob:llama-ft", "llama-ft", "alice", JobState::Running, None, 32, Some("h100"), &nodes);
+    llm.partition = "ml".into();
+    llm.native_state = "Running".into();
+    llm.stdout = Some("pod/ml/llama-ft-master-0/pytorch".into());
+    llm.workload =
+        Some(Box::new(Workload {
+            kind: "PyTorchJob".into(),
+            api_version: "kubeflow.org/v1".into(),
+            replicas_ready: 4,
+            replicas_total: 4,
+            groups: vec![
+                ReplicaGroup { name: "Master".into(), replicas: 1, ready: Some(1), gpus_per_replica: 8 },
+                ReplicaGroup { name: "Worker".into(), replicas: 3, ready: Some(3), gpus_per_replica: 8 },
+            ],
+            pods: std::iter::once(pod("llama-ft-master-0", "master", JobState::Running, Some("wl-1"), None))
+                .chain((0..3).map(|i| {
+                    pod(&format!("llama-ft-worker-{i}"), "worker", JobState::Running, Some(nodes[i + 1]), None)
+                }))
+                .collect(),
+            suspend: Some("spec.runPolicy.suspend".into()),
+            cancel: true,
+        }));
+    let gang = "Volcano NotEnoughResources: 4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending, 4 minAvailable";
+    let mut vc = job(
+        "k8s",
+        "research:vcjob:dist-train",
+        "dist-train",
+        "bob",
+        JobState::Pending,
+        Some(gang),
+        32,
+        Some("h100"),
+        &[],
+    );
+    vc.partition = "research".into();
+    vc.node_count = 4;
+    vc.workload = Some(Box::new(Workload {
+        kind: "Job".into(),
+        api_version: "batch.volcano.sh/v1alpha1".into(),
+        replicas_ready: 0,
+        replicas_total: 4,
+        groups: vec![ReplicaGroup { name: "worker".into(), replicas: 4, ready: Some(0), gpus_per_replica: 8 }],
+        pods: (0..4)
+            .map(|i| pod(&format!("dist-train-worker-{i}"), "worker", JobState::Pending, None, Some("gang waits")))
+            .collect(),
+        suspend: Some("Volcano Command AbortJob/ResumeJob".into()),
+        cancel: true,
+    }));
+    let mut batch =
+        job("k8s", "ml:preprocess", "preprocess", "carol", JobState::Running, None, 1, Some("h100"), &["wl-5"]);
+    batch.partition = "ml".into();
+    let mut snap = Snapshot {
+        cluster: "k8s".into(),
+        taken_at: Some(at(12, 3, 20)),
+        release: Some("v1.31.0".into()),
+        jobs: vec![llm, vc, batch],
+        nodes: (1..=5)
+            .map(|i| gpu_node("k8s", &format!("wl-{i}"), NodeState::Allocated, "h100", 8, if i == 5 { 1 } else { 8 }))
+            .collect(),
+        queues: vec![],
+        notes: vec![],
+    };
+    snap.derive_queues();
+    app_over(
+        vec![ClusterState {
+            health: Health::Fresh { at: at(12, 3, 20) },
+            snapshot: Some(Arc::new(snap)),
+            attempts: 3,
+            ..ClusterState::new("k8s", "kubernetes")
+        }],
+        &[],
+    )
+}
+
+/// Each workload is one row with a KIND; its detail lists the pods, the shown log's pod
+/// highlighted, and `p` moves the log to the next pod.
+#[test]
+fn workloads_are_one_row_each_with_their_pods_in_the_detail() {
+    both("jobs_workloads", || {
+        let mut app = workloads_app();
+        keys(&mut app, "2");
+        app
+    });
+    both("detail_workload", || {
+        let mut app = workloads_app();
+        keys(&mut app, "2j");
+        key(&mut app, KeyCode::Enter);
+        keys(&mut app, "p");
+        app
+    });
+    let mut app = workloads_app();
+    keys(&mut app, "2");
+    let jobs = render(&mut app, 160, 48);
+    assert!(jobs.contains("KIND") && jobs.contains("PyTorchJob") && jobs.contains("VolcanoJob"), "{jobs}");
+    assert_eq!(jobs.matches("llama-ft").count(), 2, "one row (id and name), no pod rows:\n{jobs}");
+    keys(&mut app, "j");
+    key(&mut app, KeyCode::Enter);
+    keys(&mut app, "p");
+    let detail = render(&mut app, 160, 48);
+    assert!(detail.contains("pod/ml/llama-ft-worker-0/pytorch"), "the next pod's log:\n{detail}");
+    assert!(detail.contains("llama-ft-worker-2") && detail.contains("4/4 ready"), "{detail}");
+}

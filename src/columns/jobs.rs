@@ -19,6 +19,8 @@ use crate::model::{Job, JobGpuUse};
 pub enum JobColumn {
     Cluster,
     Id,
+    /// The Kubernetes workload's kind (`PyTorchJob`); see [`Shape::optional`].
+    Kind,
     Name,
     User,
     Partition,
@@ -57,9 +59,10 @@ impl JobContext<'_> {
 
 impl JobColumn {
     /// The cockpit's jobs table, left to right; also the cycle of its sort key.
-    pub const COCKPIT: [JobColumn; 13] = [
+    pub const COCKPIT: [JobColumn; 14] = [
         JobColumn::Cluster,
         JobColumn::Id,
+        JobColumn::Kind,
         JobColumn::Name,
         JobColumn::User,
         JobColumn::Partition,
@@ -74,8 +77,8 @@ impl JobColumn {
     ];
 
     /// The shapes of [`JobColumn::COCKPIT`], in its order (what table fitting reads).
-    pub const COCKPIT_SHAPES: [Shape; 13] = {
-        let mut out = [Shape::new("", 0, 0, 0); 13];
+    pub const COCKPIT_SHAPES: [Shape; 14] = {
+        let mut out = [Shape::new("", 0, 0, 0); 14];
         let mut i = 0;
         while i < out.len() {
             out[i] = JobColumn::COCKPIT[i].shape();
@@ -85,8 +88,9 @@ impl JobColumn {
     };
 
     /// `flightdeck jobs`, left to right.
-    pub const CLI: [JobColumn; 10] = [
+    pub const CLI: [JobColumn; 11] = [
         JobColumn::Ref,
+        JobColumn::Kind,
         JobColumn::Name,
         JobColumn::User,
         JobColumn::Partition,
@@ -102,6 +106,7 @@ impl JobColumn {
         match self {
             JobColumn::Cluster => "CLUSTER",
             JobColumn::Id => "ID",
+            JobColumn::Kind => "KIND",
             JobColumn::Name => "NAME",
             JobColumn::User => "USER",
             JobColumn::Partition => "PARTITION",
@@ -124,6 +129,7 @@ impl JobColumn {
             JobColumn::Cluster => Shape::new(t, 7, 12, 2),
             // Kubernetes ids (`ml:pod:train-0`) are long and useless when cut.
             JobColumn::Id => Shape::new(t, 7, 32, 0).content_first(),
+            JobColumn::Kind => Shape::new(t, 4, 16, 3).optional(),
             JobColumn::Name => Shape::new(t, 16, 50, 0),
             JobColumn::User => Shape::new(t, 6, 12, 1),
             JobColumn::Partition => Shape::new(t, 9, 14, 6),
@@ -146,6 +152,7 @@ impl JobColumn {
         match self {
             JobColumn::Cluster => Cow::Borrowed(&job.job_ref.cluster),
             JobColumn::Id => Cow::Borrowed(&job.job_ref.id),
+            JobColumn::Kind => Cow::Borrowed(kind_of(job)),
             JobColumn::Name => Cow::Borrowed(&job.name),
             JobColumn::User => Cow::Borrowed(&job.user),
             JobColumn::Partition => Cow::Borrowed(&job.partition),
@@ -191,6 +198,7 @@ impl JobColumn {
         let primary = match self {
             JobColumn::Cluster | JobColumn::Ref => Ordering::Equal,
             JobColumn::Id => natural_cmp(&a.job_ref.id, &b.job_ref.id),
+            JobColumn::Kind => kind_of(a).cmp(kind_of(b)),
             JobColumn::Name => a.name.cmp(&b.name),
             JobColumn::User => a.user.cmp(&b.user),
             JobColumn::Partition => a.partition.cmp(&b.partition),
@@ -209,6 +217,11 @@ impl JobColumn {
             .then_with(|| a.job_ref.cluster.cmp(&b.job_ref.cluster))
             .then_with(|| natural_cmp(&a.job_ref.id, &b.job_ref.id))
     }
+}
+
+/// The workload kind of a job, empty for a job that is not a workload.
+fn kind_of(job: &Job) -> &str {
+    job.workload.as_deref().map_or("", |w| w.kind_label())
 }
 
 /// The GPUs of a job, in the one form both front ends write: the model, `×`, the count

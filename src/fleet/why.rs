@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::backend::StartEstimate;
 use crate::model::slurm_reasons::{self, Outlook};
+use crate::model::words::counted;
 use crate::model::{Job, JobState, Node, Snapshot};
 
 /// Most nodes named in one line of evidence before "and N more".
@@ -57,6 +58,7 @@ pub fn why(snapshot: &Snapshot, job: &Job) -> Why {
     let reason = job.reason.as_deref().unwrap_or("").trim();
     let code = slurm_reasons::code_of(reason);
     let mut evidence = Vec::new();
+    let mut gang_waits = false;
     if !job.state.is_waiting() {
         evidence.push(format!("it is {}, not waiting", job.state));
     } else if explained.is_some() {
@@ -64,6 +66,9 @@ pub fn why(snapshot: &Snapshot, job: &Job) -> Why {
             evidence.push(format!("Slurm adds: {details}"));
         }
         slurm_evidence(snapshot, job, code, &mut evidence);
+    } else if let Some(line) = gang(snapshot, job, reason) {
+        evidence.push(line);
+        gang_waits = true;
     } else if let Some(counts) = scheduling_counts(reason) {
         evidence.extend(counts);
     } else if let Some(quota) = kueue_quota(reason) {
@@ -76,6 +81,10 @@ pub fn why(snapshot: &Snapshot, job: &Job) -> Why {
     {
         (meaning, outlook) = (Some(words.into()), Some(look));
         evidence.extend(said);
+    }
+    if meaning.is_none() && gang_waits {
+        meaning = Some("its pods are a gang: the scheduler starts all of them together or none".into());
+        outlook = Some("waits");
     }
     Why {
         job: job.job_ref.to_string(),
@@ -177,6 +186,54 @@ fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec
         }
         _ => {}
     }
+}
+
+/// A gang that waits (a Volcano Job's pod group, any workload whose pods start together or
+/// not at all): how many pods it needs, what each asks for, and how many of them the nodes
+/// in service could place now, from the snapshot.
+fn gang(snapshot: &Snapshot, job: &Job, reason: &str) -> Option<String> {
+    let w = job.workload.as_deref()?;
+    if !reason.starts_with("Volcano") || w.pods.is_empty() {
+        return None;
+    }
+    // Volcano says the gang's size (`…, 4 minAvailable`); else every replica counts.
+    let size = reason
+        .split([',', ';'])
+        .find_map(|part| part.trim().strip_suffix(" minAvailable")?.trim().parse::<u32>().ok())
+        .unwrap_or(w.replicas_total)
+        .max(1);
+    let unplaced: Vec<&crate::model::WorkloadPod> = w.pods.iter().filter(|p| p.node.is_none()).collect();
+    let per_pod = unplaced
+        .iter()
+        .map(|p| p.gpus)
+        .max()
+        .or_else(|| w.groups.iter().map(|g| g.gpus_per_replica).max())
+        .unwrap_or(0);
+    let placed = w.pods.len() as u32 - unplaced.len() as u32;
+    let model = job.gpu_model.as_deref();
+    let asks = match (per_pod, model) {
+        (0, _) => String::new(),
+        (n, Some(m)) => format!(" of {n}×{m}"),
+        (n, None) => format!(" of {}", counted(n, "GPU", "GPUs")),
+    };
+    let mut line = format!("gang of {}{asks} waits", counted(size, "pod", "pods"));
+    if per_pod > 0 {
+        let free: Vec<u32> = snapshot
+            .nodes
+            .iter()
+            .filter(|n| !n.state.is_unavailable() && has_model(n, model))
+            .map(|n| free_gpus(n, model))
+            .collect();
+        let takers = free.iter().filter(|f| **f >= per_pod).count() as u32;
+        let room: u32 = free.iter().map(|f| f / per_pod).sum();
+        let needed = size.saturating_sub(placed);
+        line.push_str(&format!(
+            ": {} can take one, room for {} of the {needed} it still needs; it starts only when all fit at once",
+            counted(takers, "node", "nodes"),
+            room.min(needed)
+        ));
+    }
+    Some(line)
 }
 
 /// The node serves the job's partition (any node, when the job names none).
@@ -486,6 +543,52 @@ mod tests {
         assert_eq!(why(&snapshot(vec![], vec![]), &held).evidence, ["`flightdeck release hpc/10` lets it run"]);
         let running = Job::new(JobRef::new("hpc", "9"), JobState::Running);
         assert_eq!(why(&snapshot(vec![], vec![]), &running).evidence, ["it is running, not waiting"]);
+    }
+
+    #[test]
+    fn a_gang_says_how_many_pods_it_needs_and_how_many_fit() {
+        use crate::model::{Workload, WorkloadPod};
+        let mut vc = Job::new(JobRef::new("k8s", "research:vcjob:dist-train"), JobState::Pending);
+        vc.gpu_model = Some("h100".into());
+        vc.reason = Some(
+            "Volcano NotEnoughResources: 4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending, \
+             4 minAvailable; Pending: 4 Unschedulable"
+                .into(),
+        );
+        let pod = |i: u32| WorkloadPod {
+            name: format!("dist-train-worker-{i}"),
+            role: None,
+            state: JobState::Pending,
+            native_state: "Pending".into(),
+            node: None,
+            gpus: 8,
+            reason: None,
+            log: None,
+        };
+        vc.workload = Some(Box::new(Workload {
+            kind: "Job".into(),
+            replicas_total: 4,
+            pods: (0..4).map(pod).collect(),
+            ..Workload::default()
+        }));
+        let h100 = |name: &str, state: NodeState, allocated: u32| node(name, state, 8, allocated);
+        let nodes = vec![
+            h100("a", NodeState::Idle, 0),
+            h100("b", NodeState::Idle, 0),
+            h100("c", NodeState::Mixed, 4),
+            h100("d", NodeState::Down, 0),
+        ];
+        let w = why(&snapshot(vec![vc.clone()], nodes.clone()), &vc);
+        assert_eq!(
+            w.evidence,
+            ["gang of 4 pods of 8×h100 waits: 2 nodes can take one, room for 2 of the 4 it still needs; it starts \
+              only when all fit at once"]
+        );
+        assert_eq!(w.outlook, Some("waits"));
+        assert!(w.meaning.unwrap().contains("gang"));
+        // One node with room: the words stay singular.
+        let w = why(&snapshot(vec![vc.clone()], nodes[1..].to_vec()), &vc);
+        assert!(w.evidence[0].contains(": 1 node can take one, room for 1 of the 4"), "{:?}", w.evidence);
     }
 
     #[test]

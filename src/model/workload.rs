@@ -29,6 +29,14 @@ pub struct Workload {
     pub cancel: bool,
 }
 
+impl Workload {
+    /// The kind as a column shows it: Volcano's `Job` is `VolcanoJob`, so that it does not
+    /// read as a batch Job beside one.
+    pub fn kind_label(&self) -> &str {
+        if self.kind == "Job" && self.api_version.starts_with("batch.volcano.sh/") { "VolcanoJob" } else { &self.kind }
+    }
+}
+
 /// One replica group of a workload: its name, size and what each replica asks for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplicaGroup {

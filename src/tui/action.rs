@@ -137,6 +137,7 @@ ui_actions! {
     NewJob => "new_job", "open the submit form", false;
     Follow => "follow", "follow the log as it grows", false;
     SwitchLog => "switch_log", "switch between stdout and stderr", false;
+    NextPod => "next_pod", "read the next pod's log (a workload of several pods)", false;
     NextField => "next_field", "next field", false;
     PrevField => "prev_field", "previous field", false;
     SubmitForm => "submit_form", "submit the job", true;

@@ -228,6 +228,9 @@ pub struct Detail {
     /// No longer in the cluster's queue.
     pub gone: bool,
     pub stream: LogStream,
+    /// For a workload, the pod (index into its `pods`) whose log is read; `None` reads the
+    /// job's own log (its leader, master or head: see the backend's `stdout`).
+    pub pod: Option<usize>,
     pub log: LogBuffer,
     /// The read in flight answers a tail read (`from: None`).
     pub first_read: bool,
@@ -244,8 +247,30 @@ pub struct Detail {
 const FOLLOW_BACKOFF_MAX: Duration = Duration::seconds(30);
 
 impl Detail {
+    /// Indices of the workload's pods that have a log, when there are two or more to pick
+    /// from.
+    pub fn pods_with_logs(&self) -> Vec<usize> {
+        let pods = self.last.workload.as_deref().map(|w| w.pods.as_slice()).unwrap_or(&[]);
+        let with: Vec<usize> = pods.iter().enumerate().filter(|(_, p)| p.log.is_some()).map(|(i, _)| i).collect();
+        if with.len() < 2 { Vec::new() } else { with }
+    }
+
+    /// The pod whose log is shown: the one picked, else the pod whose log is the job's own.
+    pub fn shown_pod(&self) -> Option<usize> {
+        let pods = &self.last.workload.as_deref()?.pods;
+        self.pod.or_else(|| pods.iter().position(|p| p.log.is_some() && p.log == self.last.stdout))
+    }
+
     /// The handle of the current stream, or why there is none to read.
     pub fn log_handle(&self) -> Result<&LogHandle, &'static str> {
+        if let Some(pod) = self.pod.and_then(|i| self.last.workload.as_deref()?.pods.get(i)) {
+            return match (self.stream, &pod.log) {
+                (LogStream::Stdout, Some(log)) => Ok(log),
+                (LogStream::Stdout, None) => Err("the cluster reports no log for this pod"),
+                // A container's stderr is interleaved in its one log.
+                (LogStream::Stderr, _) => Err("a pod's stderr goes to its one log"),
+            };
+        }
         match self.stream {
             LogStream::Stdout => self.last.stdout.as_ref().ok_or("the cluster reports no stdout file for this job"),
             LogStream::Stderr => match (&self.last.stderr, &self.last.stdout) {
@@ -1232,8 +1257,15 @@ impl App {
             UiAction::ClearSelection => self.jobs.marked.clear(),
             UiAction::SortNext | UiAction::SortReverse => {
                 if action == UiAction::SortNext {
-                    let at = JobColumn::COCKPIT.iter().position(|c| *c == self.jobs.sort).unwrap_or(0);
-                    self.jobs.sort = JobColumn::COCKPIT[(at + 1) % JobColumn::COCKPIT.len()];
+                    // The next column that is shown: an optional one (KIND, $/H, GPU%) with
+                    // no value in any row is not on screen, so sorting by it would look like
+                    // nothing happened.
+                    let columns = JobColumn::COCKPIT;
+                    let at = columns.iter().position(|c| *c == self.jobs.sort).unwrap_or(0);
+                    let shown =
+                        |i: usize| !columns[i].shape().optional || self.data.job_widths.get(i).is_some_and(|w| *w > 0);
+                    let next = (1..=columns.len()).map(|k| (at + k) % columns.len()).find(|i| shown(*i));
+                    self.jobs.sort = columns[next.unwrap_or(0)];
                 } else {
                     self.jobs.reverse = !self.jobs.reverse;
                 }
@@ -1388,6 +1420,10 @@ impl App {
     /// Why the selected row's cluster cannot do what `action` asks, if it cannot: the
     /// footer leaves such keys out and the help screen marks them.
     pub fn unavailable(&self, action: UiAction) -> Option<String> {
+        if action == UiAction::NextPod {
+            let several = self.detail.as_ref().is_some_and(|d| !d.pods_with_logs().is_empty());
+            return (!several).then(|| "only a workload of several pods has other logs to read".to_string());
+        }
         let verb = action.verb()?;
         let cluster = self.selected_cluster()?;
         self.data.fleet.check(&cluster, verb).err()
@@ -1556,6 +1592,7 @@ impl App {
             last: job,
             gone,
             stream: LogStream::Stdout,
+            pod: None,
             log: LogBuffer::default(),
             first_read: true,
             follow: false,
@@ -1615,6 +1652,18 @@ impl App {
             }
             UiAction::SwitchLog => {
                 d.stream = d.stream.other();
+                d.log = LogBuffer::default();
+                d.scroll = 0;
+                self.fetch_log(out, true);
+            }
+            UiAction::NextPod => {
+                let with = d.pods_with_logs();
+                if with.is_empty() {
+                    return;
+                }
+                let at = d.shown_pod().and_then(|shown| with.iter().position(|i| *i == shown));
+                d.pod = Some(with[at.map_or(0, |a| (a + 1) % with.len())]);
+                d.stream = LogStream::Stdout;
                 d.log = LogBuffer::default();
                 d.scroll = 0;
                 self.fetch_log(out, true);

@@ -490,6 +490,34 @@ pub fn unknown_owner() -> Vec<Value> {
     )]
 }
 
+/// `ml/llm`: the PyTorchJob, a Master of 4 GPUs on `wl-1` and a Worker of 2 on
+/// `wl-2` (6 GPUs), both Running.
+pub fn pytorchjob_llm() -> Vec<Value> {
+    let owner = ("kubeflow.org/v1", "PyTorchJob", "llm");
+    let labels = |r: &str| {
+        json!({"training.kubeflow.org/job-name": "llm", "training.kubeflow.org/operator-name": "pytorchjob-controller",
+        "training.kubeflow.org/replica-type": r, "training.kubeflow.org/replica-index": "0"})
+    };
+    vec![
+        object(
+            owner.0,
+            owner.1,
+            "ml",
+            owner.2,
+            None,
+            json!({"pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template("pytorch", 4)},
+                "Worker": {"replicas": 1, "restartPolicy": "OnFailure", "template": template("pytorch", 2)}}}),
+            json!({"conditions": [
+                condition("Created", "True", "PyTorchJobCreated", "PyTorchJob llm is created."),
+                condition("Running", "True", "PyTorchJobRunning", "PyTorchJob ml/llm is running.")],
+                "replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 1}}, "startTime": T_STARTED}),
+        ),
+        member("ml", "llm-master-0", Some("wl-1"), 4, owner, labels("master")),
+        member("ml", "llm-worker-0", Some("wl-2"), 2, owner, labels("worker")),
+    ]
+}
+
 /// Six 8×H100 nodes `wl-1`…`wl-6` and every workload above.
 pub fn cluster() -> Vec<Value> {
     let mut out: Vec<Value> = (1..=6).map(|i| node_h100(&format!("wl-{i}"))).collect();

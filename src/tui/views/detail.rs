@@ -312,14 +312,15 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         render_gpus(app, &readings, frame, gpus);
     }
     if let Some(w) = workload.filter(|_| pods_h > 0) {
-        render_pods(app, w, frame, pods);
+        render_pods(app, w, d.shown_pod(), frame, pods);
     }
     render_log(app, d, frame, bottom);
 }
 
 /// `train-worker-0  Worker  running  gpu-01  8 GPU  reason`, one line a pod, the last one
-/// counting those that do not fit.
-fn render_pods(app: &App, w: &Workload, frame: &mut Frame, area: Rect) {
+/// counting those that do not fit; the name of the pod whose log is shown (`shown`) is
+/// highlighted.
+fn render_pods(app: &App, w: &Workload, shown: Option<usize>, frame: &mut Frame, area: Rect) {
     let theme = app.theme();
     let title = format!(" pods · {} · {}/{} ready ", w.pods.len(), w.replicas_ready, w.replicas_total);
     let b = block(app, text::clean(&title).into_owned(), false);
@@ -327,11 +328,13 @@ fn render_pods(app: &App, w: &Workload, frame: &mut Frame, area: Rect) {
     frame.render_widget(b, area);
     let lines: Vec<Line> = pod_cells(w, inner.width as usize, inner.height as usize)
         .into_iter()
-        .map(|cells| {
+        .enumerate()
+        .map(|(i, cells)| {
             let spans: Vec<Span> = cells
                 .into_iter()
                 .map(|(t, cell)| {
                     let style = match cell {
+                        PodCell::Name if shown == Some(i) => theme.style(Slot::Selection),
                         PodCell::State(s) => theme.job_state(s),
                         PodCell::Role | PodCell::Reason | PodCell::More | PodCell::Gap => theme.style(Slot::Dim),
                         PodCell::Name | PodCell::Node | PodCell::Gpus => theme.style(Slot::Base),

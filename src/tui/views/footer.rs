@@ -58,6 +58,7 @@ pub fn label(action: UiAction) -> &'static str {
         UiAction::NewJob => "new job",
         UiAction::Follow => "follow",
         UiAction::SwitchLog => "stdout/stderr",
+        UiAction::NextPod => "next pod",
         UiAction::NextField => "next field",
         UiAction::PrevField => "prev field",
         UiAction::SubmitForm => "submit",
@@ -119,7 +120,7 @@ fn hints_for(app: &App) -> (Mode, &'static [UiAction]) {
         ],
         Screen::Gpus => &[Open, ProblemNodes, SortNext, FilterCluster, Help, Quit],
         Screen::History => &[Open, ReloadHistory, FilterCluster, Top, Bottom, Back, Help, Quit],
-        Screen::Detail => &[Follow, SwitchLog, Cancel, Hold, Release, Back, Help],
+        Screen::Detail => &[Follow, SwitchLog, NextPod, Cancel, Hold, Release, Back, Help],
         Screen::Submit => &[NextField, SubmitForm, LoadSpec, Back],
     };
     (app.screen().mode(), list)
