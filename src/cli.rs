@@ -302,6 +302,15 @@ pub enum SpecCommand {
 #[derive(Debug)]
 pub struct Failure(pub String);
 
+impl Failure {
+    /// The line `main` prints on stderr. Messages quote backend text (a job's `--output`
+    /// path in a refusal, a server's error), so the whole line is made printable here, where
+    /// every failure leaves for the terminal, rather than at each of their producers.
+    pub fn line(&self) -> String {
+        format!("flightdeck: {}", crate::safe_text::printable(&self.0))
+    }
+}
+
 pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     // `init` writes the config, so it must not need one that loads.
     if let Some(Command::Init { probe, user, port, identity_file, known_hosts_file, ssh_config, print, force }) =
@@ -829,5 +838,21 @@ mod tests {
             cli.command
         );
         assert!(Cli::try_parse_from(["flightdeck", "jobs", "--state", "running,sleeping"]).is_err());
+    }
+
+    #[test]
+    fn a_failure_line_prints_no_control_or_bidi_character() {
+        // The two refusals of `flightdeck logs` for a job whose `--output` path is hostile.
+        let osc = "not reading /tmp/a\u{1b}]0;pwned\u{7}b: it is a symbolic link";
+        let dollar = "flightdeck does not read `/tmp/$x\u{1b}]0;pwned\u{7}`: its name holds characters a login \
+                      shell could expand";
+        for message in [osc, dollar, "c1 \u{9b}31m \u{9d}0;t\u{9c} bidi \u{202E}evil\u{2066}\u{200F}\u{061C}"] {
+            let line = Failure(message.into()).line();
+            assert!(line.starts_with("flightdeck: "), "{line:?}");
+            assert!(!line.chars().any(crate::safe_text::is_unsafe), "{line:?}");
+            // Readable: everything but the controls is still there, each control visible.
+            assert_eq!(line.chars().count(), "flightdeck: ".len() + message.chars().count(), "{line:?}");
+        }
+        assert!(Failure(osc.into()).line().contains("/tmp/a\u{FFFD}]0;pwned\u{FFFD}b"));
     }
 }
