@@ -314,16 +314,17 @@ pub fn summary(state: &FleetState) -> String {
         let health = match &c.health {
             Health::Connecting => "connecting".to_string(),
             Health::Fresh { .. } => "fresh".to_string(),
-            Health::Stale { since, error, .. } => {
-                format!("STALE since {} — {}", since.format("%H:%M:%S"), printable(error))
-            }
+            Health::Stale { since, error, .. } => format!("STALE since {} — {error}", since.format("%H:%M:%S")),
         };
         // `(slurm 24.11.1)`, or the kind alone where the backend names no release.
         let kind = match c.snapshot.as_ref().and_then(|s| s.release.as_deref()) {
             Some(release) => format!("{} {release}", c.kind),
             None => c.kind.to_string(),
         };
-        out.push_str(&format!("{} ({kind}): {health}\n", c.name));
+        // Name, kind and release come from the backend (or a hub) like the error: the whole
+        // line is made printable once.
+        out.push_str(&printable(&format!("{} ({kind}): {health}", c.name)));
+        out.push('\n');
         let Some(snap) = &c.snapshot else { continue };
         for note in &snap.notes {
             out.push_str(&format!("  note: {}\n", printable(note)));
@@ -451,6 +452,21 @@ mod tests {
         // One cluster: no fleet line.
         let one = FleetState { clusters: vec![state.clusters[0].clone()], ..FleetState::default() };
         assert!(summary(&one).starts_with("fd22 (slurm"));
+    }
+
+    #[test]
+    fn summary_prints_a_hostile_name_kind_release_and_error_readably() {
+        let hostile = "a\u{1b}]0;pwned\u{7}b\u{9b}31m\u{202E}c\u{2066}";
+        let mut c = cluster(&format!("hub-{hostile}"), &format!("slurm{hostile}"), Vec::new());
+        let snapshot = Snapshot { release: Some(format!("24.11 {hostile}")), ..Snapshot::default() };
+        c.snapshot = Some(Arc::new(snapshot));
+        c.health = Health::Stale { since: chrono::Utc::now(), error: format!("down {hostile}"), last_ok: None };
+        let text = summary(&FleetState { clusters: vec![c], ..FleetState::default() });
+        assert!(!text.chars().any(|c| c != '\n' && crate::safe_text::is_unsafe(c)), "{text:?}");
+        let seen = "a\u{FFFD}]0;pwned\u{FFFD}b\u{FFFD}31m\u{FFFD}c\u{FFFD}";
+        let head = text.lines().next().unwrap();
+        assert!(head.starts_with(&format!("hub-{seen} (slurm{seen} 24.11 {seen}): STALE since ")), "{head}");
+        assert!(head.ends_with(&format!(" — down {seen}")), "{head}");
     }
 
     #[test]
