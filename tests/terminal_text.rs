@@ -48,3 +48,22 @@ fn the_error_line_of_the_binary_shows_hostile_text_neutralised() {
     assert!(err.starts_with("flightdeck: cannot read "), "{err}");
     assert!(err.contains("a\u{FFFD}]0;pwned\u{FFFD}b\u{FFFD}31mc\u{FFFD}d\u{FFFD}e"), "{err}");
 }
+
+#[test]
+fn a_spec_printed_as_toml_keeps_c1_and_bidi_controls_escaped() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("empty.toml");
+    std::fs::write(&config, "").unwrap();
+    // The file names them by escape only; the value holds the characters themselves.
+    let file = home.path().join("job.toml");
+    std::fs::write(&file, "name = \"j\"\nscript = \"echo \\u009B2J \\u001B]0;t\\u0007 \\u202Eevil\\u2066\\n\"\n").unwrap();
+    let out = flightdeck(
+        home.path(),
+        &["--config", config.to_str().unwrap(), "spec", "convert", file.to_str().unwrap(), "--to", "toml"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = assert_terminal_safe("stdout", &out.stdout);
+    assert!(text.contains("\\u009B2J") && text.contains("\\u202Eevil\\u2066"), "{text}");
+    let spec = flightdeck::spec::JobSpec::from_toml_str(&text, Path::new("out.toml")).unwrap();
+    assert_eq!(spec.script.as_deref(), Some("echo \u{9b}2J \u{1b}]0;t\u{7} \u{202E}evil\u{2066}\n"));
+}
