@@ -56,7 +56,8 @@ fn a_spec_printed_as_toml_keeps_c1_and_bidi_controls_escaped() {
     std::fs::write(&config, "").unwrap();
     // The file names them by escape only; the value holds the characters themselves.
     let file = home.path().join("job.toml");
-    std::fs::write(&file, "name = \"j\"\nscript = \"echo \\u009B2J \\u001B]0;t\\u0007 \\u202Eevil\\u2066\\n\"\n").unwrap();
+    std::fs::write(&file, "name = \"j\"\nscript = \"echo \\u009B2J \\u001B]0;t\\u0007 \\u202Eevil\\u2066\\n\"\n")
+        .unwrap();
     let out = flightdeck(
         home.path(),
         &["--config", config.to_str().unwrap(), "spec", "convert", file.to_str().unwrap(), "--to", "toml"],
