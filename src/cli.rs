@@ -576,7 +576,7 @@ async fn jobs(config: &Config, read_only: bool, ask: JobsRequest<'_>) -> Result<
         OutputFormat::Json => {
             let rows: Vec<output::JobRow> =
                 jobs.iter().map(|(j, used)| output::JobRow::from(*j).with_gpu_use(*used)).collect();
-            println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+            println!("{}", output::json(&rows));
         }
     }
     Ok(exit(failed))
@@ -620,7 +620,7 @@ async fn nodes(
         OutputFormat::Table => print!("{}", output::nodes_table(&nodes)),
         OutputFormat::Json => {
             let rows: Vec<output::NodeRow> = nodes.iter().map(|n| output::NodeRow::from(*n)).collect();
-            println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+            println!("{}", output::json(&rows));
         }
     }
     Ok(exit(failed))
@@ -756,7 +756,7 @@ fn audit(since: Option<&str>, format: OutputFormat) -> Result<ExitCode, Failure>
     let entries: Vec<_> =
         crate::fleet::audit::entries(records).into_iter().filter(|e| cutoff.is_none_or(|c| e.time >= c)).collect();
     match format {
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&entries).expect("entries serialise")),
+        OutputFormat::Json => println!("{}", output::json(&entries)),
         OutputFormat::Table => {
             let rows: Vec<Vec<String>> = entries
                 .iter()

@@ -90,7 +90,7 @@ pub(super) async fn history(config: &Config, read_only: bool, ask: HistoryReques
                     gpu_hours: r.gpu_hours,
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+            println!("{}", output::json(&rows));
         }
     }
     Ok(exit(failed))
