@@ -302,6 +302,15 @@ pub enum SpecCommand {
 #[derive(Debug)]
 pub struct Failure(pub String);
 
+impl Failure {
+    /// The line `main` prints on stderr. Messages quote backend text (a job's `--output`
+    /// path in a refusal, a server's error), so the whole line is made printable here, where
+    /// every failure leaves for the terminal, rather than at each of their producers.
+    pub fn line(&self) -> String {
+        format!("flightdeck: {}", crate::safe_text::printable(&self.0))
+    }
+}
+
 pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     // `init` writes the config, so it must not need one that loads.
     if let Some(Command::Init { probe, user, port, identity_file, known_hosts_file, ssh_config, print, force }) =
@@ -411,20 +420,22 @@ async fn first_refresh(config: &Config, fleet: &Fleet) -> (Arc<FleetState>, bool
         .wait_for(longest.saturating_mul(2).saturating_add(Duration::from_secs(5)), FleetState::all_attempted)
         .await;
     let mut failed = false;
-    for c in &state.clusters {
-        match &c.health {
-            Health::Stale { error, .. } => {
-                failed = true;
-                eprintln!("flightdeck: {}: {}", c.name, output::printable(error));
-            }
-            Health::Connecting => {
-                failed = true;
-                eprintln!("flightdeck: {}: no answer yet", c.name);
-            }
-            Health::Fresh { .. } => {}
-        }
+    for line in state.clusters.iter().filter_map(refresh_problem) {
+        failed = true;
+        eprintln!("{line}");
     }
     (state, failed)
+}
+
+/// The stderr line for a cluster whose first refresh failed or has not answered, made
+/// printable whole: a hub names its clusters, and a name is backend text like the error.
+fn refresh_problem(c: &crate::model::ClusterState) -> Option<String> {
+    let problem = match &c.health {
+        Health::Stale { error, .. } => error.as_str(),
+        Health::Connecting => "no answer yet",
+        Health::Fresh { .. } => return None,
+    };
+    Some(output::printable(&format!("flightdeck: {}: {problem}", c.name)))
 }
 
 struct ServeRequest {
@@ -451,6 +462,7 @@ async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<Ex
     let served = crate::hub::serve(fleet.clone(), opts, stop_signal()).await;
     let unknown = fleet.settle(Duration::from_secs(30)).await;
     for action in &unknown {
+        let action = output::printable(action);
         eprintln!("flightdeck: {action} was still under way; its outcome is unknown (see `flightdeck audit`)");
     }
     served.map_err(Failure)?;
@@ -564,7 +576,7 @@ async fn jobs(config: &Config, read_only: bool, ask: JobsRequest<'_>) -> Result<
         OutputFormat::Json => {
             let rows: Vec<output::JobRow> =
                 jobs.iter().map(|(j, used)| output::JobRow::from(*j).with_gpu_use(*used)).collect();
-            println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+            println!("{}", output::json(&rows));
         }
     }
     Ok(exit(failed))
@@ -576,17 +588,22 @@ async fn first_telemetry(config: &Config, fleet: &Fleet) -> Arc<FleetState> {
     let longest = config.clusters.iter().map(|c| c.timeout).max().unwrap_or(Duration::from_secs(30));
     let tried = |s: &FleetState| s.clusters.iter().all(|c| c.telemetry_tried || c.snapshot.is_none());
     let state = fleet.wait_for(longest.saturating_mul(2).saturating_add(Duration::from_secs(5)), tried).await;
-    for c in &state.clusters {
-        match (&c.telemetry_error, c.telemetry_tried, &c.gpu_use) {
-            (Some(error), ..) => eprintln!("flightdeck: {}: GPU telemetry: {}", c.name, output::printable(error)),
-            (None, true, None) => eprintln!("flightdeck: {}: no GPU telemetry source", c.name),
-            (None, false, _) if c.snapshot.is_some() => {
-                eprintln!("flightdeck: {}: GPU telemetry did not answer in time", c.name)
-            }
-            _ => {}
-        }
+    for line in state.clusters.iter().filter_map(telemetry_problem) {
+        eprintln!("{line}");
     }
     state
+}
+
+/// The stderr line for a cluster whose telemetry failed or is missing, made printable whole
+/// (the name, from a hub, as much as the error).
+fn telemetry_problem(c: &crate::model::ClusterState) -> Option<String> {
+    let problem = match (&c.telemetry_error, c.telemetry_tried, &c.gpu_use) {
+        (Some(error), ..) => format!("GPU telemetry: {error}"),
+        (None, true, None) => "no GPU telemetry source".to_string(),
+        (None, false, _) if c.snapshot.is_some() => "GPU telemetry did not answer in time".to_string(),
+        _ => return None,
+    };
+    Some(output::printable(&format!("flightdeck: {}: {problem}", c.name)))
 }
 
 async fn nodes(
@@ -603,7 +620,7 @@ async fn nodes(
         OutputFormat::Table => print!("{}", output::nodes_table(&nodes)),
         OutputFormat::Json => {
             let rows: Vec<output::NodeRow> = nodes.iter().map(|n| output::NodeRow::from(*n)).collect();
-            println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+            println!("{}", output::json(&rows));
         }
     }
     Ok(exit(failed))
@@ -636,7 +653,7 @@ async fn act_on(fleet: &Fleet, actions: Vec<Action>) -> Result<ExitCode, Failure
             Ok(()) => allowed.push(action),
             Err(why) => {
                 failed = true;
-                eprintln!("flightdeck: {why}");
+                eprintln!("flightdeck: {}", output::printable(&why));
             }
         }
     }
@@ -662,6 +679,7 @@ async fn act_on(fleet: &Fleet, actions: Vec<Action>) -> Result<ExitCode, Failure
                 }
                 Err(_) => {
                     for label in fleet.in_flight() {
+                        let label = output::printable(&label);
                         eprintln!("flightdeck: {label}: outcome unknown (see `flightdeck audit`)");
                     }
                 }
@@ -694,17 +712,26 @@ async fn stop_signal() {
 
 /// Print one outcome the way `scancel` and `kubectl` do; true when it went well.
 fn report(outcome: &crate::model::ActionOutcome) -> bool {
-    match &outcome.result {
-        Ok(msg) if outcome.verb == Verb::Submit => println!("{}", output::printable(msg)),
-        Ok(msg) if msg.is_empty() => println!("{} {}", outcome.verb.past_tense(), outcome.target),
-        // A report (a Kubernetes drain): what was done, in the backend's words.
-        Ok(msg) => println!("{} {}: {}", outcome.verb.past_tense(), outcome.target, output::printable(msg)),
-        Err(e) => {
-            eprintln!("flightdeck: {} {}: {}", outcome.verb, outcome.target, output::printable(e));
-            return false;
-        }
+    let (line, ok) = outcome_line(outcome);
+    if ok {
+        println!("{line}");
+    } else {
+        eprintln!("{line}");
     }
-    true
+    ok
+}
+
+/// [`report`]'s line, made printable whole (a target names a cluster a hub may have named,
+/// a message is the backend's), and whether the outcome went well.
+fn outcome_line(outcome: &crate::model::ActionOutcome) -> (String, bool) {
+    let (line, ok) = match &outcome.result {
+        Ok(msg) if outcome.verb == Verb::Submit => (msg.clone(), true),
+        Ok(msg) if msg.is_empty() => (format!("{} {}", outcome.verb.past_tense(), outcome.target), true),
+        // A report (a Kubernetes drain): what was done, in the backend's words.
+        Ok(msg) => (format!("{} {}: {msg}", outcome.verb.past_tense(), outcome.target), true),
+        Err(e) => (format!("flightdeck: {} {}: {e}", outcome.verb, outcome.target), false),
+    };
+    (output::printable(&line), ok)
 }
 
 /// The audit log this process writes to; without a private state directory, one that
@@ -729,7 +756,7 @@ fn audit(since: Option<&str>, format: OutputFormat) -> Result<ExitCode, Failure>
     let entries: Vec<_> =
         crate::fleet::audit::entries(records).into_iter().filter(|e| cutoff.is_none_or(|c| e.time >= c)).collect();
     match format {
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&entries).expect("entries serialise")),
+        OutputFormat::Json => println!("{}", output::json(&entries)),
         OutputFormat::Table => {
             let rows: Vec<Vec<String>> = entries
                 .iter()
@@ -765,11 +792,13 @@ async fn doctor(config: &Config) -> Result<ExitCode, Failure> {
     let fleet = start_fleet(config, true, &[], false).await?;
     let mut failed = false;
     for c in &config.clusters {
-        println!("{} ({})", c.name, c.kind());
+        println!("{}", output::printable(&format!("{} ({})", c.name, c.kind())));
         match fleet.diagnose(&c.name).await {
             Ok(d) => {
-                let line =
-                    |key: &str, value: &str| println!("  {:<15} {}", format!("{key}:"), output::printable(value));
+                // A hub relays its clusters' facts: keys are backend text as much as values.
+                let line = |key: &str, value: &str| {
+                    println!("{}", output::printable(&format!("  {:<15} {value}", format!("{key}:"))))
+                };
                 line("transport", &d.transport);
                 if let Some(ms) = d.latency_ms {
                     line("first answer", &format!("{ms} ms"));
@@ -829,5 +858,55 @@ mod tests {
             cli.command
         );
         assert!(Cli::try_parse_from(["flightdeck", "jobs", "--state", "running,sleeping"]).is_err());
+    }
+
+    #[test]
+    fn cluster_problems_print_a_hub_supplied_name_readably() {
+        use crate::model::ClusterState;
+        let name = "hub-\u{1b}]0;pwned\u{7}\u{9b}2J\u{202E}x";
+        let mut c = ClusterState::new(name, "slurm");
+        assert_eq!(
+            refresh_problem(&c).unwrap(),
+            "flightdeck: hub-\u{FFFD}]0;pwned\u{FFFD}\u{FFFD}2J\u{FFFD}x: no answer yet"
+        );
+        c.health = Health::Stale { since: chrono::Utc::now(), error: "down\u{85}".into(), last_ok: None };
+        c.telemetry_error = Some("refused \u{2067}".into());
+        for line in [refresh_problem(&c).unwrap(), telemetry_problem(&c).unwrap()] {
+            assert!(!line.chars().any(crate::safe_text::is_unsafe), "{line:?}");
+            assert!(line.starts_with("flightdeck: hub-\u{FFFD}]0;pwned"), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn an_outcome_line_prints_its_target_and_message_readably() {
+        let target = "hub-\u{1b}]0;x\u{7}\u{202E}/7".to_string();
+        let outcome = |verb, result| crate::model::ActionOutcome { verb, target: target.clone(), result };
+        for (o, ok) in [
+            (outcome(Verb::Cancel, Ok(String::new())), true),
+            (outcome(Verb::Drain, Ok("evicted \u{9b}2J".into())), true),
+            (outcome(Verb::Submit, Ok("hub-\u{1b}[2J/8".into())), true),
+            (outcome(Verb::Cancel, Err("denied \u{2067}".into())), false),
+        ] {
+            let (line, went_well) = outcome_line(&o);
+            assert_eq!(went_well, ok);
+            assert!(!line.chars().any(crate::safe_text::is_unsafe), "{line:?}");
+            assert!(line.contains("hub-\u{FFFD}"), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn a_failure_line_prints_no_control_or_bidi_character() {
+        // The two refusals of `flightdeck logs` for a job whose `--output` path is hostile.
+        let osc = "not reading /tmp/a\u{1b}]0;pwned\u{7}b: it is a symbolic link";
+        let dollar = "flightdeck does not read `/tmp/$x\u{1b}]0;pwned\u{7}`: its name holds characters a login \
+                      shell could expand";
+        for message in [osc, dollar, "c1 \u{9b}31m \u{9d}0;t\u{9c} bidi \u{202E}evil\u{2066}\u{200F}\u{061C}"] {
+            let line = Failure(message.into()).line();
+            assert!(line.starts_with("flightdeck: "), "{line:?}");
+            assert!(!line.chars().any(crate::safe_text::is_unsafe), "{line:?}");
+            // Readable: everything but the controls is still there, each control visible.
+            assert_eq!(line.chars().count(), "flightdeck: ".len() + message.chars().count(), "{line:?}");
+        }
+        assert!(Failure(osc.into()).line().contains("/tmp/a\u{FFFD}]0;pwned\u{FFFD}b"));
     }
 }

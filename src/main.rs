@@ -24,8 +24,8 @@ fn main() -> color_eyre::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match runtime.block_on(cli::run(cli)) {
         Ok(code) => Ok(code),
-        Err(cli::Failure(message)) => {
-            eprintln!("flightdeck: {message}");
+        Err(failure) => {
+            eprintln!("{}", failure.line());
             Ok(ExitCode::FAILURE)
         }
     }

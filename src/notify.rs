@@ -79,9 +79,10 @@ impl NotifySettings {
     }
 }
 
-/// The bytes to write for `title` and `body`; empty for [`Notice::Off`]. Text is stripped
-/// of control characters (a job name cannot end the sequence early or start another) and of
-/// `;` in OSC 777's title, its field separator.
+/// The bytes to write for `title` and `body`; empty for [`Notice::Off`]. Text is made
+/// printable ([`crate::safe_text::printable`]: a job name cannot end the sequence early, start
+/// another, or reorder the notification with bidi controls) and OSC 777's title loses `;`,
+/// its field separator.
 pub fn sequence(notice: Notice, title: &str, body: &str) -> Vec<u8> {
     let (osc, tmux) = match notice {
         Notice::Off => return Vec::new(),
@@ -106,8 +107,8 @@ pub fn sequence(notice: Notice, title: &str, body: &str) -> Vec<u8> {
     wrapped
 }
 
-fn clean(text: &str) -> String {
-    text.chars().filter(|c| !c.is_control()).collect()
+fn clean(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::safe_text::printable(text)
 }
 
 /// Run `argv` with `json` (and a newline) on its standard input, bounded by
@@ -169,7 +170,22 @@ mod tests {
     #[test]
     fn a_hostile_job_name_cannot_end_the_sequence() {
         let bytes = sequence(Notice::Osc9 { tmux: false }, "flightdeck", "evil\x07\x1b]0;pwned\x07\u{9b}x");
-        assert_eq!(bytes, b"\x1b]9;flightdeck: evil]0;pwnedx\x07");
+        assert_eq!(bytes, "\x1b]9;flightdeck: evil\u{FFFD}\u{FFFD}]0;pwned\u{FFFD}\u{FFFD}x\x07".as_bytes());
+    }
+
+    #[test]
+    fn bidi_and_c1_controls_never_reach_the_payload() {
+        let hostile = "job\u{202E}gnp.exe\u{2066}\u{200F}\u{061C}\u{85}\u{9d}0;t\u{9c}";
+        for notice in [Notice::Osc9 { tmux: false }, Notice::Osc777 { tmux: false }, Notice::Osc9 { tmux: true }] {
+            let bytes = sequence(notice, hostile, hostile);
+            let text = String::from_utf8(bytes).unwrap();
+            // Only the sequence's own framing is a control: ESC at the start (doubled inside
+            // tmux's wrapping), BEL and ST at the end.
+            let inner = text.trim_start_matches(['\x1b']).trim_end_matches(['\x07', '\x1b', '\\']);
+            let inner = inner.strip_prefix("Ptmux;").map_or(inner, |s| s.trim_start_matches('\x1b'));
+            assert!(!inner.chars().any(crate::safe_text::is_unsafe), "{notice:?}: {inner:?}");
+            assert!(inner.contains("job\u{FFFD}gnp.exe"), "{notice:?}: {inner:?}");
+        }
     }
 
     #[tokio::test]

@@ -259,6 +259,28 @@ pub fn printable(s: &str) -> String {
     crate::safe_text::printable(s).into_owned()
 }
 
+/// `value` as the pretty JSON `--output json` prints, with every control and bidi character
+/// as a `\uXXXX` escape: serde_json escapes only C0, so DEL, C1 and bidi controls in backend
+/// text would reach the terminal raw. A parser reads the same value. Outside strings JSON
+/// holds only punctuation, spaces and the line breaks of the layout (a line break inside a
+/// string is already `\n`), so every other such character found is inside a string.
+pub fn json<T: Serialize + ?Sized>(value: &T) -> String {
+    // Our rows are plain structs and maps with string keys: serialising cannot fail.
+    let text = serde_json::to_string_pretty(value).expect("JSON rows serialise");
+    if !text.chars().any(|c| c != '\n' && crate::safe_text::is_unsafe(c)) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c != '\n' && crate::safe_text::is_unsafe(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A table of `columns` over `items`, an empty cell written `-` so that every row has as
 /// many words as the header.
 fn columns_table<T, C: Copy>(
@@ -359,16 +381,17 @@ pub fn summary(state: &FleetState) -> String {
         let health = match &c.health {
             Health::Connecting => "connecting".to_string(),
             Health::Fresh { .. } => "fresh".to_string(),
-            Health::Stale { since, error, .. } => {
-                format!("STALE since {} — {}", since.format("%H:%M:%S"), printable(error))
-            }
+            Health::Stale { since, error, .. } => format!("STALE since {} — {error}", since.format("%H:%M:%S")),
         };
         // `(slurm 24.11.1)`, or the kind alone where the backend names no release.
         let kind = match c.snapshot.as_ref().and_then(|s| s.release.as_deref()) {
             Some(release) => format!("{} {release}", c.kind),
             None => c.kind.to_string(),
         };
-        out.push_str(&format!("{} ({kind}): {health}\n", c.name));
+        // Name, kind and release come from the backend (or a hub) like the error: the whole
+        // line is made printable once.
+        out.push_str(&printable(&format!("{} ({kind}): {health}", c.name)));
+        out.push('\n');
         let Some(snap) = &c.snapshot else { continue };
         for note in &snap.notes {
             out.push_str(&format!("  note: {}\n", printable(note)));
@@ -496,6 +519,40 @@ mod tests {
         // One cluster: no fleet line.
         let one = FleetState { clusters: vec![state.clusters[0].clone()], ..FleetState::default() };
         assert!(summary(&one).starts_with("fd22 (slurm"));
+    }
+
+    #[test]
+    fn summary_prints_a_hostile_name_kind_release_and_error_readably() {
+        let hostile = "a\u{1b}]0;pwned\u{7}b\u{9b}31m\u{202E}c\u{2066}";
+        let mut c = cluster(&format!("hub-{hostile}"), &format!("slurm{hostile}"), Vec::new());
+        let snapshot = Snapshot { release: Some(format!("24.11 {hostile}")), ..Snapshot::default() };
+        c.snapshot = Some(Arc::new(snapshot));
+        c.health = Health::Stale { since: chrono::Utc::now(), error: format!("down {hostile}"), last_ok: None };
+        let text = summary(&FleetState { clusters: vec![c], ..FleetState::default() });
+        assert!(!text.chars().any(|c| c != '\n' && crate::safe_text::is_unsafe(c)), "{text:?}");
+        let seen = "a\u{FFFD}]0;pwned\u{FFFD}b\u{FFFD}31m\u{FFFD}c\u{FFFD}";
+        let head = text.lines().next().unwrap();
+        assert!(head.starts_with(&format!("hub-{seen} (slurm{seen} 24.11 {seen}): STALE since ")), "{head}");
+        assert!(head.ends_with(&format!(" — down {seen}")), "{head}");
+    }
+
+    #[test]
+    fn json_output_escapes_del_c1_and_bidi_controls_and_reads_back() {
+        let mut j = sample_job();
+        j.name = "a\u{1b}]0;pwned\u{7}b\u{7f}\u{9b}2J\u{202E}c\u{2066}\u{200F}\u{061C}\nd".into();
+        let text = json(&[JobRow::from(&j)]);
+        assert!(!text.chars().any(|c| c != '\n' && crate::safe_text::is_unsafe(c)), "{text}");
+        assert!(
+            text.contains(r#""name": "a\u001b]0;pwned\u0007b\u007f\u009b2J\u202ec\u2066\u200f\u061c\nd""#),
+            "{text}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back[0]["name"].as_str(), Some(j.name.as_str()));
+        assert_eq!(
+            json(&[1, 2]),
+            serde_json::to_string_pretty(&[1, 2]).unwrap(),
+            "nothing to escape: as serde_json wrote it"
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@
 
 use std::borrow::Cow;
 
-/// A character that must not reach a terminal as is: a control character or a bidi control.
+/// A character that must not reach a terminal as is: a control character (C0, DEL and C1,
+/// U+0080–U+009F: `char::is_control` is Unicode's `Cc`, all three) or a bidi control.
 pub fn is_unsafe(c: char) -> bool {
     c.is_control() || is_bidi_control(c)
 }
@@ -68,6 +69,22 @@ mod tests {
         assert_eq!(printable("gpu-01\u{202E}niard"), "gpu-01\u{FFFD}niard");
         assert_eq!(printable("x\u{2066}y\u{2069}"), "x\u{FFFD}y\u{FFFD}");
         assert_eq!(printable("a\tb\nc"), "a b\u{FFFD}c");
+    }
+
+    #[test]
+    fn c1_controls_and_every_bidi_mark_never_print() {
+        // C1 (U+0080–U+009F): U+009B is CSI and U+009D OSC on terminals that read 8-bit
+        // controls, so they are as dangerous as ESC [ and ESC ].
+        for c in ('\u{80}'..='\u{9F}').chain(['\u{7F}', '\u{200E}', '\u{200F}', '\u{061C}']) {
+            assert!(is_unsafe(c), "U+{:04X}", c as u32);
+        }
+        for c in ('\u{202A}'..='\u{202E}').chain('\u{2066}'..='\u{2069}') {
+            assert!(is_unsafe(c), "U+{:04X}", c as u32);
+        }
+        assert_eq!(printable("a\u{9b}31mb\u{9d}0;x\u{9c}"), "a\u{FFFD}31mb\u{FFFD}0;x\u{FFFD}");
+        assert_eq!(printable("\u{200F}\u{061C}ok"), "\u{FFFD}\u{FFFD}ok");
+        // What is not a control stays: accents, CJK, the replacement character itself.
+        assert!(matches!(printable("café 東京 \u{FFFD}"), Cow::Borrowed(_)));
     }
 
     #[test]

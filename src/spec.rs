@@ -197,9 +197,12 @@ impl JobSpec {
         Ok(spec)
     }
 
-    /// The spec as a TOML document that [`JobSpec::from_toml_str`] reads back unchanged.
+    /// The spec as a TOML document that [`JobSpec::from_toml_str`] reads back unchanged, with
+    /// no control or bidi character raw in it: `spec export` prints what a cluster says a
+    /// job's owner wrote ([`crate::tomlfile::printable`]).
     pub fn to_toml(&self) -> Result<String, SpecError> {
-        toml::to_string(self).map_err(|err| SpecError::Serialize(err.to_string()))
+        let text = toml::to_string(self).map_err(|err| SpecError::Serialize(err.to_string()))?;
+        Ok(crate::tomlfile::printable::document(&text))
     }
 
     /// Refuse `managed = true` on a kind (`kind`: `Slurm`) that has no managed jobs.
@@ -672,6 +675,20 @@ SEED = 7
         assert_eq!(parse(&text).unwrap(), spec, "{text}");
         let text = minimal().to_toml().unwrap();
         assert_eq!(text, "name = \"j\"\ncommand = \"true\"\n");
+    }
+
+    #[test]
+    fn exported_toml_holds_no_raw_c1_or_bidi_control_and_reads_back() {
+        let mut spec = parse(FULL).unwrap();
+        spec.command = None;
+        spec.script =
+            Some("#!/bin/sh\necho '\u{9b}2J' \u{1b}]0;t\u{7}\n# \u{202E}evil \u{2066}\u{200F}\u{061C}\n".into());
+        spec.env.insert("NOTE".into(), "a\u{85}b \u{9d}0;x\u{9c} \u{202D}".into());
+        let text = spec.to_toml().unwrap();
+        let bad: Vec<char> = text.chars().filter(|&c| c != '\n' && crate::safe_text::is_unsafe(c)).collect();
+        assert!(bad.is_empty(), "{bad:?} in {text}");
+        assert!(text.contains("\\u009B2J") && text.contains("\\u202E"), "escaped, readable: {text}");
+        assert_eq!(parse(&text).unwrap(), spec, "{text}");
     }
 
     #[test]

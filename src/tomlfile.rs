@@ -1,9 +1,11 @@
 //! What every TOML file of ours shares (the config, job specs, keymaps, themes): reading
 //! it, the [`FileError`] the user reads (file, 1-based line, key), locating a `toml` error's
-//! key ([`pos`]), and `inherit = "…"` resolution for files that build on another
-//! ([`inherit`]).
+//! key ([`pos`]), `inherit = "…"` resolution for files that build on another
+//! ([`inherit`]), and a document we write made safe to print ([`printable`]).
 
 use std::path::{Path, PathBuf};
+
+pub mod printable;
 
 /// Why a TOML file of ours (the config, a keymap, a theme) was refused. `Display` is the
 /// text the user reads: the file, the 1-based line and what is wrong there.

@@ -470,3 +470,44 @@ fn logs_prints_the_tail_follows_to_the_end_and_refuses_a_link() {
     assert!(!out.status.success());
     assert_eq!(stderr(&out).trim(), "flightdeck: no job fd22/999999 on fd22");
 }
+
+/// A job's `--output` path is its owner's text: both refusals of `flightdeck logs` quote it
+/// (a link: the remote check's refusal; a `$`: refused before any command runs), and neither
+/// lets its escape sequence, C1 control or bidi control reach the terminal.
+#[test]
+fn logs_refusals_of_a_hostile_output_path_print_it_readably() {
+    let cfg = config();
+    let _lock = cluster_lock("fd22");
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let hostile = "\u{1b}]0;pwned\u{7}\u{9b}2J\u{202E}x";
+    let secret = format!("/tmp/fd-cli-hostile-secret-{nanos}");
+    let link = format!("/tmp/fd-cli-{hostile}-{nanos}.out");
+    std::fs::write(&secret, "PRIVATE\n").unwrap();
+    std::os::unix::fs::symlink(&secret, &link).unwrap();
+    let dollar = format!("/tmp/fd-cli-$HOME{hostile}-{nanos}.out");
+    for (path, refusal) in [(&link, "it is a symbolic link"), (&dollar, "a login shell could expand")] {
+        // A basic TOML string: the script holds the control characters themselves.
+        let mut spec = toml::Table::new();
+        spec.insert("name".into(), "fd-cli-logs-hostile".into());
+        spec.insert("workdir".into(), "/tmp".into());
+        spec.insert("script".into(), format!("#!/bin/sh\n#SBATCH --output={path}\nsleep 30\n").into());
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("job.toml");
+        std::fs::write(&file, toml::to_string(&spec).unwrap()).unwrap();
+        let out = flightdeck(&["--config", &cfg, "submit", file.to_str().unwrap(), "--cluster", "fd22"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let job = stdout(&out).trim().to_string();
+        let out = flightdeck_within(60, &["--config", &cfg, "logs", &job]);
+        let _ = flightdeck(&["--config", &cfg, "cancel", &job]);
+        assert!(!out.status.success());
+        assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+        let err = stderr(&out);
+        let raw: Vec<char> = err.chars().filter(|&c| c != '\n' && flightdeck::safe_text::is_unsafe(c)).collect();
+        assert!(raw.is_empty(), "{raw:?} reached the terminal: {err:?}");
+        let shown = flightdeck::safe_text::printable(path).into_owned();
+        assert!(err.starts_with("flightdeck: ") && err.contains(&shown) && err.contains(refusal), "{err:?}");
+    }
+    let _ = std::fs::remove_file(&link);
+    let _ = std::fs::remove_file(&secret);
+    let _ = std::fs::remove_file(&dollar);
+}

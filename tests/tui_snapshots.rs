@@ -1048,3 +1048,55 @@ fn workloads_are_one_row_each_with_their_pods_in_the_detail() {
     assert!(detail.contains("pod/ml/llama-ft-worker-0/pytorch"), "the next pod's log:\n{detail}");
     assert!(detail.contains("llama-ft-worker-2") && detail.contains("4/4 ready"), "{detail}");
 }
+
+/// A hub names its clusters, a backend its kind and release: text that may hold escapes,
+/// C1 controls and bidi controls. No screen shows any of them raw, and the name stays
+/// readable (each control as `�`).
+#[test]
+fn a_hostile_cluster_name_kind_and_release_reach_no_screen_raw() {
+    let hostile = "hub-\u{1b}]0;pwned\u{7}\u{9b}2J\u{202E}x\u{2066}";
+    let mut node = gpu_node(hostile, "n1", NodeState::Mixed, "h100", 8, 4);
+    node.reason = Some("r\u{85}".into());
+    let snapshot = Snapshot {
+        cluster: hostile.into(),
+        taken_at: Some(now()),
+        release: Some(format!("24.11 {hostile}")),
+        nodes: vec![node],
+        jobs: vec![job(hostile, "7", "train", "alice", JobState::Running, None, 4, Some("h100"), &["n1"])],
+        ..Snapshot::default()
+    };
+    let cluster = ClusterState {
+        health: Health::Fresh { at: now() },
+        snapshot: Some(Arc::new(snapshot)),
+        ..ClusterState::new(hostile, hostile)
+    };
+    let stale = ClusterState {
+        health: Health::Stale { since: now(), error: format!("down {hostile}"), last_ok: None },
+        ..ClusterState::new(format!("{hostile}2"), "slurm")
+    };
+    type Setup = fn(&mut App);
+    let setups: [(&str, Setup); 7] = [
+        ("overview", |_| {}),
+        ("overview filtered", |a| drop(keys(a, "c"))),
+        ("jobs filtered", |a| drop(keys(a, "2c"))),
+        ("nodes filtered", |a| drop(keys(a, "3c"))),
+        ("gpus filtered", |a| drop(keys(a, "4c"))),
+        ("gpus", |a| drop(keys(a, "4j"))),
+        ("detail", |a| {
+            keys(a, "2");
+            key(a, KeyCode::Enter);
+        }),
+    ];
+    for (name, setup) in &setups {
+        let mut app = app_over(vec![cluster.clone(), stale.clone()], &[]);
+        setup(&mut app);
+        let text = render(&mut app, 160, 48);
+        let bad: Vec<String> = text
+            .chars()
+            .filter(|&c| c != '\n' && flightdeck::safe_text::is_unsafe(c))
+            .map(|c| format!("U+{:04X}", c as u32))
+            .collect();
+        assert!(bad.is_empty(), "{name}: {bad:?}\n{text}");
+        assert!(text.contains("hub-\u{FFFD}]0;pwned"), "{name}: the name is shown, readably\n{text}");
+    }
+}

@@ -46,7 +46,7 @@ pub async fn advise(config: &Config, read_only: bool, what: &str, format: Output
     estimates(config, &fleet, &mut ranked, &spec, job.as_ref()).await;
     match format {
         OutputFormat::Json => {
-            println!("{}", serde_json::to_string_pretty(&ranked).expect("advice serialises"));
+            println!("{}", output::json(&ranked));
         }
         OutputFormat::Table => print!("{}", table(&ranked)),
     }
@@ -185,11 +185,44 @@ pub fn table(ranked: &[Advice]) -> String {
     }
     for a in ranked {
         for caveat in &a.caveats {
-            out.push_str(&format!("{}: note: {}\n", a.cluster, output::printable(caveat)));
+            out.push_str(&output::printable(&format!("{}: note: {caveat}", a.cluster)));
+            out.push('\n');
         }
         if let Some(e) = &a.estimate_error {
-            out.push_str(&format!("{}: no start estimate: {}\n", a.cluster, output::printable(e)));
+            out.push_str(&output::printable(&format!("{}: no start estimate: {e}", a.cluster)));
+            out.push('\n');
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hub_supplied_cluster_name_prints_readably_in_every_line() {
+        let name = "hub-\u{1b}]0;pwned\u{7}\u{9b}2J\u{202E}x";
+        let advice = Advice {
+            rank: 1,
+            cluster: name.into(),
+            kind: "slurm".into(),
+            verdict: Verdict::Now,
+            reason: "8 idle".into(),
+            partition: None,
+            idle_gpus: 8,
+            total_gpus: 8,
+            ahead: 0,
+            price_per_hour: None,
+            stale: false,
+            caveats: vec!["pyxis \u{85}unknown".into()],
+            estimate: None,
+            estimate_error: Some("timed out \u{2066}".into()),
+        };
+        let text = table(&[advice]);
+        assert!(!text.chars().any(|c| c != '\n' && crate::safe_text::is_unsafe(c)), "{text:?}");
+        let seen = "hub-\u{FFFD}]0;pwned\u{FFFD}\u{FFFD}2J\u{FFFD}x";
+        assert!(text.contains(&format!("{seen}: note: pyxis \u{FFFD}unknown\n")), "{text}");
+        assert!(text.contains(&format!("{seen}: no start estimate: timed out \u{FFFD}\n")), "{text}");
+    }
 }

@@ -67,13 +67,13 @@ pub(super) async fn history(config: &Config, read_only: bool, ask: HistoryReques
         match answer {
             Ok(history) => {
                 for note in &history.notes {
-                    eprintln!("flightdeck: {name}: {}", output::printable(note));
+                    eprintln!("{}", output::printable(&format!("flightdeck: {name}: {note}")));
                 }
                 histories.push(history);
             }
             Err(e) => {
                 failed = true;
-                eprintln!("flightdeck: {name}: history: {}", output::printable(&e.to_string()));
+                eprintln!("{}", output::printable(&format!("flightdeck: {name}: history: {e}")));
             }
         }
     }
@@ -90,7 +90,7 @@ pub(super) async fn history(config: &Config, read_only: bool, ask: HistoryReques
                     gpu_hours: r.gpu_hours,
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+            println!("{}", output::json(&rows));
         }
     }
     Ok(exit(failed))

@@ -38,7 +38,8 @@ pub async fn migrate(config: &Config, read_only: bool, ask: MigrateRequest) -> R
                 .submitted
                 .as_ref()
                 .map_or_else(|| "not known to be submitted".to_string(), |r| format!("submitted as {r}"));
-            eprintln!("flightdeck: resuming {} → {} ({at})", u.source, u.to);
+            // Read back from the audit log: refs and cluster names as the fleet once listed them.
+            eprintln!("{}", output::printable(&format!("flightdeck: resuming {} → {} ({at})", u.source, u.to)));
         }
         return act_on(&fleet, open.iter().map(migrate::Unfinished::action).collect()).await;
     }
@@ -70,8 +71,10 @@ pub async fn migrate(config: &Config, read_only: bool, ask: MigrateRequest) -> R
 fn print_plan(plan: &MigrationPlan, native: bool) {
     for m in &plan.moves {
         match &m.refused {
-            Some(why) => eprintln!("flightdeck: {} → {}: refused: {}", m.source, m.to, output::printable(why)),
-            None => println!("{} ({}) → {}", m.source, m.source_state, m.to),
+            Some(why) => {
+                eprintln!("{}", output::printable(&format!("flightdeck: {} → {}: refused: {why}", m.source, m.to)))
+            }
+            None => println!("{}", output::printable(&format!("{} ({}) → {}", m.source, m.source_state, m.to))),
         }
         if let Some(a) = &m.advice {
             println!("  placement: {} ({})", a.verdict, output::printable(&a.reason));

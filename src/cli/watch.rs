@@ -29,7 +29,7 @@ pub fn exec_argv(command: &str) -> Result<Vec<String>, Failure> {
 async fn run_exec(argv: &[String], event: &Event) {
     let json = serde_json::to_vec(event).expect("an event serialises");
     if let Err(why) = notify::run_command(argv, &json).await {
-        eprintln!("flightdeck: --exec for {}: {why}", event.job);
+        eprintln!("{}", crate::output::printable(&format!("flightdeck: --exec for {}: {why}", event.job)));
     }
 }
 
@@ -66,7 +66,8 @@ pub async fn watch(config: &Config, read_only: bool, jobs: &[JobRef], exec: Opti
             }
         }
         for event in seen.observe(&looked, Utc::now()) {
-            println!("{}", event.line());
+            // The line is made printable whole: its ref may name a hub's cluster.
+            println!("{}", crate::output::printable(&event.line()));
             let _ = std::io::stdout().flush();
             if let Some(argv) = &argv {
                 run_exec(argv, &event).await;

@@ -58,7 +58,7 @@ pub async fn explain(
         }
     }
     match format {
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&answers).expect("answers serialise")),
+        OutputFormat::Json => println!("{}", output::json(&answers)),
         OutputFormat::Table => print!("{}", text(&answers)),
     }
     Ok(exit(failed))

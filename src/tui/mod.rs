@@ -68,10 +68,11 @@ pub async fn run(fleet: Fleet, opts: TuiOptions, notify: crate::notify::NotifySe
         eprintln!("flightdeck: waiting for {} action{}…", under_way.len(), if under_way.len() == 1 { "" } else { "s" });
         let unknown = fleet.settle(SETTLE_LIMIT).await;
         if !unknown.is_empty() {
+            // The actions name rows the fleet listed: a hub's cluster names among them.
             eprintln!(
                 "flightdeck: gave up after {} s; outcome unknown (see `flightdeck audit`): {}",
                 SETTLE_LIMIT.as_secs(),
-                unknown.join(", ")
+                crate::safe_text::printable(&unknown.join(", "))
             );
         }
     }

@@ -150,19 +150,30 @@ fn unique_name(taken: &mut Vec<String>, base: String) -> String {
     name
 }
 
-/// A TOML basic string: whatever a context or host is called, it stays one value.
+/// A TOML string: whatever a context or host is called, it stays one value, and its C1 or
+/// bidi controls are escapes, not raw text for the terminal (`--print`) or an editor.
 fn quote(text: &str) -> String {
-    toml::Value::String(text.to_string()).to_string()
+    crate::tomlfile::printable::document(&toml::Value::String(text.to_string()).to_string())
 }
 
-/// Text that stays inside its `#` comment: no line breaks or other controls.
+/// Text that stays inside its `#` comment: no line breaks, other controls or bidi controls.
 fn comment(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+    text.chars().map(|c| if crate::safe_text::is_unsafe(c) { ' ' } else { c }).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_values_and_comments_hold_no_raw_c1_or_bidi_control() {
+        let hostile = "ctx\u{9b}2J\u{202E}x\u{1b}]0;t\u{7}";
+        let quoted = quote(hostile);
+        assert!(!quoted.chars().any(crate::safe_text::is_unsafe), "{quoted:?}");
+        let back: toml::Table = toml::from_str(&format!("v = {quoted}")).unwrap();
+        assert_eq!(back["v"].as_str(), Some(hostile));
+        assert_eq!(comment(hostile), "ctx 2J x ]0;t ");
+    }
 
     #[test]
     fn names_are_unique_and_usable() {

@@ -264,12 +264,6 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         }
     };
     let info_lines: Vec<Line> =
-        info_lines.into_iter().map(|l| super::overview::cut_line(clean_line(l), info.width as usize)).collect();
+        info_lines.into_iter().map(|l| super::overview::cut_line(l, info.width as usize)).collect();
     frame.render_widget(Paragraph::new(info_lines), info);
-}
-
-fn clean_line(line: Line<'_>) -> Line<'static> {
-    Line::from(
-        line.spans.into_iter().map(|s| Span::styled(text::clean(&s.content).into_owned(), s.style)).collect::<Vec<_>>(),
-    )
 }

@@ -96,13 +96,31 @@ pub fn put_spans(buf: &mut Buffer, area: Rect, spans: &[Span<'_>]) {
     }
 }
 
-/// A bordered block with a title, in the theme's colours.
+/// A bordered block with a title, in the theme's colours. Titles name clusters (a hub's
+/// names among them), jobs and filters: cleaned here, where every title is drawn.
 pub fn block<'a>(app: &App, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
     let theme = app.theme();
     Block::bordered()
         .border_style(theme.style(if focused { Slot::BorderFocused } else { Slot::Border }))
         .title_style(theme.style(Slot::Title))
-        .title(title)
+        .title(clean_line(title.into()))
+}
+
+/// `line` with every span's text through [`text::clean`]; spans with nothing to clean are
+/// kept as they are.
+pub fn clean_line(line: Line<'_>) -> Line<'_> {
+    let spans: Vec<Span<'_>> = line
+        .spans
+        .into_iter()
+        .map(|s| {
+            if s.content.chars().any(crate::safe_text::is_unsafe) {
+                Span::styled(text::clean(&s.content).into_owned(), s.style)
+            } else {
+                s
+            }
+        })
+        .collect();
+    Line { spans, ..line }
 }
 
 /// A centered rectangle of at most `w`×`h` inside `area`.

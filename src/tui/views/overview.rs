@@ -294,8 +294,12 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     out
 }
 
-/// A line cut to `width` columns, ending in `…` when cut.
+/// A line cleaned ([`super::clean_line`]) and cut to `width` columns, ending in `…` when cut.
 pub fn cut_line(line: Line<'_>, width: usize) -> Line<'_> {
+    // The overview's, the detail's and the GPU map's lines pass here on their way to the
+    // screen: cluster names, kinds and releases are backend (or hub) text, so they are
+    // cleaned here, once, before they are measured.
+    let line = super::clean_line(line);
     let total: usize = line.spans.iter().map(|s| text::width(&s.content)).sum();
     if total <= width {
         return line;
