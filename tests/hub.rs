@@ -49,14 +49,19 @@ impl Toy {
     }
 
     fn add(&self, state: JobState) -> JobRef {
+        self.add_for(state, "alice")
+    }
+
+    /// A job of `user`'s, its output in their home.
+    fn add_for(&self, state: JobState, user: &str) -> JobRef {
         let id = self.next.fetch_add(1, Ordering::SeqCst).to_string();
         let r = JobRef::new(self.name, id.as_str());
         let mut job = Job::new(r.clone(), state);
         job.name = format!("train-{id}");
-        job.user = "alice".into();
+        job.user = user.into();
         job.partition = "gpu".into();
         job.gpus_requested = 4;
-        job.stdout = Some(LogHandle::owned_by(format!("/home/alice/slurm-{id}.out"), "alice"));
+        job.stdout = Some(LogHandle::owned_by(format!("/home/{user}/slurm-{id}.out"), user));
         self.jobs.lock().unwrap().push(job);
         r
     }
@@ -504,6 +509,80 @@ async fn a_viewers_cancel_is_refused_in_the_hub_and_audited_as_refused() {
         assert_eq!(status.code(), tonic::Code::Unauthenticated);
         assert!(!status.message().contains("not-a-token"));
     }
+}
+
+#[tokio::test]
+async fn a_viewer_reads_only_their_own_jobs_and_every_read_is_audited() {
+    // Jobs 1 and 2 are alice's, job 3 is bob's (bob is a viewer, alice an operator).
+    let toy = Toy::new("hpc", 2);
+    let bobs = toy.add_for(JobState::Pending, "bob");
+    let hub = Hub::start(&toy, free_port()).await;
+    let mut client = raw(&hub).await;
+    let log = |user: &str, id: &str| pb::ReadLogRequest {
+        cluster: "hpc".into(),
+        handle: format!("/home/{user}/slurm-{id}.out"),
+        from: None,
+        max_bytes: 1000,
+    };
+    let job = |id: &str| pb::JobRequest { cluster: "hpc".into(), id: id.into() };
+    let estimate = |id: &str| pb::EstimateRequest {
+        cluster: "hpc".into(),
+        what: Some(pb::estimate_request::What::JobId(id.into())),
+    };
+
+    // bob reads nothing of alice's: her output, her script, her start estimate.
+    let denied = [
+        client.read_log(authed(log("alice", "1"), VIEWER_TOKEN)).await.expect_err("alice's log"),
+        client.job_spec(authed(job("1"), VIEWER_TOKEN)).await.expect_err("alice's script"),
+        client.estimate_start(authed(estimate("2"), VIEWER_TOKEN)).await.expect_err("alice's estimate"),
+    ];
+    for (status, id) in denied.iter().zip(["hpc/1", "hpc/1", "hpc/2"]) {
+        assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
+        assert!(status.message().contains(&format!("job {id}")), "{}", status.message());
+        assert!(status.message().contains("viewers read only their own jobs"), "{}", status.message());
+    }
+    // A job the hub does not list is nobody's that a viewer may read.
+    let unknown = client.job_spec(authed(job("404"), VIEWER_TOKEN)).await.expect_err("unknown job");
+    assert_eq!(unknown.code(), tonic::Code::PermissionDenied);
+    assert!(unknown.message().contains("job hpc/404 is not in the hub's current picture"), "{}", unknown.message());
+
+    // bob reads his own job; alice, an operator, reads anyone's.
+    let own = client.read_log(authed(log("bob", &bobs.id), VIEWER_TOKEN)).await.unwrap().into_inner();
+    assert_eq!(own.data, format!("/home/bob/slurm-{}.out owned by Some(\"bob\")", bobs.id));
+    let spec = client.job_spec(authed(job(&bobs.id), VIEWER_TOKEN)).await.unwrap().into_inner();
+    assert!(spec.spec_json.contains(&format!("spec-of-{}", bobs.id)), "{}", spec.spec_json);
+    client.read_log(authed(log("bob", &bobs.id), OPERATOR_TOKEN)).await.unwrap();
+    client.job_spec(authed(job("1"), OPERATOR_TOKEN)).await.unwrap();
+    client.estimate_start(authed(estimate("2"), OPERATOR_TOKEN)).await.unwrap();
+    // What holds no other user's data stays open to a viewer, and is on record too.
+    client.diagnose(authed(pb::ClusterRequest { cluster: "hpc".into() }, VIEWER_TOKEN)).await.unwrap();
+    let spec_json =
+        serde_json::to_string(&JobSpec { name: "bobs-try".into(), command: Some("true".into()), ..JobSpec::default() })
+            .unwrap();
+    client.render(authed(pb::SpecRequest { cluster: "hpc".into(), spec_json }, VIEWER_TOKEN)).await.unwrap();
+
+    let records = hub.audit.read_all().unwrap();
+    let seen = |who: &str, what: &str, target: &str, outcome: &str| {
+        records.iter().any(|r| r.who == who && r.action == what && r.target == target && r.outcome == outcome)
+    };
+    let bobs_job = bobs.to_string();
+    for (who, what, target, outcome) in [
+        ("bob@hub", "read-log", "hpc/1", "refused"),
+        ("bob@hub", "job-spec", "hpc/1", "refused"),
+        ("bob@hub", "estimate-start", "hpc/2", "refused"),
+        ("bob@hub", "job-spec", "hpc/404", "refused"),
+        ("bob@hub", "read-log", bobs_job.as_str(), "allowed"),
+        ("bob@hub", "job-spec", bobs_job.as_str(), "allowed"),
+        ("alice@hub", "read-log", bobs_job.as_str(), "allowed"),
+        ("alice@hub", "job-spec", "hpc/1", "allowed"),
+        ("alice@hub", "estimate-start", "hpc/2", "allowed"),
+        ("bob@hub", "diagnose", "hpc", "allowed"),
+        ("bob@hub", "render", "hpc", "allowed"),
+    ] {
+        assert!(seen(who, what, target, outcome), "no {who} {what} {target} {outcome} in {records:#?}");
+    }
+    let refused = records.iter().filter(|r| r.outcome == "refused").count();
+    assert_eq!(refused, 4, "{records:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -95,7 +95,7 @@ impl Metrics {
         metric(
             "flightdeck_hub_refused_total",
             "counter",
-            "Actions refused for the caller's role.",
+            "Actions and reads refused for the caller's role.",
             self.refused.load(Ordering::Relaxed).to_string(),
         );
         let clusters = &state.clusters;

@@ -5,6 +5,7 @@
 //! `wire` is the protobuf vocabulary and its conversions (shared with the client,
 //! `backend::hub`); the server side is the rest.
 
+pub mod access;
 pub mod auth;
 pub mod listen;
 pub mod metrics;
