@@ -140,6 +140,8 @@ impl Backend for Toy {
 /// A running hub over `toy`, stopped on drop.
 struct Hub {
     addr: SocketAddr,
+    /// Where `/metrics` answers (a port of its own).
+    metrics: SocketAddr,
     audit: AuditLog,
     fleet: Arc<Fleet>,
     stop: Option<oneshot::Sender<()>>,
@@ -192,10 +194,12 @@ impl Hub {
         };
         let fleet = Arc::new(fleet);
         fleet.wait_for(Duration::from_secs(5), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
+        let metrics = free_port();
         let opts = ServeOptions {
             listen: ListenAddr::Tcp(addr),
             tls: None,
             health_listen: None,
+            metrics_listen: Some(metrics),
             tokens: Some(tokens_file(dir.path())),
         };
         let (stop, stopped) = oneshot::channel::<()>();
@@ -209,7 +213,7 @@ impl Hub {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        Hub { addr, audit, fleet, stop: Some(stop), done: Some(done), dir }
+        Hub { addr, metrics, audit, fleet, stop: Some(stop), done: Some(done), dir }
     }
 
     fn url(&self) -> String {
@@ -645,7 +649,7 @@ async fn a_killed_hub_restarts_and_its_clients_reconnect_by_themselves() {
 }
 
 #[tokio::test]
-async fn health_and_metrics_answer_beside_the_service() {
+async fn health_answers_beside_the_service_and_metrics_on_a_port_of_its_own() {
     let toy = Toy::new("hpc", 2);
     let hub = Hub::start(&toy, free_port()).await;
     let channel = tonic::transport::Endpoint::from_shared(hub.url()).unwrap().connect().await.unwrap();
@@ -660,8 +664,16 @@ async fn health_and_metrics_answer_beside_the_service() {
     let _stream = client.subscribe(authed(pb::SubscribeRequest::default(), VIEWER_TOKEN)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let http = flightdeck::backend::http::client(Duration::from_secs(5), None).unwrap();
-    let text = http.get(format!("{}/metrics", hub.url())).send().await.unwrap().text().await.unwrap();
+    let text = http.get(format!("http://{}/metrics", hub.metrics)).send().await.unwrap().text().await.unwrap();
     assert!(text.contains("flightdeck_hub_clients 1"), "{text}");
+    // The service's port, which callers reach with tokens, no longer tells anyone without
+    // one what the hub serves: it speaks gRPC (HTTP/2) alone.
+    let main = http.get(format!("{}/metrics", hub.url())).send().await;
+    let leaked = match main {
+        Ok(answer) => answer.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    assert!(!leaked.contains("flightdeck_"), "/metrics answered on the service's port: {leaked}");
     assert!(text.contains("flightdeck_refreshes_total{cluster=\"hpc\"}"), "{text}");
     assert!(text.contains("flightdeck_hub_deltas_sent_total"), "{text}");
 }
@@ -761,7 +773,7 @@ async fn gpu_telemetry_joined_in_the_hub_reaches_its_clients_with_idle_flags_and
     );
     // The hub's /metrics counts the idle-allocated GPUs for alerts.
     let http = flightdeck::backend::http::client(Duration::from_secs(5), None).unwrap();
-    let text = http.get(format!("{}/metrics", hub.url())).send().await.unwrap().text().await.unwrap();
+    let text = http.get(format!("http://{}/metrics", hub.metrics)).send().await.unwrap().text().await.unwrap();
     for line in [
         "flightdeck_gpus_measured{cluster=\"hpc\"} 2",
         "flightdeck_gpus_idle_allocated{cluster=\"hpc\"} 1",

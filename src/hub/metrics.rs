@@ -1,4 +1,4 @@
-//! What the hub counts, served as Prometheus text on `/metrics` (same port as gRPC).
+//! What the hub counts, served as Prometheus text on `/metrics` (a port of its own: see `serve`).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
