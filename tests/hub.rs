@@ -160,6 +160,8 @@ fn tokens_file(dir: &std::path::Path) -> std::path::PathBuf {
         format!("# the team\n{} alice operator\n{} bob viewer\n", sha256_hex(OPERATOR_TOKEN), sha256_hex(VIEWER_TOKEN)),
     )
     .unwrap();
+    // Owner-only, as the hub insists.
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     path
 }
 
@@ -194,7 +196,9 @@ impl Hub {
         };
         let fleet = Arc::new(fleet);
         fleet.wait_for(Duration::from_secs(5), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
-        let metrics = free_port();
+        // The same port on another loopback address: no other test's hub can have taken
+        // it between a free port being picked and bound.
+        let metrics = SocketAddr::new(std::net::Ipv4Addr::new(127, 0, 0, 2).into(), addr.port());
         let opts = ServeOptions {
             listen: ListenAddr::Tcp(addr),
             tls: None,

@@ -74,6 +74,7 @@ async fn two_hundred_subscribers_cost_the_controller_one_poller() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens");
     std::fs::write(&tokens, format!("{} tester operator\n", sha256_hex(TOKEN))).unwrap();
+    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let fleet = Arc::new(Fleet::start(vec![member(backend(CLUSTER))], options()));
     let (stop, stopped) = oneshot::channel::<()>();

@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod publish;
 pub mod serve;
 pub mod service;
+pub mod strict_modes;
 pub mod wire;
 
 pub use self::serve::{ServeOptions, serve};
