@@ -13,6 +13,7 @@ use flightdeck::backend::hub::link::Mirror;
 use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction, Registry};
 use flightdeck::config::Config;
 use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
+use flightdeck::hub::limits::SubscriberLimits;
 use flightdeck::hub::listen::ListenAddr;
 use flightdeck::hub::wire::pb;
 use flightdeck::hub::{ServeOptions, auth::sha256_hex};
@@ -32,6 +33,8 @@ struct Toy {
     jobs: Mutex<Vec<Job>>,
     calls: Mutex<Vec<String>>,
     next: AtomicU32,
+    /// Diagnoses asked of it.
+    diagnoses: AtomicU32,
 }
 
 impl Toy {
@@ -41,6 +44,7 @@ impl Toy {
             jobs: Mutex::new(Vec::new()),
             calls: Mutex::new(Vec::new()),
             next: AtomicU32::new(1),
+            diagnoses: AtomicU32::new(0),
         });
         for _ in 0..jobs {
             toy.add(JobState::Running);
@@ -116,7 +120,10 @@ impl Backend for Toy {
     async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
         Ok(String::new())
     }
+    /// Takes a while, as commands on a cluster do.
     async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
+        self.diagnoses.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(50)).await;
         Ok(Diagnosis { transport: "toy".into(), ..Diagnosis::default() })
     }
     /// Job 1's GPU idle, job 2's busy; a reading's time moves on.
@@ -173,6 +180,16 @@ impl Hub {
     /// A hub whose fleet also reads the toy's GPUs every `telemetry` (and flags a job idle
     /// as soon as it is under 5%).
     async fn start_with(toy: &Arc<Toy>, addr: SocketAddr, telemetry: Option<Duration>) -> Hub {
+        Hub::start_limited(toy, addr, telemetry, SubscriberLimits::default()).await
+    }
+
+    /// A hub that holds at most `subscribers` subscriptions open.
+    async fn start_limited(
+        toy: &Arc<Toy>,
+        addr: SocketAddr,
+        telemetry: Option<Duration>,
+        subscribers: SubscriberLimits,
+    ) -> Hub {
         let dir = tempfile::tempdir().unwrap();
         let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
         let members = vec![Member {
@@ -204,6 +221,7 @@ impl Hub {
             tls: None,
             health_listen: None,
             metrics_listen: Some(metrics),
+            subscribers,
             tokens: Some(tokens_file(dir.path())),
         };
         let (stop, stopped) = oneshot::channel::<()>();
@@ -591,6 +609,95 @@ async fn a_viewer_reads_only_their_own_jobs_and_every_read_is_audited() {
     }
     let refused = records.iter().filter(|r| r.outcome == "refused").count();
     assert_eq!(refused, 4, "{records:#?}");
+}
+
+#[tokio::test]
+async fn subscriptions_are_limited_per_user_and_in_all() {
+    let toy = Toy::new("hpc", 3);
+    let limits = SubscriberLimits { per_caller: 2, total: 3 };
+    let hub = Hub::start_limited(&toy, free_port(), None, limits).await;
+    let mut client = raw(&hub).await;
+    let subscribe = |token: &'static str| {
+        let mut client = client.clone();
+        async move { client.subscribe(authed(pb::SubscribeRequest::default(), token)).await }
+    };
+    let alice_first = subscribe(OPERATOR_TOKEN).await.unwrap().into_inner();
+    let _alice_second = subscribe(OPERATOR_TOKEN).await.unwrap().into_inner();
+    let refused = subscribe(OPERATOR_TOKEN).await.expect_err("a third for alice");
+    assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+    assert!(refused.message().contains("alice already has 2 subscriptions open"), "{}", refused.message());
+    let _bob = subscribe(VIEWER_TOKEN).await.unwrap().into_inner();
+    let refused = subscribe(VIEWER_TOKEN).await.expect_err("a fourth in all");
+    assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+    assert!(refused.message().contains("the hub already serves 3 subscriptions"), "{}", refused.message());
+    // A subscription that ends gives its place back.
+    drop(alice_first);
+    let mut again = Err(tonic::Status::unknown("not tried"));
+    for _ in 0..100 {
+        again = subscribe(VIEWER_TOKEN).await;
+        if again.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(again.is_ok(), "{again:?}");
+    // Other calls are not subscriptions.
+    client.diagnose(authed(pb::ClusterRequest { cluster: "hpc".into() }, OPERATOR_TOKEN)).await.unwrap();
+}
+
+#[tokio::test]
+async fn viewers_share_one_diagnosis_per_refresh_and_operators_ask_afresh() {
+    let toy = Toy::new("hpc", 1);
+    let hub = Hub::start(&toy, free_port()).await;
+    let client = raw(&hub).await;
+    let ask = |token: &'static str| {
+        let mut client = client.clone();
+        async move { client.diagnose(authed(pb::ClusterRequest { cluster: "hpc".into() }, token)).await }
+    };
+    let answers = futures_util::future::join_all((0..10).map(|_| ask(VIEWER_TOKEN))).await;
+    for answer in answers {
+        assert_eq!(answer.unwrap().into_inner().transport, "toy");
+    }
+    assert_eq!(toy.diagnoses.load(Ordering::SeqCst), 1, "ten viewers at once, one diagnosis");
+    ask(OPERATOR_TOKEN).await.unwrap();
+    assert_eq!(toy.diagnoses.load(Ordering::SeqCst), 2, "an operator's doctor asks the cluster");
+    // A cluster the hub does not serve is no entry in any cache.
+    let unknown = client
+        .clone()
+        .diagnose(authed(pb::ClusterRequest { cluster: "nowhere".into() }, VIEWER_TOKEN))
+        .await
+        .expect_err("no such cluster");
+    assert_eq!(unknown.code(), tonic::Code::NotFound);
+}
+
+#[tokio::test]
+async fn a_viewers_refused_request_is_one_audit_record_with_its_fields_capped() {
+    let toy = Toy::new("hpc", 3);
+    let hub = Hub::start(&toy, free_port()).await;
+    let mut client = raw(&hub).await;
+    let long_id = "9".repeat(5000);
+    let actions = (0..500)
+        .map(|i| pb::Action {
+            action: Some(pb::action::Action::Job(pb::JobAction {
+                cluster: "hpc".into(),
+                id: if i == 0 { long_id.clone() } else { i.to_string() },
+                verb: "cancel".into(),
+                uid: None,
+            })),
+        })
+        .collect();
+    let status = client.act(authed(pb::ActRequest { actions }, VIEWER_TOKEN)).await.expect_err("refused");
+    assert_eq!(status.code(), tonic::Code::PermissionDenied);
+    let records = hub.audit.read_all().unwrap();
+    let refused: Vec<_> = records.iter().filter(|r| r.outcome == "refused").collect();
+    assert_eq!(refused.len(), 1, "one record for the request, not one per action: {}", refused.len());
+    let record = refused[0];
+    assert_eq!((record.who.as_str(), record.action.as_str()), ("bob@hub", "cancel"));
+    assert_eq!(record.detail.as_deref(), Some("500 actions in one request"));
+    assert!(record.target.starts_with("hpc/999"), "{}", record.target);
+    assert!(record.target.ends_with("more bytes]"), "{}", record.target);
+    assert!(record.target.len() < 1100, "{} bytes of target", record.target.len());
+    assert!(toy.calls().is_empty(), "nothing reached the cluster");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

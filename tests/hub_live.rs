@@ -83,6 +83,7 @@ async fn two_hundred_subscribers_cost_the_controller_one_poller() {
         tls: None,
         health_listen: None,
         metrics_listen: None,
+        subscribers: Default::default(),
         tokens: Some(tokens),
     };
     let served = tokio::spawn(flightdeck::hub::serve(fleet.clone(), opts, async move {

@@ -100,6 +100,8 @@ pub struct Fleet {
     tasks: Vec<JoinHandle<()>>,
     /// The runner's audit log, for records that are no action (a hub's reads).
     audit: Option<AuditLog>,
+    /// Each cluster's refresh interval.
+    intervals: HashMap<String, Duration>,
 }
 
 impl Drop for Fleet {
@@ -138,9 +140,11 @@ impl Fleet {
         let mut wakes = HashMap::new();
         let mut backends = HashMap::new();
         let mut limits = HashMap::new();
+        let mut intervals = HashMap::new();
         let mut tasks = Vec::new();
         for (index, m) in members.into_iter().enumerate() {
             limits.insert(m.backend.name().to_string(), Arc::new(Semaphore::new(ACTIONS_PER_CLUSTER)));
+            intervals.insert(m.backend.name().to_string(), m.refresh);
             let wake = Arc::new(Notify::new());
             wakes.insert(m.backend.name().to_string(), wake.clone());
             backends.insert(m.backend.name().to_string(), m.backend.clone());
@@ -189,7 +193,17 @@ impl Fleet {
         tasks.push(tokio::spawn(async move {
             state_tx.closed().await;
         }));
-        Fleet { in_flight, state: state_rx, requests: req_tx, outcomes: out_tx, wakes, backends, tasks, audit }
+        Fleet {
+            in_flight,
+            state: state_rx,
+            requests: req_tx,
+            outcomes: out_tx,
+            wakes,
+            backends,
+            tasks,
+            audit,
+            intervals,
+        }
     }
 
     pub fn state(&self) -> Arc<FleetState> {
@@ -301,6 +315,11 @@ impl Fleet {
             Ok(Err(e)) => Err(format!("cannot write the audit log ({}: {e})", path.display())),
             Err(e) => Err(format!("cannot write the audit log ({}: {e})", path.display())),
         }
+    }
+
+    /// How often `cluster` is refreshed, if the fleet has it.
+    pub fn refresh_interval(&self, cluster: &str) -> Option<Duration> {
+        self.intervals.get(cluster).copied()
     }
 
     /// Every cluster's count of requests sent so far, where its backend counts them.

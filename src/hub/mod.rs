@@ -7,6 +7,8 @@
 
 pub mod access;
 pub mod auth;
+pub mod diagnose_cache;
+pub mod limits;
 pub mod listen;
 pub mod metrics;
 pub mod publish;

@@ -33,6 +33,8 @@ pub struct ServeOptions {
     /// Where `/metrics` answers (plain HTTP, no token: it names the clusters, so the
     /// command line keeps it on loopback unless told otherwise); `None`: nowhere.
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// The most subscriptions open at once, per user and in all.
+    pub subscribers: super::limits::SubscriberLimits,
 }
 
 /// Serve `fleet` until `shutdown` resolves. Errors are the sentence the user reads.
@@ -75,7 +77,7 @@ pub async fn serve(
         .map_err(|e| format!("cannot build the reflection service: {e}"))?;
     // A full state of a 100k-job cluster is tens of megabytes: tonic encodes any size by default.
     let hub = pb::hub_server::HubServer::with_interceptor(
-        HubService::new(fleet.clone(), publisher.clone(), metrics.clone()),
+        HubService::with_limits(fleet.clone(), publisher.clone(), metrics.clone(), opts.subscribers),
         auth::interceptor(Arc::new(auth)),
     );
 

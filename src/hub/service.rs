@@ -12,8 +12,10 @@ use tonic::{Request, Response, Status};
 
 use super::access::{self, Read};
 use super::auth::{self, Caller};
+use super::diagnose_cache::DiagnoseCache;
+use super::limits::{Seat, SubscriberLimits, Subscribers};
 use super::metrics::{Metrics, SubscriberGuard};
-use super::publish::Publisher;
+use super::publish::{Messages, Publisher};
 use super::wire::{self, pb};
 use crate::fleet::Fleet;
 use crate::model::{JobRef, LogHandle};
@@ -26,11 +28,23 @@ pub struct HubService {
     fleet: Arc<Fleet>,
     publisher: Arc<Publisher>,
     metrics: Arc<Metrics>,
+    subscribers: Arc<Subscribers>,
+    diagnoses: DiagnoseCache,
 }
 
 impl HubService {
+    /// The service with the default subscription limits.
     pub fn new(fleet: Arc<Fleet>, publisher: Arc<Publisher>, metrics: Arc<Metrics>) -> Self {
-        Self { fleet, publisher, metrics }
+        Self::with_limits(fleet, publisher, metrics, SubscriberLimits::default())
+    }
+
+    pub fn with_limits(
+        fleet: Arc<Fleet>,
+        publisher: Arc<Publisher>,
+        metrics: Arc<Metrics>,
+        limits: SubscriberLimits,
+    ) -> Self {
+        Self { fleet, publisher, metrics, subscribers: Subscribers::new(limits), diagnoses: DiagnoseCache::default() }
     }
 
     /// The caller of an authenticated request, counted.
@@ -70,6 +84,34 @@ impl HubService {
     }
 }
 
+/// The one audit record of a refused request of `actions`: every verb it asked (each
+/// once), its first target and how many more.
+fn refused_request(caller: &Caller, actions: &[crate::model::Action], why: &str) -> crate::fleet::AuditRecord {
+    let mut verbs: Vec<&str> = Vec::new();
+    for action in actions {
+        let verb = action.verb().as_str();
+        if !verbs.contains(&verb) {
+            verbs.push(verb);
+        }
+    }
+    let target = match actions {
+        [] => String::new(),
+        [one] => one.target(),
+        [first, rest @ ..] => format!("{} and {} more", first.target(), rest.len()),
+    };
+    crate::fleet::AuditRecord {
+        id: String::new(),
+        time: chrono::Utc::now(),
+        who: actor(caller),
+        action: verbs.join(","),
+        target,
+        detail: (actions.len() > 1).then(|| format!("{} actions in one request", actions.len())),
+        outcome: "refused".into(),
+        message: why.to_string(),
+        spec: None,
+    }
+}
+
 /// How the audit log names a hub's caller.
 pub fn actor(caller: &Caller) -> String {
     format!("{}@hub", caller.user)
@@ -80,19 +122,21 @@ type Feed<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 /// One subscriber's stream: its first message, then every update; a subscriber that fell
 /// more than the backlog behind gets a fresh full state in place of what it missed.
 struct Subscription {
-    /// The first state, still to send (in chunks) before any update.
-    first: std::collections::VecDeque<pb::FleetUpdate>,
+    /// The first state's messages, still to send (in chunks) before any update.
+    first: Messages,
     updates: broadcast::Receiver<Arc<pb::FleetUpdate>>,
     publisher: Arc<Publisher>,
     caller: Caller,
     metrics: Arc<Metrics>,
     closed: Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
     _counted: SubscriberGuard,
+    /// Its place among the subscriptions the hub holds, given back when it ends.
+    _seat: Seat,
 }
 
 impl Subscription {
     async fn next(mut self) -> Option<(Result<pb::FleetUpdate, Status>, Self)> {
-        if let Some(first) = self.first.pop_front() {
+        if let Some(first) = self.first.next() {
             self.metrics.sent();
             return Some((Ok(first), self));
         }
@@ -108,10 +152,10 @@ impl Subscription {
             Err(broadcast::error::RecvError::Lagged(_)) => {
                 let (full, updates) = self.publisher.resync(&self.caller);
                 self.updates = updates;
-                self.first = full.into();
+                self.first = full.messages();
                 self.metrics.resynced();
                 self.metrics.sent();
-                let first = self.first.pop_front().unwrap_or_default();
+                let first = self.first.next().unwrap_or_default();
                 Some((Ok(first), self))
             }
             Err(broadcast::error::RecvError::Closed) => None,
@@ -129,18 +173,20 @@ impl pb::hub_server::Hub for HubService {
         request: Request<pb::SubscribeRequest>,
     ) -> Result<Response<Self::SubscribeStream>, Status> {
         let caller = self.caller(&request)?;
+        let seat = self.subscribers.admit(&caller.user)?;
         // Every cluster's jobs, as any queue listing shows them: allowed to every caller,
         // and on record like every read.
         self.admit(&caller, Read::Subscribe, "all clusters", None, Ok(())).await?;
         let (first, updates) = self.publisher.subscribe(request.get_ref(), &caller);
         let subscription = Subscription {
-            first: first.into(),
+            first: first.messages(),
             updates,
             publisher: self.publisher.clone(),
             caller,
             metrics: self.metrics.clone(),
             closed: Box::pin(self.publisher.closed()),
             _counted: Metrics::subscribed(&self.metrics),
+            _seat: seat,
         };
         let stream = futures_util::stream::unfold(subscription, Subscription::next);
         Ok(Response::new(Box::pin(stream)))
@@ -160,7 +206,11 @@ impl pb::hub_server::Hub for HubService {
                 format!("permission denied: {} is a {}; {verb} needs the operator role", caller.user, caller.role);
             self.metrics.refusal();
             tracing::warn!(user = %caller.user, actions = actions.len(), "refused: a viewer asked for a change");
-            self.fleet.refuse_batch_as(&actor(&caller), actions, &why).await;
+            // One record for the request, however many actions it carries: a viewer must
+            // not be able to fill the log (and its disk) one refused action at a time.
+            if let Err(e) = self.fleet.audit(vec![refused_request(&caller, &actions, &why)]).await {
+                tracing::error!("{e}");
+            }
             return Err(Status::permission_denied(why));
         }
         let outcome = self.fleet.perform_batch_as(&actor(&caller), actions).await;
@@ -195,8 +245,17 @@ impl pb::hub_server::Hub for HubService {
         let cluster = request.into_inner().cluster;
         // The cluster's connection and cost facts: no job's data, so any caller's.
         self.admit(&caller, Read::Diagnose, &cluster, None, Ok(())).await?;
-        let diagnosis = self.fleet.diagnose(&cluster).await.map_err(|e| wire::status_from_error(&e))?;
-        Ok(Response::new(wire::diagnosis_to_pb(&diagnosis)))
+        let ask = async {
+            let diagnosis = self.fleet.diagnose(&cluster).await.map_err(|e| wire::status_from_error(&e))?;
+            Ok(wire::diagnosis_to_pb(&diagnosis))
+        };
+        // An operator's doctor asks afresh; viewers share one answer per refresh interval
+        // (only for clusters the hub serves, so the cache holds one entry per cluster).
+        let answer = match self.fleet.refresh_interval(&cluster) {
+            Some(every) if !caller.role.may_act() => self.diagnoses.get(&cluster, every, ask).await,
+            _ => ask.await,
+        };
+        Ok(Response::new(answer?))
     }
 
     async fn render(&self, request: Request<pb::SpecRequest>) -> Result<Response<pb::Native>, Status> {
