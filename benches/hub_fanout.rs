@@ -112,6 +112,7 @@ async fn hub(snapshot: &Snapshot) -> Hub {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens");
     std::fs::write(&tokens, format!("{} bench viewer\n", sha256_hex(TOKEN))).unwrap();
+    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let auth = Arc::new(Auth::tokens(&tokens).unwrap());
     let service = pb::hub_server::HubServer::with_interceptor(
         HubService::new(fleet.clone(), publisher.clone(), metrics),

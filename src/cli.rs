@@ -271,6 +271,16 @@ pub enum Command {
         /// probes that cannot speak TLS, like the kubelet's).
         #[arg(long)]
         health_listen: Option<std::net::SocketAddr>,
+        /// Where Prometheus text answers on `/metrics` (plain HTTP, no token; it names
+        /// the clusters): IP:PORT, or `off`. Loopback unless you name another address.
+        #[arg(long, default_value = DEFAULT_METRICS_LISTEN)]
+        metrics_listen: String,
+        /// The most subscriptions (cockpits, watching scripts) open at once.
+        #[arg(long, default_value_t = crate::hub::limits::SubscriberLimits::default().total)]
+        max_subscriptions: usize,
+        /// The most subscriptions one user holds open at once.
+        #[arg(long, default_value_t = crate::hub::limits::SubscriberLimits::default().per_caller)]
+        max_subscriptions_per_user: usize,
     },
     /// Print the audit log: every action, who asked, and how it ended (`unknown`: it was
     /// under way when flightdeck stopped).
@@ -398,8 +408,22 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             logs::logs(&config, read_only, logs::LogsRequest { job, stream, follow, bytes }).await
         }
         Some(Command::Doctor) => doctor(&config).await,
-        Some(Command::Serve { listen, tokens, tls_cert, tls_key, health_listen }) => {
-            serve(&config, read_only, ServeRequest { listen, tokens, tls_cert, tls_key, health_listen }).await
+        Some(Command::Serve {
+            listen,
+            tokens,
+            tls_cert,
+            tls_key,
+            health_listen,
+            metrics_listen,
+            max_subscriptions,
+            max_subscriptions_per_user,
+        }) => {
+            let subscribers = crate::hub::limits::SubscriberLimits {
+                per_caller: max_subscriptions_per_user,
+                total: max_subscriptions,
+            };
+            let ask = ServeRequest { listen, tokens, tls_cert, tls_key, health_listen, metrics_listen, subscribers };
+            serve(&config, read_only, ask).await
         }
         Some(Command::Audit { since, output }) => audit(since.as_deref(), output),
         Some(Command::Init { .. }) => unreachable!("init runs before the config is read"),
@@ -444,6 +468,26 @@ struct ServeRequest {
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     health_listen: Option<std::net::SocketAddr>,
+    metrics_listen: String,
+    subscribers: crate::hub::limits::SubscriberLimits,
+}
+
+/// Where `flightdeck serve` answers `/metrics` unless told: loopback, Prometheus's
+/// registered port for exporters of this kind.
+const DEFAULT_METRICS_LISTEN: &str = "127.0.0.1:9464";
+
+/// `--metrics-listen`: an IP address and port, or `off`.
+fn metrics_listen(text: &str) -> Result<Option<std::net::SocketAddr>, Failure> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(|_| {
+        Failure(format!(
+            "--metrics-listen {:?}: give an IP address and port (like {DEFAULT_METRICS_LISTEN}) or off",
+            crate::safe_text::printable(text)
+        ))
+    })
 }
 
 /// `flightdeck serve`: the configured fleet, polled once, served until SIGTERM or Ctrl-C;
@@ -457,8 +501,16 @@ async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<Ex
     };
     // Checked before any cluster is touched: a hub that cannot start polls nothing.
     crate::hub::listen::check_tls(&listen, tls.as_ref()).map_err(Failure)?;
+    let metrics_listen = metrics_listen(&ask.metrics_listen)?;
     let fleet = std::sync::Arc::new(start_fleet(config, read_only, &[], true).await?);
-    let opts = crate::hub::ServeOptions { listen, tls, tokens: ask.tokens, health_listen: ask.health_listen };
+    let opts = crate::hub::ServeOptions {
+        listen,
+        tls,
+        tokens: ask.tokens,
+        health_listen: ask.health_listen,
+        metrics_listen,
+        subscribers: ask.subscribers,
+    };
     let served = crate::hub::serve(fleet.clone(), opts, stop_signal()).await;
     let unknown = fleet.settle(Duration::from_secs(30)).await;
     for action in &unknown {

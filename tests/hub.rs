@@ -13,6 +13,7 @@ use flightdeck::backend::hub::link::Mirror;
 use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction, Registry};
 use flightdeck::config::Config;
 use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
+use flightdeck::hub::limits::SubscriberLimits;
 use flightdeck::hub::listen::ListenAddr;
 use flightdeck::hub::wire::pb;
 use flightdeck::hub::{ServeOptions, auth::sha256_hex};
@@ -32,6 +33,8 @@ struct Toy {
     jobs: Mutex<Vec<Job>>,
     calls: Mutex<Vec<String>>,
     next: AtomicU32,
+    /// Diagnoses asked of it.
+    diagnoses: AtomicU32,
 }
 
 impl Toy {
@@ -41,6 +44,7 @@ impl Toy {
             jobs: Mutex::new(Vec::new()),
             calls: Mutex::new(Vec::new()),
             next: AtomicU32::new(1),
+            diagnoses: AtomicU32::new(0),
         });
         for _ in 0..jobs {
             toy.add(JobState::Running);
@@ -49,14 +53,19 @@ impl Toy {
     }
 
     fn add(&self, state: JobState) -> JobRef {
+        self.add_for(state, "alice")
+    }
+
+    /// A job of `user`'s, its output in their home.
+    fn add_for(&self, state: JobState, user: &str) -> JobRef {
         let id = self.next.fetch_add(1, Ordering::SeqCst).to_string();
         let r = JobRef::new(self.name, id.as_str());
         let mut job = Job::new(r.clone(), state);
         job.name = format!("train-{id}");
-        job.user = "alice".into();
+        job.user = user.into();
         job.partition = "gpu".into();
         job.gpus_requested = 4;
-        job.stdout = Some(LogHandle::owned_by(format!("/home/alice/slurm-{id}.out"), "alice"));
+        job.stdout = Some(LogHandle::owned_by(format!("/home/{user}/slurm-{id}.out"), user));
         self.jobs.lock().unwrap().push(job);
         r
     }
@@ -111,7 +120,10 @@ impl Backend for Toy {
     async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
         Ok(String::new())
     }
+    /// Takes a while, as commands on a cluster do.
     async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
+        self.diagnoses.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(50)).await;
         Ok(Diagnosis { transport: "toy".into(), ..Diagnosis::default() })
     }
     /// Job 1's GPU idle, job 2's busy; a reading's time moves on.
@@ -135,6 +147,8 @@ impl Backend for Toy {
 /// A running hub over `toy`, stopped on drop.
 struct Hub {
     addr: SocketAddr,
+    /// Where `/metrics` answers (a port of its own).
+    metrics: SocketAddr,
     audit: AuditLog,
     fleet: Arc<Fleet>,
     stop: Option<oneshot::Sender<()>>,
@@ -153,6 +167,8 @@ fn tokens_file(dir: &std::path::Path) -> std::path::PathBuf {
         format!("# the team\n{} alice operator\n{} bob viewer\n", sha256_hex(OPERATOR_TOKEN), sha256_hex(VIEWER_TOKEN)),
     )
     .unwrap();
+    // Owner-only, as the hub insists.
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     path
 }
 
@@ -164,6 +180,16 @@ impl Hub {
     /// A hub whose fleet also reads the toy's GPUs every `telemetry` (and flags a job idle
     /// as soon as it is under 5%).
     async fn start_with(toy: &Arc<Toy>, addr: SocketAddr, telemetry: Option<Duration>) -> Hub {
+        Hub::start_limited(toy, addr, telemetry, SubscriberLimits::default()).await
+    }
+
+    /// A hub that holds at most `subscribers` subscriptions open.
+    async fn start_limited(
+        toy: &Arc<Toy>,
+        addr: SocketAddr,
+        telemetry: Option<Duration>,
+        subscribers: SubscriberLimits,
+    ) -> Hub {
         let dir = tempfile::tempdir().unwrap();
         let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
         let members = vec![Member {
@@ -187,10 +213,15 @@ impl Hub {
         };
         let fleet = Arc::new(fleet);
         fleet.wait_for(Duration::from_secs(5), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
+        // The same port on another loopback address: no other test's hub can have taken
+        // it between a free port being picked and bound.
+        let metrics = SocketAddr::new(std::net::Ipv4Addr::new(127, 0, 0, 2).into(), addr.port());
         let opts = ServeOptions {
             listen: ListenAddr::Tcp(addr),
             tls: None,
             health_listen: None,
+            metrics_listen: Some(metrics),
+            subscribers,
             tokens: Some(tokens_file(dir.path())),
         };
         let (stop, stopped) = oneshot::channel::<()>();
@@ -204,7 +235,7 @@ impl Hub {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        Hub { addr, audit, fleet, stop: Some(stop), done: Some(done), dir }
+        Hub { addr, metrics, audit, fleet, stop: Some(stop), done: Some(done), dir }
     }
 
     fn url(&self) -> String {
@@ -506,6 +537,169 @@ async fn a_viewers_cancel_is_refused_in_the_hub_and_audited_as_refused() {
     }
 }
 
+#[tokio::test]
+async fn a_viewer_reads_only_their_own_jobs_and_every_read_is_audited() {
+    // Jobs 1 and 2 are alice's, job 3 is bob's (bob is a viewer, alice an operator).
+    let toy = Toy::new("hpc", 2);
+    let bobs = toy.add_for(JobState::Pending, "bob");
+    let hub = Hub::start(&toy, free_port()).await;
+    let mut client = raw(&hub).await;
+    let log = |user: &str, id: &str| pb::ReadLogRequest {
+        cluster: "hpc".into(),
+        handle: format!("/home/{user}/slurm-{id}.out"),
+        from: None,
+        max_bytes: 1000,
+    };
+    let job = |id: &str| pb::JobRequest { cluster: "hpc".into(), id: id.into() };
+    let estimate = |id: &str| pb::EstimateRequest {
+        cluster: "hpc".into(),
+        what: Some(pb::estimate_request::What::JobId(id.into())),
+    };
+
+    // bob reads nothing of alice's: her output, her script, her start estimate.
+    let denied = [
+        client.read_log(authed(log("alice", "1"), VIEWER_TOKEN)).await.expect_err("alice's log"),
+        client.job_spec(authed(job("1"), VIEWER_TOKEN)).await.expect_err("alice's script"),
+        client.estimate_start(authed(estimate("2"), VIEWER_TOKEN)).await.expect_err("alice's estimate"),
+    ];
+    for (status, id) in denied.iter().zip(["hpc/1", "hpc/1", "hpc/2"]) {
+        assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
+        assert!(status.message().contains(&format!("job {id}")), "{}", status.message());
+        assert!(status.message().contains("viewers read only their own jobs"), "{}", status.message());
+    }
+    // A job the hub does not list is nobody's that a viewer may read.
+    let unknown = client.job_spec(authed(job("404"), VIEWER_TOKEN)).await.expect_err("unknown job");
+    assert_eq!(unknown.code(), tonic::Code::PermissionDenied);
+    assert!(unknown.message().contains("job hpc/404 is not in the hub's current picture"), "{}", unknown.message());
+
+    // bob reads his own job; alice, an operator, reads anyone's.
+    let own = client.read_log(authed(log("bob", &bobs.id), VIEWER_TOKEN)).await.unwrap().into_inner();
+    assert_eq!(own.data, format!("/home/bob/slurm-{}.out owned by Some(\"bob\")", bobs.id));
+    let spec = client.job_spec(authed(job(&bobs.id), VIEWER_TOKEN)).await.unwrap().into_inner();
+    assert!(spec.spec_json.contains(&format!("spec-of-{}", bobs.id)), "{}", spec.spec_json);
+    client.read_log(authed(log("bob", &bobs.id), OPERATOR_TOKEN)).await.unwrap();
+    client.job_spec(authed(job("1"), OPERATOR_TOKEN)).await.unwrap();
+    client.estimate_start(authed(estimate("2"), OPERATOR_TOKEN)).await.unwrap();
+    // What holds no other user's data stays open to a viewer, and is on record too.
+    client.diagnose(authed(pb::ClusterRequest { cluster: "hpc".into() }, VIEWER_TOKEN)).await.unwrap();
+    let spec_json =
+        serde_json::to_string(&JobSpec { name: "bobs-try".into(), command: Some("true".into()), ..JobSpec::default() })
+            .unwrap();
+    client.render(authed(pb::SpecRequest { cluster: "hpc".into(), spec_json }, VIEWER_TOKEN)).await.unwrap();
+
+    let records = hub.audit.read_all().unwrap();
+    let seen = |who: &str, what: &str, target: &str, outcome: &str| {
+        records.iter().any(|r| r.who == who && r.action == what && r.target == target && r.outcome == outcome)
+    };
+    let bobs_job = bobs.to_string();
+    for (who, what, target, outcome) in [
+        ("bob@hub", "read-log", "hpc/1", "refused"),
+        ("bob@hub", "job-spec", "hpc/1", "refused"),
+        ("bob@hub", "estimate-start", "hpc/2", "refused"),
+        ("bob@hub", "job-spec", "hpc/404", "refused"),
+        ("bob@hub", "read-log", bobs_job.as_str(), "allowed"),
+        ("bob@hub", "job-spec", bobs_job.as_str(), "allowed"),
+        ("alice@hub", "read-log", bobs_job.as_str(), "allowed"),
+        ("alice@hub", "job-spec", "hpc/1", "allowed"),
+        ("alice@hub", "estimate-start", "hpc/2", "allowed"),
+        ("bob@hub", "diagnose", "hpc", "allowed"),
+        ("bob@hub", "render", "hpc", "allowed"),
+    ] {
+        assert!(seen(who, what, target, outcome), "no {who} {what} {target} {outcome} in {records:#?}");
+    }
+    let refused = records.iter().filter(|r| r.outcome == "refused").count();
+    assert_eq!(refused, 4, "{records:#?}");
+}
+
+#[tokio::test]
+async fn subscriptions_are_limited_per_user_and_in_all() {
+    let toy = Toy::new("hpc", 3);
+    let limits = SubscriberLimits { per_caller: 2, total: 3 };
+    let hub = Hub::start_limited(&toy, free_port(), None, limits).await;
+    let mut client = raw(&hub).await;
+    let subscribe = |token: &'static str| {
+        let mut client = client.clone();
+        async move { client.subscribe(authed(pb::SubscribeRequest::default(), token)).await }
+    };
+    let alice_first = subscribe(OPERATOR_TOKEN).await.unwrap().into_inner();
+    let _alice_second = subscribe(OPERATOR_TOKEN).await.unwrap().into_inner();
+    let refused = subscribe(OPERATOR_TOKEN).await.expect_err("a third for alice");
+    assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+    assert!(refused.message().contains("alice already has 2 subscriptions open"), "{}", refused.message());
+    let _bob = subscribe(VIEWER_TOKEN).await.unwrap().into_inner();
+    let refused = subscribe(VIEWER_TOKEN).await.expect_err("a fourth in all");
+    assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+    assert!(refused.message().contains("the hub already serves 3 subscriptions"), "{}", refused.message());
+    // A subscription that ends gives its place back.
+    drop(alice_first);
+    let mut again = Err(tonic::Status::unknown("not tried"));
+    for _ in 0..100 {
+        again = subscribe(VIEWER_TOKEN).await;
+        if again.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(again.is_ok(), "{again:?}");
+    // Other calls are not subscriptions.
+    client.diagnose(authed(pb::ClusterRequest { cluster: "hpc".into() }, OPERATOR_TOKEN)).await.unwrap();
+}
+
+#[tokio::test]
+async fn viewers_share_one_diagnosis_per_refresh_and_operators_ask_afresh() {
+    let toy = Toy::new("hpc", 1);
+    let hub = Hub::start(&toy, free_port()).await;
+    let client = raw(&hub).await;
+    let ask = |token: &'static str| {
+        let mut client = client.clone();
+        async move { client.diagnose(authed(pb::ClusterRequest { cluster: "hpc".into() }, token)).await }
+    };
+    let answers = futures_util::future::join_all((0..10).map(|_| ask(VIEWER_TOKEN))).await;
+    for answer in answers {
+        assert_eq!(answer.unwrap().into_inner().transport, "toy");
+    }
+    assert_eq!(toy.diagnoses.load(Ordering::SeqCst), 1, "ten viewers at once, one diagnosis");
+    ask(OPERATOR_TOKEN).await.unwrap();
+    assert_eq!(toy.diagnoses.load(Ordering::SeqCst), 2, "an operator's doctor asks the cluster");
+    // A cluster the hub does not serve is no entry in any cache.
+    let unknown = client
+        .clone()
+        .diagnose(authed(pb::ClusterRequest { cluster: "nowhere".into() }, VIEWER_TOKEN))
+        .await
+        .expect_err("no such cluster");
+    assert_eq!(unknown.code(), tonic::Code::NotFound);
+}
+
+#[tokio::test]
+async fn a_viewers_refused_request_is_one_audit_record_with_its_fields_capped() {
+    let toy = Toy::new("hpc", 3);
+    let hub = Hub::start(&toy, free_port()).await;
+    let mut client = raw(&hub).await;
+    let long_id = "9".repeat(5000);
+    let actions = (0..500)
+        .map(|i| pb::Action {
+            action: Some(pb::action::Action::Job(pb::JobAction {
+                cluster: "hpc".into(),
+                id: if i == 0 { long_id.clone() } else { i.to_string() },
+                verb: "cancel".into(),
+                uid: None,
+            })),
+        })
+        .collect();
+    let status = client.act(authed(pb::ActRequest { actions }, VIEWER_TOKEN)).await.expect_err("refused");
+    assert_eq!(status.code(), tonic::Code::PermissionDenied);
+    let records = hub.audit.read_all().unwrap();
+    let refused: Vec<_> = records.iter().filter(|r| r.outcome == "refused").collect();
+    assert_eq!(refused.len(), 1, "one record for the request, not one per action: {}", refused.len());
+    let record = refused[0];
+    assert_eq!((record.who.as_str(), record.action.as_str()), ("bob@hub", "cancel"));
+    assert_eq!(record.detail.as_deref(), Some("500 actions in one request"));
+    assert!(record.target.starts_with("hpc/999"), "{}", record.target);
+    assert!(record.target.ends_with("more bytes]"), "{}", record.target);
+    assert!(record.target.len() < 1100, "{} bytes of target", record.target.len());
+    assert!(toy.calls().is_empty(), "nothing reached the cluster");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_through_a_hub_lists_jobs_and_says_when_the_token_is_wrong() {
     let toy = Toy::new("hpc", 4);
@@ -566,7 +760,7 @@ async fn a_killed_hub_restarts_and_its_clients_reconnect_by_themselves() {
 }
 
 #[tokio::test]
-async fn health_and_metrics_answer_beside_the_service() {
+async fn health_answers_beside_the_service_and_metrics_on_a_port_of_its_own() {
     let toy = Toy::new("hpc", 2);
     let hub = Hub::start(&toy, free_port()).await;
     let channel = tonic::transport::Endpoint::from_shared(hub.url()).unwrap().connect().await.unwrap();
@@ -581,8 +775,16 @@ async fn health_and_metrics_answer_beside_the_service() {
     let _stream = client.subscribe(authed(pb::SubscribeRequest::default(), VIEWER_TOKEN)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let http = flightdeck::backend::http::client(Duration::from_secs(5), None).unwrap();
-    let text = http.get(format!("{}/metrics", hub.url())).send().await.unwrap().text().await.unwrap();
+    let text = http.get(format!("http://{}/metrics", hub.metrics)).send().await.unwrap().text().await.unwrap();
     assert!(text.contains("flightdeck_hub_clients 1"), "{text}");
+    // The service's port, which callers reach with tokens, no longer tells anyone without
+    // one what the hub serves: it speaks gRPC (HTTP/2) alone.
+    let main = http.get(format!("{}/metrics", hub.url())).send().await;
+    let leaked = match main {
+        Ok(answer) => answer.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    assert!(!leaked.contains("flightdeck_"), "/metrics answered on the service's port: {leaked}");
     assert!(text.contains("flightdeck_refreshes_total{cluster=\"hpc\"}"), "{text}");
     assert!(text.contains("flightdeck_hub_deltas_sent_total"), "{text}");
 }
@@ -682,7 +884,7 @@ async fn gpu_telemetry_joined_in_the_hub_reaches_its_clients_with_idle_flags_and
     );
     // The hub's /metrics counts the idle-allocated GPUs for alerts.
     let http = flightdeck::backend::http::client(Duration::from_secs(5), None).unwrap();
-    let text = http.get(format!("{}/metrics", hub.url())).send().await.unwrap().text().await.unwrap();
+    let text = http.get(format!("http://{}/metrics", hub.metrics)).send().await.unwrap().text().await.unwrap();
     for line in [
         "flightdeck_gpus_measured{cluster=\"hpc\"} 2",
         "flightdeck_gpus_idle_allocated{cluster=\"hpc\"} 1",

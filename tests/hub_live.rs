@@ -74,10 +74,18 @@ async fn two_hundred_subscribers_cost_the_controller_one_poller() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens");
     std::fs::write(&tokens, format!("{} tester operator\n", sha256_hex(TOKEN))).unwrap();
+    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let fleet = Arc::new(Fleet::start(vec![member(backend(CLUSTER))], options()));
     let (stop, stopped) = oneshot::channel::<()>();
-    let opts = ServeOptions { listen: ListenAddr::Tcp(addr), tls: None, health_listen: None, tokens: Some(tokens) };
+    let opts = ServeOptions {
+        listen: ListenAddr::Tcp(addr),
+        tls: None,
+        health_listen: None,
+        metrics_listen: None,
+        subscribers: Default::default(),
+        tokens: Some(tokens),
+    };
     let served = tokio::spawn(flightdeck::hub::serve(fleet.clone(), opts, async move {
         let _ = stopped.await;
     }));

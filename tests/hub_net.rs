@@ -74,7 +74,7 @@ fn write_private(path: &Path, text: &str, mode: u32) {
 
 fn token_file(dir: &Path, lines: &[(&str, &str, &str)]) -> PathBuf {
     let path = dir.join("hub-tokens");
-    write_private(&path, &token_text(lines), 0o640);
+    write_private(&path, &token_text(lines), 0o600);
     path
 }
 
@@ -203,8 +203,15 @@ async fn a_unix_socket_in_a_private_directory_serves_token_callers() {
     let channel = hub_channel(&format!("unix:{}", path.display()).parse().unwrap(), None, CONNECT).unwrap();
     assert_eq!(check(channel.clone(), Some("bob-token")).await.unwrap(), ServingStatus::Serving);
     assert_eq!(*seen.lock().unwrap(), vec![bob()]);
-    // A token file still rules on a Unix socket: no token, no entry.
-    assert_eq!(check(channel, None).await.unwrap_err().code(), Code::Unauthenticated);
+    // A token, when sent, rules: a wrong one is refused even from a local peer.
+    assert_eq!(check(channel.clone(), Some("wrong-token")).await.unwrap_err().code(), Code::Unauthenticated);
+    // Without one the peer is known by its uid, with the role the token file gives its
+    // name; root (and the hub's own user) are operators.
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let me = auth::user_name(uid).unwrap_or_else(|| format!("uid:{uid}"));
+    assert_eq!(check(channel, None).await.unwrap(), ServingStatus::Serving);
+    assert_eq!(seen.lock().unwrap().last(), Some(&Caller { user: me, role: Role::Operator }));
 
     // A socket nobody listens on is named in the failure.
     let absent = dir.path().join("absent.sock");
@@ -249,21 +256,21 @@ async fn a_rewritten_token_file_is_picked_up_and_a_broken_one_keeps_the_old_tabl
     assert_eq!(check(channel.clone(), Some("bob-token")).await.unwrap_err().code(), Code::Unauthenticated);
 
     // Rewritten in place: alice revoked, bob added.
-    write_private(&tokens, &token_text(&[("bob-token", "bob", "viewer")]), 0o640);
+    write_private(&tokens, &token_text(&[("bob-token", "bob", "viewer")]), 0o600);
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert!(check(channel.clone(), Some("bob-token")).await.is_ok());
     assert_eq!(check(channel.clone(), Some("alice-token")).await.unwrap_err().code(), Code::Unauthenticated);
 
     // A broken edit: the table that worked stays.
     let broken = format!("{}\n{} carol admin\n", token_text(&[("carol-token", "carol", "viewer")]), sha256_hex("x"));
-    write_private(&tokens, &broken, 0o640);
+    write_private(&tokens, &broken, 0o600);
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert!(check(channel.clone(), Some("bob-token")).await.is_ok());
     assert_eq!(check(channel.clone(), Some("carol-token")).await.unwrap_err().code(), Code::Unauthenticated);
 
     // Replaced by rename, as editors and configuration tools do: read again.
     let next = dir.path().join("hub-tokens.new");
-    write_private(&next, &token_text(&[("carol-token", "carol", "operator")]), 0o640);
+    write_private(&next, &token_text(&[("carol-token", "carol", "operator")]), 0o600);
     std::fs::rename(&next, &tokens).unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert!(check(channel.clone(), Some("carol-token")).await.is_ok());

@@ -82,7 +82,7 @@ impl AuditLog {
         }
         let mut lines = Vec::new();
         for record in records {
-            serde_json::to_writer(&mut lines, record).map_err(std::io::Error::other)?;
+            serde_json::to_writer(&mut lines, &capped(record)).map_err(std::io::Error::other)?;
             lines.push(b'\n');
         }
         let mut f = OpenOptions::new().create(true).append(true).mode(0o600).open(&self.path)?;
@@ -99,6 +99,45 @@ impl AuditLog {
         };
         Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
     }
+}
+
+/// The most bytes one field of a record keeps: a record says who did what to what, and a
+/// caller's text (a hub's viewer sending a megabyte of job id) must not make the log grow
+/// by more than that.
+pub const FIELD_MAX: usize = 1024;
+
+/// `record` with every text field cut to [`FIELD_MAX`] bytes, marked where it was cut (a
+/// migration's spec stays whole: `migrate --resume` submits it, and it came through the
+/// spec's own checks).
+fn capped(record: &AuditRecord) -> std::borrow::Cow<'_, AuditRecord> {
+    let fields = [&record.who, &record.action, &record.target, &record.outcome, &record.message];
+    let long =
+        fields.iter().any(|f| f.len() > FIELD_MAX) || record.detail.as_ref().is_some_and(|d| d.len() > FIELD_MAX);
+    if !long {
+        return std::borrow::Cow::Borrowed(record);
+    }
+    let mut cut = record.clone();
+    for field in [&mut cut.who, &mut cut.action, &mut cut.target, &mut cut.outcome, &mut cut.message] {
+        cap(field);
+    }
+    if let Some(detail) = &mut cut.detail {
+        cap(detail);
+    }
+    std::borrow::Cow::Owned(cut)
+}
+
+/// Cut `text` to [`FIELD_MAX`] bytes (on a character boundary) and say how much went.
+fn cap(text: &mut String) {
+    if text.len() <= FIELD_MAX {
+        return;
+    }
+    let mut end = FIELD_MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let dropped = text.len() - end;
+    text.truncate(end);
+    text.push_str(&format!("… [cut: {dropped} more bytes]"));
 }
 
 /// The log's directory must be this user's alone: in a directory others may write, the log

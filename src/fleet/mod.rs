@@ -98,6 +98,10 @@ pub struct Fleet {
     wakes: HashMap<String, Arc<Notify>>,
     backends: HashMap<String, Arc<dyn Backend>>,
     tasks: Vec<JoinHandle<()>>,
+    /// The runner's audit log, for records that are no action (a hub's reads).
+    audit: Option<AuditLog>,
+    /// Each cluster's refresh interval.
+    intervals: HashMap<String, Duration>,
 }
 
 impl Drop for Fleet {
@@ -136,9 +140,11 @@ impl Fleet {
         let mut wakes = HashMap::new();
         let mut backends = HashMap::new();
         let mut limits = HashMap::new();
+        let mut intervals = HashMap::new();
         let mut tasks = Vec::new();
         for (index, m) in members.into_iter().enumerate() {
             limits.insert(m.backend.name().to_string(), Arc::new(Semaphore::new(ACTIONS_PER_CLUSTER)));
+            intervals.insert(m.backend.name().to_string(), m.refresh);
             let wake = Arc::new(Notify::new());
             wakes.insert(m.backend.name().to_string(), wake.clone());
             backends.insert(m.backend.name().to_string(), m.backend.clone());
@@ -170,6 +176,7 @@ impl Fleet {
             }
         }
         let kinds = initial_kinds;
+        let audit = opts.audit.clone();
         let in_flight = Arc::new(InFlight::default());
         let runner = Runner {
             in_flight: in_flight.clone(),
@@ -186,7 +193,17 @@ impl Fleet {
         tasks.push(tokio::spawn(async move {
             state_tx.closed().await;
         }));
-        Fleet { in_flight, state: state_rx, requests: req_tx, outcomes: out_tx, wakes, backends, tasks }
+        Fleet {
+            in_flight,
+            state: state_rx,
+            requests: req_tx,
+            outcomes: out_tx,
+            wakes,
+            backends,
+            tasks,
+            audit,
+            intervals,
+        }
     }
 
     pub fn state(&self) -> Arc<FleetState> {
@@ -287,6 +304,24 @@ impl Fleet {
         rx.await.unwrap_or_else(|_| lost(&asked, "the fleet dropped the action"))
     }
 
+    /// Append `records` to the audit log (one fsync, on a blocking thread): what is no action
+    /// but must still be on record, like a hub's reads and their refusals. A fleet without a
+    /// log records nothing and succeeds; the error is the sentence the user reads.
+    pub async fn audit(&self, records: Vec<AuditRecord>) -> Result<(), String> {
+        let Some(log) = self.audit.clone() else { return Ok(()) };
+        let path = log.path().to_path_buf();
+        match tokio::task::spawn_blocking(move || log.append_all(&records)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("cannot write the audit log ({}: {e})", path.display())),
+            Err(e) => Err(format!("cannot write the audit log ({}: {e})", path.display())),
+        }
+    }
+
+    /// How often `cluster` is refreshed, if the fleet has it.
+    pub fn refresh_interval(&self, cluster: &str) -> Option<Duration> {
+        self.intervals.get(cluster).copied()
+    }
+
     /// Every cluster's count of requests sent so far, where its backend counts them.
     pub fn requests_sent(&self) -> Vec<(String, Option<u64>)> {
         self.backends.iter().map(|(name, b)| (name.clone(), b.requests_sent())).collect()
@@ -377,8 +412,8 @@ impl Fleet {
     }
 
     /// Read one of a job's output streams by its handle, on the cluster that made the handle
-    /// (see [`Backend::read_log`]), at most `max_bytes`. A read, not an action: not audited,
-    /// allowed read-only.
+    /// (see [`Backend::read_log`]), at most `max_bytes`. A read, not an action: not audited
+    /// here (a hub audits its callers' reads with [`Fleet::audit`]), allowed read-only.
     pub async fn read_log(
         &self,
         cluster: &str,

@@ -1,5 +1,11 @@
 //! Who is calling the hub: a bearer token looked up in the token file, or, on a Unix socket
-//! without one, the peer process's own user.
+//! without one, the peer process's own user (its uid from the kernel, its role from the
+//! token file's lines for that user name; root and the hub's own user are operators).
+//!
+//! The token file is held to sshd's StrictModes: only its owner may read it, and neither it
+//! nor any directory above it may be writable by anyone but its owner or root (a sticky
+//! directory like `/tmp` passes when the file is the hub's user's or root's). The check
+//! runs at start and on every re-read.
 //!
 //! The token file holds no tokens, only their SHA-256 (`TOKEN_SHA256_HEX USER ROLE` a line),
 //! so a copy of it lets nobody in; it is re-read when it changes (checked at most once a
@@ -73,60 +79,66 @@ pub struct Caller {
 
 /// How the hub tells callers apart.
 pub struct Auth {
-    mode: Mode,
-}
-
-enum Mode {
-    Tokens(TokenFile),
-    /// No token file: only Unix-socket callers, each known by its peer credentials.
-    UnixPeers,
+    /// Bearer tokens and the roles of user names; `None`: Unix-socket peers alone.
+    tokens: Option<TokenFile>,
+    /// The hub's own user: a peer with this uid can do what the hub does anyway.
+    hub_uid: u32,
 }
 
 impl fmt::Debug for Auth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.mode {
-            Mode::Tokens(file) => f.debug_struct("Auth").field("tokens", &file.path).finish(),
-            Mode::UnixPeers => f.write_str("Auth(unix peers)"),
+        match &self.tokens {
+            Some(file) => f.debug_struct("Auth").field("tokens", &file.path).finish(),
+            None => f.write_str("Auth(unix peers)"),
         }
     }
 }
 
 impl Auth {
     /// Callers known by the token file at `path`, read now; a file that cannot be read or
-    /// parsed is an error naming it (and the line).
+    /// parsed, or that others could read or change, is an error naming it (and the line).
     pub fn tokens(path: &Path) -> Result<Auth, String> {
         let (table, stamp) = read_table(path).map_err(|(message, _)| message)?;
-        if table.is_empty() {
+        if table.by_hash.is_empty() {
             tracing::warn!(file = %path.display(), "the token file lists no tokens: every request will be refused");
         }
         let loaded = Loaded { table: Arc::new(table), stamp: Some(stamp), checked: Instant::now() };
-        Ok(Auth { mode: Mode::Tokens(TokenFile { path: path.to_path_buf(), loaded: Mutex::new(loaded) }) })
+        let tokens = TokenFile { path: path.to_path_buf(), loaded: Mutex::new(loaded) };
+        Ok(Auth { tokens: Some(tokens), hub_uid: effective_uid() })
     }
 
-    /// No token file: every caller is the user of the process at the other end of a Unix
-    /// socket (from its peer credentials), as an operator. A TCP request is refused, since
-    /// nothing would tell its caller apart.
+    /// No token file: only Unix-socket callers, known by their peer credentials, and of
+    /// them only root and the hub's own user (as operators), since nothing gives anyone
+    /// else a role. A TCP request is refused: nothing would tell its caller apart.
     pub fn unix_peers() -> Auth {
-        Auth { mode: Mode::UnixPeers }
+        Auth { tokens: None, hub_uid: effective_uid() }
     }
 
     /// Who made `request`, or `UNAUTHENTICATED` with a message that never holds the token.
     pub fn check<T>(&self, request: &Request<T>) -> Result<Caller, Status> {
-        match &self.mode {
-            Mode::Tokens(file) => {
-                let token = bearer_token(request)?;
-                let hash = sha256(token);
-                let table = file.current();
-                // The table is keyed by the token's hash: a lookup's timing tells nothing
-                // about any token, only about hashes nobody can invert.
-                table.get(&hash).cloned().ok_or_else(|| {
-                    tracing::info!("refused a request with an unknown token");
-                    Status::unauthenticated("unknown token")
-                })
-            }
-            Mode::UnixPeers => unix_peer(request),
+        let Some(file) = &self.tokens else {
+            return unix_peer(request, None, self.hub_uid);
+        };
+        let table = file.current();
+        // A Unix-socket caller without a token is known by its uid; a token, where one is
+        // sent, always rules.
+        if request.metadata().get("authorization").is_none() && request.extensions().get::<UdsConnectInfo>().is_some() {
+            return unix_peer(request, Some(&table), self.hub_uid);
         }
+        let token = bearer_token(request)?;
+        let hash = sha256(token);
+        // The table is keyed by the token's hash: a lookup's timing tells nothing about any
+        // token, only about hashes nobody can invert.
+        table.by_hash.get(&hash).cloned().ok_or_else(|| {
+            tracing::info!("refused a request with an unknown token");
+            Status::unauthenticated("unknown token")
+        })
     }
+}
+
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// An interceptor that lets a request through only with a known caller, whom it puts in the
@@ -183,8 +195,9 @@ fn bearer_token<T>(request: &Request<T>) -> Result<&str, Status> {
     Ok(token)
 }
 
-/// The caller at the other end of a Unix socket, by the uid the kernel vouches for.
-fn unix_peer<T>(request: &Request<T>) -> Result<Caller, Status> {
+/// The caller at the other end of a Unix socket, by the uid the kernel vouches for
+/// (SO_PEERCRED), with the role `table` gives its user name.
+fn unix_peer<T>(request: &Request<T>, table: Option<&Table>, hub_uid: u32) -> Result<Caller, Status> {
     let Some(info) = request.extensions().get::<UdsConnectInfo>() else {
         return Err(Status::unauthenticated(
             "this hub has no token file and accepts only local callers on its Unix socket",
@@ -194,7 +207,31 @@ fn unix_peer<T>(request: &Request<T>) -> Result<Caller, Status> {
         return Err(Status::unauthenticated("the peer's credentials could not be read from the Unix socket"));
     };
     let uid = cred.uid();
-    Ok(Caller { user: user_name(uid).unwrap_or_else(|| format!("uid:{uid}")), role: Role::Operator })
+    peer_caller(uid, user_name(uid), table, hub_uid)
+}
+
+/// The caller a Unix-socket peer with `uid` (login `name`) is: root and the hub's own user
+/// are operators (they can read the hub's files and act as it anyway); anyone else has the
+/// role the token file gives their user name, and without a line there is refused.
+pub fn peer_caller(uid: u32, name: Option<String>, table: Option<&Table>, hub_uid: u32) -> Result<Caller, Status> {
+    let user = name.unwrap_or_else(|| format!("uid:{uid}"));
+    if uid == 0 || uid == hub_uid {
+        return Ok(Caller { user, role: Role::Operator });
+    }
+    let Some(table) = table else {
+        return Err(Status::unauthenticated(format!(
+            "{user} (uid {uid}) may not use this hub: without a token file only root and the hub's own user may"
+        )));
+    };
+    match table.by_user.get(&user) {
+        Some(role) => Ok(Caller { user, role: *role }),
+        None => {
+            tracing::info!(uid, user = %user, "refused a Unix-socket peer with no line in the token file");
+            Err(Status::unauthenticated(format!(
+                "{user} (uid {uid}) has no line in the hub's token file; ask the hub's operator for one"
+            )))
+        }
+    }
 }
 
 /// The login name of `uid` from the password database, if it has one.
@@ -233,7 +270,32 @@ struct Loaded {
     checked: Instant,
 }
 
-type Table = HashMap<[u8; 32], Caller>;
+/// The token file's lines: callers by their token's hash, and each user name's role (for
+/// Unix-socket peers, known by name).
+#[derive(Debug, Default)]
+pub struct Table {
+    by_hash: HashMap<[u8; 32], Caller>,
+    by_user: HashMap<String, Role>,
+}
+
+impl Table {
+    /// A user named on several lines with different roles gets the lesser one.
+    fn from_callers(by_hash: HashMap<[u8; 32], Caller>) -> Table {
+        let mut by_user: HashMap<String, Role> = HashMap::new();
+        for caller in by_hash.values() {
+            let role = by_user.entry(caller.user.clone()).or_insert(caller.role);
+            if caller.role == Role::Viewer {
+                *role = Role::Viewer;
+            }
+        }
+        Table { by_hash, by_user }
+    }
+
+    /// The table of a token file's text (see [`parse_tokens`]).
+    pub fn parse(path: &Path, text: &str) -> Result<Table, String> {
+        parse_tokens(path, text).map(Table::from_callers)
+    }
+}
 
 /// Enough of a file's metadata to notice a rewrite, in place or by rename.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,12 +334,12 @@ impl TokenFile {
             Ok(stamp) if loaded.stamp.as_ref() == Some(&stamp) => {}
             Ok(_) => match read_table(&self.path) {
                 Ok((table, stamp)) => {
-                    tracing::info!(file = %self.path.display(), tokens = table.len(), "token file re-read");
+                    tracing::info!(file = %self.path.display(), tokens = table.by_hash.len(), "token file re-read");
                     loaded.table = Arc::new(table);
                     loaded.stamp = Some(stamp);
                 }
                 Err((message, stamp)) => {
-                    tracing::warn!("{message}; keeping the {} tokens read before", loaded.table.len());
+                    tracing::warn!("{message}; keeping the {} tokens read before", loaded.table.by_hash.len());
                     // Not read again until it changes once more: one warning per edit.
                     loaded.stamp = stamp;
                 }
@@ -286,7 +348,7 @@ impl TokenFile {
                 tracing::warn!(
                     "cannot look at token file {}: {e}; keeping the {} tokens read before",
                     self.path.display(),
-                    loaded.table.len()
+                    loaded.table.by_hash.len()
                 );
                 loaded.stamp = None;
             }
@@ -305,26 +367,20 @@ fn read_table(path: &Path) -> Result<(Table, Stamp), (String, Option<Stamp>)> {
     let mut file = std::fs::File::open(path).map_err(|e| (format!("cannot read token file {shown}: {e}"), None))?;
     let meta = file.metadata().map_err(|e| (format!("cannot read token file {shown}: {e}"), None))?;
     let stamp = Stamp::of(&meta);
-    let checked = check_and_read(path, &mut file, &meta).and_then(|text| parse_tokens(path, &text));
+    let checked = check_and_read(path, &mut file, &meta).and_then(|text| Table::parse(path, &text));
     match checked {
         Ok(table) => Ok((table, stamp)),
         Err(message) => Err((message, Some(stamp))),
     }
 }
 
-/// The text of the opened token file, if it is a regular file only its owner can change.
+/// The text of the opened token file, if it is a regular file that passes strict modes.
 fn check_and_read(path: &Path, file: &mut std::fs::File, meta: &std::fs::Metadata) -> Result<String, String> {
     let shown = path.display();
     if !meta.is_file() {
         return Err(format!("token file {shown} is not a regular file"));
     }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        return Err(format!(
-            "token file {shown} can be changed by others (mode {:03o}): anyone who can write it can let themselves in; run chmod go-w on it",
-            mode & 0o777
-        ));
-    }
+    super::strict_modes::check_file(path, file, meta, effective_uid())?;
     if meta.len() > MAX_TOKEN_FILE_BYTES {
         return Err(format!(
             "token file {shown} is {} bytes; more than {} MiB is not a token file",
@@ -423,7 +479,7 @@ mod tests {
     fn token_file(dir: &Path, text: &str) -> PathBuf {
         let path = dir.join("hub-tokens");
         std::fs::write(&path, text).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         path
     }
 
@@ -526,6 +582,67 @@ mod tests {
         assert!(err.contains("can be changed by others (mode 662)"), "{err}");
         let err = Auth::tokens(&dir.path().join("absent")).unwrap_err();
         assert!(err.starts_with(&format!("cannot read token file {}/absent: ", dir.path().display())), "{err}");
+    }
+
+    #[test]
+    fn a_token_file_others_can_read_is_refused_at_start_and_on_every_re_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = token_file(dir.path(), &format!("{} alice operator\n", sha256_hex("alice-token")));
+        let auth = Auth::tokens(&path).unwrap();
+        let recheck_now = || {
+            let file = auth.tokens.as_ref().unwrap();
+            let mut loaded = file.loaded.lock().unwrap();
+            loaded.checked = Instant::now().checked_sub(RECHECK_EVERY * 2).unwrap_or(loaded.checked);
+        };
+        // Rewritten so the group can read it: not taken, the table that passed stays.
+        std::fs::write(&path, format!("{} bob viewer\n", sha256_hex("bob-token"))).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        recheck_now();
+        assert_eq!(auth.check(&request_with(Some("Bearer alice-token"))).unwrap().user, "alice");
+        assert!(auth.check(&request_with(Some("Bearer bob-token"))).is_err());
+        let err = Auth::tokens(&path).unwrap_err();
+        assert!(err.contains("can be read by group or others (mode 640)"), "{err}");
+        assert!(err.contains(&format!("run chmod 600 {}", path.display())), "{err}");
+        // Made private: read again.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        recheck_now();
+        assert_eq!(auth.check(&request_with(Some("Bearer bob-token"))).unwrap().user, "bob");
+        assert!(auth.check(&request_with(Some("Bearer alice-token"))).is_err());
+    }
+
+    #[test]
+    fn unix_peers_have_the_role_the_token_file_gives_their_name() {
+        let text = [
+            (sha256_hex("b"), "bob viewer"),
+            (sha256_hex("a"), "alice operator"),
+            (sha256_hex("c1"), "carol operator"),
+            (sha256_hex("c2"), "carol viewer"),
+        ]
+        .map(|(hash, rest)| format!("{hash} {rest}\n"))
+        .concat();
+        let table = Table::parse(Path::new("/t"), &text).unwrap();
+        let hub = 1000;
+        let peer = |uid, name: &str, table| peer_caller(uid, Some(name.to_string()), table, hub);
+        let caller = |user: &str, role| Caller { user: user.into(), role };
+        // Root and the hub's own user can act as the hub anyway.
+        assert_eq!(peer(0, "root", Some(&table)).unwrap(), caller("root", Role::Operator));
+        assert_eq!(peer(hub, "flightdeck", Some(&table)).unwrap(), caller("flightdeck", Role::Operator));
+        assert_eq!(peer(1001, "bob", Some(&table)).unwrap(), caller("bob", Role::Viewer));
+        assert_eq!(peer(1002, "alice", Some(&table)).unwrap(), caller("alice", Role::Operator));
+        // Named twice with two roles: the lesser.
+        assert_eq!(peer(1003, "carol", Some(&table)).unwrap(), caller("carol", Role::Viewer));
+        let refused = peer(1004, "mallory", Some(&table)).unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+        assert_eq!(
+            refused.message(),
+            "mallory (uid 1004) has no line in the hub's token file; ask the hub's operator for one"
+        );
+        let nameless = peer_caller(1005, None, Some(&table), hub).unwrap_err();
+        assert!(nameless.message().starts_with("uid:1005 (uid 1005) has no line"), "{}", nameless.message());
+        // No token file: nobody but root and the hub's user.
+        let refused = peer(1001, "bob", None).unwrap_err();
+        assert!(refused.message().contains("without a token file only root and the hub's own user may"));
+        assert_eq!(peer(0, "root", None).unwrap().role, Role::Operator);
     }
 
     #[test]

@@ -152,7 +152,8 @@ fn read_private_pem(path: &Path) -> Result<Vec<u8>, String> {
 /// Bind the hub's Unix socket at `path` (within a Tokio runtime), where nobody else can put
 /// one of their own: its directory must exist and be writable only by its owner (or be
 /// sticky, like `/tmp`); an old socket nobody answers on is removed, anything else at the
-/// path is left alone and refused. The socket is made `0660`: its owner and group connect.
+/// path is left alone and refused. The socket is `0660` (its owner and group connect) from
+/// the moment it has its name.
 pub fn bind_unix(path: &Path) -> Result<tokio_stream::wrappers::UnixListenerStream, String> {
     let shown = path.display();
     if !path.is_absolute() {
@@ -178,12 +179,35 @@ pub fn bind_unix(path: &Path) -> Result<tokio_stream::wrappers::UnixListenerStre
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("socket {shown}: {e}")),
     }
-    let listener = tokio::net::UnixListener::bind(path).map_err(|e| format!("cannot listen on {shown}: {e}"))?;
-    // Until this chmod the socket has the umask's mode; the directory check above is what
-    // keeps others out in that moment.
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
-        .map_err(|e| format!("socket {shown}: cannot set its mode to 0660: {e}"))?;
+    let listener = bind_privately(path, parent)?;
     Ok(tokio_stream::wrappers::UnixListenerStream::new(listener))
+}
+
+/// Bind the socket in a fresh directory only this process's user can enter, give it its
+/// mode there, and only then rename it to `path` (a rename keeps the listening socket):
+/// there is no moment at which it is reachable with the umask's wider mode. The umask
+/// itself is left alone, since it is the whole process's and other threads create files.
+fn bind_privately(path: &Path, parent: &Path) -> Result<tokio::net::UnixListener, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let shown = path.display();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let private = parent.join(format!(".{name}.{}.{nanos}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&private)
+        .map_err(|e| format!("socket {shown}: cannot make a private directory beside it: {e}"))?;
+    let staged = private.join("hub.sock");
+    let bound = (|| {
+        let listener = tokio::net::UnixListener::bind(&staged).map_err(|e| format!("cannot listen on {shown}: {e}"))?;
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o660))
+            .map_err(|e| format!("socket {shown}: cannot set its mode to 0660: {e}"))?;
+        std::fs::rename(&staged, path).map_err(|e| format!("socket {shown}: cannot move it into place: {e}"))?;
+        Ok(listener)
+    })();
+    let _ = std::fs::remove_file(&staged);
+    let _ = std::fs::remove_dir(&private);
+    bound
 }
 
 /// Remove a socket left by a hub that is gone; one that still answers belongs to a live hub.
@@ -293,5 +317,8 @@ mod tests {
         assert!(path.exists());
         let _second = bind_unix(&path).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o660);
+        // Nothing is left beside it: the private directory it was made in is gone.
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("hub.sock")]);
     }
 }

@@ -1,4 +1,4 @@
-//! What the hub counts, served as Prometheus text on `/metrics` (same port as gRPC).
+//! What the hub counts, served as Prometheus text on `/metrics` (a port of its own: see `serve`).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -95,7 +95,7 @@ impl Metrics {
         metric(
             "flightdeck_hub_refused_total",
             "counter",
-            "Actions refused for the caller's role.",
+            "Actions and reads refused for the caller's role.",
             self.refused.load(Ordering::Relaxed).to_string(),
         );
         let clusters = &state.clusters;

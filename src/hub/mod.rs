@@ -5,12 +5,16 @@
 //! `wire` is the protobuf vocabulary and its conversions (shared with the client,
 //! `backend::hub`); the server side is the rest.
 
+pub mod access;
 pub mod auth;
+pub mod diagnose_cache;
+pub mod limits;
 pub mod listen;
 pub mod metrics;
 pub mod publish;
 pub mod serve;
 pub mod service;
+pub mod strict_modes;
 pub mod wire;
 
 pub use self::serve::{ServeOptions, serve};

@@ -140,70 +140,121 @@ impl Publisher {
         self.metrics.published();
     }
 
-    /// A new subscriber: its first message (every cluster, in full or as the deltas since
+    /// A new subscriber: its first state (every cluster, in full or as the deltas since
     /// the versions it holds) and its place in the stream of updates after it.
     pub fn subscribe(
         &self,
         request: &pb::SubscribeRequest,
         caller: &Caller,
-    ) -> (Vec<pb::FleetUpdate>, broadcast::Receiver<Arc<pb::FleetUpdate>>) {
+    ) -> (First, broadcast::Receiver<Arc<pb::FleetUpdate>>) {
         let mut tracks = self.lock();
         let receiver = self.updates.subscribe();
         let resume = (request.epoch == self.epoch).then_some(&request.versions);
-        let first = self.first_message(&mut tracks, resume, caller);
+        let first = self.first_state(&mut tracks, resume, caller);
         (first, receiver)
     }
 
     /// A fresh full state, for a subscriber that fell behind (and after it, the updates
     /// still to come on a new receiver).
-    pub fn resync(&self, caller: &Caller) -> (Vec<pb::FleetUpdate>, broadcast::Receiver<Arc<pb::FleetUpdate>>) {
+    pub fn resync(&self, caller: &Caller) -> (First, broadcast::Receiver<Arc<pb::FleetUpdate>>) {
         let mut tracks = self.lock();
         let receiver = self.updates.subscribe();
-        (self.first_message(&mut tracks, None, caller), receiver)
+        (self.first_state(&mut tracks, None, caller), receiver)
     }
 
-    fn first_message(
-        &self,
-        tracks: &mut Tracks,
-        resume: Option<&HashMap<String, u64>>,
-        caller: &Caller,
-    ) -> Vec<pb::FleetUpdate> {
-        // The first message lists every cluster (its first chunk, or what it missed); the
-        // rest of each cluster's chunks follow, one message each, before any new update.
-        let mut clusters = Vec::new();
-        let mut rest = Vec::new();
-        for track in &mut tracks.clusters {
-            let held = resume.and_then(|versions| versions.get(&track.name)).copied();
-            match held.and_then(|v| track.since(v)) {
-                Some(missed) => clusters.extend(missed),
-                None => {
-                    let full = track.full();
-                    let mut chunks = full.iter().cloned();
-                    clusters.extend(chunks.next());
-                    rest.extend(chunks);
+    /// What a first state is made of, taken under the lock as shared pieces only (the
+    /// cluster in full is built once per version and then shared by every subscriber):
+    /// nothing of the state is copied while every other subscriber and the publisher wait.
+    fn first_state(&self, tracks: &mut Tracks, resume: Option<&HashMap<String, u64>>, caller: &Caller) -> First {
+        let clusters = tracks
+            .clusters
+            .iter_mut()
+            .map(|track| {
+                let held = resume.and_then(|versions| versions.get(&track.name)).copied();
+                match held.and_then(|v| track.since(v)) {
+                    Some(missed) => missed,
+                    None => Part::Full(track.full()),
                 }
-            }
-        }
-        let first = pb::FleetUpdate {
+            })
+            .collect();
+        First {
             epoch: self.epoch,
-            full: true,
             read_only: tracks.read_only,
             role: caller.role.to_string(),
             user: caller.user.clone(),
             clusters,
-        };
-        let more = rest.into_iter().map(|chunk| pb::FleetUpdate {
-            epoch: self.epoch,
-            read_only: tracks.read_only,
-            clusters: vec![chunk],
-            ..Default::default()
-        });
-        std::iter::once(first).chain(more).collect()
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Tracks> {
         // A panic while publishing leaves plain data behind; carry on with it.
         self.tracks.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A subscriber's first state as the publisher handed it out: shared pieces, turned into
+/// messages one at a time as the stream sends them ([`First::messages`]).
+pub struct First {
+    epoch: u64,
+    read_only: bool,
+    role: String,
+    user: String,
+    clusters: Vec<Part>,
+}
+
+/// One cluster in a first state.
+enum Part {
+    /// The client holds the current version: one empty update naming it.
+    UpToDate(Box<pb::ClusterUpdate>),
+    /// The deltas since the version the client holds.
+    Missed(Vec<Arc<pb::ClusterUpdate>>),
+    /// The cluster in full, in chunks: the first goes in the first message, each other in
+    /// a message of its own.
+    Full(Arc<Vec<pb::ClusterUpdate>>),
+}
+
+/// The messages of a first state, each built when it is sent.
+pub type Messages = Box<dyn Iterator<Item = pb::FleetUpdate> + Send>;
+
+impl First {
+    /// The first message (every cluster: what it missed, or its first chunk), then the
+    /// rest of each cluster's chunks, one message each. Only the message being sent is
+    /// ever a copy; the pieces stay shared.
+    pub fn messages(self) -> Messages {
+        let First { epoch, read_only, role, user, clusters } = self;
+        let mut first = Vec::new();
+        let mut rest = Vec::new();
+        for part in clusters {
+            match part {
+                Part::UpToDate(update) => first.push(*update),
+                Part::Missed(missed) => first.extend(missed.iter().map(|u| (**u).clone())),
+                Part::Full(full) => {
+                    first.extend(full.first().cloned());
+                    rest.push(full);
+                }
+            }
+        }
+        let head = pb::FleetUpdate { epoch, full: true, read_only, role, user, clusters: first };
+        let tail = rest.into_iter().flat_map(move |full| {
+            (1..full.len()).map(move |i| pb::FleetUpdate {
+                epoch,
+                read_only,
+                clusters: vec![full[i].clone()],
+                ..Default::default()
+            })
+        });
+        Box::new(std::iter::once(head).chain(tail))
+    }
+
+    /// The full states it shares (each cluster's, where it was sent in full).
+    pub fn shared_full_states(&self) -> Vec<&Arc<Vec<pb::ClusterUpdate>>> {
+        self.clusters
+            .iter()
+            .filter_map(|p| match p {
+                Part::Full(full) => Some(full),
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -268,21 +319,21 @@ impl Track {
         Some(update)
     }
 
-    /// The updates after `version`, or `None` when they are no longer all held (or the
-    /// version is not one this cluster had). Up to date: one empty update naming it.
-    fn since(&self, version: u64) -> Option<Vec<pb::ClusterUpdate>> {
+    /// The updates after `version` (shared), or `None` when they are no longer all held
+    /// (or the version is not one this cluster had). Up to date: one empty update naming it.
+    fn since(&self, version: u64) -> Option<Part> {
         if version == self.version {
-            return Some(vec![pb::ClusterUpdate {
+            return Some(Part::UpToDate(Box::new(pb::ClusterUpdate {
                 name: self.name.clone(),
                 version,
                 base_version: version,
                 attempts: self.last.attempts,
                 last_refresh_ms: self.last.last_refresh_ms,
                 ..Default::default()
-            }]);
+            })));
         }
         let start = self.history.iter().position(|u| u.base_version == version)?;
-        Some(self.history.iter().skip(start).map(|u| (**u).clone()).collect())
+        Some(Part::Missed(self.history.iter().skip(start).cloned().collect()))
     }
 
     /// The cluster in full at the current version (built once per version): a first
@@ -396,4 +447,36 @@ fn diff_by<'a, T: PartialEq>(old: &'a [T], new: &'a [T], key: impl Fn(&T) -> &st
         before.keys().filter(|k| !now.contains(*k)).map(|k| k.to_string()).collect()
     };
     (changed, removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hub::auth::Role;
+    use crate::model::{ClusterState, Job, JobRef, JobState};
+
+    fn state(jobs: usize) -> FleetState {
+        let mut c = ClusterState::new("hpc", "slurm");
+        let jobs = (0..jobs).map(|i| Job::new(JobRef::new("hpc", i.to_string().as_str()), JobState::Running)).collect();
+        c.snapshot = Some(Arc::new(Snapshot { cluster: "hpc".into(), jobs, ..Snapshot::default() }));
+        FleetState { clusters: vec![c], read_only: false, version: 1 }
+    }
+
+    #[test]
+    fn subscribers_share_one_full_state_and_get_their_messages_one_at_a_time() {
+        let publisher = Publisher::new(&state(0), Arc::new(Metrics::default()));
+        publisher.publish(&state(1000));
+        let caller = Caller { user: "bob".into(), role: Role::Viewer };
+        let (a, _) = publisher.subscribe(&pb::SubscribeRequest::default(), &caller);
+        let (b, _) = publisher.subscribe(&pb::SubscribeRequest::default(), &caller);
+        let (shared_a, shared_b) = (a.shared_full_states(), b.shared_full_states());
+        assert_eq!(shared_a.len(), 1);
+        assert!(Arc::ptr_eq(shared_a[0], shared_b[0]), "each subscriber got a copy of the state");
+        let messages: Vec<pb::FleetUpdate> = a.messages().collect();
+        assert_eq!(messages.len(), 1000usize.div_ceil(FULL_CHUNK));
+        assert!(messages[0].full && messages[0].clusters[0].replace && messages[0].user == "bob");
+        let jobs: usize = messages.iter().flat_map(|m| &m.clusters).map(|c| c.jobs.len()).sum();
+        assert_eq!(jobs, 1000);
+        assert!(messages[1..].iter().all(|m| !m.full && m.clusters.len() == 1));
+    }
 }

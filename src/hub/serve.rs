@@ -1,5 +1,6 @@
-//! `flightdeck serve`: one fleet behind the gRPC service, the standard health service,
-//! server reflection and `/metrics`, on TCP (TLS unless loopback) or a Unix socket.
+//! `flightdeck serve`: one fleet behind the gRPC service, the standard health service and
+//! server reflection, on TCP (TLS unless loopback) or a Unix socket; `/metrics` on a port
+//! of its own (loopback unless asked otherwise), since it answers without a token.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -29,6 +30,11 @@ pub struct ServeOptions {
     /// A plain-text port with the health service alone, for probes that cannot speak TLS
     /// (the kubelet's gRPC probes): it tells only whether the hub serves.
     pub health_listen: Option<std::net::SocketAddr>,
+    /// Where `/metrics` answers (plain HTTP, no token: it names the clusters, so the
+    /// command line keeps it on loopback unless told otherwise); `None`: nowhere.
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// The most subscriptions open at once, per user and in all.
+    pub subscribers: super::limits::SubscriberLimits,
 }
 
 /// Serve `fleet` until `shutdown` resolves. Errors are the sentence the user reads.
@@ -71,33 +77,21 @@ pub async fn serve(
         .map_err(|e| format!("cannot build the reflection service: {e}"))?;
     // A full state of a 100k-job cluster is tens of megabytes: tonic encodes any size by default.
     let hub = pb::hub_server::HubServer::with_interceptor(
-        HubService::new(fleet.clone(), publisher.clone(), metrics.clone()),
+        HubService::with_limits(fleet.clone(), publisher.clone(), metrics.clone(), opts.subscribers),
         auth::interceptor(Arc::new(auth)),
     );
 
-    let routes = tonic::service::Routes::new(health_service).add_service(reflection).add_service(hub);
-    let metrics_fleet = fleet.clone();
-    let router = routes.into_axum_router().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let fleet = metrics_fleet.clone();
-            let metrics = metrics.clone();
-            async move {
-                let body = metrics.render(&fleet.state(), &fleet.requests_sent());
-                ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], body)
-            }
-        }),
-    );
+    if let Some(at) = opts.metrics_listen {
+        serve_metrics(at, fleet.clone(), metrics.clone(), publisher.closed()).await?;
+    }
 
+    let routes = tonic::service::Routes::new(health_service).add_service(reflection).add_service(hub);
     let mut server = Server::builder()
-        // HTTP/1 for Prometheus scraping `/metrics`; gRPC itself is HTTP/2.
-        .accept_http1(true)
         .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT));
     if let Some(tls) = &opts.tls {
         server = server.tls_config(listen::server_tls(tls)?).map_err(|e| format!("TLS: {e}"))?;
     }
-    let routes = tonic::service::Routes::from(router);
     let router = server.add_routes(routes);
     let served = match &opts.listen {
         ListenAddr::Tcp(addr) => {
@@ -117,6 +111,40 @@ pub async fn serve(
         }
     };
     served.map_err(|e| format!("the hub stopped: {e}"))
+}
+
+/// Answer `GET /metrics` (Prometheus text) on `at`, plain HTTP/1, on a task of its own.
+/// Bound now, so a port in use fails the start in words rather than later in a log.
+/// It stops when `closed` resolves (the hub stopping).
+async fn serve_metrics(
+    at: std::net::SocketAddr,
+    fleet: Arc<Fleet>,
+    metrics: Arc<Metrics>,
+    closed: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(at).await.map_err(|e| {
+        format!("cannot listen on {at} for /metrics: {e}; give --metrics-listen IP:PORT, or --metrics-listen off")
+    })?;
+    let bound = listener.local_addr().map_err(|e| format!("cannot listen on {at} for /metrics: {e}"))?;
+    let router = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let fleet = fleet.clone();
+            let metrics = metrics.clone();
+            async move {
+                let body = metrics.render(&fleet.state(), &fleet.requests_sent());
+                ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], body)
+            }
+        }),
+    );
+    tracing::info!(listen = %bound, "metrics serving");
+    eprintln!("flightdeck hub metrics on http://{bound}/metrics");
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(closed).await {
+            tracing::error!("the metrics listener stopped: {e}");
+        }
+    });
+    Ok(())
 }
 
 /// Say where the hub listens (the port, when the system chose it) on stderr and in the log.

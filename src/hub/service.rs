@@ -1,6 +1,7 @@
 //! The `flightdeck.v1.Hub` service over one fleet: every call authenticated (the caller is
 //! in the request's extensions, put there by `auth::interceptor`), every action carried out
-//! by the fleet and audited there under the caller's name.
+//! by the fleet and audited there under the caller's name, every read checked against the
+//! caller (`access`) and audited too.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -9,9 +10,12 @@ use futures_util::Stream;
 use tokio::sync::broadcast;
 use tonic::{Request, Response, Status};
 
+use super::access::{self, Read};
 use super::auth::{self, Caller};
+use super::diagnose_cache::DiagnoseCache;
+use super::limits::{Seat, SubscriberLimits, Subscribers};
 use super::metrics::{Metrics, SubscriberGuard};
-use super::publish::Publisher;
+use super::publish::{Messages, Publisher};
 use super::wire::{self, pb};
 use crate::fleet::Fleet;
 use crate::model::{JobRef, LogHandle};
@@ -24,17 +28,87 @@ pub struct HubService {
     fleet: Arc<Fleet>,
     publisher: Arc<Publisher>,
     metrics: Arc<Metrics>,
+    subscribers: Arc<Subscribers>,
+    diagnoses: DiagnoseCache,
 }
 
 impl HubService {
+    /// The service with the default subscription limits.
     pub fn new(fleet: Arc<Fleet>, publisher: Arc<Publisher>, metrics: Arc<Metrics>) -> Self {
-        Self { fleet, publisher, metrics }
+        Self::with_limits(fleet, publisher, metrics, SubscriberLimits::default())
+    }
+
+    pub fn with_limits(
+        fleet: Arc<Fleet>,
+        publisher: Arc<Publisher>,
+        metrics: Arc<Metrics>,
+        limits: SubscriberLimits,
+    ) -> Self {
+        Self { fleet, publisher, metrics, subscribers: Subscribers::new(limits), diagnoses: DiagnoseCache::default() }
     }
 
     /// The caller of an authenticated request, counted.
     fn caller<T>(&self, request: &Request<T>) -> Result<Caller, Status> {
         self.metrics.rpc();
         auth::caller(request)
+    }
+
+    /// Put a read on the audit log, then let it through or refuse it (`allowed` is the
+    /// rule's answer). An allowed read whose record cannot be written is not answered:
+    /// nothing leaves the hub that the log does not know of.
+    async fn admit(
+        &self,
+        caller: &Caller,
+        read: Read,
+        target: &str,
+        detail: Option<String>,
+        allowed: Result<(), String>,
+    ) -> Result<(), Status> {
+        let refused = allowed.as_ref().err().map(String::as_str);
+        let written = self.fleet.audit(vec![access::record(caller, read, target, detail, refused)]).await;
+        if let Err(why) = allowed {
+            self.metrics.refusal();
+            tracing::warn!(user = %caller.user, read = read.as_str(), target, "refused: {why}");
+            if let Err(e) = written {
+                tracing::error!("{e}");
+            }
+            return Err(Status::permission_denied(why));
+        }
+        written.map_err(|e| Status::unavailable(format!("{e}; the read was not answered")))
+    }
+
+    /// [`HubService::admit`] for a read of one job's data, by the rule of `access`.
+    async fn admit_job(&self, caller: &Caller, read: Read, job: &JobRef) -> Result<(), Status> {
+        let allowed = access::may_read_job(caller, &self.fleet.state(), job);
+        self.admit(caller, read, &job.to_string(), None, allowed).await
+    }
+}
+
+/// The one audit record of a refused request of `actions`: every verb it asked (each
+/// once), its first target and how many more.
+fn refused_request(caller: &Caller, actions: &[crate::model::Action], why: &str) -> crate::fleet::AuditRecord {
+    let mut verbs: Vec<&str> = Vec::new();
+    for action in actions {
+        let verb = action.verb().as_str();
+        if !verbs.contains(&verb) {
+            verbs.push(verb);
+        }
+    }
+    let target = match actions {
+        [] => String::new(),
+        [one] => one.target(),
+        [first, rest @ ..] => format!("{} and {} more", first.target(), rest.len()),
+    };
+    crate::fleet::AuditRecord {
+        id: String::new(),
+        time: chrono::Utc::now(),
+        who: actor(caller),
+        action: verbs.join(","),
+        target,
+        detail: (actions.len() > 1).then(|| format!("{} actions in one request", actions.len())),
+        outcome: "refused".into(),
+        message: why.to_string(),
+        spec: None,
     }
 }
 
@@ -48,19 +122,21 @@ type Feed<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 /// One subscriber's stream: its first message, then every update; a subscriber that fell
 /// more than the backlog behind gets a fresh full state in place of what it missed.
 struct Subscription {
-    /// The first state, still to send (in chunks) before any update.
-    first: std::collections::VecDeque<pb::FleetUpdate>,
+    /// The first state's messages, still to send (in chunks) before any update.
+    first: Messages,
     updates: broadcast::Receiver<Arc<pb::FleetUpdate>>,
     publisher: Arc<Publisher>,
     caller: Caller,
     metrics: Arc<Metrics>,
     closed: Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
     _counted: SubscriberGuard,
+    /// Its place among the subscriptions the hub holds, given back when it ends.
+    _seat: Seat,
 }
 
 impl Subscription {
     async fn next(mut self) -> Option<(Result<pb::FleetUpdate, Status>, Self)> {
-        if let Some(first) = self.first.pop_front() {
+        if let Some(first) = self.first.next() {
             self.metrics.sent();
             return Some((Ok(first), self));
         }
@@ -76,10 +152,10 @@ impl Subscription {
             Err(broadcast::error::RecvError::Lagged(_)) => {
                 let (full, updates) = self.publisher.resync(&self.caller);
                 self.updates = updates;
-                self.first = full.into();
+                self.first = full.messages();
                 self.metrics.resynced();
                 self.metrics.sent();
-                let first = self.first.pop_front().unwrap_or_default();
+                let first = self.first.next().unwrap_or_default();
                 Some((Ok(first), self))
             }
             Err(broadcast::error::RecvError::Closed) => None,
@@ -97,15 +173,20 @@ impl pb::hub_server::Hub for HubService {
         request: Request<pb::SubscribeRequest>,
     ) -> Result<Response<Self::SubscribeStream>, Status> {
         let caller = self.caller(&request)?;
+        let seat = self.subscribers.admit(&caller.user)?;
+        // Every cluster's jobs, as any queue listing shows them: allowed to every caller,
+        // and on record like every read.
+        self.admit(&caller, Read::Subscribe, "all clusters", None, Ok(())).await?;
         let (first, updates) = self.publisher.subscribe(request.get_ref(), &caller);
         let subscription = Subscription {
-            first: first.into(),
+            first: first.messages(),
             updates,
             publisher: self.publisher.clone(),
             caller,
             metrics: self.metrics.clone(),
             closed: Box::pin(self.publisher.closed()),
             _counted: Metrics::subscribed(&self.metrics),
+            _seat: seat,
         };
         let stream = futures_util::stream::unfold(subscription, Subscription::next);
         Ok(Response::new(Box::pin(stream)))
@@ -125,7 +206,11 @@ impl pb::hub_server::Hub for HubService {
                 format!("permission denied: {} is a {}; {verb} needs the operator role", caller.user, caller.role);
             self.metrics.refusal();
             tracing::warn!(user = %caller.user, actions = actions.len(), "refused: a viewer asked for a change");
-            self.fleet.refuse_batch_as(&actor(&caller), actions, &why).await;
+            // One record for the request, however many actions it carries: a viewer must
+            // not be able to fill the log (and its disk) one refused action at a time.
+            if let Err(e) = self.fleet.audit(vec![refused_request(&caller, &actions, &why)]).await {
+                tracing::error!("{e}");
+            }
             return Err(Status::permission_denied(why));
         }
         let outcome = self.fleet.perform_batch_as(&actor(&caller), actions).await;
@@ -135,13 +220,20 @@ impl pb::hub_server::Hub for HubService {
     }
 
     async fn read_log(&self, request: Request<pb::ReadLogRequest>) -> Result<Response<pb::LogChunk>, Status> {
-        self.caller(&request)?;
+        let caller = self.caller(&request)?;
         let ask = request.into_inner();
         // Only a handle the hub itself put on a job is read, and with what the hub knows of
         // it (whose file it must be): a client cannot name a path of its own.
-        let handle = self.known_handle(&ask.cluster, &ask.handle).ok_or_else(|| {
-            Status::not_found(format!("no job on cluster {} has the log handle {}", ask.cluster, ask.handle))
-        })?;
+        let Some((handle, job)) = self.known_handle(&ask.cluster, &ask.handle) else {
+            let why = format!("no job on cluster {} has the log handle {}", ask.cluster, ask.handle);
+            let target = format!("{}:{}", ask.cluster, ask.handle);
+            let record = access::record(&caller, Read::ReadLog, &target, None, Some(&why));
+            if let Err(e) = self.fleet.audit(vec![record]).await {
+                tracing::error!("{e}");
+            }
+            return Err(Status::not_found(why));
+        };
+        self.admit_job(&caller, Read::ReadLog, &job).await?;
         let max = ask.max_bytes.clamp(1, LOG_READ_MAX);
         let chunk =
             self.fleet.read_log(&ask.cluster, &handle, ask.from, max).await.map_err(|e| wire::status_from_error(&e))?;
@@ -149,24 +241,38 @@ impl pb::hub_server::Hub for HubService {
     }
 
     async fn diagnose(&self, request: Request<pb::ClusterRequest>) -> Result<Response<pb::Diagnosis>, Status> {
-        self.caller(&request)?;
+        let caller = self.caller(&request)?;
         let cluster = request.into_inner().cluster;
-        let diagnosis = self.fleet.diagnose(&cluster).await.map_err(|e| wire::status_from_error(&e))?;
-        Ok(Response::new(wire::diagnosis_to_pb(&diagnosis)))
+        // The cluster's connection and cost facts: no job's data, so any caller's.
+        self.admit(&caller, Read::Diagnose, &cluster, None, Ok(())).await?;
+        let ask = async {
+            let diagnosis = self.fleet.diagnose(&cluster).await.map_err(|e| wire::status_from_error(&e))?;
+            Ok(wire::diagnosis_to_pb(&diagnosis))
+        };
+        // An operator's doctor asks afresh; viewers share one answer per refresh interval
+        // (only for clusters the hub serves, so the cache holds one entry per cluster).
+        let answer = match self.fleet.refresh_interval(&cluster) {
+            Some(every) if !caller.role.may_act() => self.diagnoses.get(&cluster, every, ask).await,
+            _ => ask.await,
+        };
+        Ok(Response::new(answer?))
     }
 
     async fn render(&self, request: Request<pb::SpecRequest>) -> Result<Response<pb::Native>, Status> {
-        self.caller(&request)?;
+        let caller = self.caller(&request)?;
         let ask = request.into_inner();
         let spec = wire::spec_from_json(&ask.spec_json).map_err(Status::invalid_argument)?;
+        // The caller's own spec in the cluster's dialect: nobody else's data.
+        self.admit(&caller, Read::Render, &ask.cluster, Some(spec.name.clone()), Ok(())).await?;
         let native = self.fleet.render(&ask.cluster, &spec).await.map_err(|e| wire::status_from_error(&e))?;
         Ok(Response::new(wire::native_to_pb(&native)))
     }
 
     async fn job_spec(&self, request: Request<pb::JobRequest>) -> Result<Response<pb::ImportedSpec>, Status> {
-        self.caller(&request)?;
+        let caller = self.caller(&request)?;
         let ask = request.into_inner();
         let job = JobRef { cluster: ask.cluster, id: ask.id };
+        self.admit_job(&caller, Read::JobSpec, &job).await?;
         let imported = self.fleet.job_spec(&job).await.map_err(|e| wire::status_from_error(&e))?;
         Ok(Response::new(wire::imported_to_pb(&imported)))
     }
@@ -175,15 +281,19 @@ impl pb::hub_server::Hub for HubService {
         &self,
         request: Request<pb::EstimateRequest>,
     ) -> Result<Response<pb::EstimateReply>, Status> {
-        self.caller(&request)?;
+        let caller = self.caller(&request)?;
         let ask = request.into_inner();
         let estimate = match ask.what {
             Some(pb::estimate_request::What::SpecJson(text)) => {
                 let spec = wire::spec_from_json(&text).map_err(Status::invalid_argument)?;
+                // A spec of the caller's own: anyone may ask when it would start.
+                self.admit(&caller, Read::EstimateStart, &ask.cluster, Some(spec.name.clone()), Ok(())).await?;
                 self.fleet.estimate_start(&ask.cluster, &spec).await
             }
             Some(pb::estimate_request::What::JobId(id)) => {
-                self.fleet.estimate_job_start(&JobRef { cluster: ask.cluster, id }).await
+                let job = JobRef { cluster: ask.cluster, id };
+                self.admit_job(&caller, Read::EstimateStart, &job).await?;
+                self.fleet.estimate_job_start(&job).await
             }
             None => return Err(Status::invalid_argument("an estimate needs a spec or a job id")),
         };
@@ -193,16 +303,17 @@ impl pb::hub_server::Hub for HubService {
 }
 
 impl HubService {
-    /// The handle with locator `locator` on one of `cluster`'s jobs, as the hub holds it.
-    fn known_handle(&self, cluster: &str, locator: &str) -> Option<LogHandle> {
+    /// The handle with locator `locator` on one of `cluster`'s jobs, as the hub holds it,
+    /// and the job it is on (whose reader it must be).
+    fn known_handle(&self, cluster: &str, locator: &str) -> Option<(LogHandle, JobRef)> {
         let state = self.fleet.state();
         let snapshot = state.cluster(cluster)?.snapshot.clone()?;
-        snapshot
-            .jobs
-            .iter()
-            .flat_map(|j| [j.stdout.as_ref(), j.stderr.as_ref()])
-            .flatten()
-            .find(|h| h.as_str() == locator)
-            .cloned()
+        snapshot.jobs.iter().find_map(|j| {
+            [j.stdout.as_ref(), j.stderr.as_ref()]
+                .into_iter()
+                .flatten()
+                .find(|h| h.as_str() == locator)
+                .map(|h| (h.clone(), j.job_ref.clone()))
+        })
     }
 }
