@@ -46,6 +46,10 @@ pub struct Cli {
     /// FLIGHTDECK_HUB_TOKEN.
     #[arg(long, global = true, env = "FLIGHTDECK_HUB")]
     pub hub: Option<String>,
+    /// Send the hub token over plain http:// to another machine, where anyone on the
+    /// network path can read it (refused without this flag).
+    #[arg(long, global = true)]
+    pub insecure: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -336,7 +340,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let mut config = Config::load(cli.config.as_deref(), &Registry::builtin()).map_err(|e| Failure(e.to_string()))?;
     if let Some(url) = &cli.hub {
         // The hub's clusters instead of the configured ones; the theme and keymap stay.
-        config.clusters = vec![crate::backend::hub::config::flag_cluster(url).map_err(Failure)?];
+        config.clusters = vec![crate::backend::hub::config::flag_cluster(url, cli.insecure).map_err(Failure)?];
     }
     let read_only = cli.read_only || config.read_only;
     match cli.command {

@@ -700,6 +700,59 @@ async fn a_viewers_refused_request_is_one_audit_record_with_its_fields_capped() 
     assert!(toy.calls().is_empty(), "nothing reached the cluster");
 }
 
+#[tokio::test]
+async fn messages_are_bounded_both_ways() {
+    let toy = Toy::new("hpc", 1);
+    let hub = Hub::start(&toy, free_port()).await;
+    let limit = flightdeck::hub::wire::MAX_MESSAGE;
+    let big = JobSpec { name: "big".into(), command: Some("x".repeat(limit + 1024)), ..JobSpec::default() };
+    // A client that would send anything: the hub refuses to read it.
+    let mut client = raw(&hub).await;
+    let spec_json = serde_json::to_string(&big).unwrap();
+    // (Refused mid-stream: the hub resets the stream while the client still sends.)
+    client
+        .render(authed(pb::SpecRequest { cluster: "hpc".into(), spec_json }, OPERATOR_TOKEN))
+        .await
+        .expect_err("too large for the hub");
+    // Under the bound is read, past tonic's default of 4 MiB.
+    let medium = JobSpec { name: "medium".into(), command: Some("x".repeat(8 << 20)), ..JobSpec::default() };
+    let spec_json = serde_json::to_string(&medium).unwrap();
+    let native = client
+        .render(authed(pb::SpecRequest { cluster: "hpc".into(), spec_json }, OPERATOR_TOKEN))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(native.text, "#SBATCH --job-name=medium\n");
+    // Through flightdeck's own client (which stops at the bound too): refused, and the
+    // connection serves on.
+    let fleet = hub.client_fleet(true, None).await;
+    fleet.wait_for(Duration::from_secs(10), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
+    fleet.render("hpc", &big).await.expect_err("too large to send");
+    // Within the bound, all is as before.
+    let small = JobSpec { name: "small".into(), command: Some("true".into()), ..JobSpec::default() };
+    assert_eq!(fleet.render("hpc", &small).await.unwrap().text, "#SBATCH --job-name=small\n");
+}
+
+#[test]
+fn the_cli_sends_no_token_in_clear_text_to_another_machine_without_insecure() {
+    let state = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"));
+        // 192.0.2.0/24 is TEST-NET-1: nobody answers there.
+        cmd.args(["--hub", "http://192.0.2.1:50051"])
+            .args(extra)
+            .args(["jobs", "--output", "json"])
+            .env("FLIGHTDECK_HUB_TOKEN", "s3cret-token")
+            .env("XDG_STATE_HOME", state.path());
+        cmd.output().unwrap()
+    };
+    let refused = run(&[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(stderr.contains("clear text") && stderr.contains("--insecure"), "{stderr}");
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_through_a_hub_lists_jobs_and_says_when_the_token_is_wrong() {
     let toy = Toy::new("hpc", 4);

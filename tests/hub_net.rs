@@ -323,3 +323,46 @@ async fn unix_sockets_are_bound_only_where_nobody_else_can_swap_them() {
     assert!(std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()));
     assert_eq!(meta.mode() & 0o777, 0o660);
 }
+
+/// What the kernel tells a watcher of `dir` while `during` runs: (event mask, name).
+fn dir_events(dir: &Path, during: impl FnOnce()) -> Vec<(u32, String)> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    // SAFETY: plain syscalls on a descriptor this function owns and closes; the buffer
+    // outlives the read into it, and its length is passed along.
+    let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+    assert!(fd >= 0, "inotify_init1: {}", std::io::Error::last_os_error());
+    let mask = libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_ATTRIB;
+    assert!(unsafe { libc::inotify_add_watch(fd, name.as_ptr(), mask) } >= 0);
+    during();
+    let mut buf = vec![0u8; 64 * 1024];
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    unsafe { libc::close(fd) };
+    let n = usize::try_from(n).unwrap_or(0);
+    let header = std::mem::size_of::<libc::inotify_event>();
+    let mut events = Vec::new();
+    let mut at = 0;
+    while at + header <= n {
+        // SAFETY: the kernel wrote whole events; read_unaligned copes with the byte buffer.
+        let event: libc::inotify_event = unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
+        let name = &buf[at + header..at + header + event.len as usize];
+        let name = String::from_utf8_lossy(name).trim_end_matches('\0').to_string();
+        events.push((event.mask, name));
+        at += header + event.len as usize;
+    }
+    events
+}
+
+#[tokio::test]
+async fn a_unix_socket_gets_its_name_only_once_it_has_its_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hub.sock");
+    let mut listener = None;
+    let events = dir_events(dir.path(), || listener = Some(bind_unix(&path).unwrap()));
+    let named: Vec<u32> = events.iter().filter(|(_, name)| name == "hub.sock").map(|(mask, _)| *mask).collect();
+    // Made elsewhere and moved in whole: never created under its name with the umask's
+    // mode, never changed after it got it.
+    assert_eq!(named, vec![libc::IN_MOVED_TO], "{events:?}");
+    assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o660);
+    drop(listener);
+}

@@ -14,7 +14,7 @@ use super::listen::{self, ListenAddr, TlsFiles};
 use super::metrics::Metrics;
 use super::publish::Publisher;
 use super::service::HubService;
-use super::wire::pb;
+use super::wire::{self, pb};
 use crate::fleet::Fleet;
 
 /// How often the server pings an idle connection, and how long it waits for the answer:
@@ -75,11 +75,17 @@ pub async fn serve(
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
         .build_v1()
         .map_err(|e| format!("cannot build the reflection service: {e}"))?;
-    // A full state of a 100k-job cluster is tens of megabytes: tonic encodes any size by default.
-    let hub = pb::hub_server::HubServer::with_interceptor(
-        HubService::with_limits(fleet.clone(), publisher.clone(), metrics.clone(), opts.subscribers),
-        auth::interceptor(Arc::new(auth)),
-    );
+    // Messages are bounded both ways (tonic would encode any size): a full state goes out in
+    // chunks, so only a mistake or an attack comes near the bound.
+    let service = pb::hub_server::HubServer::new(HubService::with_limits(
+        fleet.clone(),
+        publisher.clone(),
+        metrics.clone(),
+        opts.subscribers,
+    ))
+    .max_decoding_message_size(wire::MAX_MESSAGE)
+    .max_encoding_message_size(wire::MAX_MESSAGE);
+    let hub = tonic::service::interceptor::InterceptedService::new(service, auth::interceptor(Arc::new(auth)));
 
     if let Some(at) = opts.metrics_listen {
         serve_metrics(at, fleet.clone(), metrics.clone(), publisher.closed()).await?;

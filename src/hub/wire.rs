@@ -11,6 +11,11 @@
 //! * [`status`]: `BackendError` ↔ gRPC status;
 //! * [`telemetry`]: a cluster's GPU telemetry, whole or as the newest history point.
 
+/// The largest gRPC message either side sends or takes, both ways: a full state goes out in
+/// chunks of a few hundred jobs, so anything near this is a mistake or an attack, and is
+/// refused before it is read into memory.
+pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
+
 mod calls;
 mod state;
 mod status;

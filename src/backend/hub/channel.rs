@@ -87,6 +87,28 @@ impl std::str::FromStr for HubUrl {
     }
 }
 
+impl HubUrl {
+    /// Whether only this machine is reached: a Unix socket, or `localhost`, a 127.0.0.0/8
+    /// address or `[::1]`.
+    pub fn is_loopback(&self) -> bool {
+        match self {
+            HubUrl::Unix(_) => true,
+            HubUrl::Http(base) | HubUrl::Https(base) => {
+                let Ok(uri) = base.parse::<Uri>() else { return false };
+                let host = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
+                host.eq_ignore_ascii_case("localhost")
+                    || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.to_canonical().is_loopback())
+            }
+        }
+    }
+
+    /// Whether a bearer token sent here would cross a network in clear text: plain
+    /// `http://` to a host other than this one.
+    pub fn exposes_tokens(&self) -> bool {
+        matches!(self, HubUrl::Http(_)) && !self.is_loopback()
+    }
+}
+
 impl fmt::Display for HubUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

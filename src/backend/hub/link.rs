@@ -16,8 +16,8 @@ use crate::backend::http::TokenSource;
 use crate::hub::wire::{self, ClusterInfo, pb};
 use crate::model::{Health, Job, Node, Snapshot};
 
-/// The largest message the client accepts: a full state of a 100k-job cluster.
-pub const MAX_MESSAGE: usize = 512 * 1024 * 1024;
+/// The largest message the client sends or accepts.
+pub use crate::hub::wire::MAX_MESSAGE;
 
 /// Reconnect back-off: from the first to the last, doubling.
 const RETRY_FIRST: Duration = Duration::from_millis(500);
@@ -218,8 +218,9 @@ pub struct Link {
 
 impl Link {
     pub fn new(url: HubUrl, channel: Channel, token: Option<TokenSource>) -> Arc<Link> {
-        let client =
-            pb::hub_client::HubClient::with_interceptor(channel, Bearer(token)).max_decoding_message_size(MAX_MESSAGE);
+        let client = pb::hub_client::HubClient::with_interceptor(channel, Bearer(token))
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE);
         let (changed, _) = watch::channel(0);
         Arc::new(Link { url, client, mirror: Mutex::new(Mirror::default()), changed })
     }
