@@ -969,3 +969,43 @@ async fn reading_a_spec_back_is_bounded_by_the_cluster_timeout() {
     assert!(matches!(err, BackendError::Timeout { .. }), "{err}");
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
 }
+
+/// `why` on a job waiting in Kueue asks the visibility API where it stands: once served, its
+/// place among the ClusterQueue's pending workloads (higher priority first) and in its
+/// LocalQueue; where the API is not served, it says so.
+#[tokio::test]
+async fn a_kueue_job_learns_its_place_in_the_queue() {
+    let s = standard();
+    let b = KubeBackend::new(&s.cfg);
+    all_watches_synced(&b).await;
+    let snap = snapshot(&b).await;
+    let sweep = job(&snap, "research:big-sweep");
+    assert!(flightdeck::fleet::why::why(&snap, sweep).wants_priority(), "why asks for a Kueue job's place");
+    assert_eq!(
+        b.priority_details(sweep).await.unwrap(),
+        [
+            "no queue position: this cluster does not serve Kueue's visibility API (visibility.kueue.x-k8s.io) for ClusterQueue gpu-cluster-queue"
+        ]
+    );
+
+    s.fake.serve_kueue_visibility();
+    // Two more pending: one of higher priority (ahead of it) in another namespace's queue,
+    // one of the same priority but newer (behind it) in its own LocalQueue.
+    let mut urgent = fixtures::workload_pending();
+    urgent["metadata"]["name"] = json!("job-urgent-1a2b3");
+    urgent["metadata"]["namespace"] = json!("train");
+    urgent["metadata"]["ownerReferences"][0]["name"] = json!("urgent");
+    urgent["spec"]["queueName"] = json!("team-train");
+    urgent["spec"]["priority"] = json!(100);
+    let mut later = fixtures::workload_pending();
+    later["metadata"]["name"] = json!("job-later-4c5d6");
+    later["metadata"]["ownerReferences"][0]["name"] = json!("later");
+    later["metadata"]["creationTimestamp"] = json!("2030-01-01T00:00:00Z");
+    s.fake.put_all([urgent, later]);
+    assert_eq!(
+        b.priority_details(sweep).await.unwrap(),
+        ["position 2 of 3 in ClusterQueue gpu-cluster-queue (1 of 2 in LocalQueue research/team-research)"]
+    );
+    // A running job has no place to ask for.
+    assert!(b.priority_details(job(&snap, "train:llm-pretrain")).await.unwrap().is_empty());
+}

@@ -187,7 +187,7 @@ fn keys_are_checked_against_every_registered_kind() {
             "{FILE}:5: unknown key `endpiont` in [[cluster]] \"s\" (expected one of: name, kind, host, user, port, \
              identity_file, known_hosts, known_hosts_file, telemetry_via, telemetry_max_nodes, nvidia_smi, \
              refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file, context, kubeconfig, multi_node, namespaces, queue, url, token_env, token_file, \
-             project, retry, ca_file, clusters, gpu_source, endpoint)"
+             project, retry, ca_file, clusters, insecure, gpu_source, endpoint)"
         )
     );
     let shown = refused(&format!("{STUB}endpoint = \"http://x\"\nhost = \"login\"\n"), 5, "host");

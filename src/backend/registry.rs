@@ -271,7 +271,7 @@ kind = "slurm"
             format!(
                 "{FILE}:7: unknown key `hostt` in [[cluster]] \"hpc\" (expected one of: name, kind, host, user, port, \
                  identity_file, known_hosts, known_hosts_file, telemetry_via, telemetry_max_nodes, nvidia_smi, refresh_seconds, timeout_seconds, telemetry_seconds, prometheus_url, prometheus_token_env, prometheus_ca_file, context, kubeconfig, \
-                 multi_node, namespaces, queue, url, token_env, token_file, project, retry, ca_file, clusters, gpu_source)"
+                 multi_node, namespaces, queue, url, token_env, token_file, project, retry, ca_file, clusters, insecure, gpu_source)"
             )
         );
     }

@@ -38,11 +38,13 @@ pub struct Why {
 }
 
 impl Why {
-    /// Worth asking the backend for the job's priority's parts: waiting its turn
-    /// (`Priority`) or for room (`Resources`), where priority decides who goes first.
+    /// Worth asking the backend what it adds about the job's turn: waiting its turn
+    /// (`Priority`) or for room (`Resources`), where priority decides who goes first; or
+    /// waiting in a Kueue queue, where Kueue's visibility API gives its position.
     pub fn wants_priority(&self) -> bool {
+        let reason = self.reason.as_deref().map(str::trim);
         self.state == JobState::Pending
-            && matches!(self.reason.as_deref().map(str::trim), Some("Priority" | "Resources"))
+            && (matches!(reason, Some("Priority" | "Resources")) || reason.is_some_and(|r| r.starts_with("Kueue")))
     }
 
     /// Worth asking the scheduler when it would start: waiting, not held, and the refresh

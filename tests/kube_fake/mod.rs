@@ -393,6 +393,16 @@ impl FakeApi {
         st.resources.push(def);
     }
 
+    /// Serve Kueue's visibility API (`visibility.kueue.x-k8s.io/v1beta1`
+    /// `clusterqueues/NAME/pendingworkloads`), computed from the stored Workloads.
+    pub fn serve_kueue_visibility(&self) {
+        let mut def = ResourceDef::new("visibility.kueue.x-k8s.io/v1beta1", "ClusterQueue", "clusterqueues", false);
+        def.subresources = vec!["pendingworkloads".into()];
+        let mut st = self.inner.state();
+        st.resources.retain(|d| !(d.api_version() == def.api_version() && d.kind == def.kind));
+        st.resources.push(def);
+    }
+
     /// What `GET …/pods/{pod}/log?container={container}` answers. `container: None` is the
     /// pod's only (or first) container.
     pub fn set_pod_log(&self, namespace: &str, pod: &str, container: Option<&str>, text: &str) {

@@ -554,6 +554,7 @@ fn resource(
         ("GET", None, None) => list(st, &def, ns, q),
         ("GET", Some(name), None | Some("status")) => get(st, &def, ns, name),
         ("GET", Some(name), Some("log")) => logs(st, ns.unwrap_or(""), name, q),
+        ("GET", Some(name), Some("pendingworkloads")) => pending_workloads(st, name),
         ("POST", None, None) if def.namespaced && ns.is_none() => Err(method_not_allowed()),
         ("POST", None, None) => create(st, tx, &def, ns, q, body),
         ("POST", Some(name), Some("eviction")) => evict(st, tx, ns.unwrap_or(""), name, body),
@@ -666,6 +667,61 @@ fn get(st: &State, def: &ResourceDef, ns: Option<&str>, name: &str) -> Reply {
     let key = obj_key(def, ns, name);
     let obj = st.objects.get(&key).ok_or_else(|| not_found(def, name))?;
     Ok(json_response(200, &to_wire(def, obj, true)))
+}
+
+/// Kueue's visibility API: the ClusterQueue's pending (not admitted) Workloads, reached
+/// through the LocalQueues that point at it, highest priority first, then oldest, as Kueue
+/// orders its heap; positions 0-based.
+fn pending_workloads(st: &State, cluster_queue: &str) -> Reply {
+    let local_queues: Vec<(String, String)> = st
+        .all_of("kueue.x-k8s.io/v1beta2", "LocalQueue")
+        .iter()
+        .filter(|lq| str_at(lq, "/spec/clusterQueue") == cluster_queue)
+        .map(|lq| (str_at(lq, "/metadata/namespace"), str_at(lq, "/metadata/name")))
+        .collect();
+    let admitted = |w: &Value| {
+        w.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| cs.iter().any(|c| str_at(c, "/type") == "Admitted" && str_at(c, "/status") == "True"))
+    };
+    let mut pending: Vec<Value> = st
+        .all_of("kueue.x-k8s.io/v1beta2", "Workload")
+        .into_iter()
+        .filter(|w| !admitted(w))
+        .filter(|w| local_queues.contains(&(str_at(w, "/metadata/namespace"), str_at(w, "/spec/queueName"))))
+        .collect();
+    let priority = |w: &Value| w.pointer("/spec/priority").and_then(Value::as_i64).unwrap_or(0);
+    pending.sort_by(|a, b| {
+        priority(b)
+            .cmp(&priority(a))
+            .then_with(|| str_at(a, "/metadata/creationTimestamp").cmp(&str_at(b, "/metadata/creationTimestamp")))
+            .then_with(|| str_at(a, "/metadata/name").cmp(&str_at(b, "/metadata/name")))
+    });
+    let mut in_local: std::collections::HashMap<(String, String), u64> = std::collections::HashMap::new();
+    let items: Vec<Value> = pending
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let key = (str_at(w, "/metadata/namespace"), str_at(w, "/spec/queueName"));
+            let at = in_local.entry(key.clone()).or_insert(0);
+            let item = json!({
+                "metadata": {"name": str_at(w, "/metadata/name"), "namespace": key.0,
+                    "creationTimestamp": str_at(w, "/metadata/creationTimestamp"),
+                    "ownerReferences": w.pointer("/metadata/ownerReferences").cloned().unwrap_or(Value::Null)},
+                "priority": priority(w),
+                "localQueueName": key.1,
+                "positionInClusterQueue": i,
+                "positionInLocalQueue": *at,
+            });
+            *at += 1;
+            item
+        })
+        .collect();
+    Ok(json_response(
+        200,
+        &json!({"kind": "PendingWorkloadsSummary", "apiVersion": "visibility.kueue.x-k8s.io/v1beta1",
+            "metadata": {"name": cluster_queue}, "items": items}),
+    ))
 }
 
 fn logs(st: &State, ns: &str, name: &str, q: &Query) -> Reply {

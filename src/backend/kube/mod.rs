@@ -19,6 +19,7 @@ pub mod kueue;
 pub mod logs;
 pub mod manifest;
 pub mod map;
+pub mod visibility;
 pub mod watch;
 pub mod workloads;
 
@@ -1009,6 +1010,46 @@ impl Backend for KubeBackend {
             Ok(Native { dialect: Dialect::KubernetesJob, text, warnings })
         })
         .await
+    }
+
+    /// A job that waits in Kueue: its place in its ClusterQueue and LocalQueue, from Kueue's
+    /// visibility API (one request, for this job only; never per refresh).
+    async fn priority_details(&self, job: &crate::model::Job) -> Result<Vec<String>, BackendError> {
+        if !job.state.is_waiting() {
+            return Ok(Vec::new());
+        }
+        let (namespace, kind, name) = match map::parse_job_id(&job.job_ref.id) {
+            Some(Target::Job { namespace, name }) => (namespace, "Job", name),
+            Some(Target::Workload { namespace, word, name }) => match WorkloadKind::from_word(&word) {
+                Some(k) => (namespace, k.def().kind, name),
+                None => return Ok(Vec::new()),
+            },
+            _ => return Ok(Vec::new()),
+        };
+        let found = self.stores.kueue[&KueueKind::Workload]
+            .all()
+            .iter()
+            .map(|o| WorkloadInfo::from_object(o))
+            .find(|w| w.namespace == namespace && w.owner.as_ref().is_some_and(|(k, n)| k == kind && *n == name));
+        let Some(workload) = found.filter(|w| !w.admitted && !w.finished) else { return Ok(Vec::new()) };
+        let cluster_queue = workload.cluster_queue.clone().or_else(|| {
+            let lq = workload.queue.as_deref()?;
+            self.stores.kueue[&KueueKind::LocalQueue]
+                .all()
+                .iter()
+                .map(|o| LocalQueueInfo::from_object(o))
+                .find(|q| q.namespace == namespace && q.name == lq)?
+                .cluster_queue
+        });
+        let Some(cluster_queue) = cluster_queue else {
+            return Ok(vec![format!(
+                "no queue position: its LocalQueue {} leads to no ClusterQueue",
+                workload.queue.as_deref().unwrap_or("(none)")
+            )]);
+        };
+        let client = self.client().await?;
+        let what = format!("asking Kueue where {} stands in ClusterQueue {cluster_queue}", job.job_ref);
+        self.bounded(what, visibility::explain(&client, &cluster_queue, &namespace, &workload.name)).await
     }
 
     /// The Job object (or a bare pod) as the API server has it now, read back as a spec.
