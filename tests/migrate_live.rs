@@ -115,7 +115,7 @@ fn tagged(snapshot: &Snapshot, origin: &JobRef) -> Vec<JobRef> {
     snapshot
         .jobs
         .iter()
-        .filter(|j| j.migrated_from.as_deref() == Some(origin.as_str()) && !j.state.is_finished())
+        .filter(|j| j.origin() == Some(origin.as_str()) && !j.state.is_finished())
         .map(|j| j.job_ref.clone())
         .collect()
 }
@@ -168,7 +168,9 @@ fn slurm_22_to_slurm_24_through_the_binary() {
     let back = rt.block_on(fd24.job_spec(&new)).expect("spec of the new job");
     assert_eq!((back.spec.gpus, back.spec.time_limit_secs()), (1, Some(20 * 60)), "{:?}", back.spec);
     assert_eq!(back.spec.env.get("FD_MIGRATED").map(String::as_str), Some("yes it was"));
-    assert_eq!(back.spec.migrated_from.as_deref(), Some(src.as_str()));
+    let tag = back.spec.migrated_from.clone().unwrap_or_default();
+    assert_eq!(flightdeck::model::split_migration_tag(&tag).0, src.as_str(), "{tag}");
+    assert!(flightdeck::model::split_migration_tag(&tag).1.is_some(), "the tag names the migration: {tag}");
     // The audit log tells it as one migration that ended well.
     let out = run(&["audit", "--output", "json"]);
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
@@ -224,6 +226,9 @@ impl Backend for DeadLinkOnCancel {
     }
     async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
         self.0.job_spec(job).await
+    }
+    async fn acting_user(&self) -> Result<Option<String>, BackendError> {
+        self.0.acting_user().await
     }
     async fn job_action(&self, _job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
         Err(BackendError::Connect {
