@@ -419,6 +419,22 @@ pub fn unfinished(records: &[AuditRecord]) -> Vec<Unfinished> {
         .collect()
 }
 
+/// Migrations an older flightdeck recorded without an id whose intent no outcome follows:
+/// `(source, to)` as the intent names them. They cannot be paired with their steps, so
+/// `--resume` names them rather than guessing (the user looks for the copy by its tag).
+pub fn without_id(records: &[AuditRecord]) -> Vec<(String, String)> {
+    let mut open: Vec<(String, String)> = Vec::new();
+    for r in records.iter().filter(|r| r.action == Verb::Migrate.as_str() && r.id.is_empty()) {
+        let to = r.detail.as_deref().and_then(|d| d.split_whitespace().find_map(|w| w.strip_prefix("to=")));
+        if r.outcome == "intent" {
+            open.push((r.target.clone(), to.unwrap_or("?").to_string()));
+        } else if let Some(at) = open.iter().position(|(source, _)| source == &r.target) {
+            open.remove(at);
+        }
+    }
+    open
+}
+
 /// What the runner found on a cluster when it looked for a job.
 enum Sighting {
     Listed(JobState),
@@ -768,6 +784,17 @@ mod tests {
         assert_eq!(open[1].submitted, None);
         let Action::Migrate { resume, .. } = open[1].action() else { panic!() };
         assert_eq!(resume.as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn an_older_migration_without_an_id_is_named_not_resumed() {
+        let records = vec![
+            record("", "intent", "", true),
+            record("", "ok", "hpc/12 → k8s/ml:t-1", false),
+            record("", "intent", "", true),
+        ];
+        assert!(unfinished(&records).is_empty());
+        assert_eq!(without_id(&records), [("hpc/12".to_string(), "k8s".to_string())]);
     }
 
     #[test]
