@@ -518,6 +518,19 @@ async fn resume_adopts_only_this_migrations_copy_on_the_target_owned_by_the_user
     fleet.refresh_now(None);
     fleet.wait_for(Duration::from_secs(5), |s| migrate::already_migrated(s, &source).is_some()).await;
 
+    // The job with this migration's id from before the intent is neither adopted nor
+    // submitted beside (a target's clock behind ours shows our own copy so): stop, in words.
+    let open = migrate::unfinished(&bed.audit.read_all().unwrap());
+    assert_eq!(open.len(), 1);
+    let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
+    let err = done.outcomes[0].result.clone().unwrap_err();
+    assert!(err.starts_with("k8s/900 carries this migration's id but says it was submitted at "), "{err}");
+    assert!(err.contains("not taken as the copy and nothing is submitted beside it"), "{err}");
+    assert!(bed.calls().is_empty(), "{:?}", bed.calls());
+    assert!(bed.hpc.has("12"));
+
+    // That one cancelled by its owner, --resume submits a copy of its own.
+    bed.k8s.jobs.lock().unwrap().retain(|(j, _)| j.job_ref != early);
     let open = migrate::unfinished(&bed.audit.read_all().unwrap());
     assert_eq!(open.len(), 1);
     let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
@@ -528,7 +541,7 @@ async fn resume_adopts_only_this_migrations_copy_on_the_target_owned_by_the_user
     let jobs = bed.k8s.jobs.lock().unwrap().clone();
     let made = jobs.iter().find(|(j, _)| j.job_ref == copy).unwrap();
     assert_eq!(made.0.migration_id(), Some("m-1"));
-    for planted in [&early, &other_id, &no_id, &mallory] {
+    for planted in [&other_id, &no_id, &mallory] {
         assert!(bed.k8s.has(&planted.id), "{planted} is left alone");
     }
     assert!(bed.hpc.has("904") && !bed.hpc.has("12"));

@@ -7,7 +7,8 @@
 //! A target `sbatch` slower than the cluster's timeout (a wrapper first on `PATH`, fd22's
 //! commands run on this machine) takes the job and loses the answer: the migration finds
 //! its tagged copy and ends with one job; `--resume` leaves alone jobs planted with the
-//! source's tag under another migration's id or from before the intent.
+//! source's tag under another migration's id, and stops at one with this migration's id
+//! from before the intent.
 
 mod common;
 mod kube_fake;
@@ -497,6 +498,30 @@ async fn resume_leaves_alone_jobs_tagged_by_another_migration_or_from_before_the
         })
         .unwrap();
 
+    // A job with this migration's id from before its intent: not adopted, nothing submitted
+    // beside it (a clock behind ours would show our own copy so); stopped, in words.
+    let open = migrate::unfinished(&audit.read_all().unwrap());
+    assert_eq!(open.len(), 1);
+    let done = f.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
+    let err = done.outcomes[0].result.clone().unwrap_err();
+    assert!(
+        err.starts_with(&format!("{} carries this migration's id but says it was submitted", planted_early.job)),
+        "{err}"
+    );
+    assert_eq!(listed(&*fd22, &source.job).await, Some(JobState::Held), "the source is as it was");
+    let snap = fd24.snapshot().await.unwrap();
+    assert_eq!(tagged(&snap, &source.job).len(), 2, "nothing submitted: {:?}", tagged(&snap, &source.job));
+
+    // Once that job is cancelled, --resume submits a copy of its own and leaves the other.
+    fd24.job_action(&planted_early.job, JobAction::Cancel).await.expect("cancel the planted job");
+    f.refresh_now(None);
+    let gone = planted_early.job.clone();
+    f.wait_for(WAIT, |s| {
+        s.cluster("fd24")
+            .and_then(|c| c.snapshot.as_ref())
+            .is_some_and(|s| s.jobs.iter().all(|j| j.job_ref != gone || j.state.is_finished()))
+    })
+    .await;
     let open = migrate::unfinished(&audit.read_all().unwrap());
     assert_eq!(open.len(), 1);
     let done = f.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
@@ -508,7 +533,7 @@ async fn resume_leaves_alone_jobs_tagged_by_another_migration_or_from_before_the
     let snap = fd24.snapshot().await.unwrap();
     let mut tags = tagged(&snap, &source.job);
     tags.sort_by(|a, b| a.id.cmp(&b.id));
-    let mut expected = vec![planted_other.job.clone(), planted_early.job.clone(), new.clone()];
+    let mut expected = vec![planted_other.job.clone(), new.clone()];
     expected.sort_by(|a, b| a.id.cmp(&b.id));
     assert_eq!(tags, expected, "the planted jobs are left as they were, one copy of our own");
     let copy = snap.jobs.iter().find(|j| j.job_ref == new).unwrap();

@@ -107,6 +107,21 @@ impl CopyRules {
             && self.user.as_ref().is_none_or(|u| &job.user == u)
             && job.submit_time.is_some_and(|t| t >= since)
     }
+
+    /// Whether `job` meets every rule but the time: it carries this migration's id yet says
+    /// it was submitted before the intent (or says nothing of when). Never adopted; but a
+    /// target whose clock runs behind ours would show our own copy so, so nothing is
+    /// submitted beside it either.
+    pub fn doubtful(&self, job: &Job) -> bool {
+        let origin = self.source.to_string();
+        self.id.is_some()
+            && job.job_ref.cluster == self.to
+            && !job.state.is_finished()
+            && job.origin() == Some(origin.as_str())
+            && job.migration_id() == self.id.as_deref()
+            && self.user.as_ref().is_none_or(|u| &job.user == u)
+            && !self.adopts(job)
+    }
 }
 
 /// What the user chose on the command line or in the plan screen.
@@ -450,6 +465,9 @@ enum Look {
     Absent,
     /// No fresh listing came (why): nobody can say whether the copy is there.
     Stale(String),
+    /// No copy, but a job of this user carrying this migration's id submitted before its
+    /// intent (clocks apart, or planted): neither adopted nor submitted beside.
+    Doubtful(JobRef, String),
 }
 
 impl Runner {
@@ -485,6 +503,7 @@ impl Runner {
                 match self.look_for_copy(&rules).await {
                     Look::Found(copy) => submitted = Some(self.adopted(action, id, copy).await?),
                     Look::Absent => {}
+                    Look::Doubtful(job, at) => return Err(doubtful(&job, &at, source, since)),
                     Look::Stale(why) => {
                         return Err(Stop::interrupted(format!(
                             "{to} has no fresh listing ({why}): a copy of {source} may be there unseen, so nothing \
@@ -525,6 +544,7 @@ impl Runner {
                         let rules = self.rules(source, to, tag_id, since).await?;
                         match self.look_for_copy(&rules).await {
                             Look::Found(copy) => self.adopted(action, id, copy).await?,
+                            Look::Doubtful(job, at) => return Err(doubtful(&job, &at, source, since)),
                             Look::Absent => {
                                 return Err(Stop::interrupted(format!(
                                     "{to} gave no answer to the submit ({e}) and lists no copy of {source} yet; \
@@ -614,7 +634,16 @@ impl Runner {
     /// meanwhile ends the wait as stale. Without pollers the target is asked directly.
     async fn look_for_copy(&self, rules: &CopyRules) -> Look {
         let found = |s: &crate::model::Snapshot| {
-            s.jobs.iter().find(|j| rules.adopts(j)).map_or(Look::Absent, |j| Look::Found(j.job_ref.clone()))
+            if let Some(j) = s.jobs.iter().find(|j| rules.adopts(j)) {
+                return Look::Found(j.job_ref.clone());
+            }
+            match s.jobs.iter().find(|j| rules.doubtful(j)) {
+                Some(j) => {
+                    let at = j.submit_time.map_or_else(|| "at an unknown time".to_string(), |t| format!("at {t}"));
+                    Look::Doubtful(j.job_ref.clone(), at)
+                }
+                None => Look::Absent,
+            }
         };
         if !self.opts.poll {
             let Some(backend) = self.backends.get(&rules.to) else { return Look::Stale("not configured".into()) };
@@ -641,7 +670,7 @@ impl Runner {
                         }
                         (crate::model::Health::Fresh { .. }, Some(s)) if c.attempts > before => match found(s) {
                             Look::Found(copy) => Some(Look::Found(copy)),
-                            _ if c.attempts >= before + 2 => Some(Look::Absent),
+                            look if c.attempts >= before + 2 => Some(look),
                             _ => None,
                         },
                         _ => None,
@@ -713,6 +742,16 @@ impl Runner {
         record.spec = None;
         record
     }
+}
+
+/// The stop for a job that carries the migration's id but says it came before the intent.
+fn doubtful(job: &JobRef, at: &str, source: &JobRef, since: chrono::DateTime<chrono::Utc>) -> Stop {
+    Stop::interrupted(format!(
+        "{job} carries this migration's id but says it was submitted {at}, before the migration began ({since}): \
+         a clock that runs behind, or a job someone else tagged; it is not taken as the copy and nothing is \
+         submitted beside it; {source} is left as it was (cancel {job} if it is not the copy, then \
+         `flightdeck migrate --resume`)"
+    ))
 }
 
 /// `job` in `state`: listed, absent from a fresh picture (taken after `since`, when given),
@@ -825,7 +864,11 @@ mod tests {
         assert!(!rules.adopts(&job("k8s", &ours, "bob", since)), "another user's");
         assert!(!rules.adopts(&job("k8s", &migration_tag("hpc/12", "m-2"), "alice", since)), "another migration");
         assert!(!rules.adopts(&job("k8s", "hpc/12", "alice", since)), "no id");
-        assert!(!rules.adopts(&job("k8s", &ours, "alice", since - chrono::TimeDelta::seconds(2))), "older");
+        let older = job("k8s", &ours, "alice", since - chrono::TimeDelta::seconds(2));
+        assert!(!rules.adopts(&older), "older");
+        assert!(rules.doubtful(&older), "older, with our id: neither adopted nor submitted beside");
+        assert!(!rules.doubtful(&job("k8s", &ours, "bob", since - chrono::TimeDelta::seconds(2))));
+        assert!(!rules.doubtful(&job("k8s", &ours, "alice", since)), "adopted, not doubtful");
         let mut ended = job("k8s", &ours, "alice", since);
         ended.state = JobState::Cancelled;
         assert!(!rules.adopts(&ended));
