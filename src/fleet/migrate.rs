@@ -13,6 +13,13 @@
 //! new job carries `migrated_from` in its backend's own place, a second migration of the
 //! same source is refused, and `flightdeck migrate --resume` ([`unfinished`]) can finish an
 //! interrupted one from the audit log and the clusters' own listings.
+//!
+//! The tag also carries the migration's id (its audit id, `hpc/12 migration=ID`). A submit
+//! that fails without a clear refusal ([`outcome_unknown`]: a timeout, a lost link) may have
+//! been taken, so the target's next fresh listing is searched for the copy: found, the move
+//! carries on; not found, or no fresh listing, it stops [`INTERRUPTED`] and `--resume`
+//! finishes it. A copy is adopted only by [`CopyRules`]: on the planned target, owned by the
+//! user the target acts as, with this migration's id, submitted after its intent.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
