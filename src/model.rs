@@ -291,13 +291,35 @@ pub struct Job {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
     /// The job this one was migrated from (`hpc/123`), read back from the tag `flightdeck
-    /// migrate` leaves in the backend's own place for it (see `JobSpec::migrated_from`).
+    /// migrate` leaves in the backend's own place for it (see `JobSpec::migrated_from`), with
+    /// the migration's id when it has one ([`Job::origin`], [`Job::migration_id`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrated_from: Option<String>,
     /// The Kubernetes object this job stands for, with its replica groups and pods (a
     /// PyTorchJob, a JobSet …); `None` for every other kind of job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<Box<Workload>>,
+}
+
+/// The word that joins a migration's id to its origin in the tag a migrated job carries
+/// (`hpc/12 migration=18c2f…-3a-0`): the id names one migration, so a copy is told from a
+/// job someone else tagged with the same origin.
+pub const MIGRATION_ID_WORD: &str = " migration=";
+
+/// The origin tag for a job migrated from `origin` by the migration `id`.
+pub fn migration_tag(origin: &str, id: &str) -> String {
+    format!("{origin}{MIGRATION_ID_WORD}{id}")
+}
+
+/// A tag's origin and, when it has one, its migration id (only ASCII letters, digits and
+/// `-`: anything else is part of the origin). Tags written before migration ids have none.
+pub fn split_migration_tag(tag: &str) -> (&str, Option<&str>) {
+    match tag.rsplit_once(MIGRATION_ID_WORD) {
+        Some((origin, id)) if !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') => {
+            (origin, Some(id))
+        }
+        _ => (tag, None),
+    }
 }
 
 impl Job {
@@ -336,6 +358,16 @@ impl Job {
             migrated_from: None,
             workload: None,
         }
+    }
+
+    /// The job this one was migrated from (`hpc/123`), its migration id left out.
+    pub fn origin(&self) -> Option<&str> {
+        self.migrated_from.as_deref().map(|t| split_migration_tag(t).0)
+    }
+
+    /// The id of the migration that made this job, when its tag carries one.
+    pub fn migration_id(&self) -> Option<&str> {
+        self.migrated_from.as_deref().and_then(|t| split_migration_tag(t).1)
     }
 
     /// Where `stream` can be read.

@@ -92,7 +92,8 @@ pub struct JobSpec {
     pub tasks_per_node: Option<u32>,
     /// The job this one was migrated from (`hpc/123`): written by `flightdeck migrate`, carried
     /// in each dialect's own place (Slurm `--comment`, a Kubernetes annotation, a cloud label)
-    /// so the cockpit can say where a job came from and a second migration is refused.
+    /// so the cockpit can say where a job came from and a second migration is refused. A
+    /// migration adds its id (`hpc/123 migration=ID`, see `model::migration_tag`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrated_from: Option<String>,
 }

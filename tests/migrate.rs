@@ -2,7 +2,10 @@
 //! (target first, source cancelled after), a target that refuses leaves the source alone, a
 //! cancel that fails reports both jobs and `--resume` finishes it, a process that died after
 //! the intent is finished from the tag, a second migration is refused, running jobs need
-//! `--running`, read-only refuses. The same order runs over the real test bed in
+//! `--running`, read-only refuses; a submit whose answer is lost after the target took the
+//! job carries on from the tagged copy (or stops as interrupted while the target cannot be
+//! listed, and `--resume` adopts it), and `--resume` adopts only this migration's copy on
+//! the target, owned by the user, newer than the intent. The same order runs over the real test bed in
 //! `tests/migrate_live.rs`; here the faults are injected on cue.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -24,6 +27,12 @@ struct Toy {
     calls: Arc<Mutex<Vec<String>>>,
     refuse_submit: AtomicBool,
     fail_cancel: AtomicBool,
+    /// Submit takes the job, then times out.
+    answer_lost: AtomicBool,
+    /// Listings fail (the cluster's link is down).
+    unreachable: AtomicBool,
+    /// A submit whose answer is lost also takes the link down.
+    dark_after_submit: AtomicBool,
     next: AtomicU32,
 }
 
@@ -35,6 +44,9 @@ impl Toy {
             calls,
             refuse_submit: AtomicBool::new(false),
             fail_cancel: AtomicBool::new(false),
+            answer_lost: AtomicBool::new(false),
+            unreachable: AtomicBool::new(false),
+            dark_after_submit: AtomicBool::new(false),
             next: AtomicU32::new(100),
         })
     }
@@ -57,6 +69,19 @@ impl Toy {
         r
     }
 
+    /// A job someone else put there: tagged `tag`, owned by `user`, submitted at `at`.
+    fn plant(&self, id: &str, tag: &str, user: &str, at: chrono::DateTime<chrono::Utc>) -> JobRef {
+        let r = JobRef::new(self.name, id);
+        let mut job = Job::new(r.clone(), JobState::Pending);
+        job.name = format!("planted-{id}");
+        job.user = user.into();
+        job.submit_time = Some(at);
+        job.migrated_from = Some(tag.into());
+        let spec = JobSpec { name: job.name.clone(), command: Some("true".into()), ..JobSpec::default() };
+        self.jobs.lock().unwrap().push((job, spec));
+        r
+    }
+
     fn has(&self, id: &str) -> bool {
         self.jobs.lock().unwrap().iter().any(|(j, _)| j.job_ref.id == id)
     }
@@ -66,7 +91,7 @@ impl Toy {
             .lock()
             .unwrap()
             .iter()
-            .filter(|(j, _)| j.migrated_from.as_deref() == Some(origin))
+            .filter(|(j, _)| j.origin() == Some(origin))
             .map(|(j, _)| j.job_ref.clone())
             .collect()
     }
@@ -81,6 +106,9 @@ impl Backend for Toy {
         Capabilities { submit: true, cancel: true, ..Capabilities::default() }
     }
     async fn snapshot(&self) -> Result<Snapshot, BackendError> {
+        if self.unreachable.load(Ordering::SeqCst) {
+            return Err(BackendError::Connect { target: "login".into(), message: "connection refused".into() });
+        }
         let jobs = self.jobs.lock().unwrap().iter().map(|(j, _)| j.clone()).collect();
         let mut s = Snapshot { cluster: self.name.into(), jobs, ..Snapshot::default() };
         s.derive_queues();
@@ -99,9 +127,22 @@ impl Backend for Toy {
         let r = JobRef::new(self.name, id);
         let mut job = Job::new(r.clone(), JobState::Pending);
         job.name = spec.name.clone();
+        job.user = "alice".into();
+        job.submit_time = Some(chrono::Utc::now());
         job.migrated_from = spec.migrated_from.clone();
+        if self.answer_lost.load(Ordering::SeqCst) {
+            // Taken, but the answer never comes back (sbatch under load, a dropped link).
+            self.jobs.lock().unwrap().push((job, spec.clone()));
+            if self.dark_after_submit.load(Ordering::SeqCst) {
+                self.unreachable.store(true, Ordering::SeqCst);
+            }
+            return Err(BackendError::Timeout { what: "sbatch".into(), secs: 20 });
+        }
         self.jobs.lock().unwrap().push((job, spec.clone()));
         Ok(r)
+    }
+    async fn acting_user(&self) -> Result<Option<String>, BackendError> {
+        Ok(Some("alice".into()))
     }
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
         Ok(Native {
@@ -225,7 +266,11 @@ async fn a_pending_job_moves_target_first_and_the_source_is_cancelled_after() {
     assert_eq!(bed.calls(), ["submit k8s/train-12", "cancel hpc/12"], "target first, then the source");
     assert_eq!(bed.story(), ["intent", "submitted", "ok"]);
     let intent = &bed.audit.read_all().unwrap()[0];
-    assert_eq!(intent.spec.as_ref().unwrap().migrated_from.as_deref(), Some("hpc/12"), "the intent carries the spec");
+    // The intent carries the spec, its origin tag naming this migration's id.
+    let tag = intent.spec.as_ref().unwrap().migrated_from.clone().unwrap();
+    assert_eq!(flightdeck::model::split_migration_tag(&tag), ("hpc/12", Some(intent.id.as_str())));
+    let copy = bed.k8s.jobs.lock().unwrap()[0].0.clone();
+    assert_eq!(copy.migration_id(), Some(intent.id.as_str()), "the copy carries the id");
     assert_eq!((intent.target.as_str(), intent.detail.as_deref()), ("hpc/12", Some("to=k8s")));
     assert!(migrate::unfinished(&bed.audit.read_all().unwrap()).is_empty());
     assert_eq!(outcome.summary(), format!("migrate hpc/12: hpc/12 → {}", moved[0]));
@@ -380,4 +425,153 @@ async fn a_thousand_moves_are_planned_and_carried_out_whole() {
     assert_eq!(done.summary(), "migrated 1000 of 1000");
     assert!(bed.hpc.jobs.lock().unwrap().is_empty());
     assert_eq!(bed.k8s.jobs.lock().unwrap().len(), 1000);
+}
+
+/// An intent as `flightdeck migrate` writes it, for a process cut off right after it.
+fn intent_record(
+    id: &str,
+    source: &JobRef,
+    spec: JobSpec,
+    at: chrono::DateTime<chrono::Utc>,
+) -> flightdeck::fleet::AuditRecord {
+    flightdeck::fleet::AuditRecord {
+        id: id.into(),
+        time: at,
+        who: "alice@login".into(),
+        action: "migrate".into(),
+        target: source.to_string(),
+        detail: Some("to=k8s".into()),
+        outcome: "intent".into(),
+        message: String::new(),
+        spec: Some(Box::new(spec)),
+    }
+}
+
+#[tokio::test]
+async fn a_submit_whose_answer_is_lost_after_the_target_took_it_carries_on_from_the_tagged_copy() {
+    let bed = Bed::new();
+    let source = bed.hpc.add("12", JobState::Pending);
+    bed.k8s.answer_lost.store(true, Ordering::SeqCst);
+    let fleet = bed.fleet(false).await;
+    let result = plan_and_go(&fleet, &source, &MigrateOptions::default()).await;
+    let moved = bed.k8s.tagged("hpc/12");
+    assert_eq!(moved.len(), 1, "{result:?}");
+    assert_eq!(result, Ok(format!("hpc/12 → {}", moved[0])));
+    assert!(!bed.hpc.has("12"), "the source is cancelled");
+    assert_eq!(bed.calls(), ["submit k8s/train-12", "cancel hpc/12"], "one submit, never a second");
+    assert_eq!(bed.story(), ["intent", "submitted", "ok"]);
+}
+
+#[tokio::test]
+async fn a_lost_answer_while_the_target_cannot_be_listed_is_interrupted_and_resume_adopts_the_copy() {
+    let bed = Bed::new();
+    let source = bed.hpc.add("12", JobState::Pending);
+    bed.k8s.answer_lost.store(true, Ordering::SeqCst);
+    bed.k8s.dark_after_submit.store(true, Ordering::SeqCst);
+    let fleet = bed.fleet(false).await;
+    let err = plan_and_go(&fleet, &source, &MigrateOptions::default()).await.unwrap_err();
+    assert!(err.starts_with("k8s gave no answer to the submit (`sbatch` timed out after 20 s)"), "{err}");
+    assert!(err.contains("has no fresh listing") && err.contains("hpc/12 is left as it was"), "{err}");
+    assert!(err.contains("--resume"), "{err}");
+    assert!(bed.hpc.has("12"), "the source is untouched");
+    assert_eq!(bed.story(), ["intent", "interrupted"], "the audit shows it interrupted, not refused");
+    let entries = flightdeck::fleet::audit::entries(bed.audit.read_all().unwrap());
+    assert_eq!(entries[0].outcome, "interrupted");
+    let open = migrate::unfinished(&bed.audit.read_all().unwrap());
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].submitted, None);
+
+    // The link is back: --resume finds the copy the lost answer named and submits nothing.
+    bed.k8s.answer_lost.store(false, Ordering::SeqCst);
+    bed.k8s.unreachable.store(false, Ordering::SeqCst);
+    let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
+    let moved = bed.k8s.tagged("hpc/12");
+    assert_eq!(moved.len(), 1, "{}", done.summary());
+    assert_eq!(done.outcomes[0].result, Ok(format!("hpc/12 → {}", moved[0])));
+    assert!(!bed.hpc.has("12"));
+    assert_eq!(bed.calls(), ["submit k8s/train-12", "cancel hpc/12"]);
+    assert_eq!(bed.story(), ["intent", "interrupted", "intent", "submitted", "ok"]);
+    assert!(migrate::unfinished(&bed.audit.read_all().unwrap()).is_empty());
+}
+
+#[tokio::test]
+async fn resume_adopts_only_this_migrations_copy_on_the_target_owned_by_the_user_after_the_intent() {
+    let bed = Bed::new();
+    let source = bed.hpc.add("12", JobState::Pending);
+    let fleet = bed.fleet(false).await;
+    let plan = fleet.plan_migration(std::slice::from_ref(&source), "k8s", &MigrateOptions::default()).await;
+    let mut spec = plan.moves[0].spec.clone().unwrap();
+    let ours = flightdeck::model::migration_tag("hpc/12", "m-1");
+    spec.migrated_from = Some(ours.clone());
+    let now = chrono::Utc::now();
+    let later = now + chrono::TimeDelta::seconds(2);
+    // Tagged with this migration's id, but submitted before its intent.
+    let early = bed.k8s.plant("900", &ours, "alice", now - chrono::TimeDelta::seconds(5));
+    bed.audit.append(&intent_record("m-1", &source, spec, now)).unwrap();
+    // The same origin under another migration's id; no id at all (anyone can write a comment).
+    let other_id = bed.k8s.plant("901", &flightdeck::model::migration_tag("hpc/12", "m-2"), "alice", later);
+    let no_id = bed.k8s.plant("902", "hpc/12", "alice", later);
+    // This migration's id, but another user's job.
+    let mallory = bed.k8s.plant("903", &ours, "mallory", later);
+    // This migration's id on the source cluster itself.
+    let on_source = bed.hpc.plant("904", &ours, "alice", later);
+    fleet.refresh_now(None);
+    fleet.wait_for(Duration::from_secs(5), |s| migrate::already_migrated(s, &source).is_some()).await;
+
+    // The job with this migration's id from before the intent is neither adopted nor
+    // submitted beside (a target's clock behind ours shows our own copy so): stop, in words.
+    let open = migrate::unfinished(&bed.audit.read_all().unwrap());
+    assert_eq!(open.len(), 1);
+    let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
+    let err = done.outcomes[0].result.clone().unwrap_err();
+    assert!(err.starts_with("k8s/900 carries this migration's id but says it was submitted at "), "{err}");
+    assert!(err.contains("not taken as the copy and nothing is submitted beside it"), "{err}");
+    assert!(bed.calls().is_empty(), "{:?}", bed.calls());
+    assert!(bed.hpc.has("12"));
+
+    // That one cancelled by its owner, --resume submits a copy of its own.
+    bed.k8s.jobs.lock().unwrap().retain(|(j, _)| j.job_ref != early);
+    let open = migrate::unfinished(&bed.audit.read_all().unwrap());
+    assert_eq!(open.len(), 1);
+    let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
+    let result = done.outcomes[0].result.clone().expect("finished with a copy of its own");
+    assert_eq!(bed.calls(), ["submit k8s/train-12", "cancel hpc/12"], "none of the planted jobs was adopted");
+    let copy: JobRef = result.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(![&early, &other_id, &no_id, &mallory, &on_source].contains(&&copy), "{copy}");
+    let jobs = bed.k8s.jobs.lock().unwrap().clone();
+    let made = jobs.iter().find(|(j, _)| j.job_ref == copy).unwrap();
+    assert_eq!(made.0.migration_id(), Some("m-1"));
+    for planted in [&other_id, &no_id, &mallory] {
+        assert!(bed.k8s.has(&planted.id), "{planted} is left alone");
+    }
+    assert!(bed.hpc.has("904") && !bed.hpc.has("12"));
+}
+
+#[tokio::test]
+async fn resume_never_submits_while_the_target_cannot_be_listed() {
+    let bed = Bed::new();
+    let source = bed.hpc.add("12", JobState::Pending);
+    let fleet = bed.fleet(false).await;
+    let plan = fleet.plan_migration(std::slice::from_ref(&source), "k8s", &MigrateOptions::default()).await;
+    let mut spec = plan.moves[0].spec.clone().unwrap();
+    spec.migrated_from = Some(flightdeck::model::migration_tag("hpc/12", "m-1"));
+    bed.audit.append(&intent_record("m-1", &source, spec, chrono::Utc::now())).unwrap();
+    bed.k8s.unreachable.store(true, Ordering::SeqCst);
+
+    let open = migrate::unfinished(&bed.audit.read_all().unwrap());
+    let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
+    let err = done.outcomes[0].result.clone().unwrap_err();
+    assert!(err.starts_with("k8s has no fresh listing (cannot reach login: connection refused)"), "{err}");
+    assert!(err.contains("nothing is submitted again"), "{err}");
+    assert!(bed.calls().is_empty(), "{:?}", bed.calls());
+    assert!(bed.hpc.has("12"));
+    assert_eq!(migrate::unfinished(&bed.audit.read_all().unwrap()).len(), 1, "still to finish");
+
+    // Once the target answers, the same resume finishes it.
+    bed.k8s.unreachable.store(false, Ordering::SeqCst);
+    let open = migrate::unfinished(&bed.audit.read_all().unwrap());
+    let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
+    assert_eq!(done.failed(), 0, "{}", done.summary());
+    assert_eq!(bed.k8s.tagged("hpc/12").len(), 1);
+    assert!(!bed.hpc.has("12"));
 }

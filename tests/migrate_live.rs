@@ -4,6 +4,11 @@
 //! pending), and a source whose cancel fails because its link died between the two steps
 //! (both reported, `--resume` finishes it from the audit log, nothing lost or duplicated).
 //! The failed cancel is injected by wrapping the real fd22 backend; everything else is real.
+//! A target `sbatch` slower than the cluster's timeout (a wrapper first on `PATH`, fd22's
+//! commands run on this machine) takes the job and loses the answer: the migration finds
+//! its tagged copy and ends with one job; `--resume` leaves alone jobs planted with the
+//! source's tag under another migration's id, and stops at one with this migration's id
+//! from before the intent.
 
 mod common;
 mod kube_fake;
@@ -115,7 +120,7 @@ fn tagged(snapshot: &Snapshot, origin: &JobRef) -> Vec<JobRef> {
     snapshot
         .jobs
         .iter()
-        .filter(|j| j.migrated_from.as_deref() == Some(origin.as_str()) && !j.state.is_finished())
+        .filter(|j| j.origin() == Some(origin.as_str()) && !j.state.is_finished())
         .map(|j| j.job_ref.clone())
         .collect()
 }
@@ -168,7 +173,9 @@ fn slurm_22_to_slurm_24_through_the_binary() {
     let back = rt.block_on(fd24.job_spec(&new)).expect("spec of the new job");
     assert_eq!((back.spec.gpus, back.spec.time_limit_secs()), (1, Some(20 * 60)), "{:?}", back.spec);
     assert_eq!(back.spec.env.get("FD_MIGRATED").map(String::as_str), Some("yes it was"));
-    assert_eq!(back.spec.migrated_from.as_deref(), Some(src.as_str()));
+    let tag = back.spec.migrated_from.clone().unwrap_or_default();
+    assert_eq!(flightdeck::model::split_migration_tag(&tag).0, src.as_str(), "{tag}");
+    assert!(flightdeck::model::split_migration_tag(&tag).1.is_some(), "the tag names the migration: {tag}");
     // The audit log tells it as one migration that ended well.
     let out = run(&["audit", "--output", "json"]);
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
@@ -224,6 +231,9 @@ impl Backend for DeadLinkOnCancel {
     }
     async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
         self.0.job_spec(job).await
+    }
+    async fn acting_user(&self) -> Result<Option<String>, BackendError> {
+        self.0.acting_user().await
     }
     async fn job_action(&self, _job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
         Err(BackendError::Connect {
@@ -387,6 +397,147 @@ async fn slurm_to_dstack_arrives_pending() {
     assert_eq!(listed(&*fd22, &source.job).await, None, "the Slurm job is cancelled");
     let state = listed(&*dstack, &new).await;
     assert!(matches!(state, Some(JobState::Pending)), "the run waits for capacity: {state:?}");
+}
+
+/// A config with fd24 as the test bed has it and fd22 run on this machine (the test bed's
+/// 22.05 is the host's own Slurm) with a 3 s timeout: the `sbatch` the binary finds first on
+/// its `PATH` is the one fd22's submits run.
+fn config_with_local_fd22(dir: &std::path::Path) -> std::path::PathBuf {
+    let bed = std::fs::read_to_string(testbed_config_path()).expect("test bed config");
+    let fd24 = bed.split("[[cluster]]").find(|c| c.contains("name = \"fd24\"")).expect("fd24 in the test bed config");
+    let text = format!(
+        "[[cluster]]\nname = \"fd22\"\nkind = \"slurm\"\nrefresh_seconds = 1\ntimeout_seconds = 3\n\n[[cluster]]{fd24}"
+    );
+    let path = dir.join("flightdeck.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_target_sbatch_slower_than_the_timeout_still_ends_with_one_job() {
+    use std::os::unix::fs::PermissionsExt;
+    let _locks = (cluster_lock("fd22"), cluster_lock("fd24"));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (fd22, fd24) = (built(&cluster_config("fd22")), built(&cluster_config("fd24")));
+    let source = rt.block_on(held(fd24.clone(), &spec("fd-migrate-slow-sbatch")));
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_with_local_fd22(dir.path());
+    // sbatch under load: the controller takes the job, the answer comes after the timeout.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let wrapper = bin.join("sbatch");
+    std::fs::write(&wrapper, "#!/bin/sh\n/usr/bin/sbatch \"$@\"\nstatus=$?\nsleep 30\nexit $status\n").unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let slurm_conf = std::env::var("FD22_SLURM_CONF").expect("FD22_SLURM_CONF: source /var/lib/flightdeck-testbed/env");
+    let src = source.job.to_string();
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .arg("--config")
+        .arg(&config)
+        .args(["migrate", &src, "--to", "fd22", "--yes"])
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env("PATH", &path)
+        .env("SLURM_CONF", &slurm_conf)
+        .output()
+        .expect("run flightdeck");
+    let (said, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    // Done long before sbatch's answer would have come: the timeout struck, the copy was found.
+    assert!(started.elapsed() < Duration::from_secs(25), "took {:?}: {said}{err}", started.elapsed());
+    let snap = rt.block_on(fd22.snapshot()).unwrap();
+    let copies = tagged(&snap, &source.job);
+    let _copies: Vec<Held> = copies.iter().map(|j| Held { backend: fd22.clone(), job: j.clone() }).collect();
+    assert_eq!(copies.len(), 1, "exactly one copy: {said}{err}");
+    assert!(out.status.success(), "{said}{err}");
+    assert!(said.trim_end().ends_with(&format!("migrated {src}: {src} → {}", copies[0])), "{said}{err}");
+    assert_eq!(rt.block_on(listed(&*fd24, &source.job)), None, "the source is cancelled");
+    // The audit log: the copy recorded as submitted (found, not answered), then done.
+    let audit = AuditLog::new(dir.path().join("state/flightdeck/audit.jsonl"));
+    let story: Vec<(String, String)> = audit.read_all().unwrap().into_iter().map(|r| (r.outcome, r.message)).collect();
+    let outcomes: Vec<&str> = story.iter().map(|(o, _)| o.as_str()).collect();
+    assert_eq!(outcomes, ["intent", "submitted", "ok"], "{story:?}");
+    assert_eq!(story[1].1, copies[0].to_string());
+}
+
+#[tokio::test]
+async fn resume_leaves_alone_jobs_tagged_by_another_migration_or_from_before_the_intent() {
+    let _locks = (cluster_lock("fd22"), cluster_lock("fd24"));
+    let (fd22, fd24) = (built(&cluster_config("fd22")), built(&cluster_config("fd24")));
+    let dir = tempfile::tempdir().unwrap();
+    let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
+    let source = held(fd22.clone(), &spec("fd-migrate-planted")).await;
+    let src = source.job.to_string();
+    let f = fleet(vec![member(fd22.clone(), "slurm"), member(fd24.clone(), "slurm")], &audit).await;
+    until_listed(&f, &source.job).await;
+    let plan = f.plan_migration(std::slice::from_ref(&source.job), "fd24", &MigrateOptions::default()).await;
+    assert_eq!(plan.moves[0].refused, None, "{:?}", plan.moves[0]);
+    let mut ours = plan.moves[0].spec.clone().unwrap();
+    ours.migrated_from = Some(flightdeck::model::migration_tag(&src, "live-m-1"));
+    // Planted on the target with the source's tag: under another migration's id, and under
+    // this one's id but submitted before its intent (the test bed has one Unix user, root,
+    // so the owner rule is held in tests/migrate.rs).
+    let mut other = spec("fd-migrate-planted-other");
+    other.migrated_from = Some(flightdeck::model::migration_tag(&src, "live-m-2"));
+    let planted_other = Held { backend: fd24.clone(), job: fd24.submit(&other).await.expect("plant") };
+    let mut early = spec("fd-migrate-planted-early");
+    early.migrated_from = ours.migrated_from.clone();
+    let planted_early = Held { backend: fd24.clone(), job: fd24.submit(&early).await.expect("plant") };
+    // Slurm's submit times are whole seconds: the intent comes in a later one.
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    audit
+        .append(&flightdeck::fleet::AuditRecord {
+            id: "live-m-1".into(),
+            time: chrono::Utc::now(),
+            who: "tester@testbed".into(),
+            action: "migrate".into(),
+            target: src.clone(),
+            detail: Some("to=fd24".into()),
+            outcome: "intent".into(),
+            message: String::new(),
+            spec: Some(Box::new(ours)),
+        })
+        .unwrap();
+
+    // A job with this migration's id from before its intent: not adopted, nothing submitted
+    // beside it (a clock behind ours would show our own copy so); stopped, in words.
+    let open = migrate::unfinished(&audit.read_all().unwrap());
+    assert_eq!(open.len(), 1);
+    let done = f.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
+    let err = done.outcomes[0].result.clone().unwrap_err();
+    assert!(
+        err.starts_with(&format!("{} carries this migration's id but says it was submitted", planted_early.job)),
+        "{err}"
+    );
+    assert_eq!(listed(&*fd22, &source.job).await, Some(JobState::Held), "the source is as it was");
+    let snap = fd24.snapshot().await.unwrap();
+    assert_eq!(tagged(&snap, &source.job).len(), 2, "nothing submitted: {:?}", tagged(&snap, &source.job));
+
+    // Once that job is cancelled, --resume submits a copy of its own and leaves the other.
+    fd24.job_action(&planted_early.job, JobAction::Cancel).await.expect("cancel the planted job");
+    f.refresh_now(None);
+    let gone = planted_early.job.clone();
+    f.wait_for(WAIT, |s| {
+        s.cluster("fd24")
+            .and_then(|c| c.snapshot.as_ref())
+            .is_some_and(|s| s.jobs.iter().all(|j| j.job_ref != gone || j.state.is_finished()))
+    })
+    .await;
+    let open = migrate::unfinished(&audit.read_all().unwrap());
+    assert_eq!(open.len(), 1);
+    let done = f.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
+    let result = done.outcomes[0].result.clone().unwrap_or_else(|e| panic!("{e}"));
+    let new: JobRef = result.rsplit(' ').next().and_then(|r| r.parse().ok()).expect("a new ref");
+    let _new = Held { backend: fd24.clone(), job: new.clone() };
+    assert!(new != planted_other.job && new != planted_early.job, "a planted job was adopted: {result}");
+    assert_eq!(listed(&*fd22, &source.job).await, None, "the source is cancelled");
+    let snap = fd24.snapshot().await.unwrap();
+    let mut tags = tagged(&snap, &source.job);
+    tags.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut expected = vec![planted_other.job.clone(), new.clone()];
+    expected.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(tags, expected, "the planted jobs are left as they were, one copy of our own");
+    let copy = snap.jobs.iter().find(|j| j.job_ref == new).unwrap();
+    assert_eq!(copy.migration_id(), Some("live-m-1"));
 }
 
 /// Runs its closure on drop, on a thread of its own (a runtime may be running here).

@@ -146,6 +146,12 @@ pub trait Backend: Send + Sync {
         let _ = snapshot;
         Ok(None)
     }
+    /// The user this cluster acts as for flightdeck (whose jobs our submissions become),
+    /// asked on demand: a migration adopts only a copy this user owns. `None`: the kind has
+    /// no owner per job to tell apart (a Kubernetes namespace, a cloud project).
+    async fn acting_user(&self) -> Result<Option<String>, BackendError> {
+        Ok(None)
+    }
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError>;
     /// [`Backend::job_action`] on the object whose identity is `uid` (as the snapshot the
     /// user acted on had it), and only on that one. Backends without object identities

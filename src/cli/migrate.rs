@@ -29,6 +29,22 @@ pub async fn migrate(config: &Config, read_only: bool, ask: MigrateRequest) -> R
     if ask.resume {
         let records = audit_log().read_all().map_err(|e| Failure(format!("cannot read the audit log: {e}")))?;
         let open = migrate::unfinished(&records);
+        let older = migrate::without_id(&records);
+        for (source, to) in &older {
+            eprintln!(
+                "{}",
+                output::printable(&format!(
+                    "flightdeck: {source} → {to}: recorded by an older flightdeck without an id, so it cannot be \
+                     resumed; if {to} lists a job whose origin is {source}, cancel {source} yourself, else migrate it again"
+                ))
+            );
+        }
+        if open.is_empty() && !older.is_empty() {
+            return Err(Failure(format!(
+                "{} interrupted migration(s) from an older flightdeck left to finish by hand",
+                older.len()
+            )));
+        }
         if open.is_empty() {
             println!("no interrupted migrations in the audit log");
             return Ok(ExitCode::SUCCESS);

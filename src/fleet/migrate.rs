@@ -13,6 +13,13 @@
 //! new job carries `migrated_from` in its backend's own place, a second migration of the
 //! same source is refused, and `flightdeck migrate --resume` ([`unfinished`]) can finish an
 //! interrupted one from the audit log and the clusters' own listings.
+//!
+//! The tag also carries the migration's id (its audit id, `hpc/12 migration=ID`). A submit
+//! that fails without a clear refusal ([`outcome_unknown`]: a timeout, a lost link) may have
+//! been taken, so the target's next fresh listing is searched for the copy: found, the move
+//! carries on; not found, or no fresh listing, it stops [`INTERRUPTED`] and `--resume`
+//! finishes it. A copy is adopted only by [`CopyRules`]: on the planned target, owned by the
+//! user the target acts as, with this migration's id, submitted after its intent.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -36,6 +43,93 @@ const PLAN_CONCURRENCY: usize = 16;
 
 /// The audit outcome that records the target's new job between submit and cancel.
 pub const SUBMITTED: &str = "submitted";
+/// The audit outcome of a migration stopped where nobody can say how far it got (a submit
+/// whose answer was lost, a target whose listing is stale): `--resume` finishes it.
+pub const INTERRUPTED: &str = "interrupted";
+
+/// How a migration stopped: the sentence, and whether it is [`INTERRUPTED`] rather than
+/// ended (an `error` with nothing submitted needs no resuming).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stop {
+    pub message: String,
+    pub interrupted: bool,
+}
+
+impl Stop {
+    fn interrupted(message: String) -> Self {
+        Self { message, interrupted: true }
+    }
+}
+
+impl From<String> for Stop {
+    fn from(message: String) -> Self {
+        Self { message, interrupted: false }
+    }
+}
+
+/// Whether a failed submit may still have reached the target (a timeout, a lost link, an
+/// answer that could not be read, a server error), as opposed to a clear refusal (the
+/// scheduler's non-zero exit, an invalid spec, a 4xx).
+pub fn outcome_unknown(e: &BackendError) -> bool {
+    match e {
+        BackendError::Timeout { .. }
+        | BackendError::Connect { .. }
+        | BackendError::Internal(_)
+        | BackendError::Remote(_)
+        | BackendError::Parse { .. } => true,
+        // ssh's own failure is 255; no status at all is a killed command.
+        BackendError::Command { status, .. } => matches!(status, None | Some(255)),
+        BackendError::Http { status, .. } => *status >= 500 || *status == 408,
+        _ => false,
+    }
+}
+
+/// What makes a job on the target the copy a migration may adopt: on the planned target,
+/// owned by the user the target acts as, tagged with the source *and* this migration's id
+/// (no id for a migration recorded by a flightdeck that wrote none), submitted after the
+/// migration's intent, not ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyRules {
+    pub source: JobRef,
+    pub to: String,
+    /// This migration's id as the tag carries it; `None`: an intent from before ids.
+    pub id: Option<String>,
+    /// The user the target acts as; `None` where its kind has no owner per job.
+    pub user: Option<String>,
+    /// The migration's (first) intent.
+    pub since: chrono::DateTime<chrono::Utc>,
+}
+
+impl CopyRules {
+    /// Whether `job` is this migration's copy. Submit times are compared at whole seconds
+    /// (Slurm's resolution), so a copy submitted in the intent's second still counts.
+    pub fn adopts(&self, job: &Job) -> bool {
+        use chrono::DurationRound;
+        let since = self.since.duration_trunc(chrono::TimeDelta::seconds(1)).unwrap_or(self.since);
+        let origin = self.source.to_string();
+        job.job_ref.cluster == self.to
+            && !job.state.is_finished()
+            && job.origin() == Some(origin.as_str())
+            && job.migration_id() == self.id.as_deref()
+            && self.user.as_ref().is_none_or(|u| &job.user == u)
+            && job.submit_time.is_some_and(|t| t >= since)
+    }
+
+    /// Whether `job` meets every rule but the time: it carries this migration's id yet says
+    /// it was submitted before the intent (or says nothing of when). Never adopted; but a
+    /// target whose clock runs behind ours would show our own copy so, so nothing is
+    /// submitted beside it either.
+    pub fn doubtful(&self, job: &Job) -> bool {
+        let origin = self.source.to_string();
+        self.id.is_some()
+            && job.job_ref.cluster == self.to
+            && !job.state.is_finished()
+            && job.origin() == Some(origin.as_str())
+            && job.migration_id() == self.id.as_deref()
+            && self.user.as_ref().is_none_or(|u| &job.user == u)
+            && !self.adopts(job)
+    }
+}
 
 /// What the user chose on the command line or in the plan screen.
 #[derive(Debug, Clone, Default)]
@@ -122,7 +216,7 @@ pub fn already_migrated<'a>(state: &'a FleetState, source: &JobRef) -> Option<&'
         .iter()
         .filter_map(|c| c.snapshot.as_ref())
         .flat_map(|s| s.jobs.iter())
-        .find(|j| j.migrated_from.as_deref() == Some(tag.as_str()) && !j.state.is_finished())
+        .find(|j| j.origin() == Some(tag.as_str()) && !j.state.is_finished())
 }
 
 /// Why `job` (of the source cluster) may not be moved, before its spec is read.
@@ -289,6 +383,8 @@ pub struct Unfinished {
     pub spec: JobSpec,
     /// The target's job, when the log recorded one.
     pub submitted: Option<JobRef>,
+    /// When its first intent was written: a copy submitted before is not its copy.
+    pub since: chrono::DateTime<chrono::Utc>,
 }
 
 impl Unfinished {
@@ -304,7 +400,7 @@ impl Unfinished {
 }
 
 /// The migrations in `records` that did not finish: the last word on them is the intent,
-/// `submitted`, or an error after the target had accepted the job. A migration whose target
+/// `submitted`, [`INTERRUPTED`], or an error after the target had accepted the job. A migration whose target
 /// refused it (nothing submitted, source untouched) is finished: there is nothing to resume.
 pub fn unfinished(records: &[AuditRecord]) -> Vec<Unfinished> {
     struct Story {
@@ -331,7 +427,7 @@ pub fn unfinished(records: &[AuditRecord]) -> Vec<Unfinished> {
         .filter_map(|id| {
             let story = stories.remove(id)?;
             let open = match story.last.as_str() {
-                "intent" | SUBMITTED => true,
+                "intent" | SUBMITTED | INTERRUPTED => true,
                 "error" => story.submitted.is_some(),
                 _ => false,
             };
@@ -339,9 +435,26 @@ pub fn unfinished(records: &[AuditRecord]) -> Vec<Unfinished> {
             let spec = *intent.spec?;
             let source = intent.target.parse().ok()?;
             let to = intent.detail.as_deref()?.split_whitespace().find_map(|w| w.strip_prefix("to="))?.to_string();
-            Some(Unfinished { id: id.to_string(), source, to, spec, submitted: story.submitted })
+            let since = intent.time;
+            Some(Unfinished { id: id.to_string(), source, to, spec, submitted: story.submitted, since })
         })
         .collect()
+}
+
+/// Migrations an older flightdeck recorded without an id whose intent no outcome follows:
+/// `(source, to)` as the intent names them. They cannot be paired with their steps, so
+/// `--resume` names them rather than guessing (the user looks for the copy by its tag).
+pub fn without_id(records: &[AuditRecord]) -> Vec<(String, String)> {
+    let mut open: Vec<(String, String)> = Vec::new();
+    for r in records.iter().filter(|r| r.action == Verb::Migrate.as_str() && r.id.is_empty()) {
+        let to = r.detail.as_deref().and_then(|d| d.split_whitespace().find_map(|w| w.strip_prefix("to=")));
+        if r.outcome == "intent" {
+            open.push((r.target.clone(), to.unwrap_or("?").to_string()));
+        } else if let Some(at) = open.iter().position(|(source, _)| source == &r.target) {
+            open.remove(at);
+        }
+    }
+    open
 }
 
 /// What the runner found on a cluster when it looked for a job.
@@ -352,32 +465,68 @@ enum Sighting {
     Unknown,
 }
 
+/// What the runner found when it looked for a migration's copy on the target.
+enum Look {
+    Found(JobRef),
+    /// A fresh listing taken after the look began holds no copy.
+    Absent,
+    /// No fresh listing came (why): nobody can say whether the copy is there.
+    Stale(String),
+    /// No copy, but a job of this user carrying this migration's id submitted before its
+    /// intent (clocks apart, or planted): neither adopted nor submitted beside.
+    Doubtful(JobRef, String),
+}
+
 impl Runner {
     /// Carry out one [`Action::Migrate`]: the intent is already on disk under `id`.
-    pub(super) async fn migrate(&self, action: &Action, id: &str) -> Result<String, String> {
+    pub(super) async fn migrate(&self, action: &Action, id: &str) -> Result<String, Stop> {
         let Action::Migrate { source, to, spec, uid, resume } = action else {
-            return Err(BackendError::Internal("not a migration".into()).to_string());
+            return Err(BackendError::Internal("not a migration".into()).to_string().into());
         };
         let (Some(target), Some(origin)) = (self.backends.get(to.as_str()), self.backends.get(&source.cluster)) else {
-            return Err(format!("{source} → {to}: a cluster is no longer configured"));
+            return Err(format!("{source} → {to}: a cluster is no longer configured").into());
         };
-        // Resuming: the target's job is the one the log recorded, else one carrying the tag.
+        // A copy is this migration's only when its tag carries the id its intent tagged the spec with.
+        let tag_id = spec.migrated_from.as_deref().and_then(|t| crate::model::split_migration_tag(t).1);
+        let mut since = chrono::Utc::now();
+        // Resuming: the target's job is the one the log recorded, else the one copy the
+        // rules adopt ([`CopyRules`]) in a fresh listing of the target.
         let mut submitted: Option<JobRef> = None;
         if let Some(original) = resume {
-            submitted = self.opts.audit.as_ref().and_then(|log| {
+            let story = self.opts.audit.as_ref().and_then(|log| {
                 let records = log.read_all().ok()?;
-                unfinished(&records).into_iter().find(|u| &u.id == original).and_then(|u| u.submitted)
+                unfinished(&records).into_iter().find(|u| &u.id == original)
             });
+            let Some(story) = story else {
+                return Err(format!(
+                    "the audit log holds no unfinished migration {original} of {source}: nothing to resume"
+                )
+                .into());
+            };
+            since = story.since;
+            submitted = story.submitted;
             if submitted.is_none() {
-                submitted = already_migrated(&self.state.borrow(), source).map(|j| j.job_ref.clone());
+                let rules = self.rules(source, to, tag_id, since).await?;
+                match self.look_for_copy(&rules).await {
+                    Look::Found(copy) => submitted = Some(self.adopted(action, id, copy).await?),
+                    Look::Absent => {}
+                    Look::Doubtful(job, at) => return Err(doubtful(&job, &at, source, since)),
+                    Look::Stale(why) => {
+                        return Err(Stop::interrupted(format!(
+                            "{to} has no fresh listing ({why}): a copy of {source} may be there unseen, so nothing \
+                             is submitted again; {source} is left as it was (`flightdeck migrate --resume` once {to} answers)"
+                        )));
+                    }
+                }
             }
             if submitted.is_none() && matches!(self.sighting(source).await, Sighting::Absent) {
                 return Err(format!(
-                    "{source} is gone and no job on any cluster carries it as its origin: nothing to finish"
-                ));
+                    "{source} is gone and {to} holds no copy of it from this migration: nothing to finish"
+                )
+                .into());
             }
         } else if let Some(copy) = already_migrated(&self.state.borrow(), source) {
-            return Err(format!("{source} was already migrated: {} carries it as its origin", copy.job_ref));
+            return Err(format!("{source} was already migrated: {} carries it as its origin", copy.job_ref).into());
         }
 
         let new = match submitted {
@@ -387,24 +536,55 @@ impl Runner {
                     let _turn = self.turn(to).await;
                     target.submit(spec).await
                 };
-                let new = asked.map_err(|e| format!("{to} refused it: {e}; {source} is untouched"))?;
-                self.write(vec![self.step(action, id, SUBMITTED, &new.to_string())])
-                    .await
-                    .map_err(|e| format!("{new} submitted, but {e}; {source} is untouched (both exist)"))?;
-                new
+                match asked {
+                    Ok(new) => {
+                        self.write(vec![self.step(action, id, SUBMITTED, &new.to_string())])
+                            .await
+                            .map_err(|e| format!("{new} submitted, but {e}; {source} is untouched (both exist)"))?;
+                        new
+                    }
+                    Err(e) if !outcome_unknown(&e) => {
+                        return Err(format!("{to} refused it: {e}; {source} is untouched").into());
+                    }
+                    // The target may have taken it and the answer was lost: look before saying anything.
+                    Err(e) => {
+                        let rules = self.rules(source, to, tag_id, since).await?;
+                        match self.look_for_copy(&rules).await {
+                            Look::Found(copy) => self.adopted(action, id, copy).await?,
+                            Look::Doubtful(job, at) => return Err(doubtful(&job, &at, source, since)),
+                            Look::Absent => {
+                                return Err(Stop::interrupted(format!(
+                                    "{to} gave no answer to the submit ({e}) and lists no copy of {source} yet; \
+                                     {source} is left as it was (`flightdeck migrate --resume` adopts the copy if {to} \
+                                     lists one, else submits it)"
+                                )));
+                            }
+                            Look::Stale(why) => {
+                                return Err(Stop::interrupted(format!(
+                                    "{to} gave no answer to the submit ({e}) and has no fresh listing ({why}): whether \
+                                     it took {source} is not known; {source} is left as it was \
+                                     (`flightdeck migrate --resume` finishes it once {to} answers)"
+                                )));
+                            }
+                        }
+                    }
+                }
             }
         };
 
         match self.confirm(&new).await {
             Sighting::Listed(state) if state.is_finished() && state != JobState::Completed => {
-                return Err(format!("{new} ended at once on {to} ({state}); {source} is left as it was (both exist)"));
+                return Err(
+                    format!("{new} ended at once on {to} ({state}); {source} is left as it was (both exist)").into()
+                );
             }
             Sighting::Listed(_) => {}
             Sighting::Absent | Sighting::Unknown => {
                 return Err(format!(
                     "{new} was submitted but {to} does not list it yet; {source} is left as it was (both exist: \
                      `flightdeck migrate --resume` finishes it once {new} shows)"
-                ));
+                )
+                .into());
             }
         }
 
@@ -423,7 +603,94 @@ impl Runner {
             Err(e) => Err(format!(
                 "{new} submitted, but cancelling {source} failed: {e}; both exist: {source} and {new} \
                  (`flightdeck migrate --resume` finishes it)"
-            )),
+            )
+            .into()),
+        }
+    }
+
+    /// The rules a copy of `source` on `to` must meet, the target asked which user it acts as.
+    async fn rules(
+        &self,
+        source: &JobRef,
+        to: &str,
+        id: Option<&str>,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<CopyRules, Stop> {
+        let Some(target) = self.backends.get(to) else {
+            return Err(format!("{source} → {to}: a cluster is no longer configured").into());
+        };
+        let user = target.acting_user().await.map_err(|e| {
+            Stop::interrupted(format!(
+                "cannot ask {to} which user it acts as ({e}), so no copy of {source} can be told apart; \
+                 {source} is left as it was (`flightdeck migrate --resume` once {to} answers)"
+            ))
+        })?;
+        Ok(CopyRules { source: source.clone(), to: to.to_string(), id: id.map(str::to_string), user, since })
+    }
+
+    /// The copy `rules` adopt recorded as the target's job (`submitted`).
+    async fn adopted(&self, action: &Action, id: &str, copy: JobRef) -> Result<JobRef, Stop> {
+        self.write(vec![self.step(action, id, SUBMITTED, &copy.to_string())]).await.map_err(|e| {
+            Stop::interrupted(format!("{copy} is the copy, but {e}; nothing was cancelled (both exist)"))
+        })?;
+        Ok(copy)
+    }
+
+    /// Look for the copy `rules` adopt in the first fresh listing of the target taken after
+    /// now (its poller is woken), waiting at most [`CONFIRM_WAIT`]; a refresh that fails
+    /// meanwhile ends the wait as stale. Without pollers the target is asked directly.
+    async fn look_for_copy(&self, rules: &CopyRules) -> Look {
+        let found = |s: &crate::model::Snapshot| {
+            if let Some(j) = s.jobs.iter().find(|j| rules.adopts(j)) {
+                return Look::Found(j.job_ref.clone());
+            }
+            match s.jobs.iter().find(|j| rules.doubtful(j)) {
+                Some(j) => {
+                    let at = j.submit_time.map_or_else(|| "at an unknown time".to_string(), |t| format!("at {t}"));
+                    Look::Doubtful(j.job_ref.clone(), at)
+                }
+                None => Look::Absent,
+            }
+        };
+        if !self.opts.poll {
+            let Some(backend) = self.backends.get(&rules.to) else { return Look::Stale("not configured".into()) };
+            return match backend.snapshot().await {
+                Ok(s) => found(&s),
+                Err(e) => Look::Stale(e.to_string()),
+            };
+        }
+        let mut rx = self.state.clone();
+        // Refreshes of the target finished before now; the second one after now began after now.
+        let before = rx.borrow().cluster(&rules.to).map_or(0, |c| c.attempts);
+        let deadline = tokio::time::Instant::now() + CONFIRM_WAIT;
+        if let Some(w) = self.wakes.get(&rules.to) {
+            w.notify_one();
+        }
+        loop {
+            let seen = {
+                let state = rx.borrow_and_update();
+                match state.cluster(&rules.to) {
+                    None => Some(Look::Stale("not in the fleet".into())),
+                    Some(c) => match (&c.health, c.snapshot.as_ref()) {
+                        (crate::model::Health::Stale { error, .. }, _) if c.attempts > before => {
+                            Some(Look::Stale(error.clone()))
+                        }
+                        (crate::model::Health::Fresh { .. }, Some(s)) if c.attempts > before => match found(s) {
+                            Look::Found(copy) => Some(Look::Found(copy)),
+                            look if c.attempts >= before + 2 => Some(look),
+                            _ => None,
+                        },
+                        _ => None,
+                    },
+                }
+            };
+            if let Some(look) = seen {
+                return look;
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return Look::Stale(format!("no fresh listing within {} s", CONFIRM_WAIT.as_secs())),
+            }
         }
     }
 
@@ -484,6 +751,16 @@ impl Runner {
     }
 }
 
+/// The stop for a job that carries the migration's id but says it came before the intent.
+fn doubtful(job: &JobRef, at: &str, source: &JobRef, since: chrono::DateTime<chrono::Utc>) -> Stop {
+    Stop::interrupted(format!(
+        "{job} carries this migration's id but says it was submitted {at}, before the migration began ({since}): \
+         a clock that runs behind, or a job someone else tagged; it is not taken as the copy and nothing is \
+         submitted beside it; {source} is left as it was (cancel {job} if it is not the copy, then \
+         `flightdeck migrate --resume`)"
+    ))
+}
+
 /// `job` in `state`: listed, absent from a fresh picture (taken after `since`, when given),
 /// or unknown (no fresh picture).
 fn sighting_in(state: &FleetState, job: &JobRef, since: Option<chrono::DateTime<chrono::Utc>>) -> Sighting {
@@ -535,6 +812,9 @@ mod tests {
             record("4", "intent", "", true),
             record("4", SUBMITTED, "k8s/ml:t-fghij", false),
             record("4", "ok", "hpc/12 → k8s/ml:t-fghij", false),
+            // 6: a submit whose answer was lost, no copy listed: interrupted, to resume.
+            record("6", "intent", "", true),
+            record("6", INTERRUPTED, "k8s gave no answer to the submit", false),
             // 5: unfinished, then resumed to the end (same id).
             record("5", "intent", "", true),
             record("5", SUBMITTED, "k8s/ml:t-klmno", false),
@@ -543,13 +823,66 @@ mod tests {
         ];
         let open = unfinished(&records);
         let ids: Vec<&str> = open.iter().map(|u| u.id.as_str()).collect();
-        assert_eq!(ids, ["2", "3"]);
+        assert_eq!(ids, ["2", "3", "6"]);
         assert_eq!(open[0].submitted, Some(JobRef::new("k8s", "ml:t-abcde")));
         assert_eq!(open[0].to, "k8s");
         assert_eq!(open[0].source, JobRef::new("hpc", "12"));
         assert_eq!(open[1].submitted, None);
         let Action::Migrate { resume, .. } = open[1].action() else { panic!() };
         assert_eq!(resume.as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn an_older_migration_without_an_id_is_named_not_resumed() {
+        let records = vec![
+            record("", "intent", "", true),
+            record("", "ok", "hpc/12 → k8s/ml:t-1", false),
+            record("", "intent", "", true),
+        ];
+        assert!(unfinished(&records).is_empty());
+        assert_eq!(without_id(&records), [("hpc/12".to_string(), "k8s".to_string())]);
+    }
+
+    #[test]
+    fn a_tag_names_its_origin_and_migration_and_only_that_copy_is_adopted() {
+        use crate::model::{migration_tag, split_migration_tag};
+        let tag = migration_tag("my cluster/7", "18c2f-3a-0");
+        assert_eq!(split_migration_tag(&tag), ("my cluster/7", Some("18c2f-3a-0")));
+        assert_eq!(split_migration_tag("hpc/12"), ("hpc/12", None), "a tag from before ids");
+        assert_eq!(split_migration_tag("hpc/12 migration=a;b"), ("hpc/12 migration=a;b", None));
+        let since = chrono::Utc::now();
+        let rules = CopyRules {
+            source: JobRef::new("hpc", "12"),
+            to: "k8s".into(),
+            id: Some("m-1".into()),
+            user: Some("alice".into()),
+            since,
+        };
+        let job = |cluster: &str, tag: &str, user: &str, at: chrono::DateTime<chrono::Utc>| {
+            let mut j = Job::new(JobRef::new(cluster, "1"), JobState::Pending);
+            (j.migrated_from, j.user, j.submit_time) = (Some(tag.into()), user.into(), Some(at));
+            j
+        };
+        let ours = migration_tag("hpc/12", "m-1");
+        // Slurm's whole second: submitted in the intent's second counts as after it.
+        let same_second = chrono::DurationRound::duration_trunc(since, chrono::TimeDelta::seconds(1)).unwrap();
+        assert!(rules.adopts(&job("k8s", &ours, "alice", same_second)));
+        assert!(!rules.adopts(&job("hpc", &ours, "alice", since)), "not on the target");
+        assert!(!rules.adopts(&job("k8s", &ours, "bob", since)), "another user's");
+        assert!(!rules.adopts(&job("k8s", &migration_tag("hpc/12", "m-2"), "alice", since)), "another migration");
+        assert!(!rules.adopts(&job("k8s", "hpc/12", "alice", since)), "no id");
+        let older = job("k8s", &ours, "alice", since - chrono::TimeDelta::seconds(2));
+        assert!(!rules.adopts(&older), "older");
+        assert!(rules.doubtful(&older), "older, with our id: neither adopted nor submitted beside");
+        assert!(!rules.doubtful(&job("k8s", &ours, "bob", since - chrono::TimeDelta::seconds(2))));
+        assert!(!rules.doubtful(&job("k8s", &ours, "alice", since)), "adopted, not doubtful");
+        let mut ended = job("k8s", &ours, "alice", since);
+        ended.state = JobState::Cancelled;
+        assert!(!rules.adopts(&ended));
+        // An intent from before ids adopts an id-less tag; a kind without owners skips the owner.
+        let legacy = CopyRules { id: None, user: None, ..rules };
+        assert!(legacy.adopts(&job("k8s", "hpc/12", "whoever", since)));
+        assert!(!legacy.adopts(&job("k8s", &ours, "alice", since)));
     }
 
     #[test]

@@ -696,17 +696,32 @@ impl Runner {
             Action::Migrate { resume: Some(id), .. } => id.clone(),
             _ => audit::new_id(),
         };
+        // A new migration's id goes into the origin tag of what it submits, so its copy is
+        // told from any other job tagged with the same source (a resumed one keeps its spec).
+        let tagged;
+        let action = match action {
+            Action::Migrate { source, to, spec, uid, resume: None } => {
+                let mut spec = spec.clone();
+                spec.migrated_from = Some(crate::model::migration_tag(&source.to_string(), &id));
+                tagged =
+                    Action::Migrate { source: source.clone(), to: to.clone(), spec, uid: uid.clone(), resume: None };
+                &tagged
+            }
+            other => other,
+        };
         self.write(vec![self.record(action, &id, "intent", "")]).await?;
         let result = match AssertUnwindSafe(self.migrate(action, &id)).catch_unwind().await {
             Ok(result) => result,
-            Err(panic) => Err(BackendError::Internal(poller::panic_text(panic.as_ref())).to_string()),
+            Err(panic) => Err(BackendError::Internal(poller::panic_text(panic.as_ref())).to_string().into()),
         };
         let (status, message) = match &result {
             Ok(m) => ("ok", m.as_str()),
-            Err(e) => ("error", e.as_str()),
+            Err(stop) if stop.interrupted => (migrate::INTERRUPTED, stop.message.as_str()),
+            Err(stop) => ("error", stop.message.as_str()),
         };
         let mut outcome = self.record(action, &id, status, message);
         outcome.spec = None;
+        let result = result.map_err(|stop| stop.message);
         match self.write(vec![outcome]).await {
             Ok(()) => result,
             Err(e) => result.map(|m| format!("{m} (done, but {e})")).map_err(|m| format!("{m} ({e})")),

@@ -342,6 +342,9 @@ mod tests {
         let array = JobSpec { array: Some("1-3".into()), ..spec() };
         assert!(run_spec(&array, &target).unwrap_err().to_string().contains("`array`: dstack has no job arrays"));
         assert!(is_tag_value("k8s-prod/ml/train-7") && !is_tag_value("a\nb") && !is_tag_value(&"a".repeat(257)));
+        // The tag a migration writes, its id included, is a dstack tag value.
+        let tag = crate::model::migration_tag("hpc/123_4", "187f3c2a9b1d0e44-3a1f-0");
+        assert!(is_tag_value(&tag), "{tag}");
     }
 
     #[test]

@@ -378,6 +378,18 @@ impl Backend for SlurmBackend {
         Ok(snap)
     }
 
+    /// The login the cluster's commands run as (`id -un` over the same link): squeue names
+    /// it as the owner of every job flightdeck submits.
+    async fn acting_user(&self) -> Result<Option<String>, BackendError> {
+        let argv: Vec<String> = vec!["id".into(), "-un".into()];
+        let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
+        let user = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if user.is_empty() || user.contains(char::is_whitespace) {
+            return Err(BackendError::Parse { what: "id -un".into(), message: format!("no login name in {user:?}") });
+        }
+        Ok(Some(user))
+    }
+
     async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
         let script = self.sbatch_script(spec).await?;
         let argv = commands::sbatch_checked(&script::sbatch_argv(spec), script.len());

@@ -242,8 +242,8 @@ pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec
         fields.push(("actions", workload_actions_text(w)));
     }
     // Said only where it is so: `flightdeck migrate` left its origin on the job.
-    if let Some(origin) = &job.migrated_from {
-        fields.insert(1, ("migrated from", origin.clone()));
+    if let Some(origin) = job.origin() {
+        fields.insert(1, ("migrated from", origin.to_string()));
     }
     fields
 }
