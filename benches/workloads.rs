@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use criterion::Criterion;
 use flightdeck::backend::kube::map::{GpuKind, Lookup, gpu_kind};
-use flightdeck::backend::kube::workloads::job::{Beside, workload_job};
+use flightdeck::backend::kube::workloads::cache::JobCache;
+use flightdeck::backend::kube::workloads::job::{Beside, workload_job, workload_jobs};
 use flightdeck::backend::kube::workloads::{WorkloadKind, owners, status};
 use flightdeck::model::Job;
 use k8s_openapi::api::batch::v1::Job as KJob;
@@ -64,7 +65,7 @@ fn object(
     spec: Value,
     status: Value,
 ) -> Value {
-    let mut meta = json!({"name": name, "namespace": ns, "uid": uid(kind, ns, name),
+    let mut meta = json!({"name": name, "namespace": ns, "uid": uid(kind, ns, name), "resourceVersion": "1",
         "creationTimestamp": "2026-05-01T09:00:00Z", "labels": {}});
     if let Some(o) = owner {
         meta["ownerReferences"] = o;
@@ -74,7 +75,7 @@ fn object(
 
 fn pod(ns: &str, name: &str, node: usize, owner: Value, role: &str) -> Pod {
     serde_json::from_value(json!({
-        "metadata": {"name": name, "namespace": ns, "uid": uid("Pod", ns, name), "ownerReferences": owner,
+        "metadata": {"name": name, "namespace": ns, "uid": uid("Pod", ns, name), "ownerReferences": owner, "resourceVersion": "1",
             "creationTimestamp": "2026-05-01T09:01:00Z",
             "labels": {"training.kubeflow.org/replica-type": role, "app": "train"}},
         "spec": {"nodeName": format!("gpu-{node:04}"), "containers": [{"name": "main", "image": "pytorch:25.01",
@@ -230,17 +231,13 @@ fn cluster(n: usize) -> Cluster {
     c
 }
 
-/// Every pod under its top owner, then every top-level workload as a job.
-fn regroup(c: &Cluster, lookup: &Nodes) -> Vec<Job> {
+/// Every pod under its top owner, then every top-level workload as a job, through the
+/// adapter's cache (`JobCache`: a fresh one maps every workload).
+fn regroup(c: &Cluster, lookup: &Nodes, cache: &JobCache) -> Vec<Job> {
     let grouped = owners::group(&c.pods, &c.jobs, &c.workloads);
     let mut out = Vec::with_capacity(c.workloads.len());
-    for (i, (kind, obj)) in c.workloads.iter().enumerate() {
-        if grouped.workloads_owned[i] {
-            continue;
-        }
-        let status = status::read(*kind, obj);
-        out.push(workload_job("k8s", *kind, obj, &status, &grouped.workloads[i], Beside::default(), lookup));
-    }
+    let mut round = cache.round();
+    workload_jobs("k8s", &c.workloads, &grouped, |_, _| Beside::default(), lookup, 0, &mut round, &mut out);
     out
 }
 
@@ -249,8 +246,8 @@ fn main() {
     // Ten of each family's turn; 500 (10,000 pods) when measuring.
     let workloads = if bench { 500 } else { 10 };
     let lookup = Nodes([("nvidia.com/gpu.product".to_string(), "NVIDIA-H100-80GB-HBM3".to_string())].into());
-    let c = cluster(workloads);
-    let jobs = regroup(&c, &lookup);
+    let mut c = cluster(workloads);
+    let jobs = regroup(&c, &lookup, &JobCache::default());
     assert_eq!(jobs.len(), workloads, "one job per top owner (the RayClusters inside their RayJobs)");
     assert!(
         jobs.iter().all(|j| j.workload.as_ref().is_some_and(|w| w.pods.len() == PODS_PER_WORKLOAD)),
@@ -258,6 +255,9 @@ fn main() {
     );
     let gpus: u32 = jobs.iter().map(|j| j.gpus_allocated).sum();
     assert_eq!(gpus as usize, c.pods.len() * 8, "every GPU counted once");
+    let cache = JobCache::default();
+    regroup(&c, &lookup, &cache);
+    assert_eq!(regroup(&c, &lookup, &cache), jobs, "jobs kept from the last round are the jobs built");
     if !bench {
         println!("workloads bench: inputs check out (run `cargo bench --bench workloads` to measure)");
         return;
@@ -269,20 +269,41 @@ fn main() {
         c.jobs.len(),
         c.workloads.len()
     );
-    // One PyTorchJob with its 20 pods, as a pod event would see it.
-    let grouped = owners::group(&c.pods, &c.jobs, &c.workloads);
-    let (kind, obj) = &c.workloads[0];
-    let members: Vec<&Pod> = grouped.workloads[0].clone();
     let mut crit = Criterion::default()
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(5))
         .configure_from_args();
-    crit.bench_function("workloads_10k_pods/regroup", |b| b.iter(|| regroup(black_box(&c), &lookup)));
-    crit.bench_function("workloads_10k_pods/one_workload", |b| {
+    crit.bench_function("workloads_10k_pods/regroup_cold", |b| {
+        b.iter(|| regroup(black_box(&c), &lookup, &JobCache::default()))
+    });
+    crit.bench_function("workloads_10k_pods/group_only", |b| {
+        b.iter(|| owners::group(black_box(&c.pods), &c.jobs, &c.workloads).bare.len())
+    });
+    {
+        // One PyTorchJob with its 20 pods, mapped again as a pod event of its own needs.
+        let grouped = owners::group(&c.pods, &c.jobs, &c.workloads);
+        let (kind, obj) = &c.workloads[0];
+        let members: Vec<&Pod> = grouped.workloads[0].clone();
+        crit.bench_function("workloads_10k_pods/one_workload", |b| {
+            b.iter(|| {
+                let status = status::read(*kind, black_box(obj));
+                workload_job("k8s", *kind, obj, &status, black_box(&members), Beside::default(), &lookup)
+            })
+        });
+    }
+    // A pod event: one pod of one workload at a new resourceVersion, the rest kept.
+    let cache = JobCache::default();
+    regroup(&c, &lookup, &cache);
+    let at = c.pods.len() / 2;
+    let mut versions = [(*c.pods[at]).clone(), (*c.pods[at]).clone()];
+    versions[1].metadata.resource_version = Some("2".into());
+    let mut flip = 0;
+    crit.bench_function("workloads_10k_pods/regroup_after_one_pod_event", |b| {
         b.iter(|| {
-            let status = status::read(*kind, black_box(obj));
-            workload_job("k8s", *kind, obj, &status, black_box(&members), Beside::default(), &lookup)
+            flip ^= 1;
+            c.pods[at] = Arc::new(versions[flip].clone());
+            regroup(black_box(&c), &lookup, &cache)
         })
     });
     crit.final_summary();

@@ -72,7 +72,7 @@ pub(super) fn is_true(c: Option<&Value>) -> bool {
 }
 
 /// What a Workload says about its job.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct WorkloadInfo {
     pub namespace: String,
     pub name: String,

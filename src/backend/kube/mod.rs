@@ -92,6 +92,8 @@ pub struct KubeBackend {
     stores: Registries,
     client: OnceCell<Client>,
     started: OnceCell<()>,
+    /// Workload jobs of the last snapshot, kept while nothing they are built from changed.
+    workload_jobs: workloads::cache::JobCache,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     release: Mutex<Option<String>>,
     /// `GET /version` was tried once (the release comes from it).
@@ -207,6 +209,7 @@ impl KubeBackend {
             },
             client: OnceCell::new(),
             started: OnceCell::new(),
+            workload_jobs: workloads::cache::JobCache::default(),
             tasks: Mutex::new(Vec::new()),
             release: Mutex::new(None),
             version_asked: std::sync::atomic::AtomicBool::new(false),
@@ -612,29 +615,27 @@ impl KubeBackend {
             let kueue = kueue_of.get(&("Job", ns, name)).copied();
             out.push(map::batch_job(&self.name, job, &grouped.batch[i], kueue, lookup));
         }
-        for (i, (kind, obj)) in workload_objects.iter().enumerate() {
-            if grouped.workloads_owned[i] {
-                continue;
-            }
-            let ns = obj.metadata.namespace.as_deref().unwrap_or("");
-            let name = obj.metadata.name.as_deref().unwrap_or("");
-            let beside = workloads::job::Beside {
-                kueue: (*kind != WorkloadKind::VolcanoJob)
-                    .then(|| kueue_of.get(&(kind.def().kind, ns, name)).copied())
-                    .flatten(),
-                pod_group: obj.metadata.uid.as_deref().and_then(|u| group_of.get(u).copied()),
-            };
-            let status = workloads::status::read(*kind, obj);
-            out.push(workloads::job::workload_job(
-                &self.name,
-                *kind,
-                obj,
-                &status,
-                &grouped.workloads[i],
-                beside,
-                lookup,
-            ));
-        }
+        let mut round = self.workload_jobs.round();
+        workloads::job::workload_jobs(
+            &self.name,
+            workload_objects,
+            &grouped,
+            |kind, obj| {
+                let ns = obj.metadata.namespace.as_deref().unwrap_or("");
+                let name = obj.metadata.name.as_deref().unwrap_or("");
+                workloads::job::Beside {
+                    kueue: (kind != WorkloadKind::VolcanoJob)
+                        .then(|| kueue_of.get(&(kind.def().kind, ns, name)).copied())
+                        .flatten(),
+                    pod_group: obj.metadata.uid.as_deref().and_then(|u| group_of.get(u).copied()),
+                }
+            },
+            lookup,
+            lookup.fingerprint(),
+            &mut round,
+            &mut out,
+        );
+        drop(round);
         for (key, members) in &grouped.unwatched {
             if members.iter().any(|p| gpu::pod_demand(p).gpus() > 0) {
                 out.push(workloads::job::owner_job(&self.name, key, members, lookup));
@@ -916,6 +917,23 @@ struct Index {
     failed_scheduling: HashMap<(String, String), String>,
     node_labels: HashMap<String, BTreeMap<String, String>>,
     local_queues: HashMap<(String, String), String>,
+}
+
+impl Index {
+    /// What the mapping reads here beside a workload's own pods (node labels for GPU models,
+    /// LocalQueues for ClusterQueues), as one number: a kept workload job is built again
+    /// when it changes (see `workloads::cache`). Events are looked up per pod instead.
+    fn fingerprint(&self) -> u64 {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut h = foldhash::quality::FixedState::default().build_hasher();
+        let mut nodes: Vec<_> = self.node_labels.iter().collect();
+        nodes.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        nodes.hash(&mut h);
+        let mut queues: Vec<_> = self.local_queues.iter().collect();
+        queues.sort_unstable();
+        queues.hash(&mut h);
+        h.finish()
+    }
 }
 
 impl map::Lookup for Index {

@@ -282,3 +282,38 @@ pub fn owner_job(cluster: &str, key: &OwnerKey, pods: &[&Pod], lookup: &dyn Look
     }));
     out
 }
+
+/// Every watched workload object that no other workload owns, as a job: built, or taken from
+/// `round` while its fingerprint holds (see [`super::cache`]). `beside` gives an object's
+/// Kueue Workload and Volcano PodGroup; `context` stands for what the lookups read beside.
+#[allow(clippy::too_many_arguments)]
+pub fn workload_jobs<'b>(
+    cluster: &str,
+    objects: &[(WorkloadKind, std::sync::Arc<DynamicObject>)],
+    grouped: &super::owners::Grouped<'_>,
+    beside: impl Fn(WorkloadKind, &DynamicObject) -> Beside<'b>,
+    lookup: &dyn Lookup,
+    context: u64,
+    round: &mut super::cache::Round<'_>,
+    out: &mut Vec<Job>,
+) {
+    for (i, (kind, obj)) in objects.iter().enumerate() {
+        if grouped.workloads_owned[i] {
+            continue;
+        }
+        let pods = &grouped.workloads[i];
+        let next_to = beside(*kind, obj);
+        let key = obj.metadata.uid.clone().unwrap_or_else(|| {
+            format!(
+                "{}/{}",
+                obj.metadata.namespace.as_deref().unwrap_or(""),
+                obj.metadata.name.as_deref().unwrap_or("")
+            )
+        });
+        let print = super::cache::fingerprint(obj, pods, next_to, lookup, context);
+        out.push(round.job(&format!("{}:{key}", kind.word()), print, || {
+            let status = super::status::read(*kind, obj);
+            workload_job(cluster, *kind, obj, &status, pods, next_to, lookup)
+        }));
+    }
+}

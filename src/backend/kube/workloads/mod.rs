@@ -7,10 +7,12 @@
 //! * [`owners`]: pods grouped under their top owner through owner references;
 //! * [`volcano`]: PodGroups (the gang's pending reason) and Queues;
 //! * [`job`]: a workload as one job of the model, with its pods;
+//! * [`cache`]: mapped jobs kept between snapshots while nothing they are built from changed;
 //! * [`actions`]: cancel, suspend and resume on the workload object, never pod by pod;
 //! * [`submit`]: a multi-node spec as a JobSet, a PyTorchJob or a Volcano Job.
 
 pub mod actions;
+pub mod cache;
 pub mod job;
 pub mod kinds;
 pub mod owners;

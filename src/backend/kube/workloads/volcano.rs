@@ -9,7 +9,7 @@ use super::super::gpu::{is_gpu_resource, whole_units};
 use super::super::kueue::{condition, is_true, quantity, str_at};
 
 /// A PodGroup: the gang a Volcano Job (or a Kubeflow job under Volcano) is scheduled as.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct PodGroupInfo {
     pub namespace: String,
     pub name: String,
