@@ -48,7 +48,22 @@ impl CmdOutput {
     }
 }
 
+/// What Slurm says when slurmctld's per-user RPC rate limit (23.02+, `SlurmctldParameters=
+/// rl_enable`) turns a request away: `slurm_strerror(SLURMCTLD_COMMUNICATIONS_BACKOFF)`, and
+/// the line libslurm logs (at `-v`) each time it sleeps and asks again. Root and SlurmUser
+/// are exempt, and the client library retries by itself (sleeping 1 s, 2 s, 3 s …), so at
+/// the default verbosity a limited squeue mostly shows up as a slow one.
+const RATE_LIMIT_TEXTS: [&str; 2] = ["Rate limit exceeded, please retry", "RPC rate limited"];
+
+/// The line of `stderr` that says the controller rate-limited the command, if one does.
+pub fn rate_limit_line(stderr: &str) -> Option<&str> {
+    stderr.lines().map(str::trim).find(|l| RATE_LIMIT_TEXTS.iter().any(|t| l.contains(t)))
+}
+
 pub(crate) fn command_error(argv: &[String], status: Option<i32>, stderr: &str, stdout: &[u8]) -> BackendError {
+    if let Some(line) = rate_limit_line(stderr) {
+        return BackendError::RateLimited { command: display_argv(argv), detail: line.chars().take(300).collect() };
+    }
     // Verbose tools (scancel -v) mix progress with errors: keep only the error lines.
     let errors: Vec<&str> = stderr.lines().filter(|l| l.to_ascii_lowercase().contains("error")).collect();
     let mut text = if errors.is_empty() { stderr.trim().to_string() } else { errors.join("; ") };
@@ -579,6 +594,42 @@ mod tests {
         // And a real shell agrees: the words it prints are exactly the argv, nothing ran.
         let out = std::process::Command::new("sh").arg("-c").arg(format!("printf '%s\\n' {line}")).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), format!("scontrol\nupdate\nreason={name}\n"));
+    }
+
+    #[test]
+    fn a_rate_limited_command_is_told_apart_from_other_failures() {
+        let argv = v(&["squeue", "--json"]);
+        // slurm_strerror(SLURMCTLD_COMMUNICATIONS_BACKOFF), as squeue prints an error.
+        let e = command_error(
+            &argv,
+            Some(1),
+            "slurm_load_jobs error: Rate limit exceeded, please retry momentarily\n",
+            b"",
+        );
+        assert!(matches!(e, BackendError::RateLimited { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "the controller is rate-limiting this user's RPCs; polling backs off (`squeue --json`: \
+             slurm_load_jobs error: Rate limit exceeded, please retry momentarily)"
+        );
+        // libslurm's own line while it sleeps and retries (logged at -v).
+        let e = command_error(&argv, None, "squeue: RPC rate limited 3 time(s). Sleeping then trying again.", b"");
+        assert!(matches!(e, BackendError::RateLimited { .. }), "{e:?}");
+        // Other failures stay what they were.
+        let e = command_error(&argv, Some(1), "slurm_load_jobs error: Unable to contact slurm controller", b"");
+        assert!(matches!(e, BackendError::Command { .. }), "{e:?}");
+        assert_eq!(rate_limit_line("squeue: error: Invalid user: rate"), None);
+    }
+
+    #[tokio::test]
+    async fn a_rate_limited_local_command_fails_as_rate_limited() {
+        let script = "echo 'slurm_load_partitions: Rate limit exceeded, please retry momentarily' >&2; exit 1";
+        let argv = v(&["sh", "-c", script]);
+        let t = Transport::local();
+        let err = t.output(&argv, None, Duration::from_secs(5)).await.unwrap().into_result(&argv).unwrap_err();
+        assert!(matches!(err, BackendError::RateLimited { .. }), "{err:?}");
+        let err = t.stream(&argv, Duration::from_secs(5), |_r| ()).await.unwrap_err();
+        assert!(matches!(err, BackendError::RateLimited { .. }), "{err:?}");
     }
 
     #[test]
