@@ -17,6 +17,8 @@ struct Scripted {
     failing: AtomicBool,
     /// Set: `snapshot` panics (a bug in an adapter).
     panicking: AtomicBool,
+    /// Set: `snapshot` fails as against a controller rate-limiting this user's RPCs.
+    rate_limited: AtomicBool,
     calls: AtomicU32,
     cancels: AtomicU32,
     /// Set: the backend announces changes like a watching backend does.
@@ -43,6 +45,12 @@ impl Backend for Scripted {
         }
         if self.failing.load(Ordering::SeqCst) {
             return Err(BackendError::Connect { target: "sim".into(), message: "link down".into() });
+        }
+        if self.rate_limited.load(Ordering::SeqCst) {
+            return Err(BackendError::RateLimited {
+                command: "squeue --json".into(),
+                detail: "slurm_load_jobs error: Rate limit exceeded, please retry momentarily".into(),
+            });
         }
         let mut job = Job::new(JobRef::new("sim", n.to_string()), JobState::Running);
         job.partition = "gpu".into();
@@ -164,6 +172,35 @@ async fn failures_back_off() {
     assert_eq!(b.calls.load(Ordering::SeqCst), 5, "nothing before 1550 ms");
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(b.calls.load(Ordering::SeqCst), 6);
+}
+
+/// A controller rate-limiting this user: the cluster is stale with that reason in words, the
+/// poller waits one doubling longer than after another failure, a refresh key does not cut
+/// the wait short, and the cluster is fresh again once the limit lifts. Paused clock.
+#[tokio::test(start_paused = true)]
+async fn a_rate_limiting_controller_is_asked_less_often_and_recovers() {
+    let b = Arc::new(Scripted::default());
+    b.rate_limited.store(true, Ordering::SeqCst);
+    let f = fleet(b.clone(), false, None);
+    // At 50 ms, waits of 100, 200, 400, 800 ms: attempts at 0, 100, 300, 700, then 1500 ms
+    // (another failure's back-off would have made five attempts by 1000 ms).
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(b.calls.load(Ordering::SeqCst), 4);
+    f.refresh_now(None);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(b.calls.load(Ordering::SeqCst), 4, "a refresh key does not ask a limiting controller again");
+    let s = f.wait_for(Duration::from_secs(1), |s| matches!(s.clusters[0].health, Health::Stale { .. })).await;
+    match &s.clusters[0].health {
+        Health::Stale { error, .. } => {
+            assert!(error.starts_with("the controller is rate-limiting this user's RPCs; polling backs off"), "{error}")
+        }
+        h => panic!("expected stale, got {h:?}"),
+    }
+    b.rate_limited.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(390)).await;
+    assert_eq!(b.calls.load(Ordering::SeqCst), 4, "nothing before 1500 ms");
+    let s = f.wait_for(Duration::from_secs(5), |s| s.clusters[0].health.is_fresh()).await;
+    assert!(s.clusters[0].health.is_fresh(), "recovered: {:?}", s.clusters[0].health);
 }
 
 #[tokio::test]

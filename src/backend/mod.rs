@@ -52,6 +52,10 @@ pub enum BackendError {
     /// An API server answered a request with a failure status.
     #[error("`{request}` failed (HTTP {status}): {message}")]
     Http { request: String, status: u16, message: String },
+    /// The controller refuses this user's RPCs for now (Slurm's `rl_enable` rate limiting):
+    /// not a fault to retry soon, a reason to ask less often (the poller backs off further).
+    #[error("the controller is rate-limiting this user's RPCs; polling backs off (`{command}`: {detail})")]
+    RateLimited { command: String, detail: String },
     /// A bug in flightdeck (a panic caught at a task's edge), not the cluster's fault.
     #[error("internal error: {0}")]
     Internal(String),

@@ -46,6 +46,18 @@ pub fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".to_string())
 }
 
+/// How long to wait before the next attempt, and whether a wake (a user's refresh key, an
+/// action, a watch's change) may cut that wait short. A controller rate-limiting this user
+/// gets one doubling more than another failure and no early asking: every RPC sent while
+/// limited is turned away and keeps the user's bucket empty.
+pub fn wait_after(interval: Duration, failures: u32, rate_limited: bool) -> (Duration, bool) {
+    if rate_limited {
+        (next_delay(interval, failures.saturating_add(1)), false)
+    } else {
+        (next_delay(interval, failures), true)
+    }
+}
+
 /// How long to wait before the next attempt after `failures` failures in a row.
 pub fn next_delay(interval: Duration, failures: u32) -> Duration {
     if failures == 0 {
@@ -81,6 +93,7 @@ impl Poller {
             let started = Instant::now();
             let result = self.refresh_once().await;
             let took = started.elapsed().as_millis() as u64;
+            let rate_limited = matches!(result, Err(BackendError::RateLimited { .. }));
             let result = match result {
                 Ok(snapshot) => {
                     failures = 0;
@@ -107,25 +120,27 @@ impl Poller {
                     cluster.telemetry_tried = t.tried;
                 }
             });
-            let delay = next_delay(self.interval, failures);
+            let (delay, may_wake) = wait_after(self.interval, failures, rate_limited);
             // While failing, a change (the watches are back) still cuts the back-off short,
             // but at most once per interval so a half-broken backend cannot spin.
             let gap = if failures == 0 { MIN_GAP } else { self.interval };
             let changed = async {
                 match changes.as_mut() {
-                    Some(rx) => {
+                    Some(rx) if may_wake => {
                         if rx.changed().await.is_err() {
                             std::future::pending::<()>().await;
                         }
                         tokio::time::sleep(gap).await;
                     }
-                    None => std::future::pending::<()>().await,
+                    _ => std::future::pending::<()>().await,
                 }
             };
+            let woken =
+                async { if may_wake { self.wake.notified().await } else { std::future::pending::<()>().await } };
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
                 _ = changed => {}
-                _ = self.wake.notified() => {}
+                _ = woken => {}
                 _ = self.state.closed() => return,
             }
         }
@@ -145,5 +160,15 @@ mod tests {
         assert_eq!(next_delay(i, 3), Duration::from_secs(40));
         assert_eq!(next_delay(i, 30), MAX_BACKOFF);
         assert_eq!(next_delay(Duration::from_secs(600), 5), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn a_rate_limited_controller_gets_a_longer_wait_that_no_wake_cuts_short() {
+        let i = Duration::from_secs(10);
+        assert_eq!(wait_after(i, 1, false), (i, true));
+        assert_eq!(wait_after(i, 1, true), (Duration::from_secs(20), false));
+        assert_eq!(wait_after(i, 3, true), (Duration::from_secs(80), false));
+        assert_eq!(wait_after(i, 30, true), (MAX_BACKOFF, false));
+        assert_eq!(wait_after(i, 0, false), (i, true));
     }
 }

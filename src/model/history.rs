@@ -106,10 +106,15 @@ pub struct History {
 }
 
 impl History {
-    /// `records` sorted newest end first (no end time last) and cut to `limit`.
-    pub fn newest(source: impl Into<String>, mut records: Vec<JobRecord>, limit: usize) -> Self {
+    /// Newest end first (no end time last), ties by id: the order histories are shown in.
+    pub fn sort_newest(records: &mut [JobRecord]) {
         records
             .sort_by(|a, b| b.job.end_time.cmp(&a.job.end_time).then_with(|| a.job.job_ref.id.cmp(&b.job.job_ref.id)));
+    }
+
+    /// `records` sorted newest end first (no end time last) and cut to `limit`.
+    pub fn newest(source: impl Into<String>, mut records: Vec<JobRecord>, limit: usize) -> Self {
+        Self::sort_newest(&mut records);
         let left_out = records.len().saturating_sub(limit);
         records.truncate(limit);
         History { records, source: source.into(), left_out, notes: Vec::new() }

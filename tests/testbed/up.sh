@@ -297,6 +297,9 @@ write_fd24_conf() {
     mkgpus "$d/dev" 4
     {
         slurm_conf_common fd24 "$din" "$FD24_CTLD_PORT" "$FD24_DBD_PORT"
+        # Per-user RPC rate limiting (23.02+), as busy sites run it: a burst of 1000 RPCs, then
+        # 100 a second, far above anything a test asks (root and SlurmUser are exempt anyway).
+        echo "SlurmctldParameters=rl_enable,rl_bucket_size=1000,rl_refill_rate=100,rl_refill_period=1"
         cat <<EOF
 NodeName=l40s-01 NodeHostname=$HOST_NAME NodeAddr=127.0.0.1 Port=6921 Gres=gpu:l40s:4 Feature=l40s
 NodeName=l40s-02 NodeHostname=$HOST_NAME NodeAddr=127.0.0.1 Port=6922 Gres=gpu:l40s:4 Feature=l40s

@@ -6,9 +6,11 @@ use chrono::{DateTime, Utc};
 
 use super::SlurmBackend;
 use super::commands::checked_user;
-use super::parse::sacct::{SACCT_FIELDS, parse_sacct};
+use std::time::Duration;
+
+use super::parse::sacct::{SACCT_FIELDS, read_sacct};
 use super::parse::text::record_mark;
-use super::transport::display_argv;
+use super::transport::{Transport, display_argv};
 use crate::backend::BackendError;
 use crate::model::{History, HistoryQuery, JobState};
 
@@ -73,16 +75,41 @@ fn sacct_time(t: DateTime<Utc>) -> String {
 }
 
 pub(super) async fn read(backend: &SlurmBackend, query: &HistoryQuery) -> Result<History, BackendError> {
-    let mark = record_mark();
-    let argv = sacct_argv(query, &mark)?;
-    let out = backend.transport.output(&argv, None, backend.timeout).await?.into_result(&argv)?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let (records, dropped) = parse_sacct(&backend.name, &text, &mark)
+    read_with(&backend.transport, backend.timeout, &backend.name, query, &record_mark()).await
+}
+
+/// sacct's answer streamed into [`read_sacct`], cut to the query's limit as it arrives (a
+/// window of 14,000 jobs is past the 16 MiB that captured output may hold).
+async fn read_with(
+    transport: &Transport,
+    timeout: Duration,
+    cluster: &str,
+    query: &HistoryQuery,
+    mark: &str,
+) -> Result<History, BackendError> {
+    let argv = sacct_argv(query, mark)?;
+    read_argv(transport, timeout, cluster, query, mark, argv).await
+}
+
+async fn read_argv(
+    transport: &Transport,
+    timeout: Duration,
+    cluster: &str,
+    query: &HistoryQuery,
+    mark: &str,
+    argv: Vec<String>,
+) -> Result<History, BackendError> {
+    let (name, mark_owned, wanted, limit) = (cluster.to_string(), mark.to_string(), query.clone(), query.limit);
+    let read = transport
+        .stream(&argv, timeout, move |r| {
+            read_sacct(&name, std::io::BufReader::new(r), &mark_owned, limit, |rec| wanted.wants(rec.job.state))
+        })
+        .await?
         .map_err(|e| BackendError::Parse { what: display_argv(&argv[..3]), message: e.to_string() })?;
-    let records: Vec<_> = records.into_iter().filter(|r| query.wants(r.job.state)).collect();
-    let mut history = History::newest("sacct", records, query.limit);
-    if dropped > 0 {
-        history.notes.push(format!("{dropped} lines of sacct's output did not read as jobs and were left out"));
+    let mut history = History::newest("sacct", read.records, query.limit);
+    history.left_out += read.left_out;
+    if read.dropped > 0 {
+        history.notes.push(format!("{} lines of sacct's output did not read as jobs and were left out", read.dropped));
     }
     if history.left_out > 0 {
         history.notes.push(format!("{} older jobs past the limit of {} were left out", history.left_out, query.limit));
@@ -113,5 +140,79 @@ mod tests {
         q.user = None;
         q.states = vec![JobState::Running];
         assert!(sacct_argv(&q, "m").unwrap_err().to_string().contains("a history lists ended jobs"));
+    }
+
+    /// A window past 16 MiB of sacct text (what captured output holds, and what `jobs
+    /// --since` used to fail on) streams through, cut to the limit: the newest kept, their
+    /// steps folded in, the rest counted in a note.
+    #[tokio::test]
+    async fn an_answer_past_16_mib_streams_and_is_cut_to_the_newest_limit() {
+        use std::io::Write as _;
+        const MARK: &str = "fdMARK0123";
+        let jobs = 48_000u32;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sacct.txt");
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        for id in 1..=jobs {
+            let (h, m, sec) = (id / 3600 % 24, id / 60 % 60, id % 60);
+            let end = format!("2026-12-0{}T{h:02}:{m:02}:{sec:02}", 1 + id / 86_400);
+            let tres = "billing=2,cpu=2,gres/gpu:a100=2,gres/gpu=2,mem=1000M,node=1";
+            let job = [
+                &id.to_string(),
+                "COMPLETED",
+                "0:0",
+                "alice",
+                "ml",
+                "gpu",
+                "2026-12-01T00:00:00",
+                "2026-12-01T00:00:00",
+                &end,
+                "60",
+                "1",
+                "a100-01",
+                tres,
+                "",
+                "train-with-a-longish-name",
+            ];
+            let step = [
+                &format!("{id}.batch"),
+                "COMPLETED",
+                "0:0",
+                "",
+                "ml",
+                "",
+                "2026-12-01T00:00:00",
+                "2026-12-01T00:00:00",
+                &end,
+                "60",
+                "1",
+                "a100-01",
+                tres,
+                &format!("{id}K"),
+                "batch",
+            ];
+            writeln!(out, "{}\n{}", job.join(MARK), step.join(MARK)).unwrap();
+        }
+        out.into_inner().unwrap().sync_all().unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size > 16 << 20, "the fixture is {size} bytes");
+        let argv: Vec<String> = vec!["cat".into(), path.to_string_lossy().into_owned()];
+        let transport = Transport::local();
+        let secs = Duration::from_secs(60);
+        // Captured whole, the same answer is past the bound: what `jobs --since` used to do.
+        let err = transport.output(&argv, None, secs).await.unwrap_err().to_string();
+        assert!(err.contains("standard output passed 16 MiB"), "{err}");
+
+        let since = DateTime::from_timestamp(1_796_400_000, 0).unwrap();
+        let q = HistoryQuery { since, user: None, states: vec![], limit: 1_000 };
+        let h = read_argv(&transport, secs, "fd24", &q, MARK, argv).await.unwrap();
+        assert_eq!(h.records.len(), 1_000);
+        assert_eq!(h.left_out, jobs as usize - 1_000);
+        let ids: Vec<&str> = h.records.iter().take(3).map(|r| r.job.job_ref.id.as_str()).collect();
+        assert_eq!(ids, ["48000", "47999", "47998"], "the newest first");
+        assert_eq!(h.records.last().unwrap().job.job_ref.id, "47001");
+        // The step's MaxRSS (48000K) folded into its job.
+        assert_eq!(h.records[0].max_rss_mb, Some(47));
+        assert!(h.notes.iter().any(|n| n == "47000 older jobs past the limit of 1000 were left out"), "{:?}", h.notes);
     }
 }

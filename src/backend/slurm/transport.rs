@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use openssh::{KnownHosts as SshKnownHosts, Session, SessionBuilder};
@@ -48,7 +48,22 @@ impl CmdOutput {
     }
 }
 
+/// What Slurm says when slurmctld's per-user RPC rate limit (23.02+, `SlurmctldParameters=
+/// rl_enable`) turns a request away: `slurm_strerror(SLURMCTLD_COMMUNICATIONS_BACKOFF)`, and
+/// the line libslurm logs (at `-v`) each time it sleeps and asks again. Root and SlurmUser
+/// are exempt, and the client library retries by itself (sleeping 1 s, 2 s, 3 s …), so at
+/// the default verbosity a limited squeue mostly shows up as a slow one.
+const RATE_LIMIT_TEXTS: [&str; 2] = ["Rate limit exceeded, please retry", "RPC rate limited"];
+
+/// The line of `stderr` that says the controller rate-limited the command, if one does.
+pub fn rate_limit_line(stderr: &str) -> Option<&str> {
+    stderr.lines().map(str::trim).find(|l| RATE_LIMIT_TEXTS.iter().any(|t| l.contains(t)))
+}
+
 pub(crate) fn command_error(argv: &[String], status: Option<i32>, stderr: &str, stdout: &[u8]) -> BackendError {
+    if let Some(line) = rate_limit_line(stderr) {
+        return BackendError::RateLimited { command: display_argv(argv), detail: line.chars().take(300).collect() };
+    }
     // Verbose tools (scancel -v) mix progress with errors: keep only the error lines.
     let errors: Vec<&str> = stderr.lines().filter(|l| l.to_ascii_lowercase().contains("error")).collect();
     let mut text = if errors.is_empty() { stderr.trim().to_string() } else { errors.join("; ") };
@@ -179,19 +194,48 @@ impl Transport {
     /// blocking thread while it arrives. Used for documents too large to hold twice.
     ///
     /// A non-zero exit wins over whatever `consume` made of the output, since a failed
-    /// `squeue` prints its reason on stderr and nothing useful on stdout.
+    /// `squeue` prints its reason on stderr and nothing useful on stdout. Past
+    /// [`MAX_STREAMED_STDOUT`] bytes the reader fails, the command is stopped, and the error
+    /// names the bound and the command.
     pub async fn stream<T, F>(&self, argv: &[String], timeout: Duration, consume: F) -> Result<T, BackendError>
     where
         T: Send + 'static,
-        F: FnOnce(SyncIoBridge<BoxRead>) -> T + Send + 'static,
+        F: FnOnce(Capped<SyncIoBridge<BoxRead>>) -> T + Send + 'static,
+    {
+        self.stream_capped(argv, timeout, MAX_STREAMED_STDOUT, consume).await
+    }
+
+    async fn stream_capped<T, F>(
+        &self,
+        argv: &[String],
+        timeout: Duration,
+        cap: u64,
+        consume: F,
+    ) -> Result<T, BackendError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Capped<SyncIoBridge<BoxRead>>) -> T + Send + 'static,
     {
         let slot = self.slot().await;
         let run = async {
             let mut child = self.spawn(argv, false, slot).await?;
             let out = child.stdout.take().expect("stdout is piped");
-            let reader = SyncIoBridge::new(out);
+            let passed = Arc::new(AtomicBool::new(false));
+            let reader = Capped { inner: SyncIoBridge::new(out), left: cap, passed: passed.clone() };
+            // Once `consume` returns (at the bound, with the reader's error), the pipe closes
+            // and the command ends on its next write.
             let parsed = tokio::task::spawn_blocking(move || consume(reader));
             let (parsed, stderr) = tokio::join!(parsed, read_all(child.stderr.take()));
+            if passed.load(Ordering::Relaxed) {
+                return Err(BackendError::Command {
+                    command: display_argv(argv),
+                    status: None,
+                    stderr: format!(
+                        "its standard output passed {} MiB, flightdeck's bound on a streamed answer; stopped",
+                        cap >> 20
+                    ),
+                });
+            }
             let status = child.wait.wait().await.map_err(|e| self.lost(argv, e))?;
             if status != Some(0) {
                 return Err(command_error(argv, status, &stderr, b""));
@@ -305,8 +349,47 @@ impl Transport {
 /// The most standard output [`Transport::output`] keeps of one command. Large documents
 /// go through [`Transport::stream`], which parses as it reads.
 pub const MAX_STDOUT: usize = 16 << 20;
+/// The most standard output [`Transport::stream`] reads of one command before stopping it
+/// with an error naming this bound and the command. The streamed answers (squeue's and
+/// sinfo's JSON) are parsed as they arrive, never held, so the bound is against a runaway
+/// (a wedged wrapper, something else answering as squeue), not for memory. Measured per
+/// record: squeue `--json` 3.6 KB a job on 22.05 and 9.3–9.6 KB on 24.11 (the test bed's
+/// captures in `tests/fixtures/slurm/`), up to 21 KB in slurmrestd's pretty-printed
+/// 24.05–25.11 samples; sinfo 1.4–4.8 KB a node. A 100,000-job queue is so 0.4–2.1 GB:
+/// 8 GiB is four times the largest of those.
+pub const MAX_STREAMED_STDOUT: u64 = 8 << 30;
+const _: () = assert!(MAX_STREAMED_STDOUT >= 4 * 100_000 * 21_000, "four 100,000-job queues at 21 KB a job");
 /// The most standard error it keeps: error messages, not data.
 pub const MAX_STDERR: usize = 1 << 20;
+
+/// A streamed command's standard output as the consumer reads it: an error once more than
+/// the bound has come (and a flag the transport reads to say so in its own words).
+pub struct Capped<R> {
+    inner: R,
+    left: u64,
+    passed: Arc<AtomicBool>,
+}
+
+impl<R: std::io::Read> std::io::Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            // At the bound: the end of the answer is fine, one byte more is not.
+            let mut one = [0u8; 1];
+            if self.inner.read(&mut one)? == 0 {
+                return Ok(0);
+            }
+            self.passed.store(true, Ordering::Relaxed);
+            return Err(std::io::Error::other("standard output past flightdeck's bound on a streamed answer"));
+        }
+        let want = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left = self.left.saturating_sub(n as u64);
+        Ok(n)
+    }
+}
 
 enum Capture {
     Io(std::io::Error),
@@ -514,6 +597,42 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_limited_command_is_told_apart_from_other_failures() {
+        let argv = v(&["squeue", "--json"]);
+        // slurm_strerror(SLURMCTLD_COMMUNICATIONS_BACKOFF), as squeue prints an error.
+        let e = command_error(
+            &argv,
+            Some(1),
+            "slurm_load_jobs error: Rate limit exceeded, please retry momentarily\n",
+            b"",
+        );
+        assert!(matches!(e, BackendError::RateLimited { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "the controller is rate-limiting this user's RPCs; polling backs off (`squeue --json`: \
+             slurm_load_jobs error: Rate limit exceeded, please retry momentarily)"
+        );
+        // libslurm's own line while it sleeps and retries (logged at -v).
+        let e = command_error(&argv, None, "squeue: RPC rate limited 3 time(s). Sleeping then trying again.", b"");
+        assert!(matches!(e, BackendError::RateLimited { .. }), "{e:?}");
+        // Other failures stay what they were.
+        let e = command_error(&argv, Some(1), "slurm_load_jobs error: Unable to contact slurm controller", b"");
+        assert!(matches!(e, BackendError::Command { .. }), "{e:?}");
+        assert_eq!(rate_limit_line("squeue: error: Invalid user: rate"), None);
+    }
+
+    #[tokio::test]
+    async fn a_rate_limited_local_command_fails_as_rate_limited() {
+        let script = "echo 'slurm_load_partitions: Rate limit exceeded, please retry momentarily' >&2; exit 1";
+        let argv = v(&["sh", "-c", script]);
+        let t = Transport::local();
+        let err = t.output(&argv, None, Duration::from_secs(5)).await.unwrap().into_result(&argv).unwrap_err();
+        assert!(matches!(err, BackendError::RateLimited { .. }), "{err:?}");
+        let err = t.stream(&argv, Duration::from_secs(5), |_r| ()).await.unwrap_err();
+        assert!(matches!(err, BackendError::RateLimited { .. }), "{err:?}");
+    }
+
+    #[test]
     fn nul_bytes_are_refused() {
         assert!(shell_line(&v(&["echo", "a\0b"])).is_err());
     }
@@ -600,6 +719,23 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(n, 100000);
+    }
+
+    #[tokio::test]
+    async fn a_streamed_answer_past_its_bound_is_stopped_naming_the_bound_and_the_command() {
+        let t = Transport::local();
+        let secs = Duration::from_secs(20);
+        let drain = |r: Capped<SyncIoBridge<BoxRead>>| std::io::copy(&mut { r }, &mut std::io::sink());
+        // Exactly at the bound is read whole.
+        let n = t.stream_capped(&v(&["head", "-c", "1048576", "/dev/zero"]), secs, 1 << 20, drain).await.unwrap();
+        assert_eq!(n.unwrap(), 1 << 20);
+        // One byte over, from a command that would never stop: a clear error, promptly.
+        let started = std::time::Instant::now();
+        let err = t.stream_capped(&v(&["sh", "-c", "exec cat /dev/zero"]), secs, 1 << 20, drain).await.unwrap_err();
+        let err = err.to_string();
+        assert!(err.contains("`sh -c 'exec cat /dev/zero'`"), "{err}");
+        assert!(err.contains("standard output passed 1 MiB, flightdeck's bound on a streamed answer"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "waited for the command instead of stopping it");
     }
 
     #[tokio::test]

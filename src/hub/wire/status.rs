@@ -38,6 +38,7 @@ pub fn status_from_error(e: &BackendError) -> Status {
         BackendError::Unsupported(_) => Code::Unimplemented,
         BackendError::Internal(_) => Code::Internal,
         BackendError::Remote(_) => Code::Unknown,
+        BackendError::RateLimited { .. } => Code::ResourceExhausted,
         // The cluster (not the hub, not the request) is in a state that fails the call.
         BackendError::Command { .. }
         | BackendError::Parse { .. }

@@ -16,7 +16,9 @@ use super::gres::{gpu_request, model_and_product};
 use super::hostlist::expand_hostlist;
 use super::states::job_state_from_slurm;
 use super::text::{array_info, parse_memory_mb, parse_text_time, text_value};
-use crate::model::{ExitStatus, Job, JobRecord, JobRef};
+use std::io::BufRead as _;
+
+use crate::model::{ExitStatus, History, Job, JobRecord, JobRef};
 
 /// The fields asked for, in order; the name last (see the module's note).
 pub const SACCT_FIELDS: &str =
@@ -27,55 +29,182 @@ const WHAT: &str = "sacct output";
 /// The records of `sacct -n -P --delimiter=MARK -o SACCT_FIELDS` output, each job with its
 /// steps folded in, in the order sacct gave them; and how many lines did not read.
 pub fn parse_sacct(cluster: &str, input: &str, mark: &str) -> Result<(Vec<JobRecord>, usize), ParseError> {
-    let mut records: Vec<JobRecord> = Vec::new();
-    let mut by_id: HashMap<String, usize> = HashMap::new();
-    // Steps whose job came later (sacct prints the job first; a cut-off answer may not).
-    let mut orphan_rss: HashMap<String, u64> = HashMap::new();
-    let mut dropped = 0;
-    let mut lines: Vec<String> = Vec::new();
+    let mut reader = SacctReader::new(cluster, mark, usize::MAX, |_| true);
     for line in input.lines() {
-        match lines.last_mut() {
-            // A line break inside the last field, the name: it continues that record.
-            Some(last) if !line.contains(mark) => {
-                last.push('\n');
-                last.push_str(line);
-            }
-            _ => lines.push(line.to_string()),
+        reader.line(line);
+    }
+    let read = reader.finish()?;
+    Ok((read.records, read.dropped))
+}
+
+/// The longest record line kept (a job name is at most a few KiB): a longer one is dropped,
+/// not held, so one endless line cannot grow without bound.
+const MAX_LINE: usize = 1 << 20;
+
+/// What [`read_sacct`] kept of a streamed answer.
+#[derive(Debug)]
+pub struct SacctRead {
+    /// The newest `limit` records that were wanted, newest end first.
+    pub records: Vec<JobRecord>,
+    /// Wanted records past the limit, older than every kept one: counted, not kept.
+    pub left_out: usize,
+    /// Lines that did not read as records.
+    pub dropped: usize,
+}
+
+/// sacct's answer read line by line as it streams in: never held whole, and at most about
+/// twice `limit` records held at once (each job with its steps folded in; the newest `limit`
+/// of those `wanted` kept). A window of 14,000 jobs is ~20 MiB of text; any size reads.
+pub fn read_sacct(
+    cluster: &str,
+    input: impl std::io::BufRead,
+    mark: &str,
+    limit: usize,
+    wanted: impl Fn(&JobRecord) -> bool,
+) -> Result<SacctRead, ParseError> {
+    let mut input = input;
+    let mut reader = SacctReader::new(cluster, mark, limit, wanted);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = std::io::Read::take(&mut input, MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| ParseError::new(WHAT, format!("reading: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
+            // Too long: drop the rest of the line too.
+            input.skip_until(b'\n').map_err(|e| ParseError::new(WHAT, format!("reading: {e}")))?;
+            reader.dropped += 1;
+            continue;
+        }
+        let line = String::from_utf8_lossy(&buf);
+        let line = line.strip_suffix('\n').unwrap_or(&line);
+        reader.line(line.strip_suffix('\r').unwrap_or(line));
+    }
+    reader.finish()
+}
+
+/// The state of one read: the line being continued, the records kept so far.
+struct SacctReader<'a, F> {
+    cluster: &'a str,
+    mark: &'a str,
+    limit: usize,
+    wanted: F,
+    /// The record line being read (a line without the mark continues its name).
+    pending: Option<String>,
+    records: Vec<JobRecord>,
+    by_id: HashMap<String, usize>,
+    /// Steps whose job came later (sacct prints the job first; a cut-off answer may not).
+    orphan_rss: HashMap<String, u64>,
+    /// The last job line's id: its steps follow it, even when the job itself was cut.
+    last_job: Option<String>,
+    left_out: usize,
+    dropped: usize,
+    seen_records: bool,
+}
+
+impl<'a, F: Fn(&JobRecord) -> bool> SacctReader<'a, F> {
+    fn new(cluster: &'a str, mark: &'a str, limit: usize, wanted: F) -> Self {
+        Self {
+            cluster,
+            mark,
+            limit,
+            wanted,
+            pending: None,
+            records: Vec::new(),
+            by_id: HashMap::new(),
+            orphan_rss: HashMap::new(),
+            last_job: None,
+            left_out: 0,
+            dropped: 0,
+            seen_records: false,
         }
     }
-    for line in &lines {
-        let fields: Vec<&str> = line.splitn(FIELDS, mark).collect();
+
+    fn line(&mut self, line: &str) {
+        match self.pending.as_mut() {
+            // A line break inside the last field, the name: it continues that record.
+            Some(last) if !line.contains(self.mark) => {
+                if last.len() + line.len() < MAX_LINE {
+                    last.push('\n');
+                    last.push_str(line);
+                }
+            }
+            _ => {
+                if let Some(done) = self.pending.replace(line.to_string()) {
+                    self.record_line(&done);
+                }
+            }
+        }
+    }
+
+    fn record_line(&mut self, line: &str) {
+        let fields: Vec<&str> = line.splitn(FIELDS, self.mark).collect();
         if fields.len() < FIELDS {
-            dropped += usize::from(!line.trim().is_empty());
-            continue;
+            self.dropped += usize::from(!line.trim().is_empty());
+            return;
         }
         let id = fields[0].trim();
         if let Some((job, _step)) = id.split_once('.') {
-            let Some(rss) = parse_memory_mb(fields[13]) else { continue };
-            match by_id.get(job) {
-                Some(&i) => records[i].max_rss_mb = Some(records[i].max_rss_mb.map_or(rss, |m| m.max(rss))),
+            let Some(rss) = parse_memory_mb(fields[13]) else { return };
+            match self.by_id.get(job) {
+                Some(&i) => {
+                    let r = &mut self.records[i];
+                    r.max_rss_mb = Some(r.max_rss_mb.map_or(rss, |m| m.max(rss)));
+                }
+                // The steps of a job cut for the limit (or not wanted): nothing to fold into.
+                None if self.last_job.as_deref() == Some(job) => {}
                 None => {
-                    let seen = orphan_rss.entry(job.to_string()).or_insert(rss);
+                    let seen = self.orphan_rss.entry(job.to_string()).or_insert(rss);
                     *seen = (*seen).max(rss);
                 }
             }
-            continue;
+            return;
         }
-        match record(cluster, &fields) {
-            Some(mut r) => {
-                if let Some(rss) = orphan_rss.remove(id) {
-                    r.max_rss_mb = Some(r.max_rss_mb.map_or(rss, |m| m.max(rss)));
-                }
-                by_id.insert(id.to_string(), records.len());
-                records.push(r);
-            }
-            None => dropped += 1,
+        let Some(mut r) = record(self.cluster, &fields) else {
+            self.dropped += 1;
+            return;
+        };
+        self.seen_records = true;
+        self.last_job = Some(id.to_string());
+        if let Some(rss) = self.orphan_rss.remove(id) {
+            r.max_rss_mb = Some(r.max_rss_mb.map_or(rss, |m| m.max(rss)));
+        }
+        if !(self.wanted)(&r) {
+            return;
+        }
+        self.by_id.insert(id.to_string(), self.records.len());
+        self.records.push(r);
+        if self.records.len() >= self.limit.max(1).saturating_mul(2) {
+            self.cut();
         }
     }
-    if records.is_empty() && dropped > 0 {
-        return Err(ParseError::new(WHAT, format!("no line held a job record ({dropped} lines)")));
+
+    /// Keep the newest `limit` records (the order [`History::newest`] gives), count the rest.
+    fn cut(&mut self) {
+        if self.records.len() > self.limit {
+            History::sort_newest(&mut self.records);
+            self.left_out += self.records.len() - self.limit;
+            self.records.truncate(self.limit);
+            self.by_id = self.records.iter().enumerate().map(|(i, r)| (r.job.job_ref.id.clone(), i)).collect();
+        }
     }
-    Ok((records, dropped))
+
+    fn finish(mut self) -> Result<SacctRead, ParseError> {
+        if let Some(done) = self.pending.take() {
+            self.record_line(&done);
+        }
+        if !self.seen_records && self.dropped > 0 {
+            let dropped = self.dropped;
+            return Err(ParseError::new(WHAT, format!("no line held a job record ({dropped} lines)")));
+        }
+        if self.limit != usize::MAX {
+            self.cut();
+        }
+        Ok(SacctRead { records: self.records, left_out: self.left_out, dropped: self.dropped })
+    }
 }
 
 fn record(cluster: &str, f: &[&str]) -> Option<JobRecord> {
