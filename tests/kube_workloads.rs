@@ -439,3 +439,24 @@ fn the_cli_lists_a_pytorchjob_as_one_job_with_its_pods() {
     assert_eq!(table.lines().count(), 2, "a header and one row:\n{table}");
     assert!(table.contains("PyTorchJob"), "{table}");
 }
+
+/// Each pod of a workload carries its own log handle, and each reads that pod's log: the
+/// detail's pod list reads any of them (the master's first).
+#[tokio::test]
+async fn each_pod_of_a_workload_reads_its_own_log() {
+    let s = setup(true);
+    s.fake.set_pod_log("ml", "llama-ft-master-0", None, "master: rendezvous on :29500\nstep 1 loss 2.31\n");
+    s.fake.set_pod_log("ml", "llama-ft-worker-1", None, "worker 1: joined\n");
+    let b = KubeBackend::new(&s.cfg);
+    let snap = synced_snapshot(&b).await;
+    let pt = job(&snap, "ml:pytorchjob:llama-ft");
+    let w = pt.workload.as_ref().unwrap();
+    let read = |name: &str| {
+        let log = w.pods.iter().find(|p| p.name == name).and_then(|p| p.log.clone()).expect("a log handle");
+        let b = &b;
+        async move { b.read_log(&log, None, 4096).await.unwrap().data }
+    };
+    assert_eq!(read("llama-ft-master-0").await, "master: rendezvous on :29500\nstep 1 loss 2.31\n");
+    assert_eq!(read("llama-ft-worker-1").await, "worker 1: joined\n");
+    assert_eq!(pt.stdout, w.pods[0].log, "the job's own log is the master's");
+}
