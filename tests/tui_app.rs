@@ -2145,3 +2145,35 @@ fn a_workloads_detail_reads_each_pods_log_in_turn() {
     assert!(fetches(&ch(&mut app, 'p')).is_empty());
     assert!(app.unavailable(UiAction::NextPod).is_some());
 }
+
+/// The detail of a job that waits asks its backend once what it adds about its turn (a
+/// Kueue position, a priority's parts) and shows the answer; a running job asks nothing.
+#[test]
+fn a_waiting_jobs_detail_asks_once_for_its_turn() {
+    let mut app = app();
+    let mut queued = job("k8s", "research:big-sweep", JobState::Pending, "alice", "big-sweep");
+    queued.reason = Some("Kueue Pending: couldn't assign flavors to pod set main".into());
+    let running = job("k8s", "train:llm", JobState::Running, "alice", "llm");
+    app.update(fleet(1, vec![("k8s", vec![queued, running], vec![])]));
+    on_jobs(&mut app);
+    let sent = code(&mut app, KeyCode::Enter);
+    let asked: Vec<u64> = sent
+        .iter()
+        .filter_map(|c| match c {
+            Command::FetchTurn { job, seq } if job.job_ref == JobRef::new("k8s", "research:big-sweep") => Some(*seq),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked.len(), 1, "{sent:?}");
+    app.update(Msg::Turn { seq: asked[0] + 1, result: Ok(vec!["stale".into()]) });
+    assert!(app.detail().unwrap().turn.is_empty(), "an answer to another question is dropped");
+    app.update(Msg::Turn { seq: asked[0], result: Ok(vec!["position 2 of 3 in ClusterQueue gpu".into()]) });
+    assert_eq!(app.detail().unwrap().turn, ["position 2 of 3 in ClusterQueue gpu"]);
+    assert!(app.update(Msg::Tick(t0())).iter().all(|c| !matches!(c, Command::FetchTurn { .. })), "asked once");
+
+    code(&mut app, KeyCode::Esc);
+    ch(&mut app, 'j');
+    let sent = code(&mut app, KeyCode::Enter);
+    assert_eq!(app.detail().unwrap().job, JobRef::new("k8s", "train:llm"));
+    assert!(!sent.iter().any(|c| matches!(c, Command::FetchTurn { .. })), "{sent:?}");
+}

@@ -42,9 +42,7 @@ impl Why {
     /// (`Priority`) or for room (`Resources`), where priority decides who goes first; or
     /// waiting in a Kueue queue, where Kueue's visibility API gives its position.
     pub fn wants_priority(&self) -> bool {
-        let reason = self.reason.as_deref().map(str::trim);
-        self.state == JobState::Pending
-            && (matches!(reason, Some("Priority" | "Resources")) || reason.is_some_and(|r| r.starts_with("Kueue")))
+        asks_its_turn(self.state, self.reason.as_deref())
     }
 
     /// Worth asking the scheduler when it would start: waiting, not held, and the refresh
@@ -52,6 +50,14 @@ impl Why {
     pub fn wants_estimate(&self) -> bool {
         self.state == JobState::Pending && self.expected_start.is_none()
     }
+}
+
+/// A job in `state` waiting for `reason` whose backend can say more about its turn on
+/// demand (see [`Why::wants_priority`]); the cockpit's detail asks the same.
+pub fn asks_its_turn(state: JobState, reason: Option<&str>) -> bool {
+    let reason = reason.map(str::trim);
+    state == JobState::Pending
+        && (matches!(reason, Some("Priority" | "Resources")) || reason.is_some_and(|r| r.starts_with("Kueue")))
 }
 
 /// `job` of `snapshot` explained.

@@ -63,6 +63,11 @@ pub enum Msg {
         seq: u64,
         result: Result<LogChunk, String>,
     },
+    /// The answer to [`Command::FetchTurn`] number `seq`: a line each.
+    Turn {
+        seq: u64,
+        result: Result<Vec<String>, String>,
+    },
     /// The answer to [`Command::Render`] number `seq`.
     Rendered {
         seq: u64,
@@ -105,6 +110,13 @@ pub enum Command {
         log: LogHandle,
         from: Option<u64>,
         max_bytes: u64,
+        seq: u64,
+    },
+    /// Ask `job`'s backend what it adds about the job's turn (its priority's parts, its place
+    /// in a Kueue queue): once, when the detail of a job that waits opens; answer with
+    /// [`Msg::Turn`] carrying `seq`.
+    FetchTurn {
+        job: Box<Job>,
         seq: u64,
     },
     /// Read and validate a spec file (off the UI); answer with [`Msg::SpecLoaded`].
@@ -231,6 +243,10 @@ pub struct Detail {
     /// For a workload, the pod (index into its `pods`) whose log is read; `None` reads the
     /// job's own log (its leader, master or head: see the backend's `stdout`).
     pub pod: Option<usize>,
+    /// What the backend added about the job's turn (see [`Command::FetchTurn`]), and the
+    /// number of the question still open.
+    pub turn: Vec<String>,
+    pub turn_seq: Option<u64>,
     pub log: LogBuffer,
     /// The read in flight answers a tail read (`from: None`).
     pub first_read: bool,
@@ -569,6 +585,12 @@ impl App {
                 self.toast(format!("{n} action results not shown: too many finished at once (see the audit log)"), true)
             }
             Msg::Log { seq, result } => self.on_log(seq, result),
+            Msg::Turn { seq, result } => {
+                if let Some(d) = self.detail.as_mut().filter(|d| d.turn_seq == Some(seq)) {
+                    d.turn_seq = None;
+                    d.turn = result.unwrap_or_else(|e| vec![format!("not asked: {e}")]);
+                }
+            }
             Msg::History { seq, results } => {
                 if self.history.waiting == Some(seq) {
                     self.history.waiting = None;
@@ -1593,6 +1615,8 @@ impl App {
             gone,
             stream: LogStream::Stdout,
             pod: None,
+            turn: Vec::new(),
+            turn_seq: None,
             log: LogBuffer::default(),
             first_read: true,
             follow: false,
@@ -1602,6 +1626,18 @@ impl App {
         });
         self.screen = Screen::Detail;
         self.fetch_log(out, true);
+        self.fetch_turn(out);
+    }
+
+    /// Ask once, for a job that waits, what its backend adds about its turn.
+    fn fetch_turn(&mut self, out: &mut Vec<Command>) {
+        let Some(d) = &mut self.detail else { return };
+        if d.gone || !crate::fleet::why::asks_its_turn(d.last.state, d.last.reason.as_deref()) {
+            return;
+        }
+        self.log_seq += 1;
+        d.turn_seq = Some(self.log_seq);
+        out.push(Command::FetchTurn { job: Box::new(d.last.clone()), seq: self.log_seq });
     }
 
     /// Ask for the detail's current log: from the tail (`first`) or on from the last offset.

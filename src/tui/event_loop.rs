@@ -304,6 +304,18 @@ where
                         let _ = tx.send(Msg::Log { seq, result });
                     });
                 }
+                Command::FetchTurn { job, seq } => {
+                    let fleet = fleet.clone();
+                    let tx = results_tx.clone();
+                    tokio::spawn(async move {
+                        let asked = fleet.priority_details(&job);
+                        let result = match tokio::time::timeout(LOG_TIMEOUT, asked).await {
+                            Ok(r) => r.map_err(|e| e.to_string()),
+                            Err(_) => Err(format!("no answer in {} s", LOG_TIMEOUT.as_secs())),
+                        };
+                        let _ = tx.send(Msg::Turn { seq, result });
+                    });
+                }
                 Command::Render { cluster, spec, seq } => {
                     let fleet = fleet.clone();
                     let tx = results_tx.clone();

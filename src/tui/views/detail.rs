@@ -92,7 +92,7 @@ fn workload_actions_text(w: &Workload) -> String {
 
 /// Rows of the field grid laid out across the whole width, below the columns: their values
 /// are long.
-const WIDE_FIELDS: [&str; 2] = ["groups", "actions"];
+const WIDE_FIELDS: [&str; 3] = ["groups", "actions", "turn"];
 
 /// What a piece of a pod line is, for its style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,7 +251,13 @@ pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let Some(d) = app.detail() else { return };
     let theme = app.theme();
-    let fields = fields(&d.last, d.taken_at);
+    let mut fields = fields(&d.last, d.taken_at);
+    // What the backend added about the job's turn (a Kueue position, priority parts).
+    if d.turn_seq.is_some() {
+        fields.push(("turn", "asking…".into()));
+    } else if !d.turn.is_empty() {
+        fields.push(("turn", d.turn.join(" · ")));
+    }
     let (wide, grid): (Vec<_>, Vec<_>) = fields.iter().partition(|(label, _)| WIDE_FIELDS.contains(label));
     let cols = ((area.width.saturating_sub(2)) / 38).clamp(1, 3) as usize;
     let rows = grid.len().div_ceil(cols);
