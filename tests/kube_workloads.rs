@@ -460,3 +460,16 @@ async fn each_pod_of_a_workload_reads_its_own_log() {
     assert_eq!(read("llama-ft-worker-1").await, "worker 1: joined\n");
     assert_eq!(pt.stdout, w.pods[0].log, "the job's own log is the master's");
 }
+
+/// Every GPU a pod holds is counted once, whichever row holds it: the jobs' allocated GPUs
+/// add up to the nodes' allocated GPUs (the GPU map and the overview count from the nodes).
+#[tokio::test]
+async fn each_gpu_is_counted_once_whichever_row_holds_it() {
+    let s = setup(true);
+    let b = KubeBackend::new(&s.cfg);
+    let snap = synced_snapshot(&b).await;
+    let held_by_jobs: u32 = snap.jobs.iter().filter(|j| j.state.is_active()).map(|j| j.gpus_allocated).sum();
+    let held_on_nodes: u32 = snap.nodes.iter().flat_map(|n| &n.gpus).map(|g| g.allocated).sum();
+    assert!(held_on_nodes > 0);
+    assert_eq!(held_by_jobs, held_on_nodes, "jobs {:?}", ids(&snap));
+}
