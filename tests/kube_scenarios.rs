@@ -759,26 +759,10 @@ async fn several_contexts_are_separate_clusters() {
 fn the_cli_reads_a_kubernetes_cluster() {
     let s = standard();
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\ntimeout_seconds = 5\n",
-            s.cfg.settings.kubeconfig.as_ref().unwrap().display()
-        ),
-    )
-    .unwrap();
+    let cli = kube_fake::Cli::new(dir.path(), s.cfg.settings.kubeconfig.as_ref().unwrap());
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-            .arg("--config")
-            .arg(&config)
-            .args(args)
-            .env("XDG_STATE_HOME", dir.path())
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        (out.status.success(), text)
+        let (ok, stdout, stderr) = cli.run(args);
+        (ok, format!("{stdout}{stderr}"))
     };
     let nodes = run(&["nodes"]);
     let jobs = run(&["jobs", "--output", "json"]);

@@ -396,26 +396,11 @@ fn the_cli_lists_a_pytorchjob_as_one_job_with_its_pods() {
     fake.put_all(nodes.chain(workloads::pytorchjob_llm()));
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = fake.kubeconfig(dir.path(), "fake");
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\ntimeout_seconds = 5\n",
-            kubeconfig.display()
-        ),
-    )
-    .unwrap();
+    let cli = kube_fake::Cli::new(dir.path(), &kubeconfig);
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-            .arg("--config")
-            .arg(&config)
-            .args(args)
-            .env("XDG_STATE_HOME", dir.path())
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
+        let (ok, stdout, stderr) = cli.run(args);
+        assert!(ok, "{stderr}");
+        stdout
     };
     let rows: Vec<serde_json::Value> = serde_json::from_str(&run(&["jobs", "--output", "json"])).unwrap();
     assert_eq!(rows.len(), 1, "one row, no pod rows: {rows:#?}");

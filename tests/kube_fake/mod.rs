@@ -411,6 +411,42 @@ impl FakeApi {
     }
 }
 
+/// The `flightdeck` binary with one cluster `k8s` on a kubeconfig's `fake` context: the
+/// config file and the binary's state live in `dir`.
+pub struct Cli {
+    config: PathBuf,
+    state: PathBuf,
+}
+
+impl Cli {
+    pub fn new(dir: &Path, kubeconfig: &Path) -> Cli {
+        let config = dir.join("config.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\ntimeout_seconds = 5\n",
+                kubeconfig.display()
+            ),
+        )
+        .expect("the config file");
+        Cli { config, state: dir.to_path_buf() }
+    }
+
+    /// One command: whether it succeeded, its stdout, its stderr.
+    pub fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .arg("--config")
+            .arg(&self.config)
+            .args(args)
+            .env("XDG_STATE_HOME", &self.state)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("the binary runs");
+        let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+        (out.status.success(), text(out.stdout), text(out.stderr))
+    }
+}
+
 /// Writes a kubeconfig with one cluster/user/context per `(context, server_url)` entry, with
 /// `current` as the current context. Users are `{}` (no credentials).
 pub fn write_kubeconfig(path: &Path, contexts: &[(&str, &str)], current: &str) {
