@@ -85,7 +85,12 @@ impl AuditLog {
             serde_json::to_writer(&mut lines, &capped(record)).map_err(std::io::Error::other)?;
             lines.push(b'\n');
         }
-        let mut f = OpenOptions::new().create(true).append(true).mode(0o600).open(&self.path)?;
+        let mut f = OpenOptions::new().create(true).read(true).append(true).mode(0o600).open(&self.path)?;
+        // A torn last line (a full disk, a crash mid-record) stays one unreadable line: the
+        // new records start on a line of their own, in the same write.
+        if !ends_with_newline(&f)? {
+            lines.insert(0, b'\n');
+        }
         f.write_all(&lines)?;
         f.sync_data()
     }
@@ -99,6 +104,18 @@ impl AuditLog {
         };
         Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
     }
+}
+
+/// Whether `f` is empty or its last byte ends a line.
+fn ends_with_newline(f: &std::fs::File) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let len = f.metadata()?.len();
+    if len == 0 {
+        return Ok(true);
+    }
+    let mut last = [0u8; 1];
+    f.read_exact_at(&mut last, len - 1)?;
+    Ok(last[0] == b'\n')
 }
 
 /// The most bytes one field of a record keeps: a record says who did what to what, and a
@@ -298,6 +315,23 @@ mod tests {
         assert_eq!(shown, [("hpc/1", "ok"), ("hpc/2", "unknown"), ("hpc/3", "refused")]);
         assert_eq!(e[0].message, "ok message");
         assert_ne!(new_id(), new_id());
+    }
+
+    #[test]
+    fn a_torn_last_line_does_not_swallow_the_next_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::new(dir.path().join("audit.jsonl"));
+        log.append(&record("1", "hpc/1", "ok")).unwrap();
+        // The disk filled (or the process died) mid-record: half a line, no newline.
+        let mut torn = serde_json::to_vec(&record("2", "hpc/2", "intent")).unwrap();
+        torn.truncate(torn.len() / 2);
+        OpenOptions::new().append(true).open(log.path()).unwrap().write_all(&torn).unwrap();
+        log.append(&record("3", "hpc/3", "intent")).unwrap();
+        log.append_all(&[record("3", "hpc/3", "ok"), record("4", "hpc/4", "refused")]).unwrap();
+        let ids: Vec<String> = log.read_all().unwrap().into_iter().map(|r| r.id).collect();
+        assert_eq!(ids, ["1", "3", "3", "4"]);
+        let text = std::fs::read_to_string(log.path()).unwrap();
+        assert_eq!(text.lines().count(), 5, "the torn line stays a line of its own: {text}");
     }
 
     #[test]
