@@ -95,14 +95,153 @@ impl AuditLog {
         f.sync_data()
     }
 
-    /// Every record, oldest first; lines that do not parse are skipped.
+    /// Every file of the log, oldest first.
+    pub fn files(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+
+    /// Hand each record to `each`, oldest first, one line at a time: the log is never held
+    /// whole. An unreadable line is skipped, logged and named in the answer (the first
+    /// [`UNREADABLE_KEPT`] of them); it never fails the read.
+    pub fn read_each(&self, mut each: impl FnMut(AuditRecord)) -> std::io::Result<Vec<Unreadable>> {
+        let mut unreadable = Vec::new();
+        for file in self.files() {
+            let f = match std::fs::File::open(&file) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            for line in Records::new(std::io::BufReader::new(f)) {
+                match line? {
+                    Line::Record(r) => each(r),
+                    Line::Unreadable { line, why } => {
+                        tracing::warn!(file = %file.display(), line, why, "unreadable audit line skipped");
+                        if unreadable.len() < UNREADABLE_KEPT {
+                            unreadable.push(Unreadable { file: file.clone(), line, why });
+                        }
+                    }
+                }
+            }
+        }
+        Ok(unreadable)
+    }
+
+    /// Every record, oldest first; unreadable lines are skipped (and logged).
     pub fn read_all(&self) -> std::io::Result<Vec<AuditRecord>> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        let mut all = Vec::new();
+        self.read_each(|r| all.push(r))?;
+        Ok(all)
+    }
+}
+
+/// The longest line a reader takes: a longer one is unreadable, skipped without being held.
+pub const LINE_MAX: usize = 16 << 20;
+
+/// How many unreadable lines one read names (all of them are logged).
+pub const UNREADABLE_KEPT: usize = 100;
+
+/// A line a reader skipped: which file, which line (from 1), and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unreadable {
+    pub file: PathBuf,
+    pub line: u64,
+    pub why: String,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} line {}: unreadable, skipped ({})", self.file.display(), self.line, self.why)
+    }
+}
+
+/// One line of a log file as [`Records`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    Record(AuditRecord),
+    Unreadable { line: u64, why: String },
+}
+
+/// The records of one log file, one line at a time (blank lines passed over); only the line
+/// being read is held, and at most [`LINE_MAX`] bytes of it.
+pub struct Records<R> {
+    reader: R,
+    line: u64,
+    buf: Vec<u8>,
+    failed: bool,
+}
+
+impl<R: std::io::BufRead> Records<R> {
+    pub fn new(reader: R) -> Self {
+        Self { reader, line: 0, buf: Vec::new(), failed: false }
+    }
+}
+
+impl<R: std::io::BufRead> Iterator for Records<R> {
+    type Item = std::io::Result<Line>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            let (read, too_long) = match read_line(&mut self.reader, &mut self.buf) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            };
+            if read == 0 {
+                return None;
+            }
+            self.line += 1;
+            let line = self.line;
+            if too_long {
+                return Some(Ok(Line::Unreadable { line, why: format!("longer than {LINE_MAX} bytes") }));
+            }
+            let text = self.buf.trim_ascii();
+            if text.is_empty() {
+                continue;
+            }
+            return Some(Ok(match serde_json::from_slice(text) {
+                Ok(r) => Line::Record(r),
+                Err(e) => Line::Unreadable { line, why: e.to_string() },
+            }));
+        }
+    }
+}
+
+/// Read one line (its newline included) into `buf`: how many bytes it had (0 at the end),
+/// and whether it was longer than [`LINE_MAX`] (then `buf` is left empty).
+fn read_line(reader: &mut impl std::io::BufRead, buf: &mut Vec<u8>) -> std::io::Result<(usize, bool)> {
+    buf.clear();
+    let (mut read, mut too_long) = (0, false);
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+        if available.is_empty() {
+            return Ok((read, too_long));
+        }
+        let (used, ended) = match memchr::memchr(b'\n', available) {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        if !too_long {
+            if buf.len() + used > LINE_MAX {
+                too_long = true;
+                *buf = Vec::new();
+            } else {
+                buf.extend_from_slice(&available[..used]);
+            }
+        }
+        reader.consume(used);
+        read += used;
+        if ended {
+            return Ok((read, too_long));
+        }
     }
 }
 
@@ -201,26 +340,64 @@ pub struct AuditEntry {
 
 /// Join intents with their outcomes, oldest first.
 pub fn entries(records: Vec<AuditRecord>) -> Vec<AuditEntry> {
-    let mut out: Vec<AuditEntry> = Vec::new();
-    let mut open: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut joined = Joiner::default();
     for r in records {
-        // Later records of the same id tell how it went on: a migration's `submitted` step
-        // (still `unknown` until it ends), its outcome, and a resumed migration's outcome.
-        let known = if r.id.is_empty() { None } else { open.get(&r.id).copied() };
+        joined.push(r);
+    }
+    joined.finish()
+}
+
+/// [`entries`] one record at a time, as a log is read: holds the joined entries (one per
+/// action in the window), never the records.
+#[derive(Debug, Default)]
+pub struct Joiner {
+    out: Vec<AuditEntry>,
+    open: std::collections::HashMap<String, usize>,
+    /// Only actions begun at or after this time.
+    since: Option<DateTime<Utc>>,
+    /// Intents before `since` whose story may go on inside the window (left out with them).
+    before: std::collections::HashSet<String>,
+}
+
+impl Joiner {
+    /// A joiner keeping only the actions begun at or after `since`.
+    pub fn since(since: Option<DateTime<Utc>>) -> Self {
+        Self { since, ..Self::default() }
+    }
+
+    pub fn push(&mut self, r: AuditRecord) {
+        let known = if r.id.is_empty() { None } else { self.open.get(&r.id).copied() };
         if let Some(at) = known {
+            // Later records of the same id tell how it went on: a migration's `submitted` step
+            // (still `unknown` until it ends), its outcome, and a resumed migration's outcome.
             if r.outcome == "submitted" {
-                out[at].message = format!("submitted {}; the source is not cancelled yet", r.message);
+                self.out[at].message = format!("submitted {}; the source is not cancelled yet", r.message);
             } else if r.outcome != "intent" {
-                out[at].outcome = r.outcome;
-                out[at].message = r.message;
+                self.out[at].outcome = r.outcome;
+                self.out[at].message = r.message;
             }
-            continue;
+            return;
+        }
+        if let Some(since) = self.since {
+            if !r.id.is_empty() && self.before.contains(&r.id) {
+                // The rest of an action begun before the window.
+                if r.outcome == "ok" || r.outcome == "refused" {
+                    self.before.remove(&r.id);
+                }
+                return;
+            }
+            if r.time < since {
+                if r.outcome == "intent" && !r.id.is_empty() {
+                    self.before.insert(r.id);
+                }
+                return;
+            }
         }
         let intent = r.outcome == "intent";
         if intent {
-            open.insert(r.id.clone(), out.len());
+            self.open.insert(r.id.clone(), self.out.len());
         }
-        out.push(AuditEntry {
+        self.out.push(AuditEntry {
             id: r.id,
             time: r.time,
             who: r.who,
@@ -231,7 +408,10 @@ pub fn entries(records: Vec<AuditRecord>) -> Vec<AuditEntry> {
             message: r.message,
         });
     }
-    out
+
+    pub fn finish(self) -> Vec<AuditEntry> {
+        self.out
+    }
 }
 
 /// The login name of whoever runs flightdeck: the account of the process's user id (what
@@ -332,6 +512,76 @@ mod tests {
         assert_eq!(ids, ["1", "3", "3", "4"]);
         let text = std::fs::read_to_string(log.path()).unwrap();
         assert_eq!(text.lines().count(), 5, "the torn line stays a line of its own: {text}");
+    }
+
+    /// An endless log: records made as they are read, counting the bytes handed out.
+    struct Endless {
+        line: Vec<u8>,
+        at: usize,
+        given: std::rc::Rc<std::cell::Cell<u64>>,
+    }
+
+    impl std::io::Read for Endless {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let mut n = 0;
+            while n < out.len() {
+                out[n] = self.line[self.at];
+                self.at = (self.at + 1) % self.line.len();
+                n += 1;
+            }
+            self.given.set(self.given.get() + n as u64);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_log_is_read_one_line_at_a_time() {
+        // A reader that held the file whole would never come back from an endless one.
+        let mut line = serde_json::to_vec(&record("1", "hpc/1", "ok")).unwrap();
+        line.push(b'\n');
+        let given = std::rc::Rc::new(std::cell::Cell::new(0));
+        let source = Endless { line: line.clone(), at: 0, given: given.clone() };
+        let read: Vec<Line> = Records::new(std::io::BufReader::new(source)).take(1000).map(|l| l.unwrap()).collect();
+        assert_eq!(read.len(), 1000);
+        assert!(read.iter().all(|l| matches!(l, Line::Record(r) if r.target == "hpc/1")));
+        let bound = 1000 * line.len() as u64 + 8192;
+        assert!(given.get() <= bound, "read {} bytes for 1000 lines (at most {bound})", given.get());
+    }
+
+    #[test]
+    fn an_unreadable_line_is_skipped_and_named_by_its_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::new(dir.path().join("audit.jsonl"));
+        log.append(&record("1", "hpc/1", "ok")).unwrap();
+        OpenOptions::new().append(true).open(log.path()).unwrap().write_all(b"{not json\n\n").unwrap();
+        log.append(&record("2", "hpc/2", "ok")).unwrap();
+        let mut ids = Vec::new();
+        let unreadable = log.read_each(|r| ids.push(r.id)).unwrap();
+        assert_eq!(ids, ["1", "2"]);
+        assert_eq!(unreadable.len(), 1, "{unreadable:?}");
+        assert_eq!(unreadable[0].line, 2);
+        assert!(unreadable[0].to_string().contains("audit.jsonl line 2: unreadable, skipped ("), "{}", unreadable[0]);
+    }
+
+    #[test]
+    fn a_window_leaves_out_the_rest_of_an_action_begun_before_it() {
+        let old = |id: &str, target: &str, outcome: &str| AuditRecord {
+            time: Utc::now() - chrono::Duration::hours(2),
+            ..record(id, target, outcome)
+        };
+        let mut joined = Joiner::since(Some(Utc::now() - chrono::Duration::hours(1)));
+        for r in [
+            old("1", "hpc/1", "intent"),
+            old("2", "hpc/2", "ok"),
+            record("3", "hpc/3", "intent"),
+            record("1", "hpc/1", "ok"),
+            record("4", "hpc/4", "refused"),
+            record("3", "hpc/3", "error"),
+        ] {
+            joined.push(r);
+        }
+        let shown: Vec<(String, String)> = joined.finish().into_iter().map(|e| (e.target, e.outcome)).collect();
+        assert_eq!(shown, [("hpc/3".to_string(), "error".to_string()), ("hpc/4".into(), "refused".into())]);
     }
 
     #[test]
