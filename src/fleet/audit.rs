@@ -41,21 +41,43 @@ pub struct AuditRecord {
     pub spec: Option<Box<crate::spec::JobSpec>>,
 }
 
+/// The live file is rotated before a write would take it past this size.
+pub const ROTATE_BYTES: u64 = 64 << 20;
+
+/// Rotated generations kept beside the live file: `audit.jsonl.1` (the newest) to
+/// `audit.jsonl.4`; a rotation drops the oldest, carrying its unfinished migrations' records
+/// into the new live file first.
+pub const GENERATIONS: u32 = 4;
+
 #[derive(Debug, Clone)]
 pub struct AuditLog {
     path: PathBuf,
     /// Why nothing can be written, when there is no place for the log at all.
     unavailable: Option<String>,
+    rotate_bytes: u64,
+    generations: u32,
 }
 
 impl AuditLog {
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self { path: path.into(), unavailable: None }
+        Self { path: path.into(), unavailable: None, rotate_bytes: ROTATE_BYTES, generations: GENERATIONS }
     }
 
     /// A log with no place to be: every write fails with `why` (so every action is refused).
     pub fn unavailable(why: impl Into<String>) -> Self {
-        Self { path: PathBuf::from("audit.jsonl"), unavailable: Some(why.into()) }
+        Self { unavailable: Some(why.into()), ..Self::new("audit.jsonl") }
+    }
+
+    /// This log rotated at `bytes` with `generations` rotated files kept (at least one).
+    pub fn with_rotation(self, bytes: u64, generations: u32) -> Self {
+        Self { rotate_bytes: bytes, generations: generations.max(1), ..self }
+    }
+
+    /// The `n`th rotated file: `audit.jsonl.n`.
+    fn generation(&self, n: u32) -> PathBuf {
+        let mut name = self.path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        name.push(format!(".{n}"));
+        self.path.with_file_name(name)
     }
 
     pub fn path(&self) -> &Path {
@@ -85,19 +107,116 @@ impl AuditLog {
             serde_json::to_writer(&mut lines, &capped(record)).map_err(std::io::Error::other)?;
             lines.push(b'\n');
         }
-        let mut f = OpenOptions::new().create(true).read(true).append(true).mode(0o600).open(&self.path)?;
-        // A torn last line (a full disk, a crash mid-record) stays one unreadable line: the
-        // new records start on a line of their own, in the same write.
-        if !ends_with_newline(&f)? {
-            lines.insert(0, b'\n');
+        // Writers take turns by a lock on the live file; one that finds the file it locked
+        // renamed away (another rotated it) opens the new one.
+        let mut rotated = false;
+        for _ in 0..16 {
+            let mut f = OpenOptions::new().create(true).read(true).append(true).mode(0o600).open(&self.path)?;
+            lock(&f)?;
+            if !is_file_at(&f, &self.path)? {
+                continue;
+            }
+            let len = f.metadata()?.len();
+            if !rotated && len > 0 && len.saturating_add(lines.len() as u64) > self.rotate_bytes {
+                let carried = self.rotate()?;
+                lines.splice(0..0, carried);
+                rotated = true;
+                continue;
+            }
+            // A torn last line (a full disk, a crash mid-record) stays one unreadable line: the
+            // new records start on a line of their own, in the same write.
+            if !ends_with_newline(&f)? {
+                lines.insert(0, b'\n');
+            }
+            f.write_all(&lines)?;
+            return f.sync_data();
         }
-        f.write_all(&lines)?;
-        f.sync_data()
+        Err(std::io::Error::other("the audit log was rotated away under every try to write it"))
     }
 
-    /// Every file of the log, oldest first.
+    /// Shift the generations (dropping the oldest) and rename the live file to `.1`, under the
+    /// live file's lock: what comes back is the dropped file's unfinished migrations' records,
+    /// for the new live file, so `migrate --resume` never loses an intent to rotation.
+    fn rotate(&self) -> std::io::Result<Vec<u8>> {
+        let oldest = self.generation(self.generations);
+        let carried = if oldest.exists() { self.unfinished_lines(&oldest)? } else { Vec::new() };
+        for n in (1..self.generations).rev() {
+            match std::fs::rename(self.generation(n), self.generation(n + 1)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        std::fs::rename(&self.path, self.generation(1))?;
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        tracing::info!(path = %self.path.display(), "audit log rotated");
+        Ok(carried)
+    }
+
+    /// The lines of `file` that belong to a migration the whole log shows as unfinished.
+    fn unfinished_lines(&self, file: &Path) -> std::io::Result<Vec<u8>> {
+        let migrate = crate::model::Verb::Migrate.as_str();
+        let mut records = Vec::new();
+        self.read_each(|r| {
+            if r.action == migrate {
+                records.push(r)
+            }
+        })?;
+        let open: std::collections::HashSet<String> =
+            crate::fleet::migrate::unfinished(&records).into_iter().map(|u| u.id).collect();
+        let mut lines = Vec::new();
+        if open.is_empty() {
+            return Ok(lines);
+        }
+        for line in Records::new(std::io::BufReader::new(std::fs::File::open(file)?)) {
+            if let Line::Record(r) = line?
+                && r.action == migrate
+                && open.contains(&r.id)
+            {
+                serde_json::to_writer(&mut lines, &r).map_err(std::io::Error::other)?;
+                lines.push(b'\n');
+            }
+        }
+        Ok(lines)
+    }
+
+    /// Every file of the log, oldest first: the rotated generations, then the live file.
     pub fn files(&self) -> Vec<PathBuf> {
-        vec![self.path.clone()]
+        (1..=self.generations).rev().map(|n| self.generation(n)).chain([self.path.clone()]).collect()
+    }
+
+    /// Every file of the log that exists, oldest first, opened together: a rotation between
+    /// two opens (the names shifted) opens them again, so no generation is missed or read twice.
+    fn open_all(&self) -> std::io::Result<Vec<(PathBuf, std::fs::File)>> {
+        for _ in 0..16 {
+            let mut open = Vec::new();
+            for file in self.files() {
+                match std::fs::File::open(&file) {
+                    Ok(f) => open.push((file, f)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let mut same = true;
+            for file in self.files() {
+                let now = match std::fs::metadata(&file) {
+                    Ok(m) => Some(m),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(e) => return Err(e),
+                };
+                let opened = open.iter().find(|(p, _)| p == &file).map(|(_, f)| f);
+                same &= match (now, opened) {
+                    (None, None) => true,
+                    (Some(now), Some(f)) => same_inode(&now, &f.metadata()?),
+                    _ => false,
+                };
+            }
+            if same {
+                return Ok(open);
+            }
+        }
+        Err(std::io::Error::other("the audit log kept rotating while it was read"))
     }
 
     /// Hand each record to `each`, oldest first, one line at a time: the log is never held
@@ -105,12 +224,7 @@ impl AuditLog {
     /// [`UNREADABLE_KEPT`] of them); it never fails the read.
     pub fn read_each(&self, mut each: impl FnMut(AuditRecord)) -> std::io::Result<Vec<Unreadable>> {
         let mut unreadable = Vec::new();
-        for file in self.files() {
-            let f = match std::fs::File::open(&file) {
-                Ok(f) => f,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e),
-            };
+        for (file, f) in self.open_all()? {
             for line in Records::new(std::io::BufReader::new(f)) {
                 match line? {
                     Line::Record(r) => each(r),
@@ -243,6 +357,35 @@ fn read_line(reader: &mut impl std::io::BufRead, buf: &mut Vec<u8>) -> std::io::
             return Ok((read, too_long));
         }
     }
+}
+
+/// Wait for `f`'s exclusive lock (released when `f` is closed).
+fn lock(f: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor this `File` owns for the call's duration.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Whether `path` still names the open file `f`.
+fn is_file_at(f: &std::fs::File, path: &Path) -> std::io::Result<bool> {
+    match std::fs::metadata(path) {
+        Ok(at) => Ok(same_inode(&at, &f.metadata()?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+fn same_inode(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    (a.dev(), a.ino()) == (b.dev(), b.ino())
 }
 
 /// Whether `f` is empty or its last byte ends a line.
@@ -582,6 +725,60 @@ mod tests {
         }
         let shown: Vec<(String, String)> = joined.finish().into_iter().map(|e| (e.target, e.outcome)).collect();
         assert_eq!(shown, [("hpc/3".to_string(), "error".to_string()), ("hpc/4".into(), "refused".into())]);
+    }
+
+    #[test]
+    fn records_across_rotated_generations_read_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = serde_json::to_vec(&record("00", "hpc/00", "ok")).unwrap().len() as u64 + 1;
+        // Two records a file, three rotated files kept.
+        let log = AuditLog::new(dir.path().join("audit.jsonl")).with_rotation(2 * one, 3);
+        let id = |i: usize| format!("{i:02}");
+        for i in 0..7 {
+            log.append(&record(&id(i), &format!("hpc/{i:02}"), "ok")).unwrap();
+        }
+        assert!(dir.path().join("audit.jsonl.3").exists() && !dir.path().join("audit.jsonl.4").exists());
+        let ids: Vec<String> = log.read_all().unwrap().into_iter().map(|r| r.id).collect();
+        assert_eq!(ids, (0..7).map(id).collect::<Vec<_>>());
+        for i in 7..20 {
+            log.append(&record(&id(i), &format!("hpc/{i:02}"), "ok")).unwrap();
+        }
+        let ids: Vec<String> = log.read_all().unwrap().into_iter().map(|r| r.id).collect();
+        assert_eq!(ids, (12..20).map(id).collect::<Vec<_>>(), "the oldest generations went");
+        assert!(std::fs::metadata(log.path()).unwrap().len() <= 2 * one);
+    }
+
+    #[test]
+    fn resume_finds_an_intent_in_a_rotated_generation_and_rotation_never_drops_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = serde_json::to_vec(&record("00", "hpc/00", "ok")).unwrap().len() as u64 + 1;
+        let log = AuditLog::new(dir.path().join("audit.jsonl")).with_rotation(2 * one, 2);
+        let intent = |id: &str, target: &str| AuditRecord {
+            action: "migrate".into(),
+            detail: Some("to=cloud".into()),
+            spec: Some(Box::default()),
+            ..record(id, target, "intent")
+        };
+        log.append(&intent("m1", "hpc/1")).unwrap();
+        log.append(&intent("m2", "hpc/2")).unwrap();
+        log.append(&AuditRecord { action: "migrate".into(), ..record("m2", "hpc/2", "ok") }).unwrap();
+        let open = |log: &AuditLog| -> Vec<String> {
+            crate::fleet::migrate::unfinished(&log.read_all().unwrap()).into_iter().map(|u| u.id).collect()
+        };
+        log.append(&record("x0", "hpc/x0", "ok")).unwrap();
+        assert!(dir.path().join("audit.jsonl.1").exists());
+        assert_eq!(open(&log), ["m1"], "found in a rotated generation");
+        for i in 0..12 {
+            log.append(&record(&format!("x{i:02}"), "hpc/x", "ok")).unwrap();
+        }
+        let records = log.read_all().unwrap();
+        assert!(!records.iter().any(|r| r.id == "m2"), "finished migrations rotate away");
+        let found = crate::fleet::migrate::unfinished(&records);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            (found[0].id.as_str(), found[0].source.to_string(), found[0].to.as_str()),
+            ("m1", "hpc/1".into(), "cloud")
+        );
     }
 
     #[test]
