@@ -322,6 +322,16 @@ fn the_audit_command_reads_past_an_unreadable_line_and_names_it() {
     assert!(stderr(&out).contains("audit.jsonl line 2: unreadable, skipped ("), "{}", stderr(&out));
     let empty = flightdeck_in(state.path(), &["audit", "--since", "1h", "--output", "json"]);
     assert_eq!(stdout(&empty).trim(), "[]");
+
+    // A rotated generation is read too, before the live file, and --since reaches into it.
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let recent = record("3", "fd22/3", "intent").replace("2026-01-01T06:00:00Z", &now);
+    std::fs::write(dir.join("audit.jsonl.1"), format!("{recent}\n")).unwrap();
+    std::fs::write(dir.join("audit.jsonl"), record("3", "fd22/3", "ok").replace("2026-01-01T06:00:00Z", &now)).unwrap();
+    let out = flightdeck_in(state.path(), &["audit", "--since", "1h", "--output", "json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0]["target"].as_str(), rows[0]["outcome"].as_str()), (Some("fd22/3"), Some("ok")));
 }
 
 #[test]

@@ -5,7 +5,10 @@
 //! the action is refused, so nothing happens that the log does not know of. An intent with
 //! no outcome (the process was killed mid-action) reads as `unknown`. Each record is one
 //! `write` on a file opened with `O_APPEND`, so lines from several flightdeck processes never
-//! interleave. The file is created `0600` in a `0700` directory: it names users and targets.
+//! interleave; writers also take turns by a lock on the file, so a rotation (at
+//! [`ROTATE_BYTES`], [`GENERATIONS`] kept) happens under one writer. A record always starts on
+//! a fresh line, and readers go one line at a time, skipping (and naming) an unreadable one.
+//! The file is created `0600` in a `0700` directory: it names users and targets.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -368,8 +371,12 @@ fn lock(f: &std::fs::File) -> std::io::Result<()> {
             return Ok(());
         }
         let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
+        match e.raw_os_error() {
+            Some(libc::EINTR) => {}
+            // A file system without locks: the appends stay whole (`O_APPEND`); only two
+            // rotations at once could then shift one generation too far.
+            Some(libc::ENOLCK | libc::EOPNOTSUPP) => return Ok(()),
+            _ => return Err(e),
         }
     }
 }
