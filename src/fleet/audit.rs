@@ -49,7 +49,7 @@ pub const ROTATE_BYTES: u64 = 64 << 20;
 
 /// Rotated generations kept beside the live file: `audit.jsonl.1` (the newest) to
 /// `audit.jsonl.4`; a rotation drops the oldest, carrying its unfinished migrations' records
-/// into the new live file first.
+/// to the head of the next oldest first.
 pub const GENERATIONS: u32 = 4;
 
 #[derive(Debug, Clone)]
@@ -138,11 +138,31 @@ impl AuditLog {
     }
 
     /// Shift the generations (dropping the oldest) and rename the live file to `.1`, under the
-    /// live file's lock: what comes back is the dropped file's unfinished migrations' records,
-    /// for the new live file, so `migrate --resume` never loses an intent to rotation.
+    /// live file's lock. The dropped file's unfinished migrations' records are carried, so
+    /// `migrate --resume` never loses an intent to rotation: to the head of the generation
+    /// that becomes the oldest (they stay before every later record of theirs), else (one
+    /// generation kept) back for the head of the new live file.
     fn rotate(&self) -> std::io::Result<Vec<u8>> {
         let oldest = self.generation(self.generations);
-        let carried = if oldest.exists() { self.unfinished_lines(&oldest)? } else { Vec::new() };
+        let mut carried = if oldest.exists() { self.unfinished_lines(&oldest)? } else { Vec::new() };
+        if !carried.is_empty() && self.generations >= 2 {
+            let next = self.generation(self.generations - 1);
+            let mut name = next.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+            name.push(".carry");
+            let tmp = next.with_file_name(name);
+            let mut out = OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(&tmp)?;
+            out.write_all(&carried)?;
+            match std::fs::File::open(&next) {
+                Ok(mut f) => {
+                    std::io::copy(&mut f, &mut out)?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            out.sync_all()?;
+            std::fs::rename(&tmp, &next)?;
+            carried.clear();
+        }
         for n in (1..self.generations).rev() {
             match std::fs::rename(self.generation(n), self.generation(n + 1)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -780,6 +800,9 @@ mod tests {
         }
         let records = log.read_all().unwrap();
         assert!(!records.iter().any(|r| r.id == "m2"), "finished migrations rotate away");
+        assert_eq!(records[0].id, "m1", "carried to the head of the oldest generation");
+        let shown = entries(records.clone());
+        assert_eq!(shown.iter().filter(|e| e.id == "m1").count(), 1);
         let found = crate::fleet::migrate::unfinished(&records);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(
