@@ -808,11 +808,17 @@ fn audit(since: Option<&str>, format: OutputFormat) -> Result<ExitCode, Failure>
         })
         .transpose()?;
     let log = audit_log();
-    let records = log.read_all().map_err(|e| Failure(format!("cannot read {}: {e}", log.path().display())))?;
-    let entries: Vec<_> =
-        crate::fleet::audit::entries(records).into_iter().filter(|e| cutoff.is_none_or(|c| e.time >= c)).collect();
+    // One line at a time, the window applied as it goes: what is held is the joined actions
+    // in the window, never the file.
+    let mut joined = crate::fleet::audit::Joiner::since(cutoff);
+    let unreadable =
+        log.read_each(|r| joined.push(r)).map_err(|e| Failure(format!("cannot read {}: {e}", log.path().display())))?;
+    for u in &unreadable {
+        eprintln!("{}", output::printable(&format!("flightdeck: {u}")));
+    }
+    let entries = joined.finish();
     match format {
-        OutputFormat::Json => println!("{}", output::json(&entries)),
+        OutputFormat::Json => print_json_rows(&entries).map_err(|e| Failure(format!("cannot print: {e}")))?,
         OutputFormat::Table => {
             let rows: Vec<Vec<String>> = entries
                 .iter()
@@ -835,6 +841,27 @@ fn audit(since: Option<&str>, format: OutputFormat) -> Result<ExitCode, Failure>
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `rows` as one pretty JSON array (what `output::json` prints), written row by row.
+fn print_json_rows<T: serde::Serialize>(rows: &[T]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if rows.is_empty() {
+        writeln!(out, "[]")?;
+        return out.flush();
+    }
+    writeln!(out, "[")?;
+    for (i, row) in rows.iter().enumerate() {
+        let text = output::json(row);
+        let mut lines = text.lines().peekable();
+        while let Some(line) = lines.next() {
+            let comma = if lines.peek().is_none() && i + 1 < rows.len() { "," } else { "" };
+            writeln!(out, "  {line}{comma}")?;
+        }
+    }
+    writeln!(out, "]")?;
+    out.flush()
 }
 
 async fn doctor(config: &Config) -> Result<ExitCode, Failure> {

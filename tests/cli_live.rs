@@ -300,6 +300,41 @@ fn the_audit_command_prints_every_action_and_what_became_of_it() {
 }
 
 #[test]
+fn the_audit_command_reads_past_an_unreadable_line_and_names_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().join("flightdeck");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let record = |id: &str, target: &str, outcome: &str| {
+        format!(
+            r#"{{"id":"{id}","time":"2026-01-01T06:00:00Z","who":"bob@login","action":"cancel","target":"{target}","outcome":"{outcome}","message":""}}"#
+        )
+    };
+    let text =
+        [record("1", "fd22/1", "intent"), "{\"id\":\"2\",\"ti".into(), record("1", "fd22/1", "ok"), String::new()];
+    std::fs::write(dir.join("audit.jsonl"), text.join("\n")).unwrap();
+    let out = flightdeck_in(state.path(), &["audit", "--output", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0]["target"].as_str(), rows[0]["outcome"].as_str()), (Some("fd22/1"), Some("ok")));
+    assert!(stderr(&out).contains("audit.jsonl line 2: unreadable, skipped ("), "{}", stderr(&out));
+    let empty = flightdeck_in(state.path(), &["audit", "--since", "1h", "--output", "json"]);
+    assert_eq!(stdout(&empty).trim(), "[]");
+
+    // A rotated generation is read too, before the live file, and --since reaches into it.
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let recent = record("3", "fd22/3", "intent").replace("2026-01-01T06:00:00Z", &now);
+    std::fs::write(dir.join("audit.jsonl.1"), format!("{recent}\n")).unwrap();
+    std::fs::write(dir.join("audit.jsonl"), record("3", "fd22/3", "ok").replace("2026-01-01T06:00:00Z", &now)).unwrap();
+    let out = flightdeck_in(state.path(), &["audit", "--since", "1h", "--output", "json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0]["target"].as_str(), rows[0]["outcome"].as_str()), (Some("fd22/3"), Some("ok")));
+}
+
+#[test]
 fn the_test_key_opens_only_the_test_bed_login_nodes() {
     // The test sshds read their own key file; root's authorized_keys (which the machine's
     // own sshd honours) never holds the passwordless test key.

@@ -27,7 +27,18 @@ pub async fn migrate(config: &Config, read_only: bool, ask: MigrateRequest) -> R
     let fleet = start_fleet(config, read_only, &[], true).await?;
     let (_, stale) = first_refresh(config, &fleet).await;
     if ask.resume {
-        let records = audit_log().read_all().map_err(|e| Failure(format!("cannot read the audit log: {e}")))?;
+        // Only the migrations' records are kept, read one line at a time.
+        let mut records = Vec::new();
+        let unreadable = audit_log()
+            .read_each(|r| {
+                if r.action == crate::model::Verb::Migrate.as_str() {
+                    records.push(r)
+                }
+            })
+            .map_err(|e| Failure(format!("cannot read the audit log: {e}")))?;
+        for u in &unreadable {
+            eprintln!("{}", output::printable(&format!("flightdeck: {u}")));
+        }
         let open = migrate::unfinished(&records);
         let older = migrate::without_id(&records);
         for (source, to) in &older {

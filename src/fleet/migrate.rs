@@ -494,7 +494,13 @@ impl Runner {
         let mut submitted: Option<JobRef> = None;
         if let Some(original) = resume {
             let story = self.opts.audit.as_ref().and_then(|log| {
-                let records = log.read_all().ok()?;
+                let mut records = Vec::new();
+                log.read_each(|r| {
+                    if r.action == Verb::Migrate.as_str() {
+                        records.push(r)
+                    }
+                })
+                .ok()?;
                 unfinished(&records).into_iter().find(|u| &u.id == original)
             });
             let Some(story) = story else {
