@@ -88,15 +88,19 @@ async fn every_gpu_pod_is_grouped_under_its_top_owner() {
         got,
         vec![
             "inference:leaderworkerset:vllm-70b",
+            "inference:rayservice:serve",
             "ml:appwrapper:aw-1",
+            "ml:jaxjob:jax",
             "ml:jobset:big-sweep",
             "ml:jobset:later",
             "ml:jobset:sweep",
             "ml:mpijob:allreduce",
+            "ml:paddlejob:paddle",
             "ml:pytorchjob:llama-ft",
             "ml:rayjob:bad-tune",
             "ml:rayjob:tune",
             "ml:trainjob:ft-trainer",
+            "ml:xgboostjob:xgb",
             "research:vcjob:dist-train",
         ],
         "one job per top owner: no loose pods, no JobSet-owned Jobs, no RayCluster beside its RayJob"
@@ -457,4 +461,32 @@ async fn each_gpu_is_counted_once_whichever_row_holds_it() {
     let held_on_nodes: u32 = snap.nodes.iter().flat_map(|n| &n.gpus).map(|g| g.allocated).sum();
     assert!(held_on_nodes > 0);
     assert_eq!(held_by_jobs, held_on_nodes, "jobs {:?}", ids(&snap));
+}
+
+/// XGBoostJob, PaddleJob and JAXJob read Kubeflow's conditions like a PyTorchJob; a
+/// RayService is one job with its RayCluster's pods, running while it is `Ready`.
+#[tokio::test]
+async fn the_other_kubeflow_jobs_and_a_rayservice_read_their_own_status() {
+    let s = setup(true);
+    let b = KubeBackend::new(&s.cfg);
+    let snap = synced_snapshot(&b).await;
+    let state = |id: &str| {
+        let j = job(&snap, id);
+        (j.state, j.native_state.clone(), j.workload.as_ref().unwrap().kind.clone())
+    };
+    assert_eq!(state("ml:xgboostjob:xgb"), (JobState::Running, "Running".into(), "XGBoostJob".into()));
+    assert_eq!(state("ml:paddlejob:paddle"), (JobState::Completed, "Succeeded".into(), "PaddleJob".into()));
+    assert_eq!(state("ml:jaxjob:jax"), (JobState::Pending, "Created".into(), "JAXJob".into()));
+    assert_eq!(
+        job(&snap, "ml:xgboostjob:xgb").workload.as_ref().unwrap().suspend.as_deref(),
+        Some("spec.runPolicy.suspend")
+    );
+    let serve = job(&snap, "inference:rayservice:serve");
+    let w = serve.workload.as_ref().unwrap();
+    assert_eq!((serve.state, w.kind.as_str()), (JobState::Running, "RayService"));
+    assert_eq!((serve.gpus_allocated, w.pods.len()), (1, 2), "its RayCluster's head and GPU worker");
+    let groups: Vec<(&str, u32)> = w.groups.iter().map(|g| (g.name.as_str(), g.replicas)).collect();
+    assert_eq!(groups, vec![("head", 1), ("gpu", 1)]);
+    assert_eq!(w.suspend, None, "a RayService is scaled, not held");
+    assert!(!ids(&snap).iter().any(|id| id.contains("raycluster")), "its RayCluster is part of it");
 }

@@ -12,8 +12,12 @@ use super::FakeApi;
 use super::fixtures::{PodSpec, T_CREATED, T_RUNNING, T_STARTED, container, event, node_h100, uid};
 
 /// `(apiVersion, kind, plural, namespaced)` of every CRD the workloads use.
-pub const CRDS: [(&str, &str, &str, bool); 12] = [
+pub const CRDS: [(&str, &str, &str, bool); 16] = [
     ("kubeflow.org/v1", "PyTorchJob", "pytorchjobs", true),
+    ("kubeflow.org/v1", "XGBoostJob", "xgboostjobs", true),
+    ("kubeflow.org/v1", "PaddleJob", "paddlejobs", true),
+    ("kubeflow.org/v1", "JAXJob", "jaxjobs", true),
+    ("ray.io/v1", "RayService", "rayservices", true),
     ("kubeflow.org/v2beta1", "MPIJob", "mpijobs", true),
     ("kubeflow.org/v1", "TFJob", "tfjobs", true),
     ("trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs", true),
@@ -518,9 +522,56 @@ pub fn pytorchjob_llm() -> Vec<Value> {
     ]
 }
 
-/// Six 8×H100 nodes `wl-1`…`wl-6` and every workload above.
+/// On `wl-7`, one GPU each: an XGBoostJob `ml/xgb` (Master 1, Running), a PaddleJob
+/// `ml/paddle` (Worker 1, Succeeded), a JAXJob `ml/jax` (Worker 1, Created, its pod Pending
+/// without a node) and a RayService `inference/serve` whose RayCluster `serve-raycluster-x9k`
+/// runs a head (no GPU) and one GPU worker (KubeRay 1.3: the `Ready` condition).
+pub fn kubeflow_family_and_rayservice() -> Vec<Value> {
+    let mut out = vec![node_h100("wl-7")];
+    let kubeflow = |kind: &str, key: &str, name: &str, role: &str, condition_type: &str, node: Option<&str>| {
+        let owner = ("kubeflow.org/v1", kind, name);
+        let status = json!({"conditions": [
+            condition("Created", "True", &format!("{kind}Created"), &format!("{kind} {name} is created.")),
+            condition(condition_type, "True", &format!("{kind}{condition_type}"), &format!("{kind} ml/{name} is {condition_type}."))],
+            "replicaStatuses": {role: {"active": u32::from(node.is_some())}}, "startTime": T_STARTED});
+        let spec = json!({key: {role: {"replicas": 1, "restartPolicy": "OnFailure", "template": template("main", 1)}}});
+        let labels = json!({"training.kubeflow.org/job-name": name, "training.kubeflow.org/replica-type": role.to_lowercase(),
+            "training.kubeflow.org/replica-index": "0"});
+        let mut pod = member("ml", &format!("{name}-{}-0", role.to_lowercase()), node, 1, owner, labels);
+        if condition_type == "Succeeded" {
+            pod["status"]["phase"] = json!("Succeeded");
+        }
+        vec![object(owner.0, owner.1, "ml", owner.2, None, spec, status), pod]
+    };
+    out.extend(kubeflow("XGBoostJob", "xgbReplicaSpecs", "xgb", "Master", "Running", Some("wl-7")));
+    out.extend(kubeflow("PaddleJob", "paddleReplicaSpecs", "paddle", "Worker", "Succeeded", Some("wl-7")));
+    out.extend(kubeflow("JAXJob", "jaxReplicaSpecs", "jax", "Worker", "Created", None));
+    let cluster_spec = json!({"headGroupSpec": {"rayStartParams": {}, "template": template("ray-head", 0)},
+        "workerGroupSpecs": [{"groupName": "gpu", "replicas": 1, "minReplicas": 1, "maxReplicas": 4,
+            "rayStartParams": {}, "template": template("ray-worker", 1)}]});
+    let service = ("ray.io/v1", "RayService", "serve");
+    out.push(object(
+        service.0,
+        service.1,
+        "inference",
+        service.2,
+        None,
+        json!({"serveConfigV2": "applications: []", "rayClusterConfig": cluster_spec}),
+        json!({"conditions": [condition("Ready", "True", "RunningServeDeployments", "Serve applications are running")],
+            "activeServiceStatus": {"rayClusterName": "serve-raycluster-x9k"}}),
+    ));
+    let rc = ("ray.io/v1", "RayCluster", "serve-raycluster-x9k");
+    out.push(object(rc.0, rc.1, "inference", rc.2, Some(service), cluster_spec, json!({"state": "ready"})));
+    let ray = |t: &str| json!({"ray.io/cluster": "serve-raycluster-x9k", "ray.io/node-type": t});
+    out.push(member("inference", "serve-raycluster-x9k-head-7q2m4", Some("wl-7"), 0, rc, ray("head")));
+    out.push(member("inference", "serve-raycluster-x9k-gpu-worker-p8z3c", Some("wl-7"), 1, rc, ray("worker")));
+    out
+}
+
+/// Seven 8×H100 nodes `wl-1`…`wl-7` and every workload above.
 pub fn cluster() -> Vec<Value> {
     let mut out: Vec<Value> = (1..=6).map(|i| node_h100(&format!("wl-{i}"))).collect();
+    out.extend(kubeflow_family_and_rayservice());
     for part in [
         pytorchjob_running(),
         jobset_running(),

@@ -63,9 +63,12 @@ pub async fn set_suspended(
     }
     let command = format!("{verb} {} ({via})", what(kind, namespace, name));
     let patch = match kind {
-        WorkloadKind::PyTorchJob | WorkloadKind::MpiJob | WorkloadKind::TfJob => {
-            json!({"spec": {"runPolicy": {"suspend": suspend}}})
-        }
+        WorkloadKind::PyTorchJob
+        | WorkloadKind::MpiJob
+        | WorkloadKind::TfJob
+        | WorkloadKind::XgBoostJob
+        | WorkloadKind::PaddleJob
+        | WorkloadKind::JaxJob => json!({"spec": {"runPolicy": {"suspend": suspend}}}),
         WorkloadKind::VolcanoJob => return volcano_command_for(client, &current, suspend, by, &command).await,
         _ => json!({"spec": {"suspend": suspend}}),
     };

@@ -12,9 +12,13 @@ pub enum WorkloadKind {
     PyTorchJob,
     MpiJob,
     TfJob,
+    XgBoostJob,
+    PaddleJob,
+    JaxJob,
     TrainJob,
     RayJob,
     RayCluster,
+    RayService,
     JobSet,
     LeaderWorkerSet,
     VolcanoJob,
@@ -68,13 +72,17 @@ pub const JOBSET: &str = "jobset.x-k8s.io";
 pub const LWS: &str = "leaderworkerset.x-k8s.io";
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 9] = [
+    pub const ALL: [WorkloadKind; 13] = [
         WorkloadKind::PyTorchJob,
         WorkloadKind::MpiJob,
         WorkloadKind::TfJob,
+        WorkloadKind::XgBoostJob,
+        WorkloadKind::PaddleJob,
+        WorkloadKind::JaxJob,
         WorkloadKind::TrainJob,
         WorkloadKind::RayJob,
         WorkloadKind::RayCluster,
+        WorkloadKind::RayService,
         WorkloadKind::JobSet,
         WorkloadKind::LeaderWorkerSet,
         WorkloadKind::VolcanoJob,
@@ -96,9 +104,17 @@ impl WorkloadKind {
             // mpi-operator serves v2beta1; the Training Operator v1 kept a v1 MPIJob.
             WorkloadKind::MpiJob => d("MPIJob", KUBEFLOW, &["v2beta1", "v1"], "mpijobs", "the MPI Operator"),
             WorkloadKind::TfJob => d("TFJob", KUBEFLOW, &["v1"], "tfjobs", "the Kubeflow Training Operator"),
+            WorkloadKind::XgBoostJob => {
+                d("XGBoostJob", KUBEFLOW, &["v1"], "xgboostjobs", "the Kubeflow Training Operator")
+            }
+            WorkloadKind::PaddleJob => {
+                d("PaddleJob", KUBEFLOW, &["v1"], "paddlejobs", "the Kubeflow Training Operator")
+            }
+            WorkloadKind::JaxJob => d("JAXJob", KUBEFLOW, &["v1"], "jaxjobs", "the Kubeflow Training Operator"),
             WorkloadKind::TrainJob => d("TrainJob", TRAINER, &["v1alpha1"], "trainjobs", "Kubeflow Trainer"),
             WorkloadKind::RayJob => d("RayJob", RAY, &["v1"], "rayjobs", "KubeRay"),
             WorkloadKind::RayCluster => d("RayCluster", RAY, &["v1"], "rayclusters", "KubeRay"),
+            WorkloadKind::RayService => d("RayService", RAY, &["v1"], "rayservices", "KubeRay"),
             WorkloadKind::JobSet => d("JobSet", JOBSET, &["v1alpha2"], "jobsets", "JobSet"),
             WorkloadKind::LeaderWorkerSet => d("LeaderWorkerSet", LWS, &["v1"], "leaderworkersets", "LeaderWorkerSet"),
             WorkloadKind::VolcanoJob => d("Job", VOLCANO_BATCH, &["v1alpha1"], "jobs", "Volcano"),
@@ -112,9 +128,13 @@ impl WorkloadKind {
             WorkloadKind::PyTorchJob => "pytorchjob",
             WorkloadKind::MpiJob => "mpijob",
             WorkloadKind::TfJob => "tfjob",
+            WorkloadKind::XgBoostJob => "xgboostjob",
+            WorkloadKind::PaddleJob => "paddlejob",
+            WorkloadKind::JaxJob => "jaxjob",
             WorkloadKind::TrainJob => "trainjob",
             WorkloadKind::RayJob => "rayjob",
             WorkloadKind::RayCluster => "raycluster",
+            WorkloadKind::RayService => "rayservice",
             WorkloadKind::JobSet => "jobset",
             WorkloadKind::LeaderWorkerSet => "leaderworkerset",
             WorkloadKind::VolcanoJob => "vcjob",
@@ -137,12 +157,18 @@ impl WorkloadKind {
     /// How this kind is held and released here, in words; `None` when it cannot be.
     pub fn suspend_via(self) -> Option<&'static str> {
         match self {
-            WorkloadKind::PyTorchJob | WorkloadKind::MpiJob | WorkloadKind::TfJob => Some("spec.runPolicy.suspend"),
+            WorkloadKind::PyTorchJob
+            | WorkloadKind::MpiJob
+            | WorkloadKind::TfJob
+            | WorkloadKind::XgBoostJob
+            | WorkloadKind::PaddleJob
+            | WorkloadKind::JaxJob => Some("spec.runPolicy.suspend"),
             WorkloadKind::TrainJob | WorkloadKind::RayJob | WorkloadKind::RayCluster | WorkloadKind::JobSet => {
                 Some("spec.suspend")
             }
             WorkloadKind::VolcanoJob => Some("a Volcano Command (AbortJob, ResumeJob)"),
-            WorkloadKind::LeaderWorkerSet => None,
+            // A RayService serves: it is scaled, not held.
+            WorkloadKind::LeaderWorkerSet | WorkloadKind::RayService => None,
         }
     }
 }

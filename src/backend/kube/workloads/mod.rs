@@ -1,5 +1,6 @@
-//! Kubernetes AI workloads as jobs: Volcano Jobs, Kubeflow's PyTorchJob, MPIJob, TFJob and
-//! TrainJob, KubeRay's RayJob and RayCluster, JobSet and LeaderWorkerSet, read as dynamic
+//! Kubernetes AI workloads as jobs: Volcano Jobs, Kubeflow's PyTorchJob, MPIJob, TFJob,
+//! XGBoostJob, PaddleJob, JAXJob and TrainJob, KubeRay's RayJob, RayCluster and RayService,
+//! JobSet and LeaderWorkerSet, read as dynamic
 //! objects from their own watches, and every GPU pod grouped under its top owner.
 //!
 //! * [`kinds`]: the custom resources (group, versions, plural, id word, how each suspends);

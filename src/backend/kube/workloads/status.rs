@@ -102,9 +102,13 @@ pub fn read(kind: WorkloadKind, obj: &DynamicObject) -> Status {
         WorkloadKind::PyTorchJob => kubeflow(d, "pytorchReplicaSpecs"),
         WorkloadKind::MpiJob => kubeflow(d, "mpiReplicaSpecs"),
         WorkloadKind::TfJob => kubeflow(d, "tfReplicaSpecs"),
+        WorkloadKind::XgBoostJob => kubeflow(d, "xgbReplicaSpecs"),
+        WorkloadKind::PaddleJob => kubeflow(d, "paddleReplicaSpecs"),
+        WorkloadKind::JaxJob => kubeflow(d, "jaxReplicaSpecs"),
         WorkloadKind::TrainJob => train_job(d),
         WorkloadKind::RayJob => ray_job(d),
         WorkloadKind::RayCluster => ray_cluster(d),
+        WorkloadKind::RayService => ray_service(d),
         WorkloadKind::JobSet => jobset(d),
         WorkloadKind::LeaderWorkerSet => leader_worker_set(d),
         WorkloadKind::VolcanoJob => volcano_job(d),
@@ -277,6 +281,24 @@ fn ray_cluster(d: &Value) -> Status {
         s
     };
     s.groups = ray_groups(d.get("spec"), d.get("status"));
+    s
+}
+
+/// KubeRay's RayService: a RayCluster it keeps serving. `status.serviceStatus` (`Running`,
+/// or a waiting word such as `WaitForServeDeploymentReady`) in KubeRay up to 1.2, the `Ready`
+/// condition from 1.3; the groups are its cluster spec's.
+fn ray_service(d: &Value) -> Status {
+    let word = str_at(d, &["status", "serviceStatus"]).unwrap_or("");
+    let ready = true_condition(d, "Ready").is_some() || word == "Running";
+    let mut s = if ready {
+        Status::new(JobState::Running, if word.is_empty() { "Ready" } else { word })
+    } else {
+        let mut s = Status::new(JobState::Pending, if word.is_empty() { "NotReady" } else { word });
+        s.reason = condition(d, "Ready").and_then(words);
+        s
+    };
+    s.groups =
+        ray_groups(d.pointer("/spec/rayClusterConfig"), d.pointer("/status/activeServiceStatus/rayClusterStatus"));
     s
 }
 
