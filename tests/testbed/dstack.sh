@@ -25,16 +25,24 @@ DSTACK_TOKEN=fd-testbed-dstack-admin-token
 DSTACK_PROJECT=main
 DSTACK_NAME=dstack-server
 
+# dstack 0.22 calls sentry_sdk.start_transaction, which sentry-sdk 3 removed: with 3.x every
+# background task of the server fails ("module 'sentry_sdk' has no attribute
+# 'start_transaction'") and no run ever leaves `submitted`. dstack does not bound it itself.
+SENTRY_PIN='sentry-sdk<3'
+
 install_venv() {
     if [[ -x $DSTACK_VENV/bin/dstack ]] && "$DSTACK_VENV/bin/python" -c \
-        "import dstack.version as v, sys; sys.exit(v.__version__ != '$DSTACK_VERSION')" 2>/dev/null; then
+        "import dstack.version as v, sentry_sdk.consts as s, sys; sys.exit(v.__version__ != '$DSTACK_VERSION' or int(s.VERSION.split('.')[0]) >= 3)" \
+        2>/dev/null; then
         return 0
     fi
     local t0=$SECONDS
-    log "installing dstack[server]==$DSTACK_VERSION into $DSTACK_VENV"
+    # A server started from the venv about to be replaced would keep its old libraries.
+    stop_server
+    log "installing dstack[server]==$DSTACK_VERSION ($SENTRY_PIN) into $DSTACK_VENV"
     rm -rf "$DSTACK_VENV"
     python3 -m venv "$DSTACK_VENV"
-    "$DSTACK_VENV/bin/pip" install -q --disable-pip-version-check "dstack[server]==$DSTACK_VERSION"
+    "$DSTACK_VENV/bin/pip" install -q --disable-pip-version-check "dstack[server]==$DSTACK_VERSION" "$SENTRY_PIN"
     log "installed in $((SECONDS - t0)) s"
 }
 
