@@ -59,6 +59,12 @@ impl KueueKind {
     }
 }
 
+/// The object's controller reference, else its first owner reference.
+pub(super) fn owner_of(obj: &DynamicObject) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    let refs = obj.metadata.owner_references.as_deref().unwrap_or(&[]);
+    refs.iter().find(|o| o.controller == Some(true)).or_else(|| refs.first())
+}
+
 pub(super) fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     path.iter().try_fold(v, |v, k| v.get(k))?.as_str()
 }
@@ -94,14 +100,7 @@ pub struct WorkloadInfo {
 impl WorkloadInfo {
     pub fn from_object(obj: &DynamicObject) -> WorkloadInfo {
         let d = &obj.data;
-        let owner = obj
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true))
-            .or_else(|| obj.metadata.owner_references.iter().flatten().next())
-            .map(|o| (o.kind.clone(), o.name.clone()));
+        let owner = owner_of(obj).map(|o| (o.kind.clone(), o.name.clone()));
         let quota = condition(d, "QuotaReserved");
         let admitted = condition(d, "Admitted");
         let evicted = condition(d, "Evicted");

@@ -121,22 +121,33 @@ pub fn read(kind: WorkloadKind, obj: &DynamicObject) -> Status {
     status
 }
 
-/// Kubeflow's v1 jobs (PyTorchJob, MPIJob, TFJob): `spec.<x>ReplicaSpecs.{Role}` and
-/// `JobCondition`s (Created, Running, Restarting, Succeeded, Suspended, Failed).
-fn kubeflow(d: &Value, specs_key: &str) -> Status {
-    let suspend_flag = d.pointer("/spec/runPolicy/suspend").and_then(Value::as_bool) == Some(true);
-    let mut s = if let Some(c) = true_condition(d, "Succeeded") {
-        let mut s = Status::new(JobState::Completed, "Succeeded");
+/// The states a job-like workload's conditions settle, in the order they win: done (the
+/// `done` condition: Kubeflow's `Succeeded`, TrainJob's `Complete`, JobSet's `Completed`),
+/// failed, or suspended (the `Suspended` condition or the flag at `suspend_at`). `None`: it
+/// is still under way, which each kind reads its own way.
+fn settled(d: &Value, done: &str, suspend_at: &str) -> Option<Status> {
+    if let Some(c) = true_condition(d, done) {
+        let mut s = Status::new(JobState::Completed, done);
         s.end = condition_time(Some(c));
-        s
+        Some(s)
     } else if let Some(c) = true_condition(d, "Failed") {
         let mut s = Status::new(JobState::Failed, "Failed");
         s.reason = words(c);
         s.end = condition_time(Some(c));
-        s
-    } else if true_condition(d, "Suspended").is_some() || suspend_flag {
+        Some(s)
+    } else if true_condition(d, "Suspended").is_some() || d.pointer(suspend_at).and_then(Value::as_bool) == Some(true) {
         let mut s = Status::new(JobState::Held, "Suspended");
         s.suspended = true;
+        Some(s)
+    } else {
+        None
+    }
+}
+
+/// Kubeflow's v1 jobs (PyTorchJob, MPIJob, TFJob): `spec.<x>ReplicaSpecs.{Role}` and
+/// `JobCondition`s (Created, Running, Restarting, Succeeded, Suspended, Failed).
+fn kubeflow(d: &Value, specs_key: &str) -> Status {
+    let mut s = if let Some(s) = settled(d, "Succeeded", "/spec/runPolicy/suspend") {
         s
     } else if let Some(c) = true_condition(d, "Restarting") {
         let mut s = Status::new(JobState::Running, "Restarting");
@@ -168,20 +179,7 @@ fn kubeflow(d: &Value, specs_key: &str) -> Status {
 /// Kubeflow Trainer's TrainJob: `spec.trainer.numNodes` and `resourcesPerNode`; conditions
 /// Suspended, Complete, Failed; `status.jobsStatus` counts the JobSet's jobs.
 fn train_job(d: &Value) -> Status {
-    let mut s = if let Some(c) = true_condition(d, "Complete") {
-        let mut s = Status::new(JobState::Completed, "Complete");
-        s.end = condition_time(Some(c));
-        s
-    } else if let Some(c) = true_condition(d, "Failed") {
-        let mut s = Status::new(JobState::Failed, "Failed");
-        s.reason = words(c);
-        s.end = condition_time(Some(c));
-        s
-    } else if true_condition(d, "Suspended").is_some()
-        || d.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
-    {
-        let mut s = Status::new(JobState::Held, "Suspended");
-        s.suspended = true;
+    let mut s = if let Some(s) = settled(d, "Complete", "/spec/suspend") {
         s
     } else {
         let active: u64 = d
@@ -305,20 +303,7 @@ fn ray_service(d: &Value) -> Status {
 /// JobSet: `spec.replicatedJobs` (replicas × the Job template's pods) and conditions
 /// Completed, Failed, Suspended; `status.replicatedJobsStatus` counts ready jobs.
 fn jobset(d: &Value) -> Status {
-    let mut s = if let Some(c) = true_condition(d, "Completed") {
-        let mut s = Status::new(JobState::Completed, "Completed");
-        s.end = condition_time(Some(c));
-        s
-    } else if let Some(c) = true_condition(d, "Failed") {
-        let mut s = Status::new(JobState::Failed, "Failed");
-        s.reason = words(c);
-        s.end = condition_time(Some(c));
-        s
-    } else if true_condition(d, "Suspended").is_some()
-        || d.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
-    {
-        let mut s = Status::new(JobState::Held, "Suspended");
-        s.suspended = true;
+    let mut s = if let Some(s) = settled(d, "Completed", "/spec/suspend") {
         s
     } else {
         // Running or not is the pods' to say (the JobSet has no Running condition).

@@ -6,7 +6,7 @@ use kube::core::DynamicObject;
 use serde_json::{Map, Value};
 
 use super::super::gpu::{is_gpu_resource, whole_units};
-use super::super::kueue::{condition, is_true, quantity, str_at};
+use super::super::kueue::{condition, is_true, owner_of, quantity, str_at};
 
 /// A PodGroup: the gang a Volcano Job (or a Kubeflow job under Volcano) is scheduled as.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -26,14 +26,7 @@ pub struct PodGroupInfo {
 impl PodGroupInfo {
     pub fn from_object(obj: &DynamicObject) -> PodGroupInfo {
         let d = &obj.data;
-        let owner_uid = obj
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true))
-            .or_else(|| obj.metadata.owner_references.iter().flatten().next())
-            .map(|o| o.uid.clone());
+        let owner_uid = owner_of(obj).map(|o| o.uid.clone());
         let unschedulable = condition(d, "Unschedulable").filter(|c| is_true(Some(c))).map(|c| {
             let reason = c.get("reason").and_then(Value::as_str).unwrap_or("Unschedulable");
             match c.get("message").and_then(Value::as_str).map(str::trim).filter(|m| !m.is_empty()) {
