@@ -31,6 +31,7 @@ pub use self::workload::{ReplicaGroup, Workload, WorkloadPod};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -296,9 +297,11 @@ pub struct Job {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrated_from: Option<String>,
     /// The Kubernetes object this job stands for, with its replica groups and pods (a
-    /// PyTorchJob, a JobSet …); `None` for every other kind of job.
+    /// PyTorchJob, a JobSet …); `None` for every other kind of job. Shared, since a
+    /// workload's pod list is the largest part of its job and the adapter keeps jobs from one
+    /// snapshot to the next (a clone is then a count, not a copy of every pod).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload: Option<Box<Workload>>,
+    pub workload: Option<Arc<Workload>>,
 }
 
 /// The word that joins a migration's id to its origin in the tag a migrated job carries

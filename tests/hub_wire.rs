@@ -159,7 +159,7 @@ fn job() -> impl Strategy<Value = Job> {
             cost_per_hour,
             uid,
             migrated_from,
-            workload: workload.map(Box::new),
+            workload: workload.map(std::sync::Arc::new),
         }
     })
 }
@@ -468,7 +468,7 @@ fn without_owners(job: &Job) -> Job {
     let strip = |h: &Option<LogHandle>| h.as_ref().map(|h| LogHandle::new(h.as_str()));
     let workload = job.workload.as_ref().map(|w| {
         let pods = w.pods.iter().map(|p| WorkloadPod { log: strip(&p.log), ..p.clone() }).collect();
-        Box::new(Workload { pods, ..(**w).clone() })
+        std::sync::Arc::new(Workload { pods, ..(**w).clone() })
     });
     Job { stdout: strip(&job.stdout), stderr: strip(&job.stderr), workload, ..job.clone() }
 }

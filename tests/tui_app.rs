@@ -2102,7 +2102,7 @@ fn pytorchjob() -> Job {
     };
     let pods = vec![pod("llm-master-0", "master"), pod("llm-worker-0", "worker"), pod("llm-worker-1", "worker")];
     j.stdout = pods[0].log.clone();
-    j.workload = Some(Box::new(Workload {
+    j.workload = Some(std::sync::Arc::new(Workload {
         kind: "PyTorchJob".into(),
         api_version: "kubeflow.org/v1".into(),
         replicas_ready: 3,

@@ -951,7 +951,7 @@ fn workloads_app() -> App {
     llm.native_state = "Running".into();
     llm.stdout = Some("pod/ml/llama-ft-master-0/pytorch".into());
     llm.workload =
-        Some(Box::new(Workload {
+        Some(std::sync::Arc::new(Workload {
             kind: "PyTorchJob".into(),
             api_version: "kubeflow.org/v1".into(),
             replicas_ready: 4,
@@ -982,7 +982,7 @@ fn workloads_app() -> App {
     );
     vc.partition = "research".into();
     vc.node_count = 4;
-    vc.workload = Some(Box::new(Workload {
+    vc.workload = Some(std::sync::Arc::new(Workload {
         kind: "Job".into(),
         api_version: "batch.volcano.sh/v1alpha1".into(),
         replicas_ready: 0,

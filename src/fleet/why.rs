@@ -573,7 +573,7 @@ mod tests {
             reason: None,
             log: None,
         };
-        vc.workload = Some(Box::new(Workload {
+        vc.workload = Some(std::sync::Arc::new(Workload {
             kind: "Job".into(),
             replicas_total: 4,
             pods: (0..4).map(pod).collect(),

@@ -3,8 +3,33 @@
 //! `TrainJob`, KubeRay `RayJob`/`RayCluster`, JobSet, LeaderWorkerSet, Volcano `Job`,
 //! `PodGroup` and `Queue`), with their pods owned and labelled as each controller does.
 //!
-//! [`cluster`] is six 8×H100 nodes and one of each situation the scenarios look at; see
+//! [`cluster`] is seven 8×H100 nodes and one of each situation the scenarios look at; see
 //! the doc of each builder for what it holds.
+//!
+//! Where each shape comes from (read, not copied: names, sizes and images are ours). The
+//! spec layout is each project's example; the status, labels and owner references are what
+//! its controller writes, per its CRD schema and controller source:
+//! * PyTorchJob, XGBoostJob, PaddleJob, JAXJob: `kubeflow/training-operator`
+//!   `examples/pytorch/simple.yaml`, `examples/xgboost/xgboostjob.yaml`,
+//!   `examples/paddlepaddle/simple-gpu.yaml`, `examples/jax/cpu-demo/demo.yaml`; conditions
+//!   (`Created`, `Running`, `Succeeded`) and the `training.kubeflow.org/replica-type` /
+//!   `job-role` pod labels from `pkg/controller.v1/common`;
+//! * MPIJob v2beta1: `kubeflow/mpi-operator` `examples/v2beta1/pi/pi.yaml` (Launcher +
+//!   Worker);
+//! * TrainJob: `kubeflow/trainer` `examples/yaml/basic/01-multi-node.yaml`; the JobSet it
+//!   owns, and that JobSet's Jobs, as the trainer's JobSet plugin builds them;
+//! * JobSet: `kubernetes-sigs/jobset` `examples/simple/paralleljobs.yaml`; `spec.suspend`
+//!   and the `jobset.sigs.k8s.io/replicatedjob-name` label from its API types;
+//! * LeaderWorkerSet: `kubernetes-sigs/lws` `docs/examples/sample/lws.yaml`; the leader
+//!   StatefulSet and per-group worker StatefulSets owned by the leader pod, as its
+//!   controller builds them;
+//! * RayJob, RayCluster, RayService: `ray-project/kuberay`
+//!   `ray-operator/config/samples/ray-job.sample.yaml`, `ray-cluster.sample.yaml` and
+//!   `ray-service.sample.yaml` (head group + worker groups, `ray.io/group` labels,
+//!   `jobStatus`/`jobDeploymentStatus`, the `Ready` condition of KubeRay 1.3);
+//! * Volcano Job, PodGroup, Queue: `volcano-sh/volcano` `example/job.yaml` and
+//!   `example/deployment/queue.yaml`; the PodGroup's `Unschedulable` condition with reason
+//!   `NotEnoughResources` and its "… minAvailable" message as volcano's scheduler writes it.
 
 use serde_json::{Value, json};
 

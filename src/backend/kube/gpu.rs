@@ -56,13 +56,13 @@ pub fn parse_quantity_milli(text: &str) -> Option<i64> {
     if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
         return None;
     }
-    // mantissa × 10^-frac_digits × base^exp × 1000
-    let digits: String = format!("{whole}{fraction}");
-    let digits = digits.trim_start_matches('0');
-    if digits.len() > 30 {
+    // mantissa × 10^-frac_digits × base^exp × 1000; the digits are read in place (this runs
+    // for every resource of every container of every pod at each snapshot).
+    let digits = || whole.bytes().chain(fraction.bytes());
+    if digits().skip_while(|&b| b == b'0').count() > 30 {
         return Some(if negative { i64::MIN } else { i64::MAX });
     }
-    let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
+    let mantissa: i128 = digits().fold(0, |m, b| m * 10 + i128::from(b - b'0'));
     let mut pow10: i32 = 3 - fraction.len() as i32;
     let mut pow2: u32 = 0;
     match suffix {
@@ -276,11 +276,14 @@ pub struct PodCharge {
 
 /// What the pod holds now: `None` when it is not bound or has finished.
 pub fn pod_charge(pod: &Pod) -> Option<PodCharge> {
-    let node = pod.spec.as_ref()?.node_name.as_deref().filter(|n| !n.is_empty())?;
-    if is_terminated(pod) {
-        return None;
-    }
+    let node = holding_node(pod)?;
     Some(PodCharge { node: node.into(), amounts: pod_demand(pod), workload: !is_node_bound(pod) })
+}
+
+/// The node a pod holds now: bound to it and not terminated.
+pub fn holding_node(pod: &Pod) -> Option<&str> {
+    let node = pod.spec.as_ref()?.node_name.as_deref().filter(|n| !n.is_empty())?;
+    (!is_terminated(pod)).then_some(node)
 }
 
 /// One node's tally.

@@ -448,11 +448,6 @@ pub fn log_path(pod: &Pod) -> Option<String> {
     Some(format!("pod/{}/{}/{container}", pod.metadata.namespace.as_deref()?, pod.metadata.name.as_deref()?))
 }
 
-/// What `JobState::is_finished`-like code needs from a pod: does it hold its node now?
-fn is_active_on_node(pod: &Pod) -> bool {
-    gpu::pod_charge(pod).is_some()
-}
-
 /// Looks up facts the mapping needs beyond the object itself.
 pub trait Lookup {
     /// The latest `FailedScheduling` message for a pod.
@@ -465,16 +460,29 @@ pub trait Lookup {
 
 /// GPUs held by `pods`, per node and canonical model; the nodes; the native products held.
 pub(crate) fn gpu_allocations(pods: &[&Pod], lookup: &dyn Lookup) -> (Vec<GpuAllocation>, Vec<String>, Vec<String>) {
+    let demands: Vec<Amounts> = pods.iter().map(|p| gpu::pod_demand(p)).collect();
+    gpu_allocations_of(pods, &demands, lookup)
+}
+
+/// [`gpu_allocations`] with each pod's demand (`gpu::pod_demand`, same order) already read:
+/// a workload reads its pods' demands once for this, its pod list and its totals.
+pub(crate) fn gpu_allocations_of(
+    pods: &[&Pod],
+    demands: &[Amounts],
+    lookup: &dyn Lookup,
+) -> (Vec<GpuAllocation>, Vec<String>, Vec<String>) {
     let mut by_node: BTreeMap<(String, String), u32> = BTreeMap::new();
     let mut nodes: BTreeSet<String> = BTreeSet::new();
     let mut products: BTreeSet<String> = BTreeSet::new();
-    for pod in pods.iter().copied().filter(|p| is_active_on_node(p)) {
-        let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else { continue };
-        nodes.insert(node.clone());
-        for (resource, count) in gpu::pod_demand(pod).gpu_resources() {
-            let kind = lookup.node_gpu(&node, resource).unwrap_or_else(|| gpu_kind(resource, None));
+    for (pod, demand) in pods.iter().zip(demands) {
+        let Some(node) = gpu::holding_node(pod) else { continue };
+        if !nodes.contains(node) {
+            nodes.insert(node.to_string());
+        }
+        for (resource, count) in demand.gpu_resources() {
+            let kind = lookup.node_gpu(node, resource).unwrap_or_else(|| gpu_kind(resource, None));
             products.extend(kind.product);
-            let held = by_node.entry((node.clone(), kind.model)).or_default();
+            let held = by_node.entry((node.to_string(), kind.model)).or_default();
             *held = held.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
         }
     }

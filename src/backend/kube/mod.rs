@@ -11,6 +11,7 @@
 //! Actions ([`manifest`] for submit, [`drain`] for cordon and drain, [`logs`]) run on a
 //! client that never retries by itself, each bounded by the cluster's `timeout`.
 
+pub mod body_cap;
 pub mod config;
 pub mod dialect;
 pub mod drain;
@@ -263,7 +264,9 @@ impl KubeBackend {
                     .map_err(|e| connect(format!("unusable kubeconfig: {e}")))?;
                 config.default_retry = false;
                 config.connect_timeout = Some(self.timeout.min(Duration::from_secs(10)));
-                Client::try_from(config).map_err(|e| connect(describe_client_error(&e)))
+                let builder =
+                    ::kube::client::ClientBuilder::try_from(config).map_err(|e| connect(describe_client_error(&e)))?;
+                Ok(builder.with_layer(&body_cap::BodyCapLayer::default()).build())
             })
             .await
             .cloned()

@@ -7,6 +7,7 @@
 //! the proto is a compile error here, not data silently left behind.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
@@ -262,7 +263,7 @@ pub fn job_from_pb(cluster: &str, job: pb::Job) -> Job {
         cost_per_hour: job.cost_per_hour,
         uid: job.uid,
         migrated_from: job.migrated_from,
-        workload: job.workload.map(|w| Box::new(workload_from_pb(w))),
+        workload: job.workload.map(|w| Arc::new(workload_from_pb(w))),
     }
 }
 

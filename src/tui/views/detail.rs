@@ -581,7 +581,7 @@ mod tests {
         let mut job = Job::new(JobRef::new("k8s", "ml:train"), JobState::Running);
         let plain = fields(&job, None);
         assert!(["kind", "replicas", "groups", "actions"].iter().all(|l| row(&job, l).is_none()));
-        job.workload = Some(Box::new(pytorchjob()));
+        job.workload = Some(std::sync::Arc::new(pytorchjob()));
         let rows = fields(&job, None);
         assert_eq!(rows.len(), plain.len() + 4);
         let reason = rows.iter().position(|(k, _)| *k == "reason").unwrap();
@@ -602,7 +602,7 @@ mod tests {
         assert_eq!(kept, plain.iter().collect::<Vec<_>>());
 
         // A StatefulSet owning GPU pods, known only from an owner reference: shown, not managed.
-        let w = job.workload.as_deref_mut().unwrap();
+        let w = std::sync::Arc::make_mut(job.workload.as_mut().unwrap());
         w.kind = "StatefulSet".into();
         w.api_version = String::new();
         w.cancel = false;
@@ -614,7 +614,7 @@ mod tests {
         assert_eq!(row(&job, "actions").unwrap(), "shown only: use kubectl for a StatefulSet");
 
         // A RayCluster is cancelled but cannot be held; no groups at all is a dash.
-        let w = job.workload.as_deref_mut().unwrap();
+        let w = std::sync::Arc::make_mut(job.workload.as_mut().unwrap());
         w.kind = "RayCluster".into();
         w.api_version = "ray.io/v1".into();
         w.cancel = true;
@@ -625,7 +625,7 @@ mod tests {
             row(&job, "actions").unwrap(),
             "cancel deletes the RayCluster (background propagation) · cannot be held"
         );
-        job.workload.as_deref_mut().unwrap().groups.clear();
+        std::sync::Arc::make_mut(job.workload.as_mut().unwrap()).groups.clear();
         assert_eq!(row(&job, "groups").unwrap(), "-");
     }
 
@@ -680,7 +680,7 @@ mod tests {
         job.native_state = "Running".into();
         job.gpus_requested = 40;
         job.gpus_allocated = 32;
-        job.workload = Some(Box::new(workload));
+        job.workload = Some(std::sync::Arc::new(workload));
         let clusters = vec![ClusterState {
             health: Health::Fresh { at: now },
             snapshot: Some(Arc::new(Snapshot {

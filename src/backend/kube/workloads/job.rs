@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::DynamicObject;
 
-use super::super::gpu;
+use super::super::gpu::{self, Amounts};
 use super::super::kueue::{QUEUE_LABEL, WorkloadInfo};
 use super::super::map::{self, Lookup};
 use super::kinds::WorkloadKind;
@@ -41,9 +41,10 @@ fn phase(pod: &Pod) -> &str {
     pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending")
 }
 
-fn members(pods: &[&Pod], lookup: &dyn Lookup) -> Vec<WorkloadPod> {
+fn members(pods: &[&Pod], demands: &[Amounts], lookup: &dyn Lookup) -> Vec<WorkloadPod> {
     pods.iter()
-        .map(|p| {
+        .zip(demands)
+        .map(|(p, demand)| {
             let ns = p.metadata.namespace.as_deref().unwrap_or("");
             let name = p.metadata.name.clone().unwrap_or_default();
             let (state, native_state, reason) = map::pod_state(p, lookup.failed_scheduling(ns, &name));
@@ -52,7 +53,7 @@ fn members(pods: &[&Pod], lookup: &dyn Lookup) -> Vec<WorkloadPod> {
                 state,
                 native_state,
                 node: p.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty()),
-                gpus: map::saturating_u32(gpu::pod_demand(p).gpus()),
+                gpus: map::saturating_u32(demand.gpus()),
                 reason,
                 log: map::log_path(p).map(Into::into),
                 name,
@@ -71,8 +72,8 @@ fn first_pending_reason(pods: &[&Pod], lookup: &dyn Lookup) -> Option<String> {
 }
 
 /// The fields every workload job shares: pods, GPUs held, nodes, log, times.
-fn fill_from_pods(out: &mut Job, pods: &[&Pod], lookup: &dyn Lookup) {
-    let (allocs, nodes, held_products) = map::gpu_allocations(pods, lookup);
+fn fill_from_pods(out: &mut Job, pods: &[&Pod], demands: &[Amounts], lookup: &dyn Lookup) {
+    let (allocs, nodes, held_products) = map::gpu_allocations_of(pods, demands, lookup);
     out.gpus_allocated = allocs.iter().map(|a| a.count).sum();
     if out.gpu_model.is_none() {
         (out.gpu_model, out.gpu_product) = map::job_gpu_names(None, &allocs, &held_products);
@@ -200,11 +201,12 @@ pub fn workload_job(
         .find(|p| pod_role(p).map(|r| r.to_ascii_lowercase()) == first_role && first_role.is_some())
         .or(pods.first());
     out.stdout = main.and_then(|p| map::log_path(p)).map(Into::into);
-    fill_from_pods(&mut out, &pods, lookup);
+    let demands: Vec<Amounts> = pods.iter().map(|p| gpu::pod_demand(p)).collect();
+    fill_from_pods(&mut out, &pods, &demands, lookup);
 
     let ready = pods.iter().filter(|p| is_ready(p)).count() as u32;
     let (replicas_ready, replicas_total) = status.replicas.unwrap_or((ready, pods_asked.max(pods.len() as u32)));
-    out.workload = Some(Box::new(Workload {
+    out.workload = Some(std::sync::Arc::new(Workload {
         kind: kind.def().kind.to_string(),
         api_version: obj.types.as_ref().map(|t| t.api_version.clone()).unwrap_or_default(),
         replicas_ready,
@@ -219,7 +221,7 @@ pub fn workload_job(
                 gpus_per_replica: map::saturating_u32(g.demand.gpus()),
             })
             .collect(),
-        pods: members(&pods, lookup),
+        pods: members(&pods, &demands, lookup),
         suspend: kind.suspend_via().map(str::to_string),
         cancel: true,
     }));
@@ -260,23 +262,23 @@ pub fn owner_job(cluster: &str, key: &OwnerKey, pods: &[&Pod], lookup: &dyn Look
         .unwrap_or_else(|| key.namespace.clone());
     out.native_state = summary.join(", ");
     out.reason = if state == JobState::Pending { first_pending_reason(&pods, lookup) } else { None };
-    out.gpus_requested =
-        pods.iter().map(|p| map::saturating_u32(gpu::pod_demand(p).gpus())).fold(0, u32::saturating_add);
-    out.cpus = pods.iter().map(|p| gpu::whole_units(gpu::pod_demand(p).get(gpu::CPU)) as u32).sum();
+    let demands: Vec<Amounts> = pods.iter().map(|p| gpu::pod_demand(p)).collect();
+    out.gpus_requested = demands.iter().map(|d| map::saturating_u32(d.gpus())).fold(0, u32::saturating_add);
+    out.cpus = demands.iter().map(|d| gpu::whole_units(d.get(gpu::CPU)) as u32).sum();
     out.node_count = pods.len() as u32;
     out.submit_time = pods.first().and_then(|p| p.metadata.creation_timestamp.as_ref()).and_then(map::time);
     out.user =
         pods.iter().find_map(|p| p.metadata.annotations.as_ref()?.get(map::SUBMITTED_BY)).cloned().unwrap_or_default();
     out.stdout = pods.first().and_then(|p| map::log_path(p)).map(Into::into);
-    fill_from_pods(&mut out, &pods, lookup);
+    fill_from_pods(&mut out, &pods, &demands, lookup);
     let known = WorkloadKind::of_reference(&key.api_version, &key.kind);
-    out.workload = Some(Box::new(Workload {
+    out.workload = Some(std::sync::Arc::new(Workload {
         kind: key.kind.clone(),
         api_version: key.api_version.clone(),
         replicas_ready: pods.iter().filter(|p| is_ready(p)).count() as u32,
         replicas_total: pods.len() as u32,
         groups: Vec::new(),
-        pods: members(&pods, lookup),
+        pods: members(&pods, &demands, lookup),
         suspend: known.and_then(WorkloadKind::suspend_via).map(str::to_string),
         cancel: known.is_some(),
     }));
