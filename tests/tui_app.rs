@@ -1291,6 +1291,36 @@ fn overview_text(app: &mut App) -> String {
         .join("\n")
 }
 
+/// Pods the Kubernetes scheduler passed over, each with its own message: the overview's
+/// "waiting" line says them in words, grouped by reason, not as the raw messages.
+#[test]
+fn the_overview_words_scheduler_messages_and_groups_them() {
+    let mut a = app();
+    let waiting = |id: &str, reason: &str| {
+        let mut j = job("k8s", id, JobState::Pending, "bob", id);
+        j.reason = Some(reason.into());
+        j
+    };
+    a.update(fleet(
+        1,
+        vec![(
+            "k8s",
+            vec![
+                waiting(
+                    "ml:a",
+                    "Unschedulable: 0/5 nodes are available: 1 node(s) were unschedulable, 4 Insufficient nvidia.com/gpu",
+                ),
+                waiting("ml:b", "0/5 nodes are available: 1 node(s) were unschedulable, 4 Insufficient nvidia.com/gpu."),
+                waiting("ml:c", "Priority"),
+            ],
+            vec![node("k8s", "k1", NodeState::Idle, 4, 0)],
+        )],
+    ));
+    let text = overview_text(&mut a);
+    assert!(text.contains("waiting: no node fits (1 cordoned, 4 short of nvidia.com/gpu) 2, Priority 1"), "{text}");
+    assert!(!text.contains("nodes are available"), "{text}");
+}
+
 #[test]
 fn the_overview_starts_with_the_fleet_line_per_model() {
     let mut a = app();
