@@ -140,7 +140,10 @@ impl SkyPilotBackend {
                 Ok(both) => both,
                 Err(_) => {
                     return Err(BackendError::Timeout {
-                        what: format!("the job queues of {} clusters and the managed jobs", up.len()),
+                        what: format!(
+                            "the job queues of {} and the managed jobs",
+                            crate::model::words::counted(up.len() as u64, "cluster", "clusters")
+                        ),
                         secs: self.req.bound.as_secs(),
                     });
                 }

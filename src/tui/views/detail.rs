@@ -165,7 +165,11 @@ fn pod_cells(w: &Workload, width: usize, max_lines: usize) -> Vec<Vec<(String, P
         .collect();
     if more {
         let n = w.pods.len() - shown.len();
-        lines.push(vec![(text::truncate(&format!("… {n} more pods"), width).into_owned(), PodCell::More)]);
+        lines.push(vec![(
+            text::truncate(&format!("… {}", crate::model::words::counted(n as u64, "more pod", "more pods")), width)
+                .into_owned(),
+            PodCell::More,
+        )]);
     }
     lines
 }
@@ -404,7 +408,10 @@ fn render_gpus(app: &App, readings: &[&GpuReading], frame: &mut Frame, area: Rec
         .collect();
     if readings.len() > MAX_GPU_LINES {
         lines.push(Line::styled(
-            format!("… {} more GPUs", readings.len() - (MAX_GPU_LINES - 1)),
+            format!(
+                "… {}",
+                crate::model::words::counted((readings.len() - (MAX_GPU_LINES - 1)) as u64, "more GPU", "more GPUs")
+            ),
             theme.style(Slot::Dim),
         ));
     }
@@ -444,7 +451,11 @@ fn render_log(app: &App, d: &Detail, frame: &mut Frame, area: Rect) {
         let dropped = d.log.dropped_lines;
         let skipped = d.log.skipped_before;
         let marker = if dropped > 0 {
-            Some(format!("… {} lines dropped", text::thousands(dropped as usize)))
+            Some(format!(
+                "… {} {} dropped",
+                text::thousands(dropped as usize),
+                if dropped == 1 { "line" } else { "lines" }
+            ))
         } else if skipped > 0 {
             Some(format!("… {} earlier bytes not loaded", text::thousands(skipped as usize)))
         } else {
