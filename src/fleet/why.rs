@@ -121,6 +121,23 @@ pub fn why(snapshot: &Snapshot, job: &Job) -> Why {
     }
 }
 
+/// The job's size against the nodes that could hold it, in one line, where that is the
+/// question (a Slurm code of [`size::SIZE_CODES`], or a Kubernetes scheduler message): the
+/// line `why` gives first, for the cockpit's detail, which shows it beside the reason.
+pub fn size_line(snapshot: &Snapshot, job: &Job) -> Option<String> {
+    if !job.state.is_waiting() {
+        return None;
+    }
+    let reason = job.reason.as_deref()?.trim();
+    if slurm_reasons::explain(reason).is_some() {
+        SIZE_CODES.contains(&slurm_reasons::code_of(reason)).then(|| size(snapshot, job)).flatten().map(|s| s.line)
+    } else if scheduling_counts(reason).is_some() && gang(snapshot, job, reason).is_none() {
+        larger_than_any_node(snapshot, job)
+    } else {
+        None
+    }
+}
+
 /// The start the refresh already carries for a pending job: Slurm's job record holds the
 /// backfill plan's time as the pending job's start (what `squeue --start` prints), so the
 /// estimate costs no RPC of its own. Only a time after the snapshot counts; nothing for a
@@ -723,6 +740,10 @@ mod tests {
              start until ghost01 returns"
         );
         assert_eq!(w.outlook, Some("needs action"), "it can start once the node is back");
+        assert_eq!(size_line(&snapshot(vec![], nodes.clone()), &me).as_deref(), Some(w.evidence[0].as_str()));
+        let mut running = me.clone();
+        running.state = JobState::Running;
+        assert_eq!(size_line(&snapshot(vec![], nodes.clone()), &running), None, "only a waiting job");
         // Two out, of different kinds, and it needs both; then only one of them.
         let mut drained = node("dgx03", NodeState::Idle, 8, 0);
         drained.flags = vec!["DRAIN".into()];
@@ -805,6 +826,14 @@ mod tests {
             why(&snapshot(vec![], nodes.clone()), &pod).evidence[0],
             "needs 8 h100 on one node: no node has that model (largest: 4 × h200)"
         );
+        assert_eq!(
+            size_line(&snapshot(vec![], nodes.clone()), &pod).as_deref(),
+            Some("needs 8 h100 on one node: no node has that model (largest: 4 × h200)"),
+            "the detail's line is why's first"
+        );
+        // No nodes listed (RBAC may forbid them): the scheduler's counts alone, no verdict.
+        let w = why(&snapshot(vec![], vec![]), &pod);
+        assert_eq!((w.evidence[0].as_str(), w.outlook), ("0 of 3 nodes can take it", None));
         // One node large enough: the scheduler's counts alone.
         pod.gpu_model = None;
         let mut nodes = nodes;

@@ -186,14 +186,15 @@ fn out_clause(out: &[&Node]) -> String {
 
 /// A pod (or each pod of a workload) that asks for more GPUs of its model than any node
 /// has: `needs 8 GPUs on one node: larger than any node (largest: 4 × h200)`. `None` where
-/// it asks for none, or some node is large enough.
+/// it asks for none, the snapshot lists no nodes, or some node is large enough.
 pub(super) fn larger_than_any_node(snapshot: &Snapshot, job: &Job) -> Option<String> {
     let per_pod = job
         .workload
         .as_deref()
         .and_then(|w| w.pods.iter().filter(|p| p.node.is_none()).map(|p| p.gpus).max())
         .unwrap_or_else(|| job.gpus_requested.div_ceil(job.node_count.max(1)));
-    if per_pod == 0 {
+    // No nodes in the snapshot (a user who may not list them): nothing to compare with.
+    if per_pod == 0 || snapshot.nodes.is_empty() {
         return None;
     }
     let model = job.gpu_model.as_deref().filter(|m| !m.is_empty());

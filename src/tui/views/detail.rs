@@ -92,7 +92,7 @@ fn workload_actions_text(w: &Workload) -> String {
 
 /// Rows of the field grid laid out across the whole width, below the columns: their values
 /// are long.
-const WIDE_FIELDS: [&str; 3] = ["groups", "actions", "turn"];
+const WIDE_FIELDS: [&str; 4] = ["size", "groups", "actions", "turn"];
 
 /// What a piece of a pod line is, for its style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,6 +256,11 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let Some(d) = app.detail() else { return };
     let theme = app.theme();
     let mut fields = fields(&d.last, d.taken_at);
+    // A waiting job's size against the nodes that could hold it (`why`'s first line).
+    let snapshot = app.data.fleet.clusters.iter().find(|c| c.name == d.job.cluster).and_then(|c| c.snapshot.as_deref());
+    if let Some(line) = snapshot.and_then(|s| crate::fleet::why::size_line(s, &d.last)) {
+        fields.push(("size", line));
+    }
     // What the backend added about the job's turn (a Kueue position, priority parts).
     if d.turn_seq.is_some() {
         fields.push(("turn", "asking…".into()));
