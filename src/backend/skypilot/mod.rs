@@ -113,7 +113,11 @@ impl SkyPilotBackend {
         let clusters = api::status(&self.req).await?;
         let mut notes = Vec::new();
         if clusters.skipped > 0 {
-            notes.push(format!("{} cluster records of /status were not records and are left out", clusters.skipped));
+            let (records, were, are) = match clusters.skipped {
+                1 => ("1 cluster record".to_string(), "was", "is"),
+                n => (format!("{n} cluster records"), "were", "are"),
+            };
+            notes.push(format!("{records} of /status {were} not records and {are} left out"));
         }
         let release = self.release().await;
 
