@@ -435,7 +435,8 @@ pub fn fleet_lines(state: &FleetState) -> String {
         return String::new();
     }
     let totals = gpu_totals(snaps.iter().copied());
-    let mut out = format!("fleet ({} clusters):\n", state.clusters.len());
+    let mut out =
+        format!("fleet ({}):\n", crate::model::words::counted(state.clusters.len() as u64, "cluster", "clusters"));
     if totals.is_empty() {
         out.push_str("  no GPUs\n");
     }

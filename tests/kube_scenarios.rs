@@ -776,6 +776,42 @@ fn the_cli_reads_a_kubernetes_cluster() {
     println!("{}\n{}", nodes.1, doctor.1);
 }
 
+/// A pod asking for 8 GPUs on a cluster of 4-GPU H200 nodes: `why` through the binary says
+/// it is larger than any node, before the scheduler's own counts.
+#[test]
+fn a_pod_larger_than_any_node_is_told_so_by_why() {
+    let four_h200 = |name: &str| {
+        let mut n = fixtures::node_h200(name);
+        for field in ["capacity", "allocatable"] {
+            n["status"][field]["nvidia.com/gpu"] = json!("4");
+        }
+        n["metadata"]["labels"]["nvidia.com/gpu.count"] = json!("4");
+        n
+    };
+    let mut pod = fixtures::gpu_pod("research", "big-h200", None, "nvidia.com/gpu", 8);
+    pod["status"] = json!({
+        "phase": "Pending",
+        "conditions": [{
+            "type": "PodScheduled", "status": "False", "lastProbeTime": null,
+            "lastTransitionTime": fixtures::T_STARTED, "reason": "Unschedulable",
+            "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 nodes are available: 2 \
+                        No preemption victims found for incoming pod.",
+        }],
+    });
+    let s = setup(vec![four_h200("gpu-h200-a"), four_h200("gpu-h200-b"), fixtures::namespace("research"), pod]);
+    let dir = tempfile::tempdir().unwrap();
+    let cli = kube_fake::Cli::new(dir.path(), s.cfg.settings.kubeconfig.as_ref().unwrap());
+    let (ok, stdout, stderr) = cli.run(&["why", "k8s/research:pod:big-h200"]);
+    assert!(ok, "{stdout}{stderr}");
+    assert_eq!(
+        stdout,
+        "k8s/research:pod:big-h200  pending  Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu\n  \
+         it asks for more on one node than any node has (blocked)\n  - needs 8 GPUs on one node: larger than any node \
+         (largest: 4 × h200)\n  - 0 of 2 nodes can take it\n  - 2 nodes: Insufficient nvidia.com/gpu\n"
+    );
+    println!("{stdout}");
+}
+
 /// Through the `Backend` trait, as the fleet calls it: a forced drain reports what it did.
 #[tokio::test]
 async fn a_forced_drain_reports_what_it_did() {

@@ -293,7 +293,7 @@ async fn dcgm_4x_on_slurm_reads_job_labels_engine_activity_and_problems() {
     assert_eq!(
         t.notes,
         [
-            "1 GPUs on 1 hosts this cluster does not list were left out: dgx03",
+            "1 GPU on 1 host this cluster does not list was left out: dgx03",
             "1 values were not finite numbers and were left out (first: DCGM_FI_DEV_POWER_USAGE = \"NaN\" on dgx02 GPU 1)",
         ]
     );

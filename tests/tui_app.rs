@@ -1281,14 +1281,79 @@ fn the_submit_form_follows_the_target_clusters_fields() {
 
 /// The overview's text at 120×40.
 fn overview_text(app: &mut App) -> String {
-    app.update(Msg::Resize(120, 40));
-    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    screen_text(app, 120, 40)
+}
+
+/// The current screen's text at `w`×`h`.
+fn screen_text(app: &mut App, w: u16, h: u16) -> String {
+    app.update(Msg::Resize(w, h));
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
     terminal.draw(|f| flightdeck::tui::views::render(app, f)).unwrap();
     let buf = terminal.backend().buffer().clone();
     (0..buf.area.height)
         .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>().trim_end().to_string())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Pods the Kubernetes scheduler passed over, each with its own message: the overview's
+/// "waiting" line says them in words, grouped by reason, not as the raw messages.
+#[test]
+fn the_overview_words_scheduler_messages_and_groups_them() {
+    let mut a = app();
+    let waiting = |id: &str, reason: &str| {
+        let mut j = job("k8s", id, JobState::Pending, "bob", id);
+        j.reason = Some(reason.into());
+        j
+    };
+    a.update(fleet(
+        1,
+        vec![(
+            "k8s",
+            vec![
+                waiting(
+                    "ml:a",
+                    "Unschedulable: 0/5 nodes are available: 1 node(s) were unschedulable, 4 Insufficient nvidia.com/gpu",
+                ),
+                waiting("ml:b", "0/5 nodes are available: 1 node(s) were unschedulable, 4 Insufficient nvidia.com/gpu."),
+                waiting("ml:c", "Priority"),
+            ],
+            vec![node("k8s", "k1", NodeState::Idle, 4, 0)],
+        )],
+    ));
+    let text = overview_text(&mut a);
+    assert!(text.contains("waiting: no node fits (1 cordoned, 4 short of nvidia.com/gpu) 2, Priority 1"), "{text}");
+    assert!(!text.contains("nodes are available"), "{text}");
+}
+
+/// The detail of a waiting job shows its size against the nodes that could hold it, the
+/// line `flightdeck why` gives first.
+#[test]
+fn the_detail_of_a_waiting_job_says_what_its_size_waits_for() {
+    let mut a = app();
+    let mut wide = job("fd22", "20", JobState::Pending, "alice", "wide");
+    wide.reason = Some("ReqNodeNotAvail, UnavailableNodes:ghost01".into());
+    (wide.node_count, wide.gpus_requested, wide.gpu_model) = (3, 24, Some("a100".into()));
+    let nodes: Vec<Node> = [("g1", NodeState::Idle), ("g2", NodeState::Idle), ("ghost01", NodeState::Down)]
+        .into_iter()
+        .map(|(name, state)| {
+            let mut n = node("fd22", name, state, 8, 0);
+            n.partitions = vec!["gpu".into()];
+            n
+        })
+        .collect();
+    a.update(fleet(1, vec![("fd22", vec![wide], nodes)]));
+    on_jobs(&mut a);
+    code(&mut a, KeyCode::Enter);
+    assert_eq!(a.screen(), Screen::Detail);
+    let text = screen_text(&mut a, 160, 40);
+    assert!(
+        text.contains(
+            "size       needs 3 nodes with 8 a100 each; the partition has 3 such nodes, one of them (ghost01) down: it \
+             cannot start until ghost01 returns"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

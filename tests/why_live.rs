@@ -1,7 +1,8 @@
 //! `flightdeck why` against the Slurm test bed, on both releases: a job that asks by name
 //! for a node an operator drained waits on `ReqNodeNotAvail` and is told which node and
-//! the drain's reason; a held job is told how to release it. The real binary, the real
-//! controller's reasons.
+//! the drain's reason; a held job is told how to release it; a job's size against its
+//! partition (on fd22 a job that needs the node that is down for good, on fd24 one that
+//! waits for a node to free up). The real binary, the real controller's reasons.
 
 #[macro_use]
 mod common;
@@ -39,6 +40,34 @@ fn try_why(cluster_ref: &str) -> Result<Value, String> {
         [one] => Ok(one.clone()),
         _ => Err(format!("one answer expected: {answers:?}")),
     }
+}
+
+/// `flightdeck why REF` through the binary, as a person reads it.
+fn why_text(cluster_ref: &str) -> String {
+    let state = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["--config", &testbed_config_path().display().to_string(), "why", cluster_ref])
+        .env("XDG_STATE_HOME", state.path())
+        .env_remove("FLIGHTDECK_CONFIG")
+        .output()
+        .expect("run flightdeck");
+    assert!(out.status.success(), "why {cluster_ref}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// Asks `why` until `wanted` accepts the answer (the controller sets the reason on its next
+/// scheduling pass; a node another test bed user just resumed may not answer for a moment),
+/// for up to 30 s: the last answer, and the text a person reads.
+async fn why_once_reasoned(job: &str, wanted: impl Fn(&Value) -> bool) -> (Result<Value, String>, String) {
+    let started = Instant::now();
+    let reasoned = |a: &Value| wanted(a);
+    let mut answer = try_why(job);
+    while !answer.as_ref().is_ok_and(reasoned) && started.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        answer = try_why(job);
+    }
+    let text = why_text(job);
+    (answer, text)
 }
 
 async fn submit(cluster: &str, extra: &[&str]) -> String {
@@ -134,6 +163,11 @@ async fn a_job_bigger_than_any_free_block_is_told_the_block_and_when(cluster: &s
     if reason == "Resources" {
         assert_eq!(
             answer["evidence"][0],
+            "needs 1 node with 2 h100; the partition has 1 such node, none free now: it waits for one to free up",
+            "{answer}"
+        );
+        assert_eq!(
+            answer["evidence"][1],
             "it needs 2×h100 on one node; the largest free block in partition gpu is 0 on h100-01, and 0 nodes have room \
              for it",
             "{answer}"
@@ -198,7 +232,7 @@ async fn a_job_over_its_qos_limit_is_told_what_its_user_holds(cluster: &str) {
     assert_eq!(answer["outlook"], "limited", "{answer}");
     assert!(answer["meaning"].as_str().is_some_and(|m| m.contains("QOS")), "{answer}");
     let evidence: Vec<&str> = answer["evidence"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    assert!(evidence.iter().any(|l| l.starts_with("root holds 1 GPUs in 1 running jobs")), "{evidence:?}");
+    assert!(evidence.iter().any(|l| l.starts_with("root holds 1 GPU in 1 running job on")), "{evidence:?}");
 }
 
 /// A job that waits for another to end well: `Dependency`, in words.
@@ -219,6 +253,51 @@ async fn a_dependent_job_is_told_it_waits_for_another(cluster: &str) {
     assert_eq!(answer["reason"], "Dependency", "{answer}");
     assert_eq!(answer["outlook"], "waits", "{answer}");
     assert!(answer["meaning"].as_str().is_some_and(|m| m.contains("depends on")), "{answer}");
+}
+
+/// fd22's partition `gpu` holds three nodes of 4 a100, one of them (`dead-01`) down for good:
+/// a job of 3 nodes asking for 4 a100 on each is told it cannot start until dead-01 returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_needs_the_node_that_is_down_cannot_start_until_it_returns() {
+    let _lock = cluster_lock("fd22");
+    let job = submit("fd22", &["--nodes=3", "--gres=gpu:a100:4", "--partition=gpu"]).await;
+    let line = "needs 3 nodes with 4 a100 each; the partition has 3 such nodes, one of them (dead-01) down: it cannot \
+                start until dead-01 returns";
+    let (answer, text) = why_once_reasoned(&job, |a| {
+        a["reason"].as_str().is_some_and(|r| r.starts_with("ReqNodeNotAvail")) && a["evidence"][0] == line
+    })
+    .await;
+    cancel(&job).await;
+    let answer = answer.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(answer["evidence"][0], line, "{answer}");
+    assert_eq!(answer["outlook"], "needs action", "{answer}");
+    assert!(text.contains(&format!("\n  - {line}\n")), "{text}");
+    println!("{text}");
+}
+
+/// fd24's two l40s nodes, one of them holding a 1-GPU job: a job of 2 nodes asking for all 4
+/// l40s of each waits for one more to free up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_fits_its_partition_waits_for_nodes_to_free_up() {
+    let _lock = cluster_lock("fd24");
+    let b = backend("fd24");
+    let first = submit("fd24", &["--gres=gpu:l40s:1", "--nodelist=l40s-01", "--partition=gpu"]).await;
+    let first_ref = JobRef::new("fd24", first.split_once('/').unwrap().1);
+    wait_snapshot(&b, Duration::from_secs(30), "the first job running", |s| {
+        s.jobs.iter().any(|j| j.job_ref == first_ref && j.state == JobState::Running)
+    })
+    .await;
+    let second = submit("fd24", &["--nodes=2", "--gres=gpu:l40s:4", "--partition=gpu"]).await;
+    let line = "needs 2 nodes with 4 l40s each; the partition has 2 such nodes, 1 free now: it waits for one more to \
+                free up";
+    let (answer, text) = why_once_reasoned(&second, |a| a["reason"] == "Resources" && a["evidence"][0] == line).await;
+    cancel(&second).await;
+    cancel(&first).await;
+    let answer = answer.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(answer["evidence"][0], line, "{answer}");
+    assert_eq!(answer["outlook"], "waits", "{answer}");
+    assert!(text.contains(&format!("\n  - {line}\n")), "{text}");
+    println!("{text}");
 }
 
 on_both_clusters!(

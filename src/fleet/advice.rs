@@ -815,7 +815,7 @@ fn decide(groups: &[Group<'_>], want: &Want, label: &str, parts: bool) -> Draft 
     let model = want.model_text();
     let ratio = |g: &Group<'_>| {
         if want.gpus == 0 {
-            format!("room on {} nodes", g.now)
+            format!("room on {}", crate::model::words::counted(g.now, "node", "nodes"))
         } else {
             format!("{} of {} {model} idle", g.idle, g.total)
         }
@@ -829,7 +829,8 @@ fn decide(groups: &[Group<'_>], want: &Want, label: &str, parts: bool) -> Draft 
     if let Some(g) = now {
         let mut reason = format!("{}{}", ratio(g), g.place(label));
         if n > 1 {
-            reason.push_str(&format!(", {} nodes fit (it needs {n})", g.now));
+            let fit = crate::model::words::counted(g.now, "node fits", "nodes fit");
+            reason.push_str(&format!(", {fit} (it needs {n})"));
         }
         reason.push_str(&ahead_text(g.ahead, model));
         return Draft {

@@ -652,9 +652,9 @@ impl Runner {
                         .collect(),
                     Ok(results) => {
                         let why = BackendError::Internal(format!(
-                            "{} results for {} jobs from the backend",
-                            results.len(),
-                            group.len()
+                            "{} for {} from the backend",
+                            crate::model::words::counted(results.len() as u64, "result", "results"),
+                            crate::model::words::counted(group.len() as u64, "job", "jobs")
                         ))
                         .to_string();
                         group.into_iter().map(|i| (i, Err(why.clone()))).collect()

@@ -206,7 +206,8 @@ pub fn join(snapshot: &Snapshot, reading: Telemetry, memory: &mut TelemetryMemor
     let mut notes = reading.notes;
     let unowned = gpus.iter().filter(|g| g.job.is_none() && !g.sample.processes.is_empty()).count();
     if unowned > 0 {
-        notes.push(format!("{unowned} GPUs run processes no job here accounts for"));
+        let gpus = crate::model::words::counted(unowned as u64, "GPU runs", "GPUs run");
+        notes.push(format!("{gpus} processes no job here accounts for"));
     }
     GpuUse { taken_at: now, source: reading.source, gpus, jobs, notes }
 }

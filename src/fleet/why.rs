@@ -9,9 +9,16 @@
 
 use serde::Serialize;
 
+mod scheduler;
+mod size;
+
+use scheduler::scheduling_counts;
+pub use scheduler::waiting_words;
+use size::{SIZE_CODES, larger_than_any_node, size};
+
 use crate::backend::StartEstimate;
 use crate::model::slurm_reasons::{self, Outlook};
-use crate::model::words::counted;
+use crate::model::words::{counted, verb};
 use crate::model::{Job, JobState, Node, Snapshot};
 
 /// Most nodes named in one line of evidence before "and N more".
@@ -67,17 +74,20 @@ pub fn why(snapshot: &Snapshot, job: &Job) -> Why {
     let code = slurm_reasons::code_of(reason);
     let mut evidence = Vec::new();
     let mut gang_waits = false;
+    // The job's size rules out every node (or enough of them) for good.
+    let mut never = false;
     if !job.state.is_waiting() {
         evidence.push(format!("it is {}, not waiting", job.state));
     } else if explained.is_some() {
-        if let Some(details) = slurm_reasons::details(reason) {
-            evidence.push(format!("Slurm adds: {details}"));
-        }
-        slurm_evidence(snapshot, job, code, &mut evidence);
+        never = slurm_evidence(snapshot, job, code, &mut evidence);
     } else if let Some(line) = gang(snapshot, job, reason) {
         evidence.push(line);
         gang_waits = true;
     } else if let Some(counts) = scheduling_counts(reason) {
+        if let Some(line) = larger_than_any_node(snapshot, job) {
+            evidence.push(line);
+            never = true;
+        }
         evidence.extend(counts);
     } else if let Some(quota) = kueue_quota(reason) {
         evidence.extend(quota);
@@ -89,6 +99,12 @@ pub fn why(snapshot: &Snapshot, job: &Job) -> Why {
     {
         (meaning, outlook) = (Some(words.into()), Some(look));
         evidence.extend(said);
+    }
+    if never {
+        if meaning.is_none() {
+            meaning = Some("it asks for more on one node than any node has".into());
+        }
+        outlook = Some("blocked");
     }
     if meaning.is_none() && gang_waits {
         meaning = Some("its pods are a gang: the scheduler starts all of them together or none".into());
@@ -102,6 +118,23 @@ pub fn why(snapshot: &Snapshot, job: &Job) -> Why {
         outlook,
         evidence,
         expected_start: planned_start(snapshot, job),
+    }
+}
+
+/// The job's size against the nodes that could hold it, in one line, where that is the
+/// question (a Slurm code of [`size::SIZE_CODES`], or a Kubernetes scheduler message): the
+/// line `why` gives first, for the cockpit's detail, which shows it beside the reason.
+pub fn size_line(snapshot: &Snapshot, job: &Job) -> Option<String> {
+    if !job.state.is_waiting() {
+        return None;
+    }
+    let reason = job.reason.as_deref()?.trim();
+    if slurm_reasons::explain(reason).is_some() {
+        SIZE_CODES.contains(&slurm_reasons::code_of(reason)).then(|| size(snapshot, job)).flatten().map(|s| s.line)
+    } else if scheduling_counts(reason).is_some() && gang(snapshot, job, reason).is_none() {
+        larger_than_any_node(snapshot, job)
+    } else {
+        None
     }
 }
 
@@ -130,7 +163,19 @@ fn outlook_word(outlook: Outlook) -> &'static str {
     }
 }
 
-fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec<String>) {
+/// The evidence for a Slurm code; true where the job's size means it can never start as asked.
+fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec<String>) -> bool {
+    let mut never = false;
+    if SIZE_CODES.contains(&code)
+        && let Some(size) = size(snapshot, job)
+    {
+        never = size.never;
+        evidence.push(size.line);
+    }
+    // What Slurm adds after the code follows the size's verdict, which concludes it.
+    if let Some(details) = job.reason.as_deref().and_then(slurm_reasons::details) {
+        evidence.push(format!("Slurm adds: {details}"));
+    }
     let partition =
         if job.partition.is_empty() { "its partition".to_string() } else { format!("partition {}", job.partition) };
     match code {
@@ -143,10 +188,15 @@ fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec
             match job.priority {
                 Some(mine) => {
                     let ahead = waiting.iter().filter(|j| j.priority.is_some_and(|p| p > mine)).count();
-                    evidence
-                        .push(format!("{ahead} pending jobs in {partition} have a higher priority than its {mine}"));
+                    let (ahead, have) =
+                        (counted(ahead as u64, "pending job", "pending jobs"), verb(ahead, "has", "have"));
+                    evidence.push(format!("{ahead} in {partition} {have} a higher priority than its {mine}"));
                 }
-                None => evidence.push(format!("{} other jobs are pending in {partition}", waiting.len())),
+                None => evidence.push(format!(
+                    "{} {} pending in {partition}",
+                    counted(waiting.len() as u64, "other job", "other jobs"),
+                    verb(waiting.len(), "is", "are")
+                )),
             }
         }
         "Resources" | "Constraints" => {
@@ -155,7 +205,7 @@ fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec
                 let model = job.gpu_model.as_deref();
                 let asks = match model {
                     Some(m) => format!("{per_node}×{m}"),
-                    None => format!("{per_node} GPUs"),
+                    None => counted(per_node, "GPU", "GPUs"),
                 };
                 let nodes = job.node_count.max(1);
                 let on = if nodes == 1 { "on one node".to_string() } else { format!("on each of {nodes} nodes") };
@@ -169,7 +219,8 @@ fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec
                 match blocks.iter().max_by_key(|(free, name)| (*free, std::cmp::Reverse(*name))) {
                     Some((largest, node)) => evidence.push(format!(
                         "it needs {asks} {on}; the largest free block in {partition} is {largest} on {node}, and \
-                         {fitting} nodes have room for it"
+                         {} room for it",
+                        counted(fitting as u64, "node has", "nodes have")
                     )),
                     None => {
                         evidence.push(format!("it needs {asks} {on}; {partition} has no node in service with them"))
@@ -187,13 +238,15 @@ fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec
                 snapshot.jobs.iter().filter(|j| j.user == job.user && j.state == JobState::Running).collect();
             let gpus: u32 = running.iter().map(|j| j.gpus_allocated).sum();
             evidence.push(format!(
-                "{} holds {gpus} GPUs in {} running jobs on this cluster",
+                "{} holds {} in {} on this cluster",
                 if job.user.is_empty() { "its user" } else { &job.user },
-                running.len()
+                counted(gpus, "GPU", "GPUs"),
+                counted(running.len() as u64, "running job", "running jobs")
             ));
         }
         _ => {}
     }
+    never
 }
 
 /// A gang that waits (a Volcano Job's pod group, any workload whose pods start together or
@@ -249,16 +302,22 @@ fn in_partition(node: &Node, job: &Job) -> bool {
     job.partition.is_empty() || node.partitions.iter().any(|p| p == &job.partition)
 }
 
+/// A GPU slot's model is the one asked for: any, when `None`; one of several, where the job
+/// names several (`h100,a100`).
+fn model_matches(slot: &str, model: Option<&str>) -> bool {
+    model.is_none_or(|m| m.split(',').any(|m| m.trim().eq_ignore_ascii_case(slot)))
+}
+
 /// The node has GPUs of `model` (any GPUs, when `None`).
 fn has_model(node: &Node, model: Option<&str>) -> bool {
-    node.gpus.iter().any(|g| g.total > 0 && model.is_none_or(|m| g.model.eq_ignore_ascii_case(m)))
+    node.gpus.iter().any(|g| g.total > 0 && model_matches(&g.model, model))
 }
 
 /// Free GPUs of `model` (any, when `None`) on a node.
 fn free_gpus(node: &Node, model: Option<&str>) -> u32 {
     node.gpus
         .iter()
-        .filter(|g| model.is_none_or(|m| g.model.eq_ignore_ascii_case(m)))
+        .filter(|g| model_matches(&g.model, model))
         .map(|g| g.total.saturating_sub(g.allocated).saturating_sub(g.unhealthy))
         .sum()
 }
@@ -278,8 +337,12 @@ fn out_of_service(snapshot: &Snapshot, job: &Job, partition: &str, evidence: &mu
         return;
     }
     let more = out.len().saturating_sub(NAMED);
-    let mut line =
-        format!("{} nodes of {partition} take no work: {}", out.len(), out[..out.len().min(NAMED)].join(", "));
+    let mut line = format!(
+        "{} of {partition} {} no work: {}",
+        counted(out.len() as u64, "node", "nodes"),
+        verb(out.len(), "takes", "take"),
+        out[..out.len().min(NAMED)].join(", ")
+    );
     if more > 0 {
         line.push_str(&format!(" and {more} more"));
     }
@@ -333,42 +396,6 @@ fn kueue_quota(reason: &str) -> Option<Vec<String>> {
     }
     if lines.is_empty() {
         lines.push(format!("Kueue says: {}", message.trim_start_matches(':').trim()));
-    }
-    Some(lines)
-}
-
-/// A Kubernetes scheduler message (`0/12 nodes are available: 8 Insufficient nvidia.com/gpu,
-/// 4 node(s) had untolerated taint {…}. preemption: …`) as one line per reason with its count.
-fn scheduling_counts(message: &str) -> Option<Vec<String>> {
-    let (head, rest) = message.split_once(" nodes are available: ")?;
-    let (free, total) = head.rsplit(' ').next()?.split_once('/')?;
-    let total: u32 = total.parse().ok()?;
-    let free: u32 = free.parse().ok()?;
-    // Reasons end at the first ". " (the preemption clause follows); taints hold braces
-    // with commas inside, so commas count only outside them.
-    let reasons = rest.split(". ").next().unwrap_or(rest).trim_end_matches('.');
-    let mut lines = vec![format!("{free} of {total} nodes can take it")];
-    let mut depth = 0i32;
-    let mut start = 0;
-    let mut parts = Vec::new();
-    for (i, c) in reasons.char_indices() {
-        match c {
-            '{' | '[' | '(' => depth += 1,
-            '}' | ']' | ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&reasons[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&reasons[start..]);
-    for part in parts.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
-        let (count, what) = part.split_once(' ').unwrap_or(("?", part));
-        match count.parse::<u32>() {
-            Ok(n) => lines.push(format!("{n} nodes: {}", what.trim_start_matches("node(s) "))),
-            Err(_) => lines.push(part.to_string()),
-        }
     }
     Some(lines)
 }
@@ -449,7 +476,7 @@ mod tests {
         let w = why(&snap, &me);
         assert_eq!(w.meaning.as_deref(), Some("jobs of higher priority are ahead of it in the partition"));
         assert_eq!(w.outlook, Some("waits"));
-        assert_eq!(w.evidence, ["1 pending jobs in partition gpu have a higher priority than its 100"]);
+        assert_eq!(w.evidence, ["1 pending job in partition gpu has a higher priority than its 100"]);
     }
 
     #[test]
@@ -477,8 +504,10 @@ mod tests {
         assert_eq!(
             w.evidence,
             [
+                "needs 1 node with 8 h100; the partition has 3 such nodes, one of them (dgx03) drained, none free now: it \
+                 waits for one to free up",
                 "it needs 8×h100 on one node; the largest free block in partition gpu is 6 on dgx01, and 0 nodes have room for it",
-                "1 nodes of partition gpu take no work: dgx03 (drained: bad GPU)",
+                "1 node of partition gpu takes no work: dgx03 (drained: bad GPU)",
             ]
         );
     }
@@ -491,7 +520,7 @@ mod tests {
         running.gpus_allocated = 16;
         let w = why(&snapshot(vec![me.clone(), running], vec![]), &me);
         assert_eq!(w.outlook, Some("limited"));
-        assert_eq!(w.evidence, ["alice holds 16 GPUs in 1 running jobs on this cluster"]);
+        assert_eq!(w.evidence, ["alice holds 16 GPUs in 1 running job on this cluster"]);
     }
 
     #[test]
@@ -630,7 +659,7 @@ mod tests {
                 "Unschedulable: 0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient nvidia.com/gpu",
                 &[
                     "0 of 3 nodes can take it",
-                    "1 nodes: had untolerated taint {node-role.kubernetes.io/control-plane: }",
+                    "1 node: had untolerated taint {node-role.kubernetes.io/control-plane: }",
                     "2 nodes: Insufficient nvidia.com/gpu",
                 ],
             ),
@@ -640,7 +669,7 @@ mod tests {
             ),
             (
                 "Unschedulable: 0/1 nodes are available: 1 pod has unbound immediate PersistentVolumeClaims",
-                &["0 of 1 nodes can take it", "1 nodes: pod has unbound immediate PersistentVolumeClaims"],
+                &["0 of 1 node can take it", "1 node: pod has unbound immediate PersistentVolumeClaims"],
             ),
             (
                 "0/4 nodes are available: 2 Insufficient cpu, 2 Insufficient memory.",
@@ -652,5 +681,164 @@ mod tests {
             pod.reason = Some(message.into());
             assert_eq!(why(&snapshot(vec![], vec![]), &pod).evidence, lines, "{message}");
         }
+    }
+
+    /// A partition of `h100` nodes with 8 GPUs each, `names` of them, every one idle.
+    fn partition(names: &[&str]) -> Vec<Node> {
+        names.iter().map(|n| node(n, NodeState::Idle, 8, 0)).collect()
+    }
+
+    /// A job of `nodes` nodes asking 8 h100 on each.
+    fn wide(reason: &str, nodes: u32) -> Job {
+        let mut j = pending("20", reason, None, 8 * nodes);
+        j.node_count = nodes;
+        j
+    }
+
+    #[test]
+    fn a_job_larger_than_its_partition_can_never_start() {
+        let me = wide("PartitionNodeLimit", 3);
+        let mut nodes = partition(&["dgx01", "dgx02"]);
+        nodes.push(node("small01", NodeState::Idle, 4, 0));
+        let w = why(&snapshot(vec![me.clone()], nodes), &me);
+        assert_eq!(
+            w.evidence[0],
+            "needs 3 nodes with 8 h100 each; the partition has only 2 such nodes: it can never start as asked"
+        );
+        assert_eq!(w.outlook, Some("blocked"));
+        // No node of the model at all.
+        let mut a100 = me.clone();
+        a100.gpu_model = Some("a100".into());
+        let w = why(&snapshot(vec![], partition(&["dgx01"])), &a100);
+        assert_eq!(
+            w.evidence[0],
+            "needs 3 nodes with 8 a100 each; the partition has no such node: it can never start as asked"
+        );
+        // Memory rules a node out where the GPUs alone would not: 64 GB on each of 2 nodes.
+        let mut big = wide("Resources", 2);
+        big.memory_mb = Some(128 * 1024);
+        let mut nodes = partition(&["fat01", "thin01"]);
+        nodes[0].memory_total_mb = 256 * 1024;
+        nodes[1].memory_total_mb = 32 * 1024;
+        let w = why(&snapshot(vec![], nodes), &big);
+        assert_eq!(
+            w.evidence[0],
+            "needs 2 nodes with 8 h100 and 64 GB of memory each; the partition has only 1 such node: it can never \
+             start as asked"
+        );
+    }
+
+    #[test]
+    fn a_job_that_needs_a_node_out_of_service_waits_for_it_to_return() {
+        let me = wide("ReqNodeNotAvail, UnavailableNodes:ghost01", 3);
+        let mut nodes = partition(&["dgx01", "dgx02"]);
+        nodes.push(node("ghost01", NodeState::Down, 8, 0));
+        let w = why(&snapshot(vec![me.clone()], nodes.clone()), &me);
+        assert_eq!(
+            w.evidence[0],
+            "needs 3 nodes with 8 h100 each; the partition has 3 such nodes, one of them (ghost01) down: it cannot \
+             start until ghost01 returns"
+        );
+        assert_eq!(w.outlook, Some("needs action"), "it can start once the node is back");
+        assert_eq!(size_line(&snapshot(vec![], nodes.clone()), &me).as_deref(), Some(w.evidence[0].as_str()));
+        let mut running = me.clone();
+        running.state = JobState::Running;
+        assert_eq!(size_line(&snapshot(vec![], nodes.clone()), &running), None, "only a waiting job");
+        // Two out, of different kinds, and it needs both; then only one of them.
+        let mut drained = node("dgx03", NodeState::Idle, 8, 0);
+        drained.flags = vec!["DRAIN".into()];
+        nodes.push(drained);
+        let four = wide("ReqNodeNotAvail", 4);
+        assert_eq!(
+            why(&snapshot(vec![], nodes.clone()), &four).evidence[0],
+            "needs 4 nodes with 8 h100 each; the partition has 4 such nodes, 2 of them out of service (ghost01 down, \
+             dgx03 drained): it cannot start until ghost01 and dgx03 return"
+        );
+        assert_eq!(
+            why(&snapshot(vec![], nodes), &me).evidence[0],
+            "needs 3 nodes with 8 h100 each; the partition has 4 such nodes, 2 of them out of service (ghost01 down, \
+             dgx03 drained): it cannot start until one of them returns"
+        );
+    }
+
+    #[test]
+    fn a_job_that_fits_the_partition_waits_for_enough_nodes_to_free_up() {
+        let me = wide("Resources", 3);
+        let mut nodes = partition(&["dgx01", "dgx02", "dgx03", "dgx04"]);
+        nodes[1].gpus[0].allocated = 1;
+        nodes[2].gpus[0].allocated = 8;
+        nodes[3].state = NodeState::Mixed;
+        nodes[3].gpus[0].allocated = 2;
+        let w = why(&snapshot(vec![me.clone()], nodes.clone()), &me);
+        assert_eq!(
+            w.evidence[0],
+            "needs 3 nodes with 8 h100 each; the partition has 4 such nodes, 1 free now: it waits for 2 more to free up"
+        );
+        assert_eq!(w.outlook, Some("waits"));
+        nodes[1].gpus[0].allocated = 0;
+        assert!(
+            why(&snapshot(vec![], nodes.clone()), &me).evidence[0]
+                .ends_with("2 free now: it waits for one more to free up")
+        );
+        nodes[2].gpus[0].allocated = 0;
+        assert!(
+            why(&snapshot(vec![], nodes), &me).evidence[0]
+                .ends_with("3 free now: room enough for its size, so another of its asks holds it")
+        );
+        // A job on one node asking for no GPUs has no size worth a line.
+        let cpu = pending("21", "Resources", None, 0);
+        assert!(why(&snapshot(vec![], partition(&["dgx01"])), &cpu).evidence.is_empty());
+    }
+
+    #[test]
+    fn a_pod_larger_than_any_node_is_told_so() {
+        let mut pod = Job::new(JobRef::new("k8s", "ml:pod:big"), JobState::Pending);
+        pod.gpus_requested = 8;
+        pod.node_count = 1;
+        pod.reason = Some(
+            "Unschedulable: 0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient nvidia.com/gpu"
+                .into(),
+        );
+        let h200 = |name: &str| {
+            let mut n = node(name, NodeState::Idle, 4, 0);
+            n.gpus[0].model = "h200".into();
+            n.partitions.clear();
+            n
+        };
+        let nodes = vec![h200("k1"), h200("k2"), h200("k3")];
+        let w = why(&snapshot(vec![pod.clone()], nodes.clone()), &pod);
+        assert_eq!(
+            w.evidence,
+            [
+                "needs 8 GPUs on one node: larger than any node (largest: 4 × h200)",
+                "0 of 3 nodes can take it",
+                "1 node: were unschedulable",
+                "2 nodes: Insufficient nvidia.com/gpu",
+            ]
+        );
+        assert_eq!(
+            (w.meaning.as_deref(), w.outlook),
+            (Some("it asks for more on one node than any node has"), Some("blocked"))
+        );
+        // A model no node has.
+        pod.gpu_model = Some("h100".into());
+        assert_eq!(
+            why(&snapshot(vec![], nodes.clone()), &pod).evidence[0],
+            "needs 8 h100 on one node: no node has that model (largest: 4 × h200)"
+        );
+        assert_eq!(
+            size_line(&snapshot(vec![], nodes.clone()), &pod).as_deref(),
+            Some("needs 8 h100 on one node: no node has that model (largest: 4 × h200)"),
+            "the detail's line is why's first"
+        );
+        // No nodes listed (RBAC may forbid them): the scheduler's counts alone, no verdict.
+        let w = why(&snapshot(vec![], vec![]), &pod);
+        assert_eq!((w.evidence[0].as_str(), w.outlook), ("0 of 3 nodes can take it", None));
+        // One node large enough: the scheduler's counts alone.
+        pod.gpu_model = None;
+        let mut nodes = nodes;
+        nodes[0].gpus[0].total = 8;
+        let w = why(&snapshot(vec![], nodes), &pod);
+        assert_eq!((w.evidence[0].as_str(), w.outlook), ("0 of 3 nodes can take it", None));
     }
 }

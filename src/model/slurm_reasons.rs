@@ -63,6 +63,9 @@ pub fn code_of(reason: &str) -> &str {
 /// What Slurm says after the code, where it says more (`UnavailableNodes:dgx03`).
 pub fn details(reason: &str) -> Option<&str> {
     let reason = reason.trim().trim_start_matches('(').trim_end_matches(')');
+    if reason.starts_with("Nodes_required_for_job_are_DOWN") {
+        return None;
+    }
     let (_, rest) = reason.split_once(',')?;
     Some(rest.trim()).filter(|r| !r.is_empty())
 }
@@ -86,6 +89,11 @@ fn listed(code: &str) -> Option<Explained> {
         "ReservationInvalid" => ("the reservation it asked for is not valid for it", Blocked),
         "ReqNodeNotAvail" => ("a node it needs is down, drained, reserved or not responding", NeedsAction),
         "NodeDown" => ("a node it needs is down", NeedsAction),
+        // `Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_priority_partitions`:
+        // one code, with commas in it.
+        "Nodes_required_for_job_are_DOWN" => {
+            ("the nodes it needs are down, drained or reserved for jobs of higher-priority partitions", NeedsAction)
+        }
         "PartitionDown" => ("its partition is down", NeedsAction),
         "PartitionInactive" => ("its partition is inactive", NeedsAction),
         "PartitionNodeLimit" => ("it asks for more or fewer nodes than its partition allows", Blocked),

@@ -582,7 +582,8 @@ impl App {
             Msg::Outcome(outcome) => self.on_batch(&BatchOutcome { outcomes: vec![outcome] }),
             Msg::Batch(batch) => self.on_batch(&batch),
             Msg::OutcomesLost(n) => {
-                self.toast(format!("{n} action results not shown: too many finished at once (see the audit log)"), true)
+                let results = crate::model::words::counted(n, "action result", "action results");
+                self.toast(format!("{results} not shown: too many finished at once (see the audit log)"), true)
             }
             Msg::Log { seq, result } => self.on_log(seq, result),
             Msg::Turn { seq, result } => {

@@ -14,6 +14,7 @@ pub mod logs;
 pub mod manifest;
 pub mod map;
 
+use crate::model::words::counted;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -303,10 +304,10 @@ impl Backend for DstackBackend {
                 d.fact("requests per refresh", requests.to_string());
                 d.fact("refresh runs", "POST /api/runs/list (pages of 100), /api/fleets/list, /api/instances/list");
                 d.notes.push(format!(
-                    "{} runs, {} instances, {} fleets",
-                    snap.jobs.len(),
-                    snap.nodes.len(),
-                    snap.queues.len()
+                    "{}, {}, {}",
+                    counted(snap.jobs.len() as u64, "run", "runs"),
+                    counted(snap.nodes.len() as u64, "instance", "instances"),
+                    counted(snap.queues.len() as u64, "fleet", "fleets")
                 ));
                 d.notes.extend(snap.notes);
             }

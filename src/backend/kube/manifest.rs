@@ -176,12 +176,14 @@ pub fn job_manifest(spec: &JobSpec, target: &Target) -> Result<Manifest, Backend
     {
         *parallel = max_indexed_parallelism(*count);
         warnings.push(format!(
-            "`array`: an Indexed Job of {count} pods runs at most {parallel} at once (the API server's limit)"
+            "`array`: an Indexed Job of {} runs at most {parallel} at once (the API server's limit)",
+            crate::model::words::counted(*count, "pod", "pods")
         ));
     }
     if let Some((count, parallel)) = array {
         warnings.push(format!(
-            "`array`: an Indexed Job of {count} pods, {parallel} at a time; each reads its index from JOB_COMPLETION_INDEX (not SLURM_ARRAY_TASK_ID)"
+            "`array`: an Indexed Job of {}, {parallel} at a time; each reads its index from JOB_COMPLETION_INDEX (not SLURM_ARRAY_TASK_ID)",
+            crate::model::words::counted(count, "pod", "pods")
         ));
     }
     if let Some(tasks) = spec.tasks_per_node.filter(|t| *t > 1) {

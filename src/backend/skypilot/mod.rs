@@ -113,7 +113,11 @@ impl SkyPilotBackend {
         let clusters = api::status(&self.req).await?;
         let mut notes = Vec::new();
         if clusters.skipped > 0 {
-            notes.push(format!("{} cluster records of /status were not records and are left out", clusters.skipped));
+            let (records, were, are) = match clusters.skipped {
+                1 => ("1 cluster record".to_string(), "was", "is"),
+                n => (format!("{n} cluster records"), "were", "are"),
+            };
+            notes.push(format!("{records} of /status {were} not records and {are} left out"));
         }
         let release = self.release().await;
 
@@ -140,7 +144,10 @@ impl SkyPilotBackend {
                 Ok(both) => both,
                 Err(_) => {
                     return Err(BackendError::Timeout {
-                        what: format!("the job queues of {} clusters and the managed jobs", up.len()),
+                        what: format!(
+                            "the job queues of {} and the managed jobs",
+                            crate::model::words::counted(up.len() as u64, "cluster", "clusters")
+                        ),
                         secs: self.req.bound.as_secs(),
                     });
                 }

@@ -751,11 +751,14 @@ impl Data {
                     unavailable: t.unavailable,
                 })
                 .collect();
-            let mut reasons: HashMap<&str, u32> = HashMap::new();
+            let mut reasons: HashMap<std::borrow::Cow<'_, str>, u32> = HashMap::new();
             for job in &snap.jobs {
                 *sum.jobs_by_state.entry(job.state).or_default() += 1;
                 if job.state.is_waiting() {
-                    *reasons.entry(job.reason.as_deref().unwrap_or("None")).or_default() += 1;
+                    // Pods waiting on the scheduler group by its reasons in words, not by
+                    // each message's own node counts.
+                    let reason = crate::fleet::why::waiting_words(job.reason.as_deref().unwrap_or("None"));
+                    *reasons.entry(reason).or_default() += 1;
                 }
             }
             let mut reasons: Vec<(String, u32)> = reasons.into_iter().map(|(r, n)| (r.to_string(), n)).collect();

@@ -92,7 +92,7 @@ fn workload_actions_text(w: &Workload) -> String {
 
 /// Rows of the field grid laid out across the whole width, below the columns: their values
 /// are long.
-const WIDE_FIELDS: [&str; 3] = ["groups", "actions", "turn"];
+const WIDE_FIELDS: [&str; 4] = ["size", "groups", "actions", "turn"];
 
 /// What a piece of a pod line is, for its style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,7 +165,11 @@ fn pod_cells(w: &Workload, width: usize, max_lines: usize) -> Vec<Vec<(String, P
         .collect();
     if more {
         let n = w.pods.len() - shown.len();
-        lines.push(vec![(text::truncate(&format!("… {n} more pods"), width).into_owned(), PodCell::More)]);
+        lines.push(vec![(
+            text::truncate(&format!("… {}", crate::model::words::counted(n as u64, "more pod", "more pods")), width)
+                .into_owned(),
+            PodCell::More,
+        )]);
     }
     lines
 }
@@ -252,6 +256,11 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let Some(d) = app.detail() else { return };
     let theme = app.theme();
     let mut fields = fields(&d.last, d.taken_at);
+    // A waiting job's size against the nodes that could hold it (`why`'s first line).
+    let snapshot = app.data.fleet.clusters.iter().find(|c| c.name == d.job.cluster).and_then(|c| c.snapshot.as_deref());
+    if let Some(line) = snapshot.and_then(|s| crate::fleet::why::size_line(s, &d.last)) {
+        fields.push(("size", line));
+    }
     // What the backend added about the job's turn (a Kueue position, priority parts).
     if d.turn_seq.is_some() {
         fields.push(("turn", "asking…".into()));
@@ -404,7 +413,10 @@ fn render_gpus(app: &App, readings: &[&GpuReading], frame: &mut Frame, area: Rec
         .collect();
     if readings.len() > MAX_GPU_LINES {
         lines.push(Line::styled(
-            format!("… {} more GPUs", readings.len() - (MAX_GPU_LINES - 1)),
+            format!(
+                "… {}",
+                crate::model::words::counted((readings.len() - (MAX_GPU_LINES - 1)) as u64, "more GPU", "more GPUs")
+            ),
             theme.style(Slot::Dim),
         ));
     }
@@ -444,7 +456,11 @@ fn render_log(app: &App, d: &Detail, frame: &mut Frame, area: Rect) {
         let dropped = d.log.dropped_lines;
         let skipped = d.log.skipped_before;
         let marker = if dropped > 0 {
-            Some(format!("… {} lines dropped", text::thousands(dropped as usize)))
+            Some(format!(
+                "… {} {} dropped",
+                text::thousands(dropped as usize),
+                if dropped == 1 { "line" } else { "lines" }
+            ))
         } else if skipped > 0 {
             Some(format!("… {} earlier bytes not loaded", text::thousands(skipped as usize)))
         } else {

@@ -87,7 +87,11 @@ enum MapLine {
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let theme = app.theme();
     let list = &app.gpus;
-    let mut title = format!(" GPU map · {} nodes · sort {}", list.cursor.len(), list.sort.title());
+    let mut title = format!(
+        " GPU map · {} · sort {}",
+        crate::model::words::counted(list.cursor.len() as u64, "node", "nodes"),
+        list.sort.title()
+    );
     if list.reverse {
         title.push('↓');
     }

@@ -25,9 +25,10 @@ pub fn title(app: &App) -> String {
     if h.loaded {
         let (shown, total) = (h.cursor.len(), h.records.len());
         if shown == total {
-            t.push_str(&format!("· {} jobs ", text::thousands(total)));
+            t.push_str(&format!("· {} {} ", text::thousands(total), if total == 1 { "job" } else { "jobs" }));
         } else {
-            t.push_str(&format!("· {} of {} jobs ", text::thousands(shown), text::thousands(total)));
+            let jobs = if total == 1 { "job" } else { "jobs" };
+            t.push_str(&format!("· {} of {} {jobs} ", text::thousands(shown), text::thousands(total)));
         }
     }
     if let Some(c) = app.cluster_filter() {

@@ -3,6 +3,7 @@
 //! bars; the queue (running, pending by reason); node health; and a banner for every stale
 //! cluster with its age and error.
 
+use crate::model::words::counted;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -56,7 +57,7 @@ pub fn stale_banner(c: &ClusterSummary, now: chrono::DateTime<chrono::Utc>) -> O
 fn fleet_lines<'a>(totals: &[GpuTotals], clusters: usize, theme: &Theme) -> Vec<Line<'a>> {
     let mut lines = vec![Line::from(vec![
         Span::styled("▌fleet ", theme.style(Slot::Title)),
-        Span::styled(format!("{clusters} clusters"), theme.style(Slot::Dim)),
+        Span::styled(counted(clusters as u64, "cluster", "clusters"), theme.style(Slot::Dim)),
     ])];
     if totals.is_empty() {
         lines.push(Line::styled("  no GPUs", theme.style(Slot::Dim)));
@@ -191,7 +192,10 @@ fn cluster_lines<'a>(
         n.push(Span::styled(format!(" — {} need attention", c.problem_nodes), theme.style(Slot::Warning)));
     }
     if c.unhealthy_gpus > 0 {
-        n.push(Span::styled(format!(" · {} unhealthy GPUs", c.unhealthy_gpus), theme.style(Slot::Error)));
+        n.push(Span::styled(
+            format!(" · {}", counted(c.unhealthy_gpus, "unhealthy GPU", "unhealthy GPUs")),
+            theme.style(Slot::Error),
+        ));
     }
     lines.push(Line::from(n));
     if let Some(t) = &c.telemetry {
@@ -205,11 +209,11 @@ fn telemetry_line(t: &crate::tui::app::data::TelemetryLine, theme: &crate::tui::
     let mut spans = vec![Span::raw(text::clean(&format!("  telemetry ({}): ", t.source)).into_owned())];
     if t.gpus_read > 0 || t.error.is_none() {
         let mean = t.mean_utilisation.map(|m| format!(", mean {m:.0}%")).unwrap_or_default();
-        spans.push(Span::raw(format!("{} GPUs read{mean}", t.gpus_read)));
+        spans.push(Span::raw(format!("{} read{mean}", counted(t.gpus_read as u64, "GPU", "GPUs"))));
     }
     if t.idle_jobs > 0 {
-        let jobs = if t.idle_jobs == 1 { "1 job".to_string() } else { format!("{} jobs", t.idle_jobs) };
-        spans.push(Span::styled(format!(" · {} GPUs idle-allocated: {jobs}", t.idle_gpus), theme.style(Slot::Warning)));
+        let (gpus, jobs) = (counted(t.idle_gpus, "GPU", "GPUs"), counted(t.idle_jobs as u64, "job", "jobs"));
+        spans.push(Span::styled(format!(" · {gpus} idle-allocated: {jobs}"), theme.style(Slot::Warning)));
     }
     if let Some(error) = &t.error {
         spans.push(Span::styled(text::clean(&format!(" — failed: {error}")).into_owned(), theme.style(Slot::Error)));

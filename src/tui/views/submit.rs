@@ -64,7 +64,8 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         {
             let n = script.lines().count();
             let first = script.lines().find(|l| !l.starts_with("#!")).unwrap_or("");
-            let shown = format!("script, {n} lines: {first}   (backspace: write a command instead)");
+            let lines = crate::model::words::counted(n as u64, "line", "lines");
+            let shown = format!("script, {lines}: {first}   (backspace: write a command instead)");
             put(buf, x, y, value_w, &shown, theme.style(Slot::Base));
         } else {
             let input = &form.values[i];

@@ -420,10 +420,10 @@ pub fn import(kind: WorkloadKind, obj: &DynamicObject) -> Result<crate::spec::Im
     if pods > 1 {
         imported.spec.nodes = Some(pods);
         imported.warnings.push(format!(
-            "`nodes`: the {}'s {} pods in {} groups read as {pods} nodes of its `{}` group's template",
+            "`nodes`: the {}'s {} pods in {} read as {pods} nodes of its `{}` group's template",
             kind.def().kind,
             pods,
-            status.groups.len(),
+            crate::model::words::counted(status.groups.len() as u64, "group", "groups"),
             main.map(|g| g.name.as_str()).unwrap_or("")
         ));
     }

@@ -55,8 +55,9 @@ impl PodGroupInfo {
                 Some(format!("Volcano: pod group {} waits to be enqueued (gang of {})", self.name, self.min_member))
             }
             "Inqueue" => Some(format!(
-                "Volcano: pod group {} is enqueued; {} pods to place together",
-                self.name, self.min_member
+                "Volcano: pod group {} is enqueued; {} to place together",
+                self.name,
+                crate::model::words::counted(self.min_member, "pod", "pods")
             )),
             _ => None,
         }

@@ -5,6 +5,7 @@
 //! then the value lands in that GPU's table of figures. Nothing per series is kept beyond
 //! that table, and label text stays borrowed from the answer until the samples are made.
 
+use crate::model::words::counted;
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 
@@ -294,27 +295,31 @@ impl<'de, 's> Assembler<'de, 's> {
             left_hosts.dedup();
             let names: Vec<&str> = left_hosts.iter().map(|h| self.unknown[*h as usize - nodes].as_str()).collect();
             notes.push(format!(
-                "{left_out} GPUs on {} hosts this cluster does not list were left out: {}",
-                names.len(),
+                "{} on {} this cluster does not list {} left out: {}",
+                counted(left_out as u64, "GPU", "GPUs"),
+                counted(names.len() as u64, "host", "hosts"),
+                if left_out == 1 { "was" } else { "were" },
                 examples(&names)
             ));
         }
         if self.no_host > 0 {
             notes.push(format!(
-                "{} series named no host (Hostname, hostname, kubernetes_node, node or instance) and were left out",
-                self.no_host
+                "{} series named no host (Hostname, hostname, kubernetes_node, node or instance) and {} left out",
+                self.no_host,
+                if self.no_host == 1 { "was" } else { "were" }
             ));
         }
         if self.no_device > 0 {
             notes.push(format!(
-                "{} series named no device (gpu, GPU, gpu_id, UUID or gpu_uuid) and were left out",
-                self.no_device
+                "{} series named no device (gpu, GPU, gpu_id, UUID or gpu_uuid) and {} left out",
+                self.no_device,
+                if self.no_device == 1 { "was" } else { "were" }
             ));
         }
         if !numbered.is_empty() {
             notes.push(format!(
-                "{} GPUs carried no device index (gpu, GPU or gpu_id): numbered by UUID after their host's others",
-                numbered.len()
+                "{} no device index (gpu, GPU or gpu_id): numbered by UUID after their host's others",
+                counted(numbered.len() as u64, "GPU carried", "GPUs carried")
             ));
         }
         if self.no_value > 0 {
@@ -329,8 +334,9 @@ impl<'de, 's> Assembler<'de, 's> {
         }
         if split > 0 {
             notes.push(format!(
-                "{split} GPUs are split into MIG instances: their memory is summed, their activity averaged, \
-                 the first instance's owner kept"
+                "{} split into MIG instances: their memory is summed, their activity averaged, the first \
+                 instance's owner kept",
+                counted(split as u64, "GPU is", "GPUs are")
             ));
         }
         if !samples.is_empty() && !self.utilisation {

@@ -149,8 +149,8 @@ fn hosts_are_found_by_any_label_and_unknown_ones_left_out_with_a_note() {
         r.notes,
         [
             "3 GPUs on 2 hosts this cluster does not list were left out: other01, other02",
-            "1 series named no host (Hostname, hostname, kubernetes_node, node or instance) and were left out",
-            "1 series named no device (gpu, GPU, gpu_id, UUID or gpu_uuid) and were left out",
+            "1 series named no host (Hostname, hostname, kubernetes_node, node or instance) and was left out",
+            "1 series named no device (gpu, GPU, gpu_id, UUID or gpu_uuid) and was left out",
         ]
     );
     // A cluster that lists no nodes keeps the names as the exporter wrote them.
@@ -203,7 +203,7 @@ fn mig_instances_fold_into_their_gpu() {
     assert_eq!(g.memory_used_mb, Some(4000));
     assert!((g.utilisation.unwrap() - 40.0).abs() < 1e-3, "{:?}", g.utilisation);
     assert_eq!(g.temperature_c, Some(52.0));
-    assert!(r.notes[0].starts_with("1 GPUs are split into MIG instances"), "{:?}", r.notes);
+    assert!(r.notes[0].starts_with("1 GPU is split into MIG instances"), "{:?}", r.notes);
 }
 
 #[test]
