@@ -295,6 +295,14 @@ pub enum Command {
         #[arg(long, short, value_enum, default_value_t)]
         output: OutputFormat,
     },
+    /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell); see the
+    /// README for where each shell reads it.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) on standard output: `flightdeck man > flightdeck.1`.
+    Man,
 }
 
 #[derive(Debug, Subcommand)]
@@ -312,6 +320,36 @@ pub enum SpecCommand {
     },
 }
 
+/// `flightdeck completions SHELL`: the script clap_complete writes from the same command
+/// tree the parser uses, so it never lags a new subcommand or flag.
+fn shell_completions(shell: clap_complete::Shell) -> Result<ExitCode, Failure> {
+    use clap::CommandFactory;
+    let mut command = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut command, "flightdeck", &mut out);
+    write_stdout(&out)
+}
+
+/// `flightdeck man`: one roff page for the whole tool (name, synopsis, options, every
+/// subcommand with its summary), from the same command tree the parser uses.
+fn man_page() -> Result<ExitCode, Failure> {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_mangen::Man::new(Cli::command()).render(&mut out).map_err(|e| Failure(format!("man page: {e}")))?;
+    write_stdout(&out)
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<ExitCode, Failure> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        // `flightdeck man | head` closes the pipe early; that is not a failure.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(Failure(format!("writing to standard output: {e}"))),
+    }
+}
+
 /// A failure the user can act on: printed as one line, exit status 1.
 #[derive(Debug)]
 pub struct Failure(pub String);
@@ -326,6 +364,12 @@ impl Failure {
 }
 
 pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    // Shell conventions need neither a config nor a cluster.
+    match &cli.command {
+        Some(Command::Completions { shell }) => return shell_completions(*shell),
+        Some(Command::Man) => return man_page(),
+        _ => {}
+    }
     // `init` writes the config, so it must not need one that loads.
     if let Some(Command::Init { probe, user, port, identity_file, known_hosts_file, ssh_config, print, force }) =
         cli.command
@@ -430,6 +474,9 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             serve(&config, read_only, ask).await
         }
         Some(Command::Audit { since, output }) => audit(since.as_deref(), output),
+        // Answered above, before the config is read; here only for a complete match.
+        Some(Command::Completions { shell }) => shell_completions(shell),
+        Some(Command::Man) => man_page(),
         Some(Command::Init { .. }) => unreachable!("init runs before the config is read"),
     }
 }
