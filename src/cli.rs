@@ -126,12 +126,17 @@ pub enum Command {
         #[arg(long)]
         running: bool,
         /// Finish migrations the audit log shows as interrupted.
-        #[arg(long, conflicts_with_all = ["jobs", "to", "dry_run"])]
+        #[arg(long, conflicts_with_all = ["jobs", "to", "dry_run", "gpu_type"])]
         resume: bool,
         /// Run the moved jobs in this container image where they have none (Kubernetes needs
         /// one); `none` drops the source's image (a Slurm target without pyxis).
         #[arg(long)]
         image: Option<String>,
+        /// Ask for this GPU model on the target (`h200`), where the source's model is not
+        /// there; `any` leaves the model open where the target's dialect can (Slurm,
+        /// Kubernetes, dstack; not SkyPilot). Shown in the plan as a changed field.
+        #[arg(long, value_name = "MODEL")]
+        gpu_type: Option<String>,
     },
     /// Why jobs (CLUSTER/ID …) wait: the reason in words (every Slurm code; a Kubernetes
     /// scheduler message split into its node counts) and what the last refresh shows about
@@ -414,8 +419,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             spec::print_warnings(&imported.warnings);
             act(&config, read_only, vec![Action::Submit { cluster, spec: Box::new(imported.spec) }]).await
         }
-        Some(Command::Migrate { jobs, to, dry_run, yes, running, resume, image }) => {
-            let ask = migrate::MigrateRequest { jobs, to, dry_run, yes, running, resume, image };
+        Some(Command::Migrate { jobs, to, dry_run, yes, running, resume, image, gpu_type }) => {
+            let gpu_type =
+                gpu_type.as_deref().map(crate::fleet::migrate::GpuChoice::parse).transpose().map_err(Failure)?;
+            let ask = migrate::MigrateRequest { jobs, to, dry_run, yes, running, resume, image, gpu_type };
             migrate::migrate(&config, read_only, ask).await
         }
         Some(Command::Watch { jobs, exec }) => watch::watch(&config, read_only, &jobs, exec.as_deref()).await,

@@ -332,7 +332,7 @@ where
                     let fleet = fleet.clone();
                     let tx = results_tx.clone();
                     tokio::spawn(async move {
-                        let opts = crate::fleet::migrate::MigrateOptions { running, image: None };
+                        let opts = crate::fleet::migrate::MigrateOptions { running, ..Default::default() };
                         let plan = fleet.plan_migration(&sources, &to, &opts).await;
                         let _ = tx.send(Msg::Planned { seq, plan: Box::new(plan) });
                     });
