@@ -83,7 +83,7 @@ fn completions_for_each_shell_name_the_subcommands_and_the_man_page_renders() {
         }
         assert!(script.contains("flightdeck"), "{shell}:\n{script}");
     }
-    assert!(script_flag(home.path(), "fish", "running"), "a subcommand's flags are completed too");
+    assert!(script_flag(home.path(), "fish", "gpu-type"), "a subcommand's flags are completed too");
     let bad = flightdeck(home.path(), &["completions", "tcsh"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("tcsh"));
