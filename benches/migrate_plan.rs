@@ -118,7 +118,7 @@ impl Backend for Target {
 const IMAGE: &str = "nvcr.io/nvidia/pytorch:24.01-py3";
 
 fn convert(scripts: &[String], target: &ClusterState) -> usize {
-    let opts = MigrateOptions { running: false, image: Some(Some(IMAGE.into())) };
+    let opts = MigrateOptions { image: Some(Some(IMAGE.into())), ..MigrateOptions::default() };
     let mut ok = 0;
     for (i, text) in scripts.iter().enumerate() {
         let imported = slurm::dialect::import(text).expect("import");
@@ -167,7 +167,7 @@ fn main() {
         fleet
     });
     let sources: Vec<JobRef> = (0..n).map(|i| JobRef::new("hpc", i.to_string())).collect();
-    let opts = MigrateOptions { running: false, image: Some(Some(IMAGE.into())) };
+    let opts = MigrateOptions { image: Some(Some(IMAGE.into())), ..MigrateOptions::default() };
     let plan = |fleet: &Fleet| rt.block_on(fleet.plan_migration(&sources, "k8s", &opts));
     let planned = plan(&fleet);
     assert_eq!(planned.refused(), 0, "{:?}", planned.moves.iter().find(|m| m.refused.is_some()));

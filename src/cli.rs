@@ -79,10 +79,14 @@ pub enum Command {
         /// telemetry reading taken now (the cockpit and a hub also need `[idle] minutes` of it)
         #[arg(long)]
         idle: bool,
+        /// Take no GPU telemetry reading (by default, where a cluster has telemetry, one
+        /// reading bounded by its timeout gives every job `gpu_use` and the GPU% column).
+        #[arg(long, conflicts_with = "idle")]
+        no_telemetry: bool,
         /// Jobs that ended since then, from the cluster's accounting (Slurm's sacct; what
         /// other clusters still show): an age (90m, 6h, 1d, 2w) or a date (2026-12-01). Only
         /// the user's own jobs on Slurm unless --user names another.
-        #[arg(long, conflicts_with = "idle")]
+        #[arg(long, conflicts_with_all = ["idle", "no_telemetry"])]
         since: Option<String>,
         /// With --since: at most this many jobs per cluster, the latest to end.
         #[arg(long, default_value_t = crate::model::history::DEFAULT_LIMIT, requires = "since")]
@@ -126,12 +130,17 @@ pub enum Command {
         #[arg(long)]
         running: bool,
         /// Finish migrations the audit log shows as interrupted.
-        #[arg(long, conflicts_with_all = ["jobs", "to", "dry_run"])]
+        #[arg(long, conflicts_with_all = ["jobs", "to", "dry_run", "gpu_type"])]
         resume: bool,
         /// Run the moved jobs in this container image where they have none (Kubernetes needs
         /// one); `none` drops the source's image (a Slurm target without pyxis).
         #[arg(long)]
         image: Option<String>,
+        /// Ask for this GPU model on the target (`h200`), where the source's model is not
+        /// there; `any` leaves the model open where the target's dialect can (Slurm,
+        /// Kubernetes, dstack; not SkyPilot). Shown in the plan as a changed field.
+        #[arg(long, value_name = "MODEL")]
+        gpu_type: Option<String>,
     },
     /// Why jobs (CLUSTER/ID …) wait: the reason in words (every Slurm code; a Kubernetes
     /// scheduler message split into its node counts) and what the last refresh shows about
@@ -295,6 +304,14 @@ pub enum Command {
         #[arg(long, short, value_enum, default_value_t)]
         output: OutputFormat,
     },
+    /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell); see the
+    /// README for where each shell reads it.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) on standard output: `flightdeck man > flightdeck.1`.
+    Man,
 }
 
 #[derive(Debug, Subcommand)]
@@ -312,6 +329,36 @@ pub enum SpecCommand {
     },
 }
 
+/// `flightdeck completions SHELL`: the script clap_complete writes from the same command
+/// tree the parser uses, so it never lags a new subcommand or flag.
+fn shell_completions(shell: clap_complete::Shell) -> Result<ExitCode, Failure> {
+    use clap::CommandFactory;
+    let mut command = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut command, "flightdeck", &mut out);
+    write_stdout(&out)
+}
+
+/// `flightdeck man`: one roff page for the whole tool (name, synopsis, options, every
+/// subcommand with its summary), from the same command tree the parser uses.
+fn man_page() -> Result<ExitCode, Failure> {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_mangen::Man::new(Cli::command()).render(&mut out).map_err(|e| Failure(format!("man page: {e}")))?;
+    write_stdout(&out)
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<ExitCode, Failure> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        // `flightdeck man | head` closes the pipe early; that is not a failure.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(Failure(format!("writing to standard output: {e}"))),
+    }
+}
+
 /// A failure the user can act on: printed as one line, exit status 1.
 #[derive(Debug)]
 pub struct Failure(pub String);
@@ -326,6 +373,12 @@ impl Failure {
 }
 
 pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    // Shell conventions need neither a config nor a cluster.
+    match &cli.command {
+        Some(Command::Completions { shell }) => return shell_completions(*shell),
+        Some(Command::Man) => return man_page(),
+        _ => {}
+    }
     // `init` writes the config, so it must not need one that loads.
     if let Some(Command::Init { probe, user, port, identity_file, known_hosts_file, ssh_config, print, force }) =
         cli.command
@@ -360,8 +413,15 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             };
             history::history(&config, read_only, ask).await
         }
-        Some(Command::Jobs { cluster, user, state, idle, output, .. }) => {
-            let ask = JobsRequest { clusters: &cluster, user: user.as_deref(), states: &state, idle, format: output };
+        Some(Command::Jobs { cluster, user, state, idle, no_telemetry, output, .. }) => {
+            let ask = JobsRequest {
+                clusters: &cluster,
+                user: user.as_deref(),
+                states: &state,
+                idle,
+                telemetry: !no_telemetry,
+                format: output,
+            };
             jobs(&config, read_only, ask).await
         }
         Some(Command::Nodes { cluster, output }) => nodes(&config, read_only, &cluster, output).await,
@@ -370,8 +430,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             spec::print_warnings(&imported.warnings);
             act(&config, read_only, vec![Action::Submit { cluster, spec: Box::new(imported.spec) }]).await
         }
-        Some(Command::Migrate { jobs, to, dry_run, yes, running, resume, image }) => {
-            let ask = migrate::MigrateRequest { jobs, to, dry_run, yes, running, resume, image };
+        Some(Command::Migrate { jobs, to, dry_run, yes, running, resume, image, gpu_type }) => {
+            let gpu_type =
+                gpu_type.as_deref().map(crate::fleet::migrate::GpuChoice::parse).transpose().map_err(Failure)?;
+            let ask = migrate::MigrateRequest { jobs, to, dry_run, yes, running, resume, image, gpu_type };
             migrate::migrate(&config, read_only, ask).await
         }
         Some(Command::Watch { jobs, exec }) => watch::watch(&config, read_only, &jobs, exec.as_deref()).await,
@@ -430,6 +492,9 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             serve(&config, read_only, ask).await
         }
         Some(Command::Audit { since, output }) => audit(since.as_deref(), output),
+        // Answered above, before the config is read; here only for a complete match.
+        Some(Command::Completions { shell }) => shell_completions(shell),
+        Some(Command::Man) => man_page(),
         Some(Command::Init { .. }) => unreachable!("init runs before the config is read"),
     }
 }
@@ -602,36 +667,54 @@ struct JobsRequest<'a> {
     states: &'a [JobState],
     /// Only jobs whose GPUs read idle now.
     idle: bool,
+    /// Take one telemetry reading (not `--no-telemetry`).
+    telemetry: bool,
     format: OutputFormat,
 }
 
 async fn jobs(config: &Config, read_only: bool, ask: JobsRequest<'_>) -> Result<ExitCode, Failure> {
-    let fleet = start_fleet(config, read_only, ask.clusters, true).await?;
+    let mut builder = Fleet::builder(config).only(ask.clusters);
+    if !ask.telemetry {
+        builder = builder.without_telemetry();
+    }
+    let opts =
+        FleetOptions { read_only, poll: true, audit: Some(audit_log()), actor: crate::fleet::audit::current_actor() };
+    let fleet = builder.connect(opts).await.map_err(|e| Failure(e.to_string()))?;
     let (mut state, failed) = first_refresh(config, &fleet).await;
+    let longest = config.clusters.iter().map(|c| c.timeout).max().unwrap_or(Duration::from_secs(30));
     if ask.idle {
-        state = first_telemetry(config, &fleet).await;
+        state = first_telemetry(&fleet, longest.saturating_mul(2).saturating_add(Duration::from_secs(5)), true).await;
         eprintln!(
             "flightdeck: one telemetry reading: a job is listed when its GPUs read under {}% now (the cockpit \
              and a hub flag it idle after {} minutes of that)",
             config.idle.below_percent,
             config.idle.window.as_secs() / 60
         );
+    } else if ask.telemetry {
+        // One reading where a cluster can be measured (a cluster without a source answers
+        // at once), bounded by the clusters' timeout: scripts get what the GPU% column shows.
+        state = first_telemetry(&fleet, longest, false).await;
     }
     let below = |used: &JobGpuUse| used.mean_utilisation.is_some_and(|u| u < config.idle.below_percent) || used.idle;
-    let jobs: Vec<(&Job, Option<&JobGpuUse>)> = state
+    // Per job: its cluster's reading (where one was taken) and its own part of it.
+    type Row<'s> = (&'s Job, Option<&'s crate::model::GpuUse>, Option<&'s JobGpuUse>);
+    let jobs: Vec<Row<'_>> = state
         .clusters
         .iter()
         .filter_map(|c| c.snapshot.as_ref().map(|s| (s, c.gpu_use.as_deref())))
-        .flat_map(|(s, used)| s.jobs.iter().map(move |j| (j, used.and_then(|u| u.job(&j.job_ref.id)))))
-        .filter(|(j, _)| ask.user.is_none_or(|u| j.user == u))
-        .filter(|(j, _)| ask.states.is_empty() || ask.states.contains(&j.state))
-        .filter(|(_, used)| !ask.idle || used.is_some_and(below))
+        .flat_map(|(s, used)| s.jobs.iter().map(move |j| (j, used, used.and_then(|u| u.job(&j.job_ref.id)))))
+        .filter(|(j, ..)| ask.user.is_none_or(|u| j.user == u))
+        .filter(|(j, ..)| ask.states.is_empty() || ask.states.contains(&j.state))
+        .filter(|(.., used)| !ask.idle || used.is_some_and(below))
         .collect();
     match ask.format {
-        OutputFormat::Table => print!("{}", output::jobs_table(&jobs)),
+        OutputFormat::Table => {
+            let shown: Vec<(&Job, Option<&JobGpuUse>)> = jobs.iter().map(|(j, _, used)| (*j, *used)).collect();
+            print!("{}", output::jobs_table(&shown))
+        }
         OutputFormat::Json => {
             let rows: Vec<output::JobRow> =
-                jobs.iter().map(|(j, used)| output::JobRow::from(*j).with_gpu_use(*used)).collect();
+                jobs.iter().map(|(j, reading, used)| output::JobRow::from(*j).with_reading(*reading, *used)).collect();
             println!("{}", output::json(&rows));
         }
     }
@@ -639,12 +722,12 @@ async fn jobs(config: &Config, read_only: bool, ask: JobsRequest<'_>) -> Result<
 }
 
 /// The fleet once every cluster's telemetry was tried (a reading, an error, or nothing to
-/// read with), bounded like a refresh; a cluster whose reading failed says so on stderr.
-async fn first_telemetry(config: &Config, fleet: &Fleet) -> Arc<FleetState> {
-    let longest = config.clusters.iter().map(|c| c.timeout).max().unwrap_or(Duration::from_secs(30));
+/// read with), waiting at most `bound`; a cluster whose reading failed or did not come says
+/// so on stderr, and, with `missing`, one with no telemetry source at all.
+async fn first_telemetry(fleet: &Fleet, bound: Duration, missing: bool) -> Arc<FleetState> {
     let tried = |s: &FleetState| s.clusters.iter().all(|c| c.telemetry_tried || c.snapshot.is_none());
-    let state = fleet.wait_for(longest.saturating_mul(2).saturating_add(Duration::from_secs(5)), tried).await;
-    for line in state.clusters.iter().filter_map(telemetry_problem) {
+    let state = fleet.wait_for(bound, tried).await;
+    for line in state.clusters.iter().filter_map(|c| telemetry_problem(c, missing)) {
         eprintln!("{line}");
     }
     state
@@ -652,10 +735,11 @@ async fn first_telemetry(config: &Config, fleet: &Fleet) -> Arc<FleetState> {
 
 /// The stderr line for a cluster whose telemetry failed or is missing, made printable whole
 /// (the name, from a hub, as much as the error).
-fn telemetry_problem(c: &crate::model::ClusterState) -> Option<String> {
+fn telemetry_problem(c: &crate::model::ClusterState, missing: bool) -> Option<String> {
     let problem = match (&c.telemetry_error, c.telemetry_tried, &c.gpu_use) {
         (Some(error), ..) => format!("GPU telemetry: {error}"),
-        (None, true, None) => "no GPU telemetry source".to_string(),
+        (None, true, None) if missing => "no GPU telemetry source".to_string(),
+        (None, true, None) => return None,
         (None, false, _) if c.snapshot.is_some() => "GPU telemetry did not answer in time".to_string(),
         _ => return None,
     };
@@ -954,7 +1038,7 @@ mod tests {
         );
         c.health = Health::Stale { since: chrono::Utc::now(), error: "down\u{85}".into(), last_ok: None };
         c.telemetry_error = Some("refused \u{2067}".into());
-        for line in [refresh_problem(&c).unwrap(), telemetry_problem(&c).unwrap()] {
+        for line in [refresh_problem(&c).unwrap(), telemetry_problem(&c, true).unwrap()] {
             assert!(!line.chars().any(crate::safe_text::is_unsafe), "{line:?}");
             assert!(line.starts_with("flightdeck: hub-\u{FFFD}]0;pwned"), "{line:?}");
         }

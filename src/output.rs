@@ -91,6 +91,18 @@ pub struct GpuUseRow {
 }
 
 impl<'a> JobRow<'a> {
+    /// The row with its cluster's telemetry reading, where one was taken: the job's part of
+    /// it, or, for a job the reading holds nothing of (pending, no GPUs), no GPU measured,
+    /// so a script tells "measured: none" from "no reading" (no `gpu_use` at all).
+    pub fn with_reading(self, reading: Option<&crate::model::GpuUse>, used: Option<&JobGpuUse>) -> Self {
+        let mut row = self.with_gpu_use(used);
+        if row.gpu_use.is_none() && reading.is_some() {
+            row.gpu_use =
+                Some(GpuUseRow { gpus_measured: 0, utilisation: None, below_threshold_since: None, idle: false });
+        }
+        row
+    }
+
     /// The row with the job's measured GPU use.
     pub fn with_gpu_use(mut self, used: Option<&JobGpuUse>) -> Self {
         self.gpu_use = used.map(|u| GpuUseRow {

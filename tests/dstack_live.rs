@@ -167,6 +167,7 @@ async fn a_run_with_a_no_capacity_retry_waits_is_listed_then_stopped_and_deleted
     let row = rows.iter().find(|row| row.to_string().contains(&r.id)).unwrap_or_else(|| panic!("{r} not in {rows:?}"));
     let text = row.to_string();
     assert!(text.contains("pending") && text.contains("no capacity"), "{text}");
+    assert_eq!((row["id"].as_str(), row["name"].as_str()), (Some(r.id.as_str()), Some("retry-me")), "{text}");
 
     // Delete of an active run is refused with the server's words; stop, then delete.
     let err = b.job_action(&r, JobAction::Delete).await.unwrap_err();
@@ -329,9 +330,13 @@ async fn a_pending_runs_spec_reads_back_from_the_stored_run_spec() {
     let snap = wait(&b, "the run listed", |s| job(s, &r).is_some()).await;
     assert_eq!(job(&snap, &r).unwrap().migrated_from.as_deref(), Some("hpc/123_4"), "the listing carries the tag");
 
+    // The ref is the run (with the suffix a submit adds); the name shown is the one given,
+    // made a dstack name.
+    assert!(r.id.starts_with("spec-back-") && r.id.len() == "spec-back-".len() + 5, "{r}");
+    assert_eq!(job(&snap, &r).unwrap().name, "spec-back");
     let got = b.job_spec(&r).await.unwrap();
-    // What the server stored is what was sent; only the name is the run's (with its suffix).
-    assert_eq!(got.spec, JobSpec { name: r.id.clone(), ..spec.clone() });
+    // What the server stored is what was sent, the name as the configuration carries it.
+    assert_eq!(got.spec, JobSpec { name: "spec-back".into(), ..spec.clone() });
     assert_eq!(
         got.warnings,
         ["`retry`: no portable form (a dstack cluster's own `retry` setting adds one at submit); left out"]
@@ -370,7 +375,8 @@ async fn exported_configurations_are_stored_as_they_were_written() {
         applied.unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), exported.text));
         let got = b.job_spec(&r).await.unwrap().spec;
         // The server writes `nodes: 1` into a run spec without it.
-        let want = JobSpec { name: run_name, nodes: Some(spec.nodes.unwrap_or(1)), ..spec };
+        // The name read back is the configuration's, as written, not the run's.
+        let want = JobSpec { nodes: Some(spec.nodes.unwrap_or(1)), ..spec };
         assert_eq!(got, want, "{}:\n{}", path.display(), exported.text);
     }
 }

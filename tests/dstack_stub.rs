@@ -262,3 +262,35 @@ async fn a_runs_spec_is_read_from_runs_get() {
     assert_eq!(snap.jobs[0].migrated_from.as_deref(), Some("hpc/123"));
     assert_eq!(snap.jobs[0].partition, "f1", "not placed yet: the fleet the stored spec names");
 }
+
+/// A run flightdeck submitted as `train-llm` is the run `train-llm-d3e3p` (a suffix makes each
+/// submission new): the ref keeps the run's name, the NAME shown and the spec read back are
+/// the configuration's. A run without a configuration name shows its run name.
+#[tokio::test]
+async fn a_submitted_runs_name_is_the_one_given_and_its_ref_the_runs() {
+    let mut run = fixture("runs-running.json")[0].clone();
+    run["run_spec"]["run_name"] = json!("train-llm-d3e3p");
+    run["run_spec"]["configuration"]["name"] = json!("train-llm");
+    let mut plain = fixture("runs-running.json")[1].clone();
+    plain["run_spec"]["configuration"]["name"] = Value::Null;
+    let stub = Stub { runs: vec![run, plain], ..recorded() };
+    let (url, _) = start(stub).await;
+    let b = backend(&url, TOKEN);
+    let snap = b.snapshot().await.unwrap();
+    let shown: Vec<(&str, &str)> = snap.jobs.iter().map(|j| (j.job_ref.id.as_str(), j.name.as_str())).collect();
+    assert_eq!(shown, [("train-llm-d3e3p", "train-llm"), ("probe-retry", "probe-retry")]);
+
+    // What a submit sends: the run name with a suffix, the configuration with the name given.
+    let spec = flightdeck::spec::JobSpec {
+        name: "Train LLM".into(),
+        command: Some("python train.py".into()),
+        ..Default::default()
+    };
+    let target = flightdeck::backend::dstack::manifest::Target { suffix: "d3e3p".into(), retry_secs: None };
+    let (sent, _) = flightdeck::backend::dstack::manifest::run_spec_of(&spec, &target).unwrap();
+    let sent = serde_json::to_value(&sent).unwrap();
+    assert_eq!((&sent["run_name"], &sent["configuration"]["name"]), (&json!("train-llm-d3e3p"), &json!("train-llm")));
+    // Read back, the stored spec names the job as given.
+    let imported = (flightdeck::backend::Registry::builtin().dialect("dstack").unwrap().import)(&sent.to_string());
+    assert_eq!(imported.unwrap().spec.name, "train-llm");
+}

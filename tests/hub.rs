@@ -208,6 +208,7 @@ impl Hub {
                     idle: flightdeck::config::IdleRule { below_percent: 5.0, window: Duration::ZERO },
                     sources: Default::default(),
                     every: [(toy.name.to_string(), every)].into_iter().collect(),
+                    ..Default::default()
                 },
             ),
         };

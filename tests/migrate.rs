@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
-use flightdeck::fleet::migrate::{self, MigrateOptions};
+use flightdeck::fleet::migrate::{self, GpuChoice, MigrateOptions};
 use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
 use flightdeck::model::{Dialect, Job, JobRef, JobState, Native, Snapshot};
 use flightdeck::spec::{Imported, JobSpec};
@@ -34,6 +34,8 @@ struct Toy {
     /// A submit whose answer is lost also takes the link down.
     dark_after_submit: AtomicBool,
     next: AtomicU32,
+    /// The machines it lists (none by default: a cluster that cannot say "never").
+    nodes: Mutex<Vec<flightdeck::model::Node>>,
 }
 
 impl Toy {
@@ -48,6 +50,7 @@ impl Toy {
             unreachable: AtomicBool::new(false),
             dark_after_submit: AtomicBool::new(false),
             next: AtomicU32::new(100),
+            nodes: Mutex::new(Vec::new()),
         })
     }
 
@@ -110,7 +113,8 @@ impl Backend for Toy {
             return Err(BackendError::Connect { target: "login".into(), message: "connection refused".into() });
         }
         let jobs = self.jobs.lock().unwrap().iter().map(|(j, _)| j.clone()).collect();
-        let mut s = Snapshot { cluster: self.name.into(), jobs, ..Snapshot::default() };
+        let nodes = self.nodes.lock().unwrap().clone();
+        let mut s = Snapshot { cluster: self.name.into(), jobs, nodes, ..Snapshot::default() };
         s.derive_queues();
         Ok(s)
     }
@@ -395,10 +399,13 @@ async fn running_jobs_move_only_when_asked_and_ended_ones_never() {
     let fleet = bed.fleet(false).await;
     let err = plan_and_go(&fleet, &running, &MigrateOptions::default()).await.unwrap_err();
     assert!(err.contains("hpc/20 is running: moving it kills it") && err.contains("--running"), "{err}");
-    let err = plan_and_go(&fleet, &ended, &MigrateOptions { running: true, image: None }).await.unwrap_err();
+    let err =
+        plan_and_go(&fleet, &ended, &MigrateOptions { running: true, ..MigrateOptions::default() }).await.unwrap_err();
     assert!(err.contains("hpc/21 has ended"), "{err}");
     assert!(bed.calls().is_empty());
-    plan_and_go(&fleet, &running, &MigrateOptions { running: true, image: None }).await.expect("moved with --running");
+    plan_and_go(&fleet, &running, &MigrateOptions { running: true, ..MigrateOptions::default() })
+        .await
+        .expect("moved with --running");
     assert!(!bed.hpc.has("20"));
 }
 
@@ -574,4 +581,87 @@ async fn resume_never_submits_while_the_target_cannot_be_listed() {
     assert_eq!(done.failed(), 0, "{}", done.summary());
     assert_eq!(bed.k8s.tagged("hpc/12").len(), 1);
     assert!(!bed.hpc.has("12"));
+}
+
+/// A target whose only node holds 8 idle GPUs of `model`.
+fn gpu_node(cluster: &str, model: &str) -> flightdeck::model::Node {
+    let mut node = flightdeck::model::Node::new(cluster, "gpu-1", flightdeck::model::NodeState::Idle);
+    node.gpus = vec![flightdeck::model::GpuSlot {
+        model: model.into(),
+        gpu_product: None,
+        shared: false,
+        total: 8,
+        allocated: 0,
+        unhealthy: 0,
+        utilisation: None,
+    }];
+    node.cpus_total = 64;
+    node.memory_total_mb = 512 * 1024;
+    node
+}
+
+/// A job asking for h100, moved to a cluster that has only h200: refused, naming why and
+/// the way out; nothing is submitted or cancelled.
+#[tokio::test]
+async fn a_move_that_can_never_start_on_the_target_is_refused_naming_why() {
+    let bed = Bed::new();
+    bed.k8s.nodes.lock().unwrap().push(gpu_node("k8s", "h200"));
+    let job = bed.hpc.add("7", JobState::Pending);
+    let fleet = bed.fleet(false).await;
+    let plan = fleet.plan_migration(std::slice::from_ref(&job), "k8s", &MigrateOptions::default()).await;
+    let why = plan.moves[0].refused.clone().expect("refused");
+    assert!(why.contains("can never start on k8s"), "{why}");
+    assert!(why.contains("no node has h100"), "{why}");
+    assert!(why.contains("--gpu-type MODEL") && why.contains("(h200 here)"), "{why}");
+    assert!(plan.actions().is_empty());
+    assert_eq!(plan_and_go(&fleet, &job, &MigrateOptions::default()).await.unwrap_err(), format!("refused: {why}"));
+    assert!(bed.calls().is_empty(), "{:?}", bed.calls());
+    assert!(bed.hpc.has("7"));
+}
+
+/// `--gpu-type h200` maps the model: the plan shows it as a changed field, the placement
+/// is `now`, and the target gets the job asking for h200.
+#[tokio::test]
+async fn gpu_type_maps_the_model_and_the_plan_shows_the_change() {
+    let bed = Bed::new();
+    bed.k8s.nodes.lock().unwrap().push(gpu_node("k8s", "h200"));
+    let job = bed.hpc.add("7", JobState::Pending);
+    let fleet = bed.fleet(false).await;
+    let opts = MigrateOptions { gpu_type: Some(GpuChoice::Model("h200".into())), ..MigrateOptions::default() };
+    let plan = fleet.plan_migration(std::slice::from_ref(&job), "k8s", &opts).await;
+    let m = &plan.moves[0];
+    assert_eq!(m.refused, None);
+    assert!(
+        m.warnings.iter().any(|w| w == "`gpu_type`: changed from h100 to h200, as asked (--gpu-type)"),
+        "{:?}",
+        m.warnings
+    );
+    assert_eq!(m.advice.as_ref().map(|a| a.verdict.as_str()), Some("now"), "{:?}", m.advice);
+    assert_eq!(m.spec.as_ref().and_then(|s| s.gpu_type.as_deref()), Some("h200"));
+    plan_and_go(&fleet, &job, &opts).await.expect("moved");
+    let on_target = bed.k8s.jobs.lock().unwrap().iter().find(|(j, _)| j.origin() == Some("hpc/7")).cloned();
+    let (_, spec) = on_target.expect("the target has the copy");
+    assert_eq!((spec.gpus, spec.gpu_type.as_deref()), (4, Some("h200")));
+    assert!(!bed.hpc.has("7"), "the source is cancelled once the target lists the copy");
+}
+
+/// `--gpu-type any` leaves the model open (the target's render decides whether it can);
+/// a job without GPUs is left as it is, said so; a name that is not one is refused.
+#[tokio::test]
+async fn gpu_type_any_leaves_the_model_open_and_bad_names_are_refused() {
+    let bed = Bed::new();
+    bed.k8s.nodes.lock().unwrap().push(gpu_node("k8s", "h200"));
+    let job = bed.hpc.add("7", JobState::Pending);
+    let fleet = bed.fleet(false).await;
+    let opts = MigrateOptions { gpu_type: Some(GpuChoice::Any), ..MigrateOptions::default() };
+    let plan = fleet.plan_migration(std::slice::from_ref(&job), "k8s", &opts).await;
+    let m = &plan.moves[0];
+    assert_eq!(m.refused, None);
+    assert_eq!(m.spec.as_ref().map(|s| (s.gpus, s.gpu_type.clone())), Some((4, None)));
+    assert!(m.warnings.iter().any(|w| w.contains("changed from h100 to any model")), "{:?}", m.warnings);
+
+    assert_eq!(GpuChoice::parse("ANY"), Ok(GpuChoice::Any));
+    assert_eq!(GpuChoice::parse("a100-80gb"), Ok(GpuChoice::Model("a100-80gb".into())));
+    let err = GpuChoice::parse("h200;rm -rf").unwrap_err();
+    assert!(err.contains("not a GPU model"), "{err}");
 }

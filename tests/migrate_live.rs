@@ -183,6 +183,49 @@ fn slurm_22_to_slurm_24_through_the_binary() {
     assert_eq!((&row["outcome"], &row["target"]), (&serde_json::json!("ok"), &serde_json::json!(src)));
 }
 
+/// A job asking for a100 (fd22 has them), moved to fd24 (l40s and h100 only): refused,
+/// naming why and the models there, the source left held; `--gpu-type l40s` maps the
+/// model, the plan shows the changed field, and fd24 gets a job asking for l40s.
+#[test]
+fn a_move_across_gpu_models_is_refused_until_the_model_is_mapped() {
+    let _locks = (cluster_lock("fd22"), cluster_lock("fd24"));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (fd22, fd24) = (built(&cluster_config("fd22")), built(&cluster_config("fd24")));
+    let ask = JobSpec { gpu_type: Some("a100".into()), ..spec("fd-migrate-model") };
+    let source = rt.block_on(held(fd22.clone(), &ask));
+    let state = tempfile::tempdir().unwrap();
+    let config = testbed_config_path();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("XDG_STATE_HOME", state.path())
+            .output()
+            .expect("run flightdeck")
+    };
+    let src = source.job.to_string();
+    let out = run(&["migrate", &src, "--to", "fd24", "--yes"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains(&format!("{src} → fd24: refused: it can never start on fd24: no node")), "{err}");
+    assert!(err.contains("has a100") && err.contains("(h100, l40s here)"), "{err}");
+    assert!(err.contains("nothing to migrate"), "{err}");
+    assert_eq!(rt.block_on(listed(&*fd22, &source.job)), Some(JobState::Held), "the source stays");
+
+    let out = run(&["migrate", &src, "--to", "fd24", "--gpu-type", "l40s", "--yes"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("  warning: `gpu_type`: changed from a100 to l40s, as asked (--gpu-type)"), "{said}");
+    let new: JobRef =
+        said.trim().rsplit(' ').next().and_then(|r| r.parse().ok()).unwrap_or_else(|| panic!("no new ref in {said:?}"));
+    let _moved = Held { backend: fd24.clone(), job: new.clone() };
+    assert_eq!(new.cluster, "fd24");
+    let back = rt.block_on(fd24.job_spec(&new)).expect("spec of the new job");
+    assert_eq!((back.spec.gpus, back.spec.gpu_type.as_deref()), (1, Some("l40s")), "{:?}", back.spec);
+    assert_eq!(rt.block_on(listed(&*fd22, &source.job)), None, "the source is cancelled");
+}
+
 #[tokio::test]
 async fn a_target_that_rejects_the_job_leaves_the_source_pending() {
     let _locks = (cluster_lock("fd22"), cluster_lock("fd24"));
@@ -196,8 +239,13 @@ async fn a_target_that_rejects_the_job_leaves_the_source_pending() {
     let f = fleet(vec![member(fd22.clone(), "slurm"), member(fd24.clone(), "slurm")], &audit).await;
     until_listed(&f, &source.job).await;
     let plan = f.plan_migration(std::slice::from_ref(&source.job), "fd24", &MigrateOptions::default()).await;
-    assert_eq!(plan.moves[0].refused, None, "{:?}", plan.moves[0]);
-    let actions = plan.actions();
+    // The plan already refuses it (no a100 on fd24); the move carried out anyway, as a plan
+    // made from a listing that could not tell would, still leaves the source untouched when
+    // the target's sbatch says no.
+    let mut planned = plan.moves[0].clone();
+    let why = planned.refused.take().unwrap_or_default();
+    assert!(why.starts_with("it can never start on fd24: no node in partition gpu has a100"), "{why}");
+    let actions = vec![planned.action().expect("the planned move")];
     let done = f.perform_batch(actions).await;
     let err = done.outcomes[0].result.clone().unwrap_err();
     assert!(err.starts_with("fd24 refused it: "), "{err}");
@@ -311,7 +359,8 @@ async fn slurm_to_kubernetes_and_back() {
     let plan = f.plan_migration(std::slice::from_ref(&source.job), "k8s", &MigrateOptions::default()).await;
     let why = plan.moves[0].refused.clone().expect("refused without an image");
     assert!(why.contains("`image`"), "{why}");
-    let opts = MigrateOptions { running: false, image: Some(Some("nvcr.io/nvidia/pytorch:24.01-py3".into())) };
+    let opts =
+        MigrateOptions { image: Some(Some("nvcr.io/nvidia/pytorch:24.01-py3".into())), ..MigrateOptions::default() };
     let plan = f.plan_migration(std::slice::from_ref(&source.job), "k8s", &opts).await;
     assert_eq!(plan.moves[0].refused, None, "{:?}", plan.moves[0]);
     let native = plan.moves[0].native.clone().unwrap();
@@ -330,7 +379,7 @@ async fn slurm_to_kubernetes_and_back() {
 
     // And back to Slurm, which has no pyxis here: the image is dropped, by name.
     until_listed(&f, &new).await;
-    let back = MigrateOptions { running: false, image: Some(None) };
+    let back = MigrateOptions { image: Some(None), ..MigrateOptions::default() };
     let plan = f.plan_migration(std::slice::from_ref(&new), "fd22", &back).await;
     assert_eq!(plan.moves[0].refused, None, "{:?}", plan.moves[0]);
     assert!(plan.moves[0].warnings.iter().any(|w| w.starts_with("`image`")), "{:?}", plan.moves[0].warnings);

@@ -330,3 +330,68 @@ async fn ssh_to_nodes_the_login_node_cannot_reach_says_so_per_node(cluster: &str
     let last = d.get("GPU telemetry last reading").expect("the last reading");
     assert!(last.starts_with("failed at ") && last.contains("Could not resolve hostname"), "{last}");
 }
+
+/// `flightdeck jobs --output json` on a cluster with telemetry: one reading, bounded by the
+/// cluster's timeout, and every job listed gets `gpu_use` (a running GPU job its GPUs and
+/// their mean, a pending one none measured); `--no-telemetry` takes no reading, so no job
+/// has it. fd22 only: the binary and the reading are the same on both releases (the
+/// scenarios above hold the backend to both).
+#[test]
+fn jobs_gives_scripts_gpu_use_and_no_telemetry_skips_the_reading() {
+    let cluster = "fd22";
+    let _lock = cluster_lock(cluster);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let b = telemetry_backend(cluster, |_| {});
+    let node = gpu_nodes(cluster)[0];
+    let mut jobs = Jobs { cluster: cluster.into(), ids: Vec::new() };
+    let busy = rt.block_on(submit_on(&b, &mut jobs, node, 2, None));
+    let snap = rt.block_on(running(&b, &jobs.ids));
+    let indices = snap.jobs[0].gpu_allocations[0].indices.clone();
+    let want: f32 = indices.iter().map(|i| fake(node, *i).utilisation.unwrap()).sum::<f32>() / indices.len() as f32;
+
+    // The test bed's fd22 with the stand-in as its nvidia-smi.
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(testbed_config_path()).unwrap();
+    let section = base.split("[[cluster]]").find(|s| s.contains("name = \"fd22\"")).expect("fd22 in the test bed");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, format!("[[cluster]]{}\nnvidia_smi = \"{STAND_IN}\"\n", section.trim_end())).unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("XDG_STATE_HOME", dir.path())
+            .output()
+            .unwrap()
+    };
+
+    let out = run(&["jobs", "--output", "json"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("telemetry"), "a reading that worked says nothing: {err}");
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!rows.is_empty());
+    for row in &rows {
+        assert!(row["gpu_use"].is_object(), "every job has gpu_use: {row}");
+    }
+    let row = rows.iter().find(|r| r["id"] == busy.id.as_str()).expect("the GPU job listed");
+    assert_eq!(row["gpu_use"]["gpus_measured"], 2, "{row}");
+    let got = row["gpu_use"]["utilisation"].as_f64().expect("a mean");
+    assert!((got - f64::from(want)).abs() < 0.01, "{got} != {want}: {row}");
+    assert_eq!(row["gpu_use"]["idle"], false);
+    for pending in rows.iter().filter(|r| r["state"] == "pending") {
+        assert_eq!(pending["gpu_use"]["gpus_measured"], 0, "{pending}");
+    }
+    // The table shows the same as the GPU% column.
+    let out = run(&["jobs"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.lines().next().is_some_and(|h| h.contains("GPU%")), "{table}");
+
+    let out = run(&["jobs", "--no-telemetry", "--output", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(rows.iter().any(|r| r["id"] == busy.id.as_str()));
+    assert!(rows.iter().all(|r| r.get("gpu_use").is_none()), "no reading, no gpu_use: {rows:?}");
+    let out = run(&["jobs", "--no-telemetry", "--idle"]);
+    assert!(!out.status.success(), "--idle needs the reading --no-telemetry skips");
+}

@@ -1625,7 +1625,7 @@ fn migrate_shows_the_plan_first_switches_targets_and_sends_exactly_the_planned_m
     ch(&mut app, ' ');
     ch(&mut app, ' ');
     let asked = ch(&mut app, 'M');
-    let [Command::PlanMigration { sources, to, running: false, seq }] = asked.as_slice() else {
+    let [Command::PlanMigration { sources, to, running: false, gpu_type: None, seq }] = asked.as_slice() else {
         panic!("one plan asked for: {asked:?}")
     };
     assert_eq!(sources, &refs("fd22", &["1", "2"]));
@@ -1666,6 +1666,53 @@ fn migrate_shows_the_plan_first_switches_targets_and_sends_exactly_the_planned_m
         .collect();
     assert_eq!(moves, vec![(JobRef::new("fd22", "1"), "k8s".into()), (JobRef::new("fd22", "2"), "k8s".into())]);
     assert!(app.dialog().is_none());
+}
+
+/// `g` in the migration plan cycles the GPU model asked for on the target: as the source
+/// asked, each model the target's nodes hold, then any; each is planned again, the title
+/// says which, and another target starts over from the source's model.
+#[test]
+fn g_in_the_migration_plan_cycles_the_targets_gpu_models() {
+    use flightdeck::fleet::migrate::GpuChoice;
+    let mut app = app();
+    let mut h200 = node("fd24", "b1", NodeState::Idle, 8, 0);
+    h200.gpus[0].model = "h200".into();
+    let mut l40s = node("fd24", "b2", NodeState::Idle, 4, 0);
+    l40s.gpus[0].model = "l40s".into();
+    app.update(fleet(
+        1,
+        vec![("fd22", jobs("fd22", &["1"]), vec![]), ("fd24", vec![], vec![h200, l40s]), ("k8s", vec![], vec![])],
+    ));
+    on_jobs(&mut app);
+    let asked = ch(&mut app, 'M');
+    assert!(matches!(asked.as_slice(), [Command::PlanMigration { gpu_type: None, .. }]), "{asked:?}");
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let asked = ch(&mut app, 'g');
+        let [Command::PlanMigration { to, gpu_type, .. }] = asked.as_slice() else { panic!("{asked:?}") };
+        assert_eq!(to, "fd24");
+        seen.push((gpu_type.clone(), app.dialog().unwrap().title()));
+    }
+    assert_eq!(
+        seen,
+        [
+            (Some(GpuChoice::Model("h200".into())), "Migrate 1 job to fd24 as h200?".to_string()),
+            (Some(GpuChoice::Model("l40s".into())), "Migrate 1 job to fd24 as l40s?".to_string()),
+            (Some(GpuChoice::Any), "Migrate 1 job to fd24, any GPU model?".to_string()),
+            (None, "Migrate 1 job to fd24?".to_string()),
+        ]
+    );
+    ch(&mut app, 'g');
+    let asked = code(&mut app, KeyCode::Tab);
+    assert!(matches!(asked.as_slice(), [Command::PlanMigration { gpu_type: None, .. }]), "{asked:?}");
+    // `r` keeps the choice for the same target.
+    let asked = ch(&mut app, 'g');
+    assert!(matches!(asked.as_slice(), [Command::PlanMigration { gpu_type: Some(GpuChoice::Any), .. }]), "{asked:?}");
+    let asked = ch(&mut app, 'r');
+    assert!(
+        matches!(asked.as_slice(), [Command::PlanMigration { running: true, gpu_type: Some(GpuChoice::Any), .. }]),
+        "{asked:?}"
+    );
 }
 
 /// The submit form ranks every cluster for the spec being edited, from the state the App

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use super::{Failure, act_on, audit_log, first_refresh, start_fleet};
 use crate::config::Config;
-use crate::fleet::migrate::{self, MigrateOptions, MigrationPlan};
+use crate::fleet::migrate::{self, GpuChoice, MigrateOptions, MigrationPlan};
 use crate::model::JobRef;
 use crate::output;
 
@@ -19,6 +19,8 @@ pub struct MigrateRequest {
     pub resume: bool,
     /// `--image IMAGE` or `--image none`.
     pub image: Option<String>,
+    /// `--gpu-type MODEL` or `--gpu-type any`.
+    pub gpu_type: Option<GpuChoice>,
 }
 
 pub async fn migrate(config: &Config, read_only: bool, ask: MigrateRequest) -> Result<ExitCode, Failure> {
@@ -72,7 +74,9 @@ pub async fn migrate(config: &Config, read_only: bool, ask: MigrateRequest) -> R
     }
     let Some(to) = ask.to else { return Err(Failure("--to CLUSTER is required".into())) };
     let image = ask.image.map(|i| Some(i).filter(|i| i != "none"));
-    let plan = fleet.plan_migration(&ask.jobs, &to, &MigrateOptions { running: ask.running, image }).await;
+    let plan = fleet
+        .plan_migration(&ask.jobs, &to, &MigrateOptions { running: ask.running, image, gpu_type: ask.gpu_type })
+        .await;
     print_plan(&plan, ask.dry_run);
     let actions = plan.actions();
     let refused = plan.refused();

@@ -25,11 +25,42 @@ pub fn read_job_file(registry: &Registry, path: &Path, from: Option<&str>) -> Re
         None => registry.detect(&text),
     };
     match dialect {
+        None if from.is_none() && !looks_like_toml(&text) => {
+            Err(Failure(format!("{}: not a job file flightdeck knows: {}", path.display(), known_forms(registry))))
+        }
         None => JobSpec::from_toml_str(&text, path)
             .map(|spec| Imported { spec, warnings: Vec::new() })
             .map_err(|e| Failure(e.to_string())),
         Some(entry) => (entry.import)(&text)
             .map_err(|e| Failure(format!("{}: cannot read it as {}: {e}", path.display(), entry.dialect.title()))),
+    }
+}
+
+/// Whether a file no dialect claimed is meant as the portable TOML: it parses as TOML (a
+/// spec with a wrong key is still reported at its line), or it fails to but is not some
+/// other structured form either (a YAML mapping of a kind no dialect knows, a script), so a
+/// TOML typo keeps its line and key rather than reading as "not a job file".
+fn looks_like_toml(text: &str) -> bool {
+    if text.parse::<toml::Table>().is_ok() {
+        return true;
+    }
+    if text.trim_start().starts_with("#!") {
+        return false;
+    }
+    let yaml_mapping = serde_saphyr::from_multiple::<serde_json::Value>(text)
+        .map(|docs| !docs.is_empty() && docs.iter().all(serde_json::Value::is_object))
+        .unwrap_or(false);
+    !yaml_mapping
+}
+
+/// "a portable spec (TOML), an sbatch script, … or a dstack task": the forms the registry
+/// can read, so a kind added at run time is named too.
+fn known_forms(registry: &Registry) -> String {
+    let mut forms = vec!["a portable spec (TOML)"];
+    forms.extend(registry.dialects().map(|d| d.dialect.described()));
+    match forms.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => forms.join(""),
     }
 }
 

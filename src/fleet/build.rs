@@ -24,6 +24,8 @@ pub struct FleetBuilder<'c> {
     config: &'c Config,
     registry: Registry,
     only: Vec<String>,
+    /// Read GPU telemetry beside polling (the default).
+    telemetry: bool,
 }
 
 impl Fleet {
@@ -35,7 +37,7 @@ impl Fleet {
 
     /// A fleet over `config`, to restrict to some clusters or build with other kinds first.
     pub fn builder(config: &Config) -> FleetBuilder<'_> {
-        FleetBuilder { config, registry: Registry::builtin(), only: Vec::new() }
+        FleetBuilder { config, registry: Registry::builtin(), only: Vec::new(), telemetry: true }
     }
 }
 
@@ -44,6 +46,12 @@ impl FleetBuilder<'_> {
     /// not have is an error at [`FleetBuilder::start`].
     pub fn only(mut self, names: &[String]) -> Self {
         self.only = names.to_vec();
+        self
+    }
+
+    /// Start no GPU telemetry reading: a script that asked for none costs the clusters none.
+    pub fn without_telemetry(mut self) -> Self {
+        self.telemetry = false;
         self
     }
 
@@ -85,7 +93,8 @@ impl FleetBuilder<'_> {
         &self,
         members: impl Iterator<Item = (&'m Member, &'m str)>,
     ) -> Result<TelemetryOptions, BuildError> {
-        let mut options = TelemetryOptions { idle: self.config.idle, ..TelemetryOptions::default() };
+        let mut options =
+            TelemetryOptions { off: !self.telemetry, idle: self.config.idle, ..TelemetryOptions::default() };
         for (member, entry) in members {
             let Some(c) = self.config.cluster(entry) else { continue };
             let name = member.backend.name().to_string();

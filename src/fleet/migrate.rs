@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::advice::{self, Advice};
+use super::advice::{self, Advice, Verdict};
 use super::audit::AuditRecord;
 use super::{Fleet, Runner};
 use crate::backend::BackendError;
@@ -140,6 +140,59 @@ pub struct MigrateOptions {
     /// has none (a Slurm job going to Kubernetes), `Some(None)` drops the source's (a
     /// Kubernetes job going to a Slurm without pyxis, to run on the nodes' own software).
     pub image: Option<Option<String>>,
+    /// The GPU model the moved jobs ask for on the target (`--gpu-type`), where the source's
+    /// model is not there.
+    pub gpu_type: Option<GpuChoice>,
+}
+
+/// `--gpu-type MODEL` or `--gpu-type any`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuChoice {
+    /// Ask for this model instead (as the target's scheduler names it: `h200`, `a100-80gb`).
+    Model(String),
+    /// Leave the model open: any GPU the target has. The target's dialect decides whether it
+    /// can (Slurm `--gres=gpu:N`, a Kubernetes GPU limit without a model selector, dstack
+    /// `gpu: N`); SkyPilot's render refuses, since a cloud is asked for a model by name.
+    Any,
+}
+
+impl GpuChoice {
+    /// What the user typed, checked as a spec's `gpu_type` is: nothing reaches a
+    /// scheduler's command line that is not a plain name.
+    pub fn parse(text: &str) -> Result<GpuChoice, String> {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("any") {
+            return Ok(GpuChoice::Any);
+        }
+        if text.is_empty() || !text.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) {
+            return Err(format!(
+                "--gpu-type {text:?} is not a GPU model: use letters, digits, '_', '.' and '-' (h200, a100-80gb), or `any`"
+            ));
+        }
+        Ok(GpuChoice::Model(text.to_string()))
+    }
+}
+
+impl std::fmt::Display for GpuChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuChoice::Model(model) => f.write_str(model),
+            GpuChoice::Any => f.write_str("any"),
+        }
+    }
+}
+
+/// The GPU models a cluster's nodes hold, canonical, sorted (`h200`, `l4`).
+pub fn gpu_models(target: &ClusterState) -> Vec<String> {
+    let models: std::collections::BTreeSet<&str> = target
+        .snapshot
+        .iter()
+        .flat_map(|s| s.nodes.iter())
+        .flat_map(|n| n.gpus.iter())
+        .filter(|g| g.total > 0 && !g.shared)
+        .map(|g| g.model.as_str())
+        .collect();
+    models.into_iter().map(str::to_string).collect()
 }
 
 /// One job's move, as planned and shown before anything happens.
@@ -256,6 +309,9 @@ pub fn adapt(
         }
         _ => {}
     }
+    if let Some(choice) = &opts.gpu_type {
+        map_gpu_type(&mut spec, choice, &mut warnings);
+    }
     let same_kind = target.kind.as_str() == source_kind;
     if let Some(partition) = spec.partition.take() {
         let known = target.snapshot.as_ref().is_some_and(|s| {
@@ -277,6 +333,53 @@ pub fn adapt(
         ));
     }
     (spec, warnings)
+}
+
+/// `--gpu-type`: the spec's model changed as asked, said as a changed field.
+fn map_gpu_type(spec: &mut JobSpec, choice: &GpuChoice, warnings: &mut Vec<String>) {
+    if spec.gpus == 0 {
+        warnings.push(format!("`gpu_type`: the job asks for no GPUs, so --gpu-type {choice} changes nothing"));
+        return;
+    }
+    let was = spec.gpu_type.clone().unwrap_or_else(|| "any model".to_string());
+    match choice {
+        GpuChoice::Model(model) if spec.gpu_type.as_deref() == Some(model.as_str()) => {}
+        GpuChoice::Model(model) => {
+            warnings.push(format!("`gpu_type`: changed from {was} to {model}, as asked (--gpu-type)"));
+            spec.gpu_type = Some(model.clone());
+        }
+        GpuChoice::Any if spec.gpu_type.is_none() => {}
+        GpuChoice::Any => {
+            warnings.push(format!("`gpu_type`: changed from {was} to any model, as asked (--gpu-type any)"));
+            spec.gpu_type = None;
+        }
+    }
+}
+
+/// Why a move should not go ahead although the target would take the submission: the
+/// placement says it can never start there as the cluster stands. Judged only from a fresh
+/// listing that shows nodes (a cluster that lists none, an autoscaler's or a cloud's, or
+/// a stale one, cannot say "never"); the model the target lacks is named with the way out.
+pub fn placement_refusal(advice: &Advice, spec: &JobSpec, target: &ClusterState) -> Option<String> {
+    let has_nodes = target.snapshot.as_ref().is_some_and(|s| !s.nodes.is_empty());
+    if advice.verdict != Verdict::Cannot || advice.stale || !has_nodes {
+        return None;
+    }
+    let mut why = format!("it can never start on {}: {}", target.name, advice.reason);
+    let models = gpu_models(target);
+    let lacking = spec
+        .gpu_type
+        .as_deref()
+        .filter(|_| spec.gpus > 0)
+        .map(crate::model::gpu_names::canonical_model)
+        .is_some_and(|want| !models.contains(&want));
+    if lacking && !models.is_empty() {
+        why.push_str(&format!(
+            "; --gpu-type MODEL asks for another ({} here), or --gpu-type any for whichever it has",
+            models.join(", ")
+        ));
+    }
+    Some(why)
 }
 
 impl Fleet {
@@ -348,6 +451,7 @@ impl Fleet {
         let only_target = FleetState { clusters: vec![target.clone()], ..FleetState::default() };
         let placement = advice::Options { exclude: Some(&source), partition_on: Some(to) };
         let advice = advice::advise_waiting(&only_target, waiting, &spec, &placement).into_iter().next();
+        let never = advice.as_ref().and_then(|a| placement_refusal(a, &spec, target));
         match self.render(to, &spec).await {
             Ok(native) => {
                 warnings.extend(native.warnings.iter().cloned());
@@ -358,13 +462,19 @@ impl Fleet {
                     spec: Some(spec),
                     native: Some(native),
                     warnings,
-                    refused: None,
+                    refused: never,
                     uid,
                     advice,
                 }
             }
             Err(e) => {
-                let mut refused = PlannedMove::refused(source, job_state, to, format!("{to} cannot take it: {e}"));
+                let why = match &opts.gpu_type {
+                    Some(GpuChoice::Any) if spec.gpus > 0 => {
+                        format!("{to} cannot take it with the GPU model left open (--gpu-type any): {e}")
+                    }
+                    _ => format!("{to} cannot take it: {e}"),
+                };
+                let mut refused = PlannedMove::refused(source, job_state, to, why);
                 refused.warnings = warnings;
                 refused
             }

@@ -62,6 +62,8 @@ pub struct FleetOptions {
 /// read through its backend every [`DEFAULT_TELEMETRY`](crate::config::DEFAULT_TELEMETRY).
 #[derive(Clone, Default)]
 pub struct TelemetryOptions {
+    /// Read no telemetry at all (`jobs --no-telemetry`): no reading is started.
+    pub off: bool,
     pub idle: crate::config::IdleRule,
     pub sources: HashMap<String, Arc<dyn crate::backend::telemetry::TelemetrySource>>,
     pub every: HashMap<String, Duration>,
@@ -172,7 +174,9 @@ impl Fleet {
             };
             if opts.poll {
                 tasks.push(tokio::spawn(poller.run()));
-                tasks.push(tokio::spawn(telemetry_poller.run()));
+                if !telemetry.off {
+                    tasks.push(tokio::spawn(telemetry_poller.run()));
+                }
             }
         }
         let kinds = initial_kinds;

@@ -32,6 +32,16 @@ impl Dialect {
         }
     }
 
+    /// The form as a sentence names one: "an sbatch script", "a Kubernetes Job".
+    pub fn described(self) -> &'static str {
+        match self {
+            Dialect::Sbatch => "an sbatch script",
+            Dialect::KubernetesJob => "a Kubernetes Job",
+            Dialect::SkyPilotTask => "a SkyPilot task",
+            Dialect::DstackRunSpec => "a dstack task",
+        }
+    }
+
     /// How a preview is titled.
     pub fn title(self) -> &'static str {
         match self {

@@ -134,6 +134,7 @@ ui_actions! {
     NextTarget => "next_target", "migration: plan for the next cluster", false;
     PrevTarget => "prev_target", "migration: plan for the previous cluster", false;
     ToggleRunning => "toggle_running", "migration: move running jobs too (they restart)", false;
+    CycleGpuType => "cycle_gpu_type", "migration: ask for another GPU model (the target's, then any)", false;
     NewJob => "new_job", "open the submit form", false;
     Follow => "follow", "follow the log as it grows", false;
     SwitchLog => "switch_log", "switch between stdout and stderr", false;

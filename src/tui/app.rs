@@ -134,6 +134,8 @@ pub enum Command {
         sources: Vec<JobRef>,
         to: String,
         running: bool,
+        /// `--gpu-type`'s choice, where one was made (`g` in the plan).
+        gpu_type: Option<crate::fleet::migrate::GpuChoice>,
         seq: u64,
     },
     /// Read the jobs that ended since `since` of every cluster (one call each, at once, on a
@@ -932,6 +934,7 @@ impl App {
             Some(UiAction::NextTarget) => self.replan(1, false, out),
             Some(UiAction::PrevTarget) => self.replan(-1, false, out),
             Some(UiAction::ToggleRunning) => self.replan(0, true, out),
+            Some(UiAction::CycleGpuType) => self.cycle_gpu_type(out),
             Some(UiAction::Confirm) => self.confirm(out),
             Some(UiAction::Dismiss | UiAction::Back) => self.dialog = None,
             Some(UiAction::Quit) => out.push(Command::Quit),
@@ -1355,23 +1358,61 @@ impl App {
         };
         self.plan_seq += 1;
         let seq = self.plan_seq;
-        out.push(Command::PlanMigration { sources: sources.clone(), to: to.clone(), running: false, seq });
-        self.dialog = Some(Dialog::Migrate { sources, to, running: false, plan: None, seq });
+        out.push(Command::PlanMigration {
+            sources: sources.clone(),
+            to: to.clone(),
+            running: false,
+            gpu_type: None,
+            seq,
+        });
+        self.dialog = Some(Dialog::Migrate { sources, to, running: false, gpu_type: None, plan: None, seq });
     }
 
     /// Plan the open migration again, for another target (`step`) or with running jobs
     /// moved or not.
     fn replan(&mut self, step: isize, toggle_running: bool, out: &mut Vec<Command>) {
-        let Some(Dialog::Migrate { sources, to, running, .. }) = &self.dialog else { return };
+        let Some(Dialog::Migrate { sources, to, running, gpu_type, .. }) = &self.dialog else { return };
         let targets = self.migration_targets(sources);
         let at = targets.iter().position(|t| t == to).unwrap_or(0) as isize;
         let n = targets.len().max(1) as isize;
         let Some(next) = targets.get((at + step).rem_euclid(n) as usize).cloned() else { return };
+        // Another target has other models: the choice made for the last one is dropped.
+        let gpu_type = if next == *to { gpu_type.clone() } else { None };
         let (sources, running) = (sources.clone(), *running != toggle_running);
         self.plan_seq += 1;
         let seq = self.plan_seq;
-        out.push(Command::PlanMigration { sources: sources.clone(), to: next.clone(), running, seq });
-        self.dialog = Some(Dialog::Migrate { sources, to: next, running, plan: None, seq });
+        out.push(Command::PlanMigration {
+            sources: sources.clone(),
+            to: next.clone(),
+            running,
+            gpu_type: gpu_type.clone(),
+            seq,
+        });
+        self.dialog = Some(Dialog::Migrate { sources, to: next, running, gpu_type, plan: None, seq });
+    }
+
+    /// The GPU model the open migration asks for on its target, one step on: as the source
+    /// asked, each model the target's nodes hold, then any model; planned again.
+    fn cycle_gpu_type(&mut self, out: &mut Vec<Command>) {
+        use crate::fleet::migrate::{GpuChoice, gpu_models};
+        let Some(Dialog::Migrate { sources, to, running, gpu_type, .. }) = &self.dialog else { return };
+        let models = self.data.fleet.cluster(to).map(gpu_models).unwrap_or_default();
+        let mut choices: Vec<Option<GpuChoice>> = vec![None];
+        choices.extend(models.into_iter().map(|m| Some(GpuChoice::Model(m))));
+        choices.push(Some(GpuChoice::Any));
+        let at = choices.iter().position(|c| c == gpu_type).unwrap_or(0);
+        let next = choices[(at + 1) % choices.len()].clone();
+        let (sources, to, running) = (sources.clone(), to.clone(), *running);
+        self.plan_seq += 1;
+        let seq = self.plan_seq;
+        out.push(Command::PlanMigration {
+            sources: sources.clone(),
+            to: to.clone(),
+            running,
+            gpu_type: next.clone(),
+            seq,
+        });
+        self.dialog = Some(Dialog::Migrate { sources, to, running, gpu_type: next, plan: None, seq });
     }
 
     /// The identity `job` has in the data on screen (see [`crate::model::Job::uid`]).

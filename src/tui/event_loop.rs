@@ -328,11 +328,11 @@ where
                         let _ = tx.send(Msg::Rendered { seq, result });
                     });
                 }
-                Command::PlanMigration { sources, to, running, seq } => {
+                Command::PlanMigration { sources, to, running, gpu_type, seq } => {
                     let fleet = fleet.clone();
                     let tx = results_tx.clone();
                     tokio::spawn(async move {
-                        let opts = crate::fleet::migrate::MigrateOptions { running, image: None };
+                        let opts = crate::fleet::migrate::MigrateOptions { running, gpu_type, ..Default::default() };
                         let plan = fleet.plan_migration(&sources, &to, &opts).await;
                         let _ = tx.send(Msg::Planned { seq, plan: Box::new(plan) });
                     });

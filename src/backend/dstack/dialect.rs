@@ -5,7 +5,7 @@
 //! * **Recognised** by content: one YAML (or JSON) mapping without `apiVersion`/`kind` that
 //!   is a dstack run configuration (`type: task`, also `service` or `dev-environment`, which
 //!   `import` then refuses by name) or a whole run spec whose `configuration` is one.
-//! * **Imported**: `name` (in a run spec its `run_name`, the run's name; made a dstack name if
+//! * **Imported**: `name` (the configuration's, else in a run spec its `run_name`; made a dstack name if
 //!   it is not one), `commands` (one line → `command`, more → `script`), `setup` (put before the
 //!   commands, with a warning), `env` (a list of `K=V` or a mapping), `resources.gpu` (`H100:8`,
 //!   `A100:80GB:4`, `24GB..:2`, `{name, count}`), `cpu`, `memory`, `image`, `max_duration`,
@@ -168,11 +168,13 @@ fn import_configuration(conf: &Map<String, Value>, run_name: Option<&str>) -> Re
         ));
     }
 
-    // In a run spec, `run_name` is the run's name (the server takes it over the
-    // configuration's `name`).
+    // The configuration's `name` is the job's name as given; in a run spec the `run_name`
+    // (the run itself, with the suffix a flightdeck submit adds) stands in where it has none.
     let name = match (run_name, conf.get("name")) {
+        (_, Some(v)) if !v.is_null() && !is_empty(v) => {
+            Some(scalar_text(v).ok_or_else(|| ImportError::new("`name` is not text"))?)
+        }
         (Some(run), _) => Some(run.to_string()),
-        (None, Some(v)) if !v.is_null() => Some(scalar_text(v).ok_or_else(|| ImportError::new("`name` is not text"))?),
         _ => None,
     };
     spec.name = match name {

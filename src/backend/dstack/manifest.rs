@@ -15,7 +15,7 @@
 //!
 //! The run name is the job name made fit for dstack (`^[a-z][a-z0-9-]{1,40}$`) plus a short
 //! suffix, so the same spec can be submitted twice (applying an existing name would replace
-//! that run).
+//! that run); the configuration's `name` is the job name alone, what the jobs table shows.
 
 use std::collections::BTreeMap;
 
@@ -236,6 +236,9 @@ pub fn configuration(spec: &JobSpec) -> Result<(Configuration, Vec<String>), Bac
 pub fn run_spec_of(spec: &JobSpec, target: &Target) -> Result<(RunSpec, Vec<String>), BackendError> {
     let (mut configuration, warnings) = configuration(spec)?;
     configuration.retry = target.retry_secs.map(|duration| Retry { on_events: RETRY_EVENTS, duration });
+    // The run is `NAME-SUFFIX` (a new name per submission); the configuration keeps the
+    // name the user gave, which the server stores as sent, so listings show that one.
+    configuration.name = Some(run_name(&spec.name, ""));
     Ok((RunSpec { run_name: run_name(&spec.name, &target.suffix), configuration }, warnings))
 }
 
@@ -285,7 +288,7 @@ mod tests {
         assert_eq!(
             run,
             json!({"run_name": "train-llm-x7k2p", "configuration": {
-                "type": "task", "commands": ["python train.py"],
+                "type": "task", "name": "train-llm", "commands": ["python train.py"],
                 "resources": {"gpu": "H100:2", "cpu": "16..", "memory": "64GB.."},
                 "env": {"WANDB_MODE": "offline"}, "max_duration": 7200}})
         );

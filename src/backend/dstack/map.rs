@@ -332,6 +332,13 @@ pub fn nodes_by_job(instances: &[Instance]) -> NodesByJob<'_> {
     out
 }
 
+/// The configuration's `name`: what a run was called before flightdeck's submit added a
+/// suffix to make its run name new (`dstack apply` gives both the same).
+fn given_name(config: Option<&Value>) -> Option<String> {
+    let name = config?.get("name")?.as_str()?.trim();
+    (!name.is_empty()).then(|| name.to_string())
+}
+
 /// One run → one job. `None` for a soft-deleted run or one without a name.
 pub fn job(cluster: &str, run: &Run, nodes_of: &NodesByJob<'_>) -> Option<Job> {
     if run.deleted == Some(true) {
@@ -344,7 +351,9 @@ pub fn job(cluster: &str, run: &Run, nodes_of: &NodesByJob<'_>) -> Option<Job> {
     let status = run.status.as_deref().unwrap_or("");
     let state = run_state(status, run.termination_reason.as_deref(), sub.and_then(|s| s.termination_reason.as_deref()));
     let mut job = Job::new(JobRef::new(cluster, name.clone()), state);
-    job.name = name.clone();
+    // The ref keeps the run's name (`train-llm-d3e3p`, what the server acts on); the name
+    // shown is the configuration's (`train-llm`), as its submitter gave it, where it has one.
+    job.name = given_name(config).unwrap_or_else(|| name.clone());
     job.user = run.user.clone().unwrap_or_default();
     job.account = run.project_name.clone();
     job.native_state = status.to_string();

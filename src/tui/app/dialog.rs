@@ -3,7 +3,7 @@
 
 use super::input::TextInput;
 use crate::fleet::Action;
-use crate::fleet::migrate::MigrationPlan;
+use crate::fleet::migrate::{GpuChoice, MigrationPlan};
 use crate::model::{JobAction, NodeAction};
 use crate::model::{JobRef, NodeRef};
 use crate::spec::JobSpec;
@@ -21,7 +21,15 @@ pub enum Dialog {
     Nodes { action: NodeAction, targets: Vec<NodeRef> },
     /// Move these jobs to cluster `to`: the plan (asked of the fleet as [`seq`]) is shown
     /// before anything happens, and confirming sends exactly the moves it holds.
-    Migrate { sources: Vec<JobRef>, to: String, running: bool, plan: Option<MigrationPlan>, seq: u64 },
+    Migrate {
+        sources: Vec<JobRef>,
+        to: String,
+        running: bool,
+        /// The GPU model asked for on the target instead of the source's (`g` cycles it).
+        gpu_type: Option<GpuChoice>,
+        plan: Option<MigrationPlan>,
+        seq: u64,
+    },
 }
 
 /// Lines of the first move's native form shown in the plan.
@@ -45,10 +53,17 @@ impl Dialog {
                 n => format!("Drain {n} nodes?"),
             },
             Dialog::Submit { cluster, .. } => format!("Submit to {cluster}?"),
-            Dialog::Migrate { sources, to, .. } => match sources.len() {
-                1 => format!("Migrate 1 job to {to}?"),
-                n => format!("Migrate {n} jobs to {to}?"),
-            },
+            Dialog::Migrate { sources, to, gpu_type, .. } => {
+                let jobs = match sources.len() {
+                    1 => "1 job".to_string(),
+                    n => format!("{n} jobs"),
+                };
+                match gpu_type {
+                    None => format!("Migrate {jobs} to {to}?"),
+                    Some(GpuChoice::Any) => format!("Migrate {jobs} to {to}, any GPU model?"),
+                    Some(GpuChoice::Model(m)) => format!("Migrate {jobs} to {to} as {m}?"),
+                }
+            }
             Dialog::Nodes { action, targets } => {
                 let mut v = action.verb().to_string();
                 if let Some(first) = v.get_mut(0..1) {

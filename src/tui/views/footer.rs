@@ -55,6 +55,7 @@ pub fn label(action: UiAction) -> &'static str {
         UiAction::Watch => "watch",
         UiAction::NextTarget | UiAction::PrevTarget => "target",
         UiAction::ToggleRunning => "running too",
+        UiAction::CycleGpuType => "GPU model",
         UiAction::NewJob => "new job",
         UiAction::Follow => "follow",
         UiAction::SwitchLog => "stdout/stderr",
@@ -76,7 +77,7 @@ pub fn label(action: UiAction) -> &'static str {
 fn hints_for(app: &App) -> (Mode, &'static [UiAction]) {
     use UiAction::*;
     if app.dialog().is_some_and(|d| d.is_migration()) {
-        return (Mode::Dialog, &[Confirm, Dismiss, NextTarget, ToggleRunning]);
+        return (Mode::Dialog, &[Confirm, Dismiss, NextTarget, ToggleRunning, CycleGpuType]);
     }
     if app.dialog().is_some() {
         return (Mode::Dialog, &[Confirm, Dismiss]);
