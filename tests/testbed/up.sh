@@ -485,7 +485,7 @@ register_cluster() { # CLUSTER RUNNER: known to its slurmdbd before slurmctld fi
 # MISMATCH") when the database knows the cluster under another id: a state from before
 # accounting (slurmctld made up an id), or a database made anew. Without the file slurmctld
 # takes the database's id. The state is cleared at each start anyway (-c). 22.05 keeps no id.
-# A QOS with a limit, for the "why pending" scenario of a QOS limit (tests/why_live.rs): one
+# A QOS with a limit, for the "why pending" scenario of a QOS limit (tests/bed/why_live.rs): one
 # GPU per user, for jobs that ask for it (--qos=fd-gpu1); root may use it.
 LIMIT_QOS=fd-gpu1
 add_limit_qos() { # CLUSTER RUNNER

@@ -3,7 +3,7 @@
 //! Every test is ignored by default; run them with
 //!
 //! ```text
-//! KUBECONFIG=~/.kube/config cargo test --test kube_real -- --ignored --test-threads 1
+//! KUBECONFIG=~/.kube/config cargo test --test bed kube_real -- --ignored --test-threads 1
 //! ```
 //!
 //! Read-only scenarios run as soon as a cluster is reachable. Scenarios that change the
@@ -17,7 +17,7 @@
 //!   and `FLIGHTDECK_KUBE_QUEUE` (a Kueue LocalQueue, optional).
 //!
 //! The fake-only scenarios (a dropped watch, a 410, the server going away) cannot be caused
-//! on a real cluster from here; `tests/kube_scenarios.rs` covers them.
+//! on a real cluster from here; `tests/fakes/kube_scenarios.rs` covers them.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! with insta. The clock is fed in (`Msg::Tick`), so ages and times are fixed.
 //!
 //! New or changed snapshots fail until accepted:
-//! `INSTA_UPDATE=always cargo test --test tui_snapshots`, then read the `.snap` files.
+//! `INSTA_UPDATE=always cargo test --test offline tui_snapshots`, then read the `.snap` files.
 
 use std::sync::Arc;
 

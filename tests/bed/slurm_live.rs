@@ -3,8 +3,7 @@
 //!
 //! Every scenario runs on both clusters; tests that change a cluster hold its lock.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

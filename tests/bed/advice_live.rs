@@ -4,7 +4,7 @@
 //! `now` (for a job file and for a live job), and the scheduler's refusal overruling the
 //! snapshot's hope.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

@@ -9,8 +9,7 @@
 //!
 //! Every scenario runs on both clusters and holds the cluster's lock (it submits jobs).
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -9,7 +9,7 @@
 //! or missing RBAC reduce the view with a note; logs tail and follow; actions are bounded;
 //! a live Job (or bare pod) reads back as its spec, and a migrated one says where it came from.
 
-mod kube_fake;
+use crate::kube_fake;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -181,8 +181,9 @@ const TOKEN_ENV: &str = "FD_TEST_PROMETHEUS_TOKEN";
 const TOKEN: &str = "s3cret-prometheus-token";
 
 /// The token, in the environment as a deployment would put it. Set once per process,
-/// before any test of this binary reads it; std's environment lock orders this against
-/// every reader, and nothing here reads the environment through C.
+/// before any test of the `fakes` binary reads it; std's environment lock orders this
+/// against every reader, and nothing in that binary reads the environment through C (every
+/// stub listens on 127.0.0.1, so no host name goes through the resolver).
 fn token_from_env() -> Option<TokenSource> {
     static SET: Once = Once::new();
     // SAFETY: see above; the value never changes after this.

@@ -4,7 +4,7 @@
 //! /var/lib/flightdeck-testbed/skypilot.env): a missing server fails, never skips.
 //!
 //! What the server cannot reach offline (UP clusters, running jobs, managed jobs) is in
-//! `tests/skypilot_recorded.rs`.
+//! `tests/fakes/skypilot_recorded.rs`.
 
 use std::process::Command;
 use std::sync::Arc;

@@ -190,14 +190,21 @@ impl Hub {
         telemetry: Option<Duration>,
         subscribers: SubscriberLimits,
     ) -> Hub {
+        Hub::start_full(toy, addr, telemetry, subscribers, Duration::from_millis(20)).await
+    }
+
+    /// A hub whose fleet refreshes the toy every `refresh`.
+    async fn start_full(
+        toy: &Arc<Toy>,
+        addr: SocketAddr,
+        telemetry: Option<Duration>,
+        subscribers: SubscriberLimits,
+        refresh: Duration,
+    ) -> Hub {
         let dir = tempfile::tempdir().unwrap();
         let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
-        let members = vec![Member {
-            backend: toy.clone(),
-            kind: "slurm".into(),
-            refresh: Duration::from_millis(20),
-            timeout: Duration::from_secs(2),
-        }];
+        let members =
+            vec![Member { backend: toy.clone(), kind: "slurm".into(), refresh, timeout: Duration::from_secs(2) }];
         let opts = FleetOptions { read_only: false, poll: true, audit: Some(audit.clone()), actor: "hub@test".into() };
         let fleet = match telemetry {
             None => Fleet::start(members, opts),
@@ -648,7 +655,9 @@ async fn subscriptions_are_limited_per_user_and_in_all() {
 #[tokio::test]
 async fn viewers_share_one_diagnosis_per_refresh_and_operators_ask_afresh() {
     let toy = Toy::new("hpc", 1);
-    let hub = Hub::start(&toy, free_port()).await;
+    // Viewers share an answer for one refresh interval: one long enough that ten calls
+    // under any load fall into it (at 20 ms a loaded machine saw three diagnoses).
+    let hub = Hub::start_full(&toy, free_port(), None, SubscriberLimits::default(), Duration::from_secs(30)).await;
     let client = raw(&hub).await;
     let ask = |token: &'static str| {
         let mut client = client.clone();

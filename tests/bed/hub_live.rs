@@ -2,7 +2,7 @@
 //! cockpit does (slurmctld's own counters, `sdiag`), and every subscriber ends with the
 //! hub's picture. Needs `tests/testbed/up.sh`.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -10,8 +10,8 @@
 //! source's tag under another migration's id, and stops at one with this migration's id
 //! from before the intent.
 
-mod common;
-mod kube_fake;
+use crate::common;
+use crate::kube_fake;
 
 use std::process::Command;
 use std::sync::Arc;
@@ -475,7 +475,7 @@ async fn resume_leaves_alone_jobs_tagged_by_another_migration_or_from_before_the
     ours.migrated_from = Some(flightdeck::model::migration_tag(&src, "live-m-1"));
     // Planted on the target with the source's tag: under another migration's id, and under
     // this one's id but submitted before its intent (the test bed has one Unix user, root,
-    // so the owner rule is held in tests/migrate.rs).
+    // so the owner rule is held in tests/offline/migrate.rs).
     let mut other = spec("fd-migrate-planted-other");
     other.migrated_from = Some(flightdeck::model::migration_tag(&src, "live-m-2"));
     let planted_other = Held { backend: fd24.clone(), job: fd24.submit(&other).await.expect("plant") };

@@ -1,16 +1,12 @@
 //! `flightdeck init`: the binary run in a home of its own (kubeconfig, dstack and SkyPilot
-//! client files, an ssh config), its output read back as a config; a Slurm login node of
-//! the real test bed probed over the real sshd, and the written cluster refreshed.
-
-mod common;
+//! client files, an ssh config), its output read back as a config. A login node of the real
+//! test bed probed over sshd is in the `bed` binary (`init_probe`).
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use flightdeck::backend::Backend;
 use flightdeck::backend::Registry;
-use flightdeck::backend::slurm::{SlurmBackend, SlurmConfig};
-use flightdeck::config::{ClusterConfig, Config};
+use flightdeck::config::Config;
 use flightdeck::model::ClusterKind;
 
 const KUBECONFIG: &str = r#"apiVersion: v1
@@ -157,37 +153,4 @@ fn a_hostile_probe_host_is_refused_by_name() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--probe") && err.contains("option"), "{err}");
-}
-
-#[test]
-fn a_probed_login_node_of_the_test_bed_is_written_and_works() {
-    let bed: ClusterConfig<SlurmConfig> = common::slurm_config("fd22");
-    let s = &bed.settings;
-    let home = home();
-    let port = s.port.unwrap().to_string();
-    let mut args = vec!["--print", "--probe", s.host.as_deref().unwrap(), "--port", &port];
-    let key = s.identity_file.as_ref().unwrap().display().to_string();
-    let known = s.known_hosts_file.as_ref().unwrap().display().to_string();
-    args.extend(["--identity-file", &key, "--known-hosts-file", &known]);
-    if let Some(u) = &s.user {
-        args.extend(["--user", u]);
-    }
-    // And a login node that is not there: written commented out, with the reason.
-    args.extend(["--probe", "nobody.invalid"]);
-    let out = text(&init(home.path(), &args));
-    let probed = format!("# Slurm 22.05.8 on {} (probed over ssh)", s.host.as_deref().unwrap());
-    assert!(out.contains(&probed), "the release, probed:\n{out}");
-    assert!(out.contains("# nobody.invalid did not answer as a Slurm login node:"), "{out}");
-    let config = read_back(&out);
-    let written = config
-        .clusters
-        .iter()
-        .find(|c| c.kind() == ClusterKind::SLURM && c.name != "local")
-        .expect("the probed cluster is active");
-    let typed: ClusterConfig<SlurmConfig> = written.clone().typed().unwrap();
-    assert_eq!((typed.settings.host.as_deref(), typed.settings.port), (s.host.as_deref(), s.port));
-    // What init wrote reaches the cluster: one refresh through it.
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let snap = rt.block_on(SlurmBackend::new(&typed).snapshot()).expect("the written cluster refreshes");
-    assert!(snap.nodes.iter().any(|n| n.name == "h100-01"), "fd22's nodes: {:?}", snap.nodes.len());
 }

@@ -6,7 +6,7 @@
 //! job carries on from the tagged copy (or stops as interrupted while the target cannot be
 //! listed, and `--resume` adopts it), and `--resume` adopts only this migration's copy on
 //! the target, owned by the user, newer than the intent. The same order runs over the real test bed in
-//! `tests/migrate_live.rs`; here the faults are injected on cue.
+//! `tests/bed/migrate_live.rs`; here the faults are injected on cue.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};

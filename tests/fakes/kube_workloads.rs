@@ -4,7 +4,7 @@
 //! Kueue, the Volcano gang or the first unplaced pod; Volcano Queues beside the others;
 //! cancel, hold and release on the workload object; absent CRDs reduced to a note.
 
-mod kube_fake;
+use crate::kube_fake;
 
 use std::time::{Duration, Instant};
 

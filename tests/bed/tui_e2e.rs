@@ -1,8 +1,8 @@
 //! The real `flightdeck` binary in a real terminal (a tmux pane) against the real Slurm test
 //! bed: what a person at the keyboard sees and does. Needs `tests/testbed/up.sh` and tmux.
 
-mod common;
-mod kube_fake;
+use crate::common;
+use crate::kube_fake;
 
 use std::path::Path;
 use std::process::Command;

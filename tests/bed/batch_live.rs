@@ -4,7 +4,7 @@
 //! (`flightdeck cancel` with a thousand refs). Every job is gone afterwards, the audit log
 //! holds one intent and one outcome per job, and the wall time is printed for the note.
 
-mod common;
+use crate::common;
 
 use std::process::Command as Process;
 use std::time::{Duration, Instant};

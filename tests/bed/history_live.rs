@@ -4,8 +4,7 @@
 //! hours, through the backend and through `flightdeck jobs --since`; and what a history
 //! costs the controller (`sdiag`: nothing, sacct asks slurmdbd).
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

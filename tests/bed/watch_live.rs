@@ -2,8 +2,7 @@
 //! seconds and exits 3 is followed to its end through the real binary, which exits 3, and
 //! `--exec` receives each change as JSON on its standard input (no shell in between).
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,7 +1,7 @@
 //! The Kubernetes fake API server (`tests/kube_fake/`) driven through the real `kube` client:
 //! what kube sends, and that the fake answers it the way a real API server does.
 
-mod kube_fake;
+use crate::kube_fake;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

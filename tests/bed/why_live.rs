@@ -3,8 +3,7 @@
 //! the drain's reason; a held job is told how to release it. The real binary, the real
 //! controller's reasons.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -1,8 +1,8 @@
 //! The real `flightdeck` binary against the Slurm test bed: what a script or a person at a
 //! shell sees (stdout, stderr, exit status), plus the config errors that stop it early.
 
-mod common;
-mod kube_fake;
+use crate::common;
+use crate::kube_fake;
 
 use std::process::{Command, Output};
 

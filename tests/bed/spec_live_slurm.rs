@@ -5,8 +5,7 @@
 //! Needs `tests/testbed/up.sh`; every job submitted here is cancelled by a drop guard, also
 //! when an assertion fails.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::Command;
