@@ -41,6 +41,7 @@ fn config() -> String {
 
 #[test]
 fn nodes_json_has_the_documented_fields() {
+    let _read = clusters_read();
     let cfg = config();
     let out = flightdeck(&["--config", &cfg, "nodes", "--output", "json"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -98,6 +99,7 @@ fn submit_list_and_cancel_through_the_binary() {
 
 #[test]
 fn table_output_and_summary() {
+    let _read = clusters_read();
     let cfg = config();
     let out = flightdeck(&["--config", &cfg, "nodes", "--cluster", "fd22"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -114,6 +116,7 @@ fn table_output_and_summary() {
 
 #[test]
 fn read_only_refuses_and_unknown_cluster_is_named() {
+    let _read = clusters_read();
     let cfg = config();
     let out = flightdeck(&["--config", &cfg, "--read-only", "drain", "fd22/h100-01", "--reason", "x"]);
     assert!(!out.status.success());
@@ -125,6 +128,7 @@ fn read_only_refuses_and_unknown_cluster_is_named() {
 
 #[test]
 fn doctor_reports_release_json_and_rpc_cost() {
+    let _read = clusters_read();
     let cfg = config();
     let out = flightdeck(&["--config", &cfg, "doctor"]);
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
@@ -169,6 +173,7 @@ fn a_dead_login_node_is_reported_not_hung() {
 /// test bed's 22.05 cluster (`/etc/slurm/slurm.conf` points there).
 #[test]
 fn without_a_config_it_watches_the_local_slurm() {
+    let _read = clusters_read();
     let _ = config();
     let home = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
@@ -190,6 +195,7 @@ fn without_a_config_it_watches_the_local_slurm() {
 /// one fleet: both in `status`, both in `nodes --output json`.
 #[test]
 fn slurm_and_kubernetes_side_by_side() {
+    let _read = clusters_read();
     let testbed = std::fs::read_to_string(config()).unwrap();
     let fake = kube_fake::FakeApi::start_blocking();
     fake.put_all(kube_fake::fixtures::standard_cluster());
@@ -266,6 +272,7 @@ fn what_a_cluster_kind_cannot_do_is_refused_before_contacting_it() {
 
 #[test]
 fn the_audit_command_prints_every_action_and_what_became_of_it() {
+    let _read = clusters_read();
     let cfg = config();
     let state = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| flightdeck_in(state.path(), args);
@@ -336,6 +343,7 @@ fn the_audit_command_reads_past_an_unreadable_line_and_names_it() {
 
 #[test]
 fn the_test_key_opens_only_the_test_bed_login_nodes() {
+    let _read = clusters_read();
     // The test sshds read their own key file; root's authorized_keys (which the machine's
     // own sshd honours) never holds the passwordless test key.
     let _ = config();
@@ -354,6 +362,7 @@ fn the_test_key_opens_only_the_test_bed_login_nodes() {
 
 #[test]
 fn without_a_private_state_directory_actions_are_refused_and_say_why() {
+    let _read = clusters_read();
     use std::os::unix::fs::PermissionsExt;
     let cfg = config();
     let state = tempfile::tempdir().unwrap();

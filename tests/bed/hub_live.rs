@@ -60,6 +60,7 @@ fn sorted_nodes(mut nodes: Vec<Node>) -> Vec<Node> {
 async fn two_hundred_subscribers_cost_the_controller_one_poller() {
     let _ = testbed_config();
     let _lock = cluster_lock(CLUSTER);
+    let _quiet = cluster_quiet(CLUSTER);
     let probe = backend(CLUSTER);
 
     // One cockpit's worth: a fleet polling the cluster itself.

@@ -48,6 +48,7 @@ fn read_back(text: &str) -> Config {
 #[test]
 fn a_probed_login_node_of_the_test_bed_is_written_and_works() {
     let bed: ClusterConfig<SlurmConfig> = common::slurm_config("fd22");
+    let _read = common::cluster_read("fd22");
     let s = &bed.settings;
     let home = home();
     let port = s.port.unwrap().to_string();

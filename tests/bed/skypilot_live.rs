@@ -237,7 +237,9 @@ async fn a_slow_api_get_is_bounded_by_the_cluster_timeout() {
     let t = Instant::now();
     let err = sky.snapshot().await.unwrap_err().to_string();
     let took = t.elapsed();
-    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(4), "{took:?}");
+    // Never before the timeout; after it, the margin is for a loaded machine (the bed's
+    // scenarios share it): the message below names the one 2 s timeout that ended it.
+    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(10), "{took:?}");
     assert!(err.contains("timed out after 2 s") && err.contains("POST /status"), "{err}");
     assert!(err.contains("still RUNNING on the server: cancelled"), "{err}");
     for _ in 0..100 {

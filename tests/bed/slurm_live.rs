@@ -59,6 +59,7 @@ on_both_clusters!(
 );
 
 async fn release_is_detected(cluster: &str) {
+    let _read = cluster_read(cluster);
     let b = backend(cluster);
     let s = b.snapshot().await.expect("snapshot");
     let release = s.release.expect("release");
@@ -309,6 +310,7 @@ async fn dropped_ssh_link_goes_stale_then_recovers(cluster: &str) {
 
 async fn one_refresh_costs_at_most_three_controller_rpcs(cluster: &str) {
     let _lock = cluster_lock(cluster);
+    let _quiet = cluster_quiet(cluster);
     let b = backend(cluster);
     b.snapshot().await.expect("warm up (release detection)");
     let before = b.rpc_counts().await.expect("sdiag");
@@ -323,6 +325,7 @@ async fn one_refresh_costs_at_most_three_controller_rpcs(cluster: &str) {
 }
 
 async fn slurm_errors_reach_the_user(cluster: &str) {
+    let _read = cluster_read(cluster);
     let b = backend(cluster);
     let err = b.job_action(&JobRef::new(cluster, "999999"), JobAction::Cancel).await.unwrap_err().to_string();
     assert!(err.to_lowercase().contains("invalid job id"), "{err}");
@@ -397,6 +400,7 @@ async fn text_fallback_agrees_with_json(cluster: &str) {
 /// The submit form's preview comes from the cluster: the sbatch call and script the adapter
 /// sends, with the cluster's real pyxis answer (none on the test bed).
 async fn the_preview_is_the_script_sbatch_gets(cluster: &str) {
+    let _read = cluster_read(cluster);
     let b = backend(cluster);
     let mut s = spec("fd-preview", "python train.py");
     s.gpus = 2;

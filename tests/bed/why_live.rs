@@ -153,6 +153,7 @@ async fn a_job_bigger_than_any_free_block_is_told_the_block_and_when(cluster: &s
 /// (`sdiag`'s query counters: 3).
 async fn a_planned_start_costs_no_more_than_the_refresh(cluster: &str) {
     let _lock = cluster_lock(cluster);
+    let _quiet = cluster_quiet(cluster);
     let b = backend(cluster);
     let job = submit(cluster, &["--begin=now+3600"]).await;
     // The controller has set its reason once squeue shows it.
