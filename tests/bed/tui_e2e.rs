@@ -140,30 +140,44 @@ fn the_cockpit_through_a_hub() {
     drop(hub);
 }
 
-/// A `flightdeck serve` child, stopped (SIGTERM) on drop.
+/// A `flightdeck serve` child, stopped on drop: SIGTERM, then SIGKILL if it has not ended
+/// within a few seconds. Owned from the moment it is spawned, so a test that panics while
+/// the hub starts still stops it; none of its output goes to a pipe the test runner waits on.
 struct HubProcess(std::process::Child);
 
 impl HubProcess {
     fn start(cfg: &Path, socket: &Path, state: &Path) -> HubProcess {
-        let child = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-            .args(["serve", "--config", cfg.to_str().unwrap(), "--listen"])
-            .arg(format!("unix:{}", socket.display()))
-            .env("XDG_STATE_HOME", state.join("hub-state"))
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("flightdeck serve");
+        let hub = HubProcess(
+            Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+                .args(["serve", "--config", cfg.to_str().unwrap(), "--listen"])
+                .arg(format!("unix:{}", socket.display()))
+                .env("XDG_STATE_HOME", state.join("hub-state"))
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("flightdeck serve"),
+        );
         let started = Instant::now();
         while !socket.exists() && started.elapsed() < WAIT {
             std::thread::sleep(Duration::from_millis(100));
         }
         assert!(socket.exists(), "the hub never listened on {}", socket.display());
-        HubProcess(child)
+        hub
     }
 }
 
 impl Drop for HubProcess {
     fn drop(&mut self) {
         unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let asked = Instant::now();
+        while asked.elapsed() < Duration::from_secs(10) {
+            if !matches!(self.0.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
         let _ = self.0.wait();
     }
 }
@@ -171,6 +185,8 @@ impl Drop for HubProcess {
 fn cockpit_scenario(name: &str, args: &[&str]) {
     let _ = testbed_config();
     let _lock = cluster_lock("fd22");
+    // The cockpit polls fd24 too.
+    let _read = cluster_read("fd24");
     let rt = rt();
     let b = backend("fd22");
     // Names unique to this run and this scenario: finished jobs of earlier runs (and of the
@@ -274,6 +290,7 @@ fn testbed_var(name: &str) -> String {
 #[test]
 fn the_overview_lists_every_kind_side_by_side() {
     let _ = testbed_config();
+    let _read = clusters_read();
     let (dstack_url, dstack_project) = (testbed_var("FD_DSTACK_URL"), testbed_var("FD_DSTACK_PROJECT"));
     let _ = testbed_var("FD_DSTACK_TOKEN");
     let sky_url = testbed_var("FD_SKYPILOT_URL");
@@ -321,6 +338,8 @@ fn the_overview_lists_every_kind_side_by_side() {
 fn a_watched_job_notifies_the_terminal_and_the_command() {
     let _ = testbed_config();
     let _lock = cluster_lock("fd22");
+    // The cockpit polls fd24 too.
+    let _read = cluster_read("fd24");
     let rt = rt();
     let b = backend("fd22");
     let dir = tempfile::tempdir().unwrap();

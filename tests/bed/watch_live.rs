@@ -4,7 +4,9 @@
 
 use crate::common;
 
-use std::process::Command;
+use std::time::Duration;
+
+use tokio::process::Command;
 
 use serde_json::Value;
 
@@ -32,12 +34,19 @@ async fn a_job_is_followed_to_its_end_and_its_exit_code_returned(cluster: &str) 
     let events = dir.path().join("events.jsonl");
     // `sh -c` would be a shell: the words go to tee itself, the `;` included as a file name.
     let exec = format!("tee -a {} ;", events.display());
-    let watched = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+    let watch = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
         .args(["--config", &testbed_config_path().display().to_string(), "watch", &job, "--exec", &exec])
         .env("XDG_STATE_HOME", dir.path())
         .env_remove("FLIGHTDECK_CONFIG")
         .current_dir(dir.path())
-        .output()
+        // A watch that never ends is killed when the deadline drops it, not left running.
+        .kill_on_drop(true)
+        .output();
+    // The job ends in about 8 s; a watch still running long after has missed its end.
+    let deadline = Duration::from_secs(180);
+    let watched = tokio::time::timeout(deadline, watch)
+        .await
+        .unwrap_or_else(|_| panic!("flightdeck watch {job} still running after {deadline:?}"))
         .expect("run flightdeck watch");
     let stdout = String::from_utf8_lossy(&watched.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&watched.stderr).into_owned();

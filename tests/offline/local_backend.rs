@@ -223,14 +223,55 @@ async fn forcing_nvml_without_a_driver_is_an_error_naming_the_library() {
         assert!(shown.starts_with(&format!("NVML ({ABSENT_NVML}) not loadable: {ABSENT_NVML}: ")), "{shown}");
     }
 
-    // This machine's own NVML, by its real name, where no driver is installed.
+    // This machine's own NVML, by its real name: where no driver is installed, the same
+    // error; where one is, the real library read as it reports.
+    let here = Host { nvml_library: nvml::LIBRARY.into(), ..m.host() };
     if nvml::probe(nvml::LIBRARY.as_ref()).is_ok() {
-        eprintln!("skipped: {} loads on this machine", nvml::LIBRARY);
+        this_machines_nvml_is_read_as_it_reports(backend("gpu_source = \"nvml\"\n", here)).await;
         return;
     }
-    let here = Host { nvml_library: nvml::LIBRARY.into(), ..m.host() };
     let shown = backend("gpu_source = \"nvml\"\n", here).snapshot().await.unwrap_err().to_string();
     assert!(shown.starts_with("NVML (libnvidia-ml.so.1) not loadable: libnvidia-ml.so.1"), "{shown}");
+}
+
+/// On a machine with a driver: the cluster has exactly the GPUs NVML counts, under the
+/// names NVML gives them, and a reading has one sample per GPU with NVML's UUID. NVML is
+/// asked directly through nvml-wrapper, not through the code under test.
+async fn this_machines_nvml_is_read_as_it_reports(local: LocalBackend) {
+    let direct = nvml_wrapper::Nvml::builder()
+        .lib_path(nvml::LIBRARY.as_ref())
+        .init()
+        .unwrap_or_else(|e| panic!("{} loads here but NVML does not start: {e}", nvml::LIBRARY));
+    let count = direct.device_count().expect("NVML counts its GPUs");
+    let mut names = Vec::new();
+    let mut uuids = Vec::new();
+    for index in 0..count {
+        let device = direct.device_by_index(index).expect("NVML opens each GPU it counts");
+        names.push(device.name().expect("a GPU's name"));
+        uuids.push(device.uuid().expect("a GPU's UUID"));
+    }
+    names.sort();
+    uuids.sort();
+
+    let snap = local.snapshot().await.expect("a snapshot through this machine's NVML");
+    let [node] = snap.nodes.as_slice() else { panic!("one node: {:?}", snap.nodes) };
+    let total: u64 = node.gpus.iter().map(|s| u64::from(s.total)).sum();
+    assert_eq!(total, u64::from(count), "the GPUs NVML counts: {:?}", node.gpus);
+    let mut products: Vec<String> = node.gpus.iter().filter_map(|s| s.gpu_product.clone()).collect();
+    products.sort();
+    products.dedup();
+    let mut distinct = names.clone();
+    distinct.dedup();
+    assert_eq!(products, distinct, "the names NVML gives");
+
+    let reading = local.telemetry(&snap).await.expect("a reading").expect("NVML measures");
+    assert_eq!(reading.source, "nvml");
+    let mut read: Vec<String> = reading.gpus.iter().map(|g| g.uuid.clone().expect("NVML's UUID")).collect();
+    read.sort();
+    assert_eq!(read, uuids);
+    let d = local.diagnose().await.expect("doctor through NVML");
+    let driver = direct.sys_driver_version().expect("NVML's driver version");
+    assert_eq!(d.release.as_deref(), Some(format!("driver {driver}").as_str()));
 }
 
 #[tokio::test]
@@ -430,11 +471,14 @@ fn the_binary_runs_without_a_driver_and_does_not_link_nvml() {
     assert!(text.contains("\nlooked for: NVML (libnvidia-ml.so.1) "), "{text}");
     assert!(text.contains("`flightdeck init`"), "{text}");
 
+    let (code, text) = run("[[cluster]]\nname = \"gpus\"\nkind = \"local\"\ngpu_source = \"nvml\"\n");
     if nvml::probe(nvml::LIBRARY.as_ref()).is_ok() {
-        eprintln!("skipped the driverless doctor: {} loads on this machine", nvml::LIBRARY);
+        // A driver here: doctor reads this machine's GPUs through it.
+        assert_eq!(code, Some(0), "{text}");
+        assert!(text.contains("gpus (local)") && text.contains("driver "), "{text}");
+        assert!(!text.contains("FAILED"), "{text}");
         return;
     }
-    let (code, text) = run("[[cluster]]\nname = \"gpus\"\nkind = \"local\"\ngpu_source = \"nvml\"\n");
     assert_eq!(code, Some(1), "{text}");
     assert!(
         text.contains("gpus (local)\n  FAILED: NVML (libnvidia-ml.so.1) not loadable: libnvidia-ml.so.1"),
