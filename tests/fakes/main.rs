@@ -4,6 +4,8 @@
 
 #[path = "../kube_fake/mod.rs"]
 mod kube_fake;
+#[path = "../support/memory.rs"]
+mod memory;
 
 mod dstack_stub;
 mod kube_protocol;

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -20,15 +19,14 @@ use flightdeck::backend::http::TokenSource;
 use flightdeck::backend::registry::typed;
 use flightdeck::backend::telemetry::TelemetrySource;
 use flightdeck::backend::telemetry::prometheus::PrometheusSource;
-use flightdeck::backend::{
-    Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction, Registry,
-};
+use flightdeck::backend::{Capabilities, KindEntry, Registry};
 use flightdeck::config::{ClusterKind, Config, KindConfig, KindSettings, Settings};
 use flightdeck::fleet::{Fleet, FleetOptions};
 use flightdeck::model::{
-    GpuAllocation, GpuOwner, GpuSample, GpuSlot, Job, JobRef, JobState, LogHandle, Node, NodeState, Snapshot, Telemetry,
+    GpuAllocation, GpuOwner, GpuSample, GpuSlot, Job, JobRef, JobState, Node, NodeState, Snapshot, Telemetry,
 };
-use flightdeck::spec::JobSpec;
+
+use crate::memory::MemoryCluster;
 
 // ---- the stub Prometheus ----
 
@@ -443,46 +441,14 @@ async fn a_server_that_is_down_and_urls_that_are_not_urls() {
 
 // ---- through the fleet ----
 
-/// A Slurm-like cluster for the fleet: the snapshot of [`slurm_snapshot`], built by a kind
-/// of this test's own so the config's `prometheus_url` is what the fleet reads.
+/// A Slurm-like cluster for the fleet: a [`MemoryCluster`] with the snapshot of
+/// [`slurm_snapshot`], built by a kind of this test's own so the config's `prometheus_url` is
+/// what the fleet reads.
 #[derive(Debug, Clone, PartialEq)]
 struct Scripted;
 
 impl KindSettings for Scripted {
     const KIND: ClusterKind = ClusterKind::from_static("scripted");
-}
-
-struct ScriptedBackend(String);
-
-#[async_trait]
-impl Backend for ScriptedBackend {
-    fn name(&self) -> &str {
-        &self.0
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::default()
-    }
-    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
-        Ok(Snapshot { cluster: self.0.clone(), ..slurm_snapshot() })
-    }
-    async fn telemetry(&self, _snapshot: &Snapshot) -> Result<Option<Telemetry>, BackendError> {
-        panic!("the cluster's Prometheus is read, not the backend");
-    }
-    async fn submit(&self, _spec: &JobSpec) -> Result<JobRef, BackendError> {
-        Err(BackendError::Unsupported("scripted".into()))
-    }
-    async fn job_action(&self, _job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
-        Err(BackendError::Unsupported("scripted".into()))
-    }
-    async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
-        Err(BackendError::Unsupported("scripted".into()))
-    }
-    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
-        Ok(Diagnosis::default())
-    }
-    async fn read_log(&self, _log: &LogHandle, _from: Option<u64>, _max: u64) -> Result<LogChunk, BackendError> {
-        Ok(LogChunk::default())
-    }
 }
 
 fn registry() -> Registry {
@@ -495,7 +461,10 @@ fn registry() -> Registry {
         },
         build: |cluster| {
             let cluster = typed::<Scripted>(cluster)?;
-            Ok(Arc::new(ScriptedBackend(cluster.name)))
+            let backend = MemoryCluster::new(&cluster.name).snapshot_of(slurm_snapshot()).telemetry(|_| {
+                panic!("the cluster's Prometheus is read, not the backend");
+            });
+            Ok(Arc::new(backend))
         },
         capabilities: Capabilities::default(),
         dialect: None,

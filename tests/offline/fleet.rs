@@ -12,6 +12,8 @@ use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
 use flightdeck::model::{Health, Job, JobRef, JobState, Snapshot};
 use flightdeck::spec::JobSpec;
 
+use crate::memory::MemoryCluster;
+
 #[derive(Default)]
 struct Scripted {
     failing: AtomicBool,
@@ -444,67 +446,31 @@ async fn an_identity_reaches_the_backend_with_its_action() {
 
 /// A backend that keeps no history of its own (a Kubernetes cluster, a cloud): what its
 /// snapshot still shows.
-struct Forgetful {
-    now: chrono::DateTime<chrono::Utc>,
-    snapshots: AtomicU32,
-}
-
-#[async_trait]
-impl Backend for Forgetful {
-    fn name(&self) -> &str {
-        "k8s"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::default()
-    }
-    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
-        self.snapshots.fetch_add(1, Ordering::SeqCst);
-        let job = |id: &str, state: JobState, user: &str, ended_hours_ago: i64| {
-            let mut j = Job::new(JobRef::new("k8s", id), state);
-            j.user = user.into();
-            j.gpus_allocated = 4;
-            j.start_time = Some(self.now - chrono::TimeDelta::hours(ended_hours_ago + 1));
-            j.end_time = Some(self.now - chrono::TimeDelta::hours(ended_hours_ago));
-            j.reason = Some(format!("{state}: BackoffLimitExceeded"));
-            j
-        };
-        let mut running = job("ml:serve", JobState::Running, "alice", 0);
-        running.end_time = None;
-        let jobs = vec![
-            job("ml:train", JobState::Completed, "alice", 1),
-            job("ml:old", JobState::Failed, "alice", 30),
-            job("ml:bob", JobState::Failed, "bob", 2),
-            running,
-        ];
-        Ok(Snapshot { cluster: "k8s".into(), jobs, ..Snapshot::default() })
-    }
-    async fn submit(&self, _spec: &JobSpec) -> Result<JobRef, BackendError> {
-        Err(BackendError::Unsupported("no".into()))
-    }
-    async fn job_action(&self, _job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
-        Ok(())
-    }
-    async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
-        Ok(String::new())
-    }
-    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
-        Ok(Diagnosis::default())
-    }
-    async fn read_log(
-        &self,
-        _log: &flightdeck::model::LogHandle,
-        _from: Option<u64>,
-        _max: u64,
-    ) -> Result<LogChunk, BackendError> {
-        Ok(LogChunk::default())
-    }
+fn forgetful(now: chrono::DateTime<chrono::Utc>) -> MemoryCluster {
+    let job = |id: &str, state: JobState, user: &str, ended_hours_ago: i64| {
+        let mut j = Job::new(JobRef::new("k8s", id), state);
+        j.user = user.into();
+        j.gpus_allocated = 4;
+        j.start_time = Some(now - chrono::TimeDelta::hours(ended_hours_ago + 1));
+        j.end_time = Some(now - chrono::TimeDelta::hours(ended_hours_ago));
+        j.reason = Some(format!("{state}: BackoffLimitExceeded"));
+        j
+    };
+    let mut running = job("ml:serve", JobState::Running, "alice", 0);
+    running.end_time = None;
+    MemoryCluster::new("k8s").jobs(vec![
+        job("ml:train", JobState::Completed, "alice", 1),
+        job("ml:old", JobState::Failed, "alice", 30),
+        job("ml:bob", JobState::Failed, "bob", 2),
+        running,
+    ])
 }
 
 #[tokio::test]
 async fn a_backend_without_accounting_gives_the_ended_jobs_its_snapshot_still_shows() {
     use flightdeck::model::HistoryQuery;
     let now = chrono::Utc::now();
-    let backend = Arc::new(Forgetful { now, snapshots: AtomicU32::new(0) });
+    let backend = Arc::new(forgetful(now));
     let member = Member {
         backend: backend.clone(),
         kind: "kubernetes".into(),
@@ -521,7 +487,7 @@ async fn a_backend_without_accounting_gives_the_ended_jobs_its_snapshot_still_sh
     let train = &h.records[0];
     assert_eq!((train.elapsed_secs, train.gpu_hours), (Some(3600), Some(4.0)));
     assert_eq!(train.job.reason.as_deref(), Some("completed: BackoffLimitExceeded"), "the backend's own words kept");
-    assert_eq!(backend.snapshots.load(Ordering::SeqCst), 1);
+    assert_eq!(backend.snapshots(), 1);
 
     query.user = Some("alice".into());
     query.states = vec![JobState::Failed];

@@ -9,15 +9,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use flightdeck::backend::BackendError;
 use flightdeck::backend::telemetry::TelemetrySource;
-use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
 use flightdeck::config::IdleRule;
 use flightdeck::fleet::{Fleet, FleetOptions, Member, TelemetryOptions};
 use flightdeck::model::{FleetState, GpuAllocation, GpuSample, Job, JobRef, JobState, Snapshot, Telemetry};
-use flightdeck::spec::JobSpec;
+
+use crate::memory::MemoryCluster;
 
 /// A cluster `gpu` with one job (`7`) on GPUs 0–1 of node `g1`, whose GPUs read at
-/// `utilisation` percent; time in the readings follows tokio's (paused) clock.
+/// `utilisation` percent; time in the readings follows tokio's (paused) clock. The cluster
+/// is a [`MemoryCluster`] measured by [`Gpus::measure`].
 struct Gpus {
     measures: bool,
     utilisation: AtomicU32,
@@ -47,25 +49,9 @@ impl Gpus {
         let gpus = (0..2).map(|i| GpuSample { utilisation: Some(utilisation), ..GpuSample::new("g1", i) }).collect();
         Telemetry { taken_at: self.now(), source: source.into(), gpus, notes: Vec::new() }
     }
-}
 
-#[async_trait]
-impl Backend for Gpus {
-    fn name(&self) -> &str {
-        "gpu"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::default()
-    }
-    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
-        let mut job = Job::new(JobRef::new("gpu", "7"), JobState::Running);
-        job.gpus_allocated = 2;
-        job.nodes = vec!["g1".into()];
-        job.gpu_allocations =
-            vec![GpuAllocation { node: "g1".into(), model: Some("h100".into()), count: 2, indices: vec![0, 1] }];
-        Ok(Snapshot { cluster: "gpu".into(), jobs: vec![job], ..Snapshot::default() })
-    }
-    async fn telemetry(&self, _snapshot: &Snapshot) -> Result<Option<Telemetry>, BackendError> {
+    /// The cluster's own reach (nvidia-smi over its link): counted, failing on cue.
+    fn measure(&self) -> Result<Option<Telemetry>, BackendError> {
         self.readings.fetch_add(1, Ordering::SeqCst);
         if !self.measures {
             return Ok(None);
@@ -75,25 +61,16 @@ impl Backend for Gpus {
         }
         Ok(Some(self.reading("scripted")))
     }
-    async fn submit(&self, _spec: &JobSpec) -> Result<JobRef, BackendError> {
-        Err(BackendError::Unsupported("no".into()))
-    }
-    async fn job_action(&self, _job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
-        Ok(())
-    }
-    async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
-        Ok(String::new())
-    }
-    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
-        Ok(Diagnosis::default())
-    }
-    async fn read_log(
-        &self,
-        _log: &flightdeck::model::LogHandle,
-        _from: Option<u64>,
-        _max: u64,
-    ) -> Result<LogChunk, BackendError> {
-        Ok(LogChunk::default())
+
+    /// The cluster itself, in memory, measured through [`Gpus::measure`].
+    fn cluster(self: &Arc<Self>) -> MemoryCluster {
+        let mut job = Job::new(JobRef::new("gpu", "7"), JobState::Running);
+        job.gpus_allocated = 2;
+        job.nodes = vec!["g1".into()];
+        job.gpu_allocations =
+            vec![GpuAllocation { node: "g1".into(), model: Some("h100".into()), count: 2, indices: vec![0, 1] }];
+        let gpus = self.clone();
+        MemoryCluster::new("gpu").jobs(vec![job]).telemetry(move |_| gpus.measure())
     }
 }
 
@@ -110,10 +87,10 @@ impl TelemetrySource for Source {
 
 const EVERY: Duration = Duration::from_secs(30);
 
-fn fleet(backend: Arc<Gpus>, telemetry: TelemetryOptions) -> Fleet {
+fn fleet(gpus: Arc<Gpus>, telemetry: TelemetryOptions) -> Fleet {
     Fleet::start_with_telemetry(
         vec![Member {
-            backend,
+            backend: Arc::new(gpus.cluster()),
             kind: "slurm".into(),
             refresh: Duration::from_secs(10),
             timeout: Duration::from_secs(5),

@@ -2,6 +2,9 @@
 //! a terminal, the fleet and the hub over in-memory clusters, the binary run in a home of
 //! its own. One binary (`cargo test --test offline`), one module per area.
 
+#[path = "../support/memory.rs"]
+mod memory;
+
 mod advice;
 mod architecture;
 mod config_spec;

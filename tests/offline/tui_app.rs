@@ -810,78 +810,40 @@ fn fuzzy_filter_of_100k_jobs() {
 
 mod event_loop {
     use std::io;
-    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
-    use async_trait::async_trait;
-    use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
+    use flightdeck::backend::{Capabilities, LogChunk};
     use flightdeck::fleet::{Fleet, FleetOptions, Member};
-    use flightdeck::model::{Job, JobRef, JobState, Snapshot};
-    use flightdeck::spec::JobSpec;
+    use flightdeck::model::{Job, JobRef, JobState};
     use flightdeck::tui::event_loop::{self, Signal, Surface};
     use flightdeck::tui::{App, Screen};
     use futures_util::Stream;
+
+    use crate::memory::MemoryCluster;
     use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
     use tokio::sync::mpsc;
 
-    #[derive(Default)]
-    struct Sim {
-        snapshots: AtomicU32,
-        cancels: AtomicU32,
-        histories: AtomicU32,
-    }
-
-    #[async_trait]
-    impl Backend for Sim {
-        fn name(&self) -> &str {
-            "sim"
-        }
-        fn capabilities(&self) -> Capabilities {
-            Capabilities { cancel: true, ..Capabilities::default() }
-        }
-        async fn snapshot(&self) -> Result<Snapshot, BackendError> {
-            self.snapshots.fetch_add(1, Ordering::SeqCst);
-            let mut job = Job::new(JobRef::new("sim", "1"), JobState::Running);
-            job.stdout = Some("/out".into());
-            let mut hung = Job::new(JobRef::new("sim", "2"), JobState::Running);
-            hung.stdout = Some("/hang".into());
-            Ok(Snapshot { cluster: "sim".into(), jobs: vec![job, hung], ..Snapshot::default() })
-        }
-        async fn submit(&self, _spec: &JobSpec) -> Result<JobRef, BackendError> {
-            Ok(JobRef::new("sim", "2"))
-        }
-        async fn job_action(&self, _job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
-            self.cancels.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        }
-        async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
-            Ok(String::new())
-        }
-        async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
-            Ok(Diagnosis::default())
-        }
-        async fn history(
-            &self,
-            query: &flightdeck::model::HistoryQuery,
-        ) -> Result<Option<flightdeck::model::History>, BackendError> {
-            self.histories.fetch_add(1, Ordering::SeqCst);
-            let mut job = Job::new(JobRef::new("sim", "50"), JobState::Completed);
-            job.end_time = Some(query.since + chrono::Duration::hours(1));
-            let record = flightdeck::model::JobRecord::from_job(job);
-            Ok(Some(flightdeck::model::History::newest("simacct", vec![record], query.limit)))
-        }
-        async fn read_log(
-            &self,
-            path: &flightdeck::model::LogHandle,
-            _from: Option<u64>,
-            _max: u64,
-        ) -> Result<LogChunk, BackendError> {
-            if path.as_str() == "/hang" {
-                std::future::pending::<()>().await;
-            }
-            Ok(LogChunk { data: "hello\nworld\n".into(), offset: 12, dropped: 0 })
-        }
+    /// The one cluster of the loop's fleet: jobs 1 (its log answers) and 2 (its log read
+    /// hangs), a history of one ended job, cancel allowed.
+    fn sim() -> MemoryCluster {
+        let mut job = Job::new(JobRef::new("sim", "1"), JobState::Running);
+        job.stdout = Some("/out".into());
+        let mut hung = Job::new(JobRef::new("sim", "2"), JobState::Running);
+        hung.stdout = Some("/hang".into());
+        MemoryCluster::new("sim")
+            .capabilities(Capabilities { cancel: true, ..Capabilities::default() })
+            .jobs(vec![job, hung])
+            .history(|query| {
+                let mut job = Job::new(JobRef::new("sim", "50"), JobState::Completed);
+                job.end_time = Some(query.since + chrono::Duration::hours(1));
+                let record = flightdeck::model::JobRecord::from_job(job);
+                Some(flightdeck::model::History::newest("simacct", vec![record], query.limit))
+            })
+            .logs(|path| {
+                (path.as_str() != "/hang").then(|| LogChunk { data: "hello\nworld\n".into(), offset: 12, dropped: 0 })
+            })
     }
 
     /// What the fake terminal saw.
@@ -933,7 +895,7 @@ mod event_loop {
         signals: mpsc::UnboundedSender<Signal>,
         seen: Arc<Mutex<Seen>>,
         alive: Arc<AtomicBool>,
-        sim: Arc<Sim>,
+        sim: Arc<MemoryCluster>,
         done: tokio::task::JoinHandle<color_eyre::Result<()>>,
     }
 
@@ -942,7 +904,7 @@ mod event_loop {
     }
 
     fn start() -> Harness {
-        let sim = Arc::new(Sim::default());
+        let sim = Arc::new(sim());
         let fleet = Fleet::start(
             vec![Member {
                 backend: sim.clone(),
@@ -989,7 +951,7 @@ mod event_loop {
     async fn an_idle_minute_draws_nothing_and_keys_draw_once() {
         let h = start();
         until("the first refresh", || h.seen.lock().unwrap().has_data).await;
-        assert_eq!(h.sim.snapshots.load(Ordering::SeqCst), 1);
+        assert_eq!(h.sim.snapshots(), 1);
         let drawn = h.draws();
         tokio::time::sleep(TICK * 60).await;
         assert_eq!(h.draws(), drawn, "60 idle ticks must not draw");
@@ -1011,7 +973,7 @@ mod event_loop {
         h.key(KeyCode::Char('C'));
         h.key(KeyCode::Char('y'));
         until("the cancel toast", || h.seen.lock().unwrap().toasts.iter().any(|t| t == "cancel sim/1: done")).await;
-        assert_eq!(h.sim.cancels.load(Ordering::SeqCst), 1);
+        assert_eq!(h.sim.calls(), ["cancel sim/1"]);
         // Open the job: its log is read on a task and shown.
         h.key(KeyCode::Enter);
         until("the log", || h.seen.lock().unwrap().log_lines.last() == Some(&2)).await;
@@ -1031,11 +993,11 @@ mod event_loop {
         h.key(KeyCode::Char('2'));
         h.key(KeyCode::Char('e'));
         until("the history rows", || h.seen.lock().unwrap().history == [JobRef::new("sim", "50")]).await;
-        assert_eq!(h.sim.histories.load(Ordering::SeqCst), 1);
+        assert_eq!(h.sim.histories(), 1);
         tokio::time::sleep(TICK * 20).await;
-        assert_eq!(h.sim.histories.load(Ordering::SeqCst), 1, "ticks and refreshes read no history");
+        assert_eq!(h.sim.histories(), 1, "ticks and refreshes read no history");
         h.key(KeyCode::Char('r'));
-        until("the second read", || h.sim.histories.load(Ordering::SeqCst) == 2).await;
+        until("the second read", || h.sim.histories() == 2).await;
         h.key(KeyCode::Char('q'));
         let result = tokio::time::timeout(Duration::from_secs(10), h.done).await.expect("quits");
         assert!(result.unwrap().is_ok());
