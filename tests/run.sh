@@ -31,8 +31,8 @@ cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings
 # The cockpit's end-to-end test drives the real binary in a tmux pane.
 if ! command -v tmux >/dev/null; then
-    apt-get update -q >/dev/null
-    apt-get install -y -q tmux >/dev/null
+    timeout 900 apt-get update -q >/dev/null
+    timeout 900 apt-get install -y -q tmux >/dev/null
 fi
 # Live scenarios wait on a per-cluster lock; enough threads keep both clusters busy.
 cargo test --all-targets --locked -- --test-threads=8

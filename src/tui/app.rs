@@ -3,7 +3,7 @@
 //! [`App::update`] takes a [`Msg`] (a key, a new fleet state, an action's outcome, a log
 //! read, a resize, a clock tick) and returns the [`Command`]s the event loop carries out.
 //! Nothing here does I/O, reads the clock or touches the terminal, so every behaviour is a
-//! plain unit test (`tests/tui_app.rs`).
+//! plain unit test (`tests/offline/tui_app.rs`).
 
 pub mod command_line;
 pub mod data;

@@ -49,10 +49,39 @@ pub fn backend(name: &str) -> Arc<SlurmBackend> {
 /// do not see each other's jobs or drained nodes. The two clusters run in parallel. A file
 /// lock, so it also holds between test binaries and concurrent test runs.
 pub fn cluster_lock(name: &str) -> std::fs::File {
-    let path = std::env::temp_dir().join(format!("flightdeck-testbed-{name}.lock"));
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).expect("lock file");
+    let file = lock_file(&format!("flightdeck-testbed-{name}.lock"));
     file.lock().expect("lock the test bed cluster");
     file
+}
+
+/// A scenario that counts the controller's RPCs (`sdiag` is cluster-wide) holds the
+/// cluster's lock and then its quiet lock whole, so the count is its own: scenarios that
+/// change the cluster wait on the first, and every scenario that reaches the cluster
+/// without its lock holds the quiet lock shared ([`cluster_read`]). Always after
+/// [`cluster_lock`], never before, so no two scenarios wait on each other.
+pub fn cluster_quiet(name: &str) -> std::fs::File {
+    let file = lock_file(&format!("flightdeck-testbed-{name}-quiet.lock"));
+    file.lock().expect("lock the test bed cluster quiet");
+    file
+}
+
+/// Held by a scenario that only reads a cluster (or calls it without changing what other
+/// scenarios see): it runs beside every other such scenario and beside those that change
+/// the cluster, but never while an RPC count is under way ([`cluster_quiet`]).
+pub fn cluster_read(name: &str) -> std::fs::File {
+    let file = lock_file(&format!("flightdeck-testbed-{name}-quiet.lock"));
+    file.lock_shared().expect("share the test bed cluster's quiet lock");
+    file
+}
+
+/// [`cluster_read`] on both test bed clusters, for scenarios that reach both.
+pub fn clusters_read() -> [std::fs::File; 2] {
+    [cluster_read("fd22"), cluster_read("fd24")]
+}
+
+fn lock_file(name: &str) -> std::fs::File {
+    let path = std::env::temp_dir().join(name);
+    std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).expect("lock file")
 }
 
 /// Poll `snapshot` until `done` holds; panic with `what` and the last snapshot's summary.

@@ -3,11 +3,11 @@
 //! `kube::Discovery`). No real API server can run on the build machines, see
 //! `/work/shared/notes/kubernetes.md`; this is what the Kubernetes tests talk to instead.
 //!
-//! Use it from a test file with `mod kube_fake;` (like `tests/common/mod.rs`):
+//! A test binary that needs it declares it in its `main.rs` (`#[path = "../kube_fake/mod.rs"]
+//! mod kube_fake;`, as `fakes` and `bed` do); a test module then uses it:
 //!
 //! ```ignore
-//! mod kube_fake;
-//! use kube_fake::{FakeApi, fixtures};
+//! use crate::kube_fake::{FakeApi, fixtures};
 //!
 //! #[tokio::test]
 //! async fn nodes() {
@@ -71,7 +71,7 @@
 //!   `{kind: Status, apiVersion: v1, metadata: {}, status: Failure, message, reason, code}`.
 //! * Queries tolerate empty pairs (`path?&k=v`, bare `?`).
 //!
-//! # Protocol facts about kube 5 (checked by `tests/kube_protocol.rs`)
+//! # Protocol facts about kube 5 (checked by `tests/fakes/kube_protocol.rs`)
 //!
 //! * kube builds queries as `path?&k=v`; lists send `limit`, `continue`, selectors; the watcher's
 //!   initial list sends `limit=500`; watches send `watch=true&timeoutSeconds=290&

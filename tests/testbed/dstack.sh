@@ -13,6 +13,8 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# One run at a time: two would install the venv or start the server twice.
+run_locked /run/lock/flightdeck-testbed-dstack.lock "$0" "$@"
 
 DSTACK_VERSION=0.22.5
 DSTACK_PORT=3300
@@ -42,8 +44,32 @@ install_venv() {
     log "installing dstack[server]==$DSTACK_VERSION ($SENTRY_PIN) into $DSTACK_VENV"
     rm -rf "$DSTACK_VENV"
     python3 -m venv "$DSTACK_VENV"
-    "$DSTACK_VENV/bin/pip" install -q --disable-pip-version-check "dstack[server]==$DSTACK_VERSION" "$SENTRY_PIN"
+    # pip's own --timeout bounds each connection; `bounded` the whole install.
+    bounded "$FD_PIP_TIMEOUT" "$DSTACK_VENV/bin/pip" install -q --disable-pip-version-check --timeout 60 \
+        "dstack[server]==$DSTACK_VERSION" "$SENTRY_PIN"
     log "installed in $((SECONDS - t0)) s"
+}
+
+# dstack's server preloads gpuhunt's offer catalogs at start and every 10 minutes, from the
+# network (`preload_offers_catalog`; dstack 0.22.5 has no setting to turn it off). Nothing
+# outside is reachable from the test bed, so each load would wait on a dead connection and
+# log a traceback per cloud. gpuhunt reads its catalogs from GPUHUNT_CATALOG_URL: point it at
+# empty ones on disk (one per offline provider of the installed gpuhunt, `file://` URLs work
+# with urllib). No backend is configured, so the server offers nothing either way.
+DSTACK_CATALOG=$DSTACK_HOME/empty-catalog
+
+empty_catalog() {
+    rm -rf "$DSTACK_CATALOG"
+    "$DSTACK_VENV/bin/python" - "$DSTACK_CATALOG" <<'PY'
+import pathlib, sys, zipfile
+from gpuhunt._internal.catalog import OFFLINE_PROVIDERS
+root = pathlib.Path(sys.argv[1])
+for p in OFFLINE_PROVIDERS:
+    (root / p / "empty").mkdir(parents=True, exist_ok=True)
+    (root / p / "version").write_text("empty\n")
+    with zipfile.ZipFile(root / p / "empty" / "catalog.zip", "w") as z:
+        z.writestr(f"{p}.csv", "")
+PY
 }
 
 answers() {
@@ -58,11 +84,12 @@ start_server() {
         stop_server
         port_open "$DSTACK_PORT" && die "port $DSTACK_PORT is taken by something else"
         mkdir -p "$DSTACK_HOME"
+        empty_catalog
         local t0=$SECONDS
         log "starting dstack server on $DSTACK_URL"
         start_daemon "$DSTACK_NAME" "$DSTACK_VENV" env -i HOME="$DSTACK_HOME" PATH="$DSTACK_VENV/bin:$FD_STD_PATH" \
             LANG=C.UTF-8 DSTACK_SERVER_ADMIN_TOKEN="$DSTACK_TOKEN" DSTACK_CLI_DISABLE_UPDATE_CHECK=1 \
-            DSTACK_DISABLE_USAGE_STATS=1 DSTACK_SERVER_LOG_LEVEL=WARNING \
+            DSTACK_DISABLE_USAGE_STATS=1 DSTACK_SERVER_LOG_LEVEL=WARNING GPUHUNT_CATALOG_URL="file://$DSTACK_CATALOG" \
             "$DSTACK_VENV/bin/dstack" server --host 127.0.0.1 --port "$DSTACK_PORT" -y
         for _ in $(seq 120); do
             answers && break
@@ -91,7 +118,7 @@ stop_server() {
 
 case ${1:-up} in
 up | start)
-    command -v curl >/dev/null || die "curl is needed"
+    ensure_host_pkgs curl python3-venv
     install_venv
     start_server
     ;;

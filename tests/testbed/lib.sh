@@ -47,6 +47,63 @@ FD_STD_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 log() { printf '[testbed %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
+# ---- bounds and locks ------------------------------------------------------------------
+# Every step that waits on a mirror or a package index has a deadline, so a stalled network
+# fails the run with a message instead of hanging it. Seconds; raise them for a slow mirror.
+FD_APT_TIMEOUT=${FD_APT_TIMEOUT:-900}
+FD_DEBOOTSTRAP_TIMEOUT=${FD_DEBOOTSTRAP_TIMEOUT:-1800}
+FD_PIP_TIMEOUT=${FD_PIP_TIMEOUT:-1200}
+
+bounded() { # SECS CMD...: CMD (an executable, not a function), TERM after SECS, KILL 30 s later
+    local secs=$1 rc=0
+    shift
+    timeout --kill-after=30 "$secs" "$@" || rc=$?
+    if ((rc == 124 || rc == 137)); then log "timed out after $secs s: $*"; fi
+    return "$rc"
+}
+
+# One run of a script at a time: re-executes the calling script under `flock -o` on LOCK
+# (the lock is held by flock itself, so daemons the script starts do not inherit it). A
+# second run waits up to 15 minutes, then fails. Call it before anything else is done.
+run_locked() { # LOCK SCRIPT ARGS...
+    local lock=$1 script=$2 guard
+    shift 2
+    guard=FD_LOCKED_$(basename "$lock" .lock | tr -c 'A-Za-z0-9\n' _)
+    [[ ${!guard:-} == 1 ]] && return 0
+    mkdir -p "$(dirname "$lock")"
+    if ! flock -n "$lock" true; then log "another $(basename "$script") is running: waiting for it"; fi
+    export "$guard=1"
+    exec flock -o -w 900 "$lock" bash "$script" "$@"
+}
+
+missing_pkgs() { # [--admindir DIR] PKG... -> the ones not installed
+    local admin=()
+    if [[ $1 == --admindir ]]; then admin=(--admindir="$2"); shift 2; fi
+    local p
+    for p; do
+        [[ $(dpkg-query "${admin[@]}" -W -f='${db:Status-Status}' "$p" 2>/dev/null) == installed ]] ||
+            echo "$p"
+    done
+}
+
+# What the server scripts need on a fresh Debian 12 (curl to ask the servers, python3-venv
+# for their virtual environments); up.sh installs them too, with the rest of the host's.
+ensure_host_pkgs() { # PKG...: apt-get install the missing ones, bounded
+    local miss
+    miss=$(missing_pkgs "$@" | xargs)
+    [[ -n $miss ]] || return 0
+    [[ $EUID -eq 0 ]] || die "$miss missing; run as root to install them"
+    log "apt-get install: $miss"
+    mkdir -p "$FD_LOGS"
+    # shellcheck disable=SC2086
+    if ! { DEBIAN_FRONTEND=noninteractive bounded "$FD_APT_TIMEOUT" apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive bounded "$FD_APT_TIMEOUT" \
+            apt-get install -y -qq --no-install-recommends $miss; } >>"$FD_LOGS/apt-host.log" 2>&1; then
+        tail -n 30 "$FD_LOGS/apt-host.log" >&2
+        die "apt-get install $miss failed (log: $FD_LOGS/apt-host.log)"
+    fi
+}
+
 # Run a command on cluster fd22 / fd24 (slurm CLI etc.).
 fd22() { env SLURM_CONF="$FD22_CONF" "$@"; }
 fd24() {

@@ -12,6 +12,8 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# One run at a time: two would install the venv or start the server twice.
+run_locked /run/lock/flightdeck-testbed-skypilot.lock "$0" "$@"
 
 SKY_VERSION=0.14.1
 SKY_PORT=46590
@@ -31,7 +33,9 @@ install_venv() {
     log "installing skypilot==$SKY_VERSION into $SKY_VENV"
     rm -rf "$SKY_VENV"
     python3 -m venv "$SKY_VENV"
-    HOME=$SKY_HOME "$SKY_VENV/bin/pip" install -q --disable-pip-version-check "skypilot==$SKY_VERSION"
+    # pip's own --timeout bounds each connection; `bounded` the whole install.
+    HOME=$SKY_HOME bounded "$FD_PIP_TIMEOUT" "$SKY_VENV/bin/pip" install -q --disable-pip-version-check --timeout 60 \
+        "skypilot==$SKY_VERSION"
 }
 
 # The catalog SkyPilot would download: the GPU names (common/), and one cloud's offers
@@ -115,7 +119,7 @@ stop_server() {
 
 case ${1:-up} in
 up | start)
-    command -v curl >/dev/null || die "curl is needed"
+    ensure_host_pkgs curl python3-venv
     install_venv
     start_server
     ;;

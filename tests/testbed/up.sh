@@ -28,8 +28,9 @@ phase() { log "$* [t=$((SECONDS - T0))s]"; }
 
 export DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes
 HOST_NAME=$(hostname -s)
+# curl and python3-venv: for skypilot.sh and dstack.sh (their servers' venvs, their probes).
 HOST_PKGS=(slurm-wlm slurm-client munge openssh-server openssh-client debootstrap
-    util-linux procps mariadb-server slurmdbd)
+    util-linux procps mariadb-server slurmdbd curl python3-venv)
 CHROOT_PKGS=(slurm-wlm slurm-client munge openssh-server slurmdbd)
 DEAD_REASON="test bed: no slurmd"
 STARTED=0 # set when a slurm daemon is (re)started; triggers the smoke test
@@ -39,15 +40,7 @@ chmod 700 "$FD_SSH"
 
 # ---------------------------------------------------------------------------------------
 # packages
-missing_pkgs() { # [--admindir DIR] PKG... -> the ones not installed
-    local admin=()
-    if [[ $1 == --admindir ]]; then admin=(--admindir="$2"); shift 2; fi
-    local p
-    for p; do
-        [[ $(dpkg-query "${admin[@]}" -W -f='${db:Status-Status}' "$p" 2>/dev/null) == installed ]] ||
-            echo "$p"
-    done
-}
+# missing_pkgs: lib.sh
 
 POLICY_CREATED=0
 CHROOT_JOB=
@@ -74,11 +67,11 @@ host_install() {
         POLICY_CREATED=1
     fi
     if ((!APT_UPDATED)); then
-        apt-get update -qq >>"$FD_LOGS/apt-host.log" || die "apt-get update failed"
+        bounded "$FD_APT_TIMEOUT" apt-get update -qq >>"$FD_LOGS/apt-host.log" || die "apt-get update failed"
         APT_UPDATED=1
     fi
     # shellcheck disable=SC2086
-    if ! apt-get install -y -qq --no-install-recommends $miss >>"$FD_LOGS/apt-host.log"; then
+    if ! bounded "$FD_APT_TIMEOUT" apt-get install -y -qq --no-install-recommends $miss >>"$FD_LOGS/apt-host.log"; then
         tail -n 30 "$FD_LOGS/apt-host.log" >&2
         die "apt-get install failed (log: $FD_LOGS/apt-host.log)"
     fi
@@ -126,7 +119,7 @@ build_chroot() {
         local mirror
         mirror=$(debian_mirror)
         log "debootstrap --variant=minbase trixie $FD_CHROOT $mirror"
-        if ! debootstrap --variant=minbase trixie "$FD_CHROOT" "$mirror" \
+        if ! bounded "$FD_DEBOOTSTRAP_TIMEOUT" debootstrap --variant=minbase trixie "$FD_CHROOT" "$mirror" \
             >"$FD_LOGS/debootstrap.log" 2>&1; then
             tail -n 30 "$FD_LOGS/debootstrap.log" >&2
             die "debootstrap failed (log: $FD_LOGS/debootstrap.log)"
@@ -145,9 +138,11 @@ build_chroot() {
     if [[ -n $miss ]]; then
         log "apt-get install (chroot): $miss"
         # shellcheck disable=SC2086
-        if ! { in_chroot dpkg --configure -a && in_chroot apt-get update -qq &&
+        # `timeout` inside the chroot (coreutils is in minbase): in_chroot is a function.
+        if ! { in_chroot dpkg --configure -a &&
+            in_chroot timeout --kill-after=30 "$FD_APT_TIMEOUT" apt-get update -qq &&
             in_chroot env DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes \
-                apt-get install -y -qq --no-install-recommends $miss; } \
+                timeout --kill-after=30 "$FD_APT_TIMEOUT" apt-get install -y -qq --no-install-recommends $miss; } \
             >>"$FD_LOGS/apt-chroot.log"; then
             tail -n 30 "$FD_LOGS/apt-chroot.log" >&2
             die "apt-get install in the chroot failed (log: $FD_LOGS/apt-chroot.log)"
@@ -485,7 +480,7 @@ register_cluster() { # CLUSTER RUNNER: known to its slurmdbd before slurmctld fi
 # MISMATCH") when the database knows the cluster under another id: a state from before
 # accounting (slurmctld made up an id), or a database made anew. Without the file slurmctld
 # takes the database's id. The state is cleared at each start anyway (-c). 22.05 keeps no id.
-# A QOS with a limit, for the "why pending" scenario of a QOS limit (tests/why_live.rs): one
+# A QOS with a limit, for the "why pending" scenario of a QOS limit (tests/bed/why_live.rs): one
 # GPU per user, for jobs that ask for it (--qos=fd-gpu1); root may use it.
 LIMIT_QOS=fd-gpu1
 add_limit_qos() { # CLUSTER RUNNER

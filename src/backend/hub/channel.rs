@@ -3,7 +3,7 @@
 //! system's roots) for `https://` or plain HTTP/2 over a Unix socket for `unix:/path`.
 //!
 //! This file uses nothing of the crate (only tonic, tokio, tower, hyper-util and rustls), so
-//! `tests/hub_net.rs` can compile it on its own.
+//! `tests/offline/hub_net.rs` can compile it on its own.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

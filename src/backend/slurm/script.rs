@@ -15,7 +15,7 @@
 //! `#SBATCH --job-name="x'; touch /tmp/pwned; echo '$(id)"`, which sbatch reads back as exactly
 //! that name (checked with the sbatch of Slurm 22.05.8 and 24.11.5: `sbatch -vv` prints the
 //! parsed `job-name`; the ignored test `sbatch_reads_rendered_directives` in
-//! `tests/config_spec.rs` repeats the check wherever `sbatch` is installed). Written bare, the
+//! `tests/offline/config_spec.rs` repeats the check wherever `sbatch` is installed). Written bare, the
 //! same name would lose its quotes. Older parsers are covered too: before 15.08 only `"`
 //! grouped and `#` ended the argument even inside quotes (hence `\#`), and 17.11–19.05 blank
 //! the word `packjob` anywhere in a directive line and start a new heterogeneous-job component

@@ -593,7 +593,7 @@ mod tests {
     }
 
     /// No busy node: a reading with a note, not an error, and no command run. (Whole readings
-    /// with srun and ssh run against the test bed: tests/slurm_telemetry_live.rs.)
+    /// with srun and ssh run against the test bed: tests/bed/slurm_telemetry_live.rs.)
     #[tokio::test]
     async fn nothing_to_measure_is_a_note() {
         let reader = GpuReader::new(TelemetryVia::Srun, 64, "nvidia-smi");

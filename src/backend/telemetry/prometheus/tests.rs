@@ -1,5 +1,5 @@
 //! `read_answer` over small hand-written answers: what each label and figure becomes.
-//! The recorded exporter answers, the HTTP side and the fleet are `tests/telemetry_prometheus.rs`.
+//! The recorded exporter answers, the HTTP side and the fleet are `tests/fakes/telemetry_prometheus.rs`.
 
 use serde_json::{Value, json};
 
