@@ -488,6 +488,12 @@ pub struct Node {
     pub cost_per_hour: Option<f64>,
 }
 
+/// A GPU slot's model is the one asked for: any, when `None`; one of several, where the job
+/// names several (`h100,a100`).
+pub fn gpu_model_matches(slot: &str, model: Option<&str>) -> bool {
+    model.is_none_or(|m| m.split(',').any(|m| m.trim().eq_ignore_ascii_case(slot)))
+}
+
 impl Node {
     pub fn new(cluster: impl Into<String>, name: impl Into<String>, state: NodeState) -> Self {
         Self {
@@ -520,6 +526,21 @@ impl Node {
 
     pub fn gpus_unhealthy(&self) -> u32 {
         self.gpus.iter().fold(0u32, |n, g| n.saturating_add(g.unhealthy))
+    }
+
+    /// The node has GPUs of `model` (any GPUs, when `None`; one of several, where a job names
+    /// several: `h100,a100`).
+    pub fn has_gpu_model(&self, model: Option<&str>) -> bool {
+        self.gpus.iter().any(|g| g.total > 0 && gpu_model_matches(&g.model, model))
+    }
+
+    /// Free, healthy GPUs of `model` (any, when `None`) on the node.
+    pub fn free_gpus_of(&self, model: Option<&str>) -> u32 {
+        self.gpus
+            .iter()
+            .filter(|g| gpu_model_matches(&g.model, model))
+            .map(|g| g.total.saturating_sub(g.allocated).saturating_sub(g.unhealthy))
+            .sum()
     }
 
     /// The node's GPU models joined with `,`, or `None` without GPUs.

@@ -19,6 +19,7 @@ use size::{SIZE_CODES, larger_than_any_node, size};
 use crate::backend::StartEstimate;
 use crate::model::slurm_reasons::{self, Outlook};
 use crate::model::words::{counted, verb};
+use crate::model::workload::GangWait;
 use crate::model::{Job, JobState, Node, Snapshot};
 
 /// Most nodes named in one line of evidence before "and N more".
@@ -212,8 +213,8 @@ fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec
                 let blocks: Vec<(u32, &str)> = snapshot
                     .nodes
                     .iter()
-                    .filter(|n| in_partition(n, job) && !n.state.is_unavailable() && has_model(n, model))
-                    .map(|n| (free_gpus(n, model), n.name.as_str()))
+                    .filter(|n| in_partition(n, job) && !n.state.is_unavailable() && n.has_gpu_model(model))
+                    .map(|n| (n.free_gpus_of(model), n.name.as_str()))
                     .collect();
                 let fitting = blocks.iter().filter(|(free, _)| *free >= per_node).count();
                 match blocks.iter().max_by_key(|(free, name)| (*free, std::cmp::Reverse(*name))) {
@@ -249,77 +250,14 @@ fn slurm_evidence(snapshot: &Snapshot, job: &Job, code: &str, evidence: &mut Vec
     never
 }
 
-/// A gang that waits (a Volcano Job's pod group, any workload whose pods start together or
-/// not at all): how many pods it needs, what each asks for, and how many of them the nodes
-/// in service could place now, from the snapshot.
+/// A gang that waits: see [`crate::model::workload::GangWait`].
 fn gang(snapshot: &Snapshot, job: &Job, reason: &str) -> Option<String> {
-    let w = job.workload.as_deref()?;
-    if !reason.starts_with("Volcano") || w.pods.is_empty() {
-        return None;
-    }
-    // Volcano says the gang's size (`…, 4 minAvailable`); else every replica counts.
-    let size = reason
-        .split([',', ';'])
-        .find_map(|part| part.trim().strip_suffix(" minAvailable")?.trim().parse::<u32>().ok())
-        .unwrap_or(w.replicas_total)
-        .max(1);
-    let unplaced: Vec<&crate::model::WorkloadPod> = w.pods.iter().filter(|p| p.node.is_none()).collect();
-    let per_pod = unplaced
-        .iter()
-        .map(|p| p.gpus)
-        .max()
-        .or_else(|| w.groups.iter().map(|g| g.gpus_per_replica).max())
-        .unwrap_or(0);
-    let placed = w.pods.len() as u32 - unplaced.len() as u32;
-    let model = job.gpu_model.as_deref();
-    let asks = match (per_pod, model) {
-        (0, _) => String::new(),
-        (n, Some(m)) => format!(" of {n}×{m}"),
-        (n, None) => format!(" of {}", counted(n, "GPU", "GPUs")),
-    };
-    let mut line = format!("gang of {}{asks} waits", counted(size, "pod", "pods"));
-    if per_pod > 0 {
-        let free: Vec<u32> = snapshot
-            .nodes
-            .iter()
-            .filter(|n| !n.state.is_unavailable() && has_model(n, model))
-            .map(|n| free_gpus(n, model))
-            .collect();
-        let takers = free.iter().filter(|f| **f >= per_pod).count() as u32;
-        let room: u32 = free.iter().map(|f| f / per_pod).sum();
-        let needed = size.saturating_sub(placed);
-        line.push_str(&format!(
-            ": {} can take one, room for {} of the {needed} it still needs; it starts only when all fit at once",
-            counted(takers, "node", "nodes"),
-            room.min(needed)
-        ));
-    }
-    Some(line)
+    GangWait::of(&snapshot.nodes, job, reason).map(|g| g.line())
 }
 
 /// The node serves the job's partition (any node, when the job names none).
 fn in_partition(node: &Node, job: &Job) -> bool {
     job.partition.is_empty() || node.partitions.iter().any(|p| p == &job.partition)
-}
-
-/// A GPU slot's model is the one asked for: any, when `None`; one of several, where the job
-/// names several (`h100,a100`).
-fn model_matches(slot: &str, model: Option<&str>) -> bool {
-    model.is_none_or(|m| m.split(',').any(|m| m.trim().eq_ignore_ascii_case(slot)))
-}
-
-/// The node has GPUs of `model` (any GPUs, when `None`).
-fn has_model(node: &Node, model: Option<&str>) -> bool {
-    node.gpus.iter().any(|g| g.total > 0 && model_matches(&g.model, model))
-}
-
-/// Free GPUs of `model` (any, when `None`) on a node.
-fn free_gpus(node: &Node, model: Option<&str>) -> u32 {
-    node.gpus
-        .iter()
-        .filter(|g| model_matches(&g.model, model))
-        .map(|g| g.total.saturating_sub(g.allocated).saturating_sub(g.unhealthy))
-        .sum()
 }
 
 /// The partition's nodes that take no work, with their reasons.
@@ -626,6 +564,13 @@ mod tests {
         // One node with room: the words stay singular.
         let w = why(&snapshot(vec![vc.clone()], nodes[1..].to_vec()), &vc);
         assert!(w.evidence[0].contains(": 1 node can take one, room for 1 of the 4"), "{:?}", w.evidence);
+        // The adapter's reason (short words, Volcano's after them) reads the same.
+        let gang = crate::model::workload::GangWait::of(&nodes, &vc, vc.reason.as_deref().unwrap()).unwrap();
+        assert_eq!(gang.short(), "gang of 4 pods of 8×h100 waits: 2 nodes can take one");
+        let mut worded = vc.clone();
+        worded.reason = Some(format!("{} ({})", gang.short(), vc.reason.as_deref().unwrap()));
+        let w2 = why(&snapshot(vec![worded.clone()], nodes.clone()), &worded);
+        assert_eq!(w2.evidence[0], why(&snapshot(vec![vc.clone()], nodes.clone()), &vc).evidence[0]);
     }
 
     #[test]

@@ -190,16 +190,28 @@ async fn pending_reasons_name_the_gang_or_the_first_unplaced_pod() {
     let snap = synced_snapshot(&b).await;
     let vj = job(&snap, "research:vcjob:dist-train");
     assert_eq!((vj.state, vj.partition.as_str(), vj.gpus_requested), (JobState::Pending, "research", 32));
+    // The REASON column says it in words, from the nodes as they are now; Volcano's own
+    // words follow.
+    let room: u32 =
+        snap.nodes.iter().map(|n| n.gpus.iter().map(|g| g.total - g.allocated - g.unhealthy).sum::<u32>() / 8).sum();
+    let takers = snap
+        .nodes
+        .iter()
+        .filter(|n| n.gpus.iter().map(|g| g.total - g.allocated - g.unhealthy).sum::<u32>() >= 8)
+        .count();
+    let nodes_word = if takers == 1 { "node" } else { "nodes" };
     assert_eq!(
         vj.reason.as_deref(),
         Some(
-            "Volcano NotEnoughResources: 4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending, 4 minAvailable; Pending: 4 Unschedulable"
+            format!(
+                "gang of 4 pods of 8 GPUs waits: {takers} {nodes_word} can take one (Volcano NotEnoughResources: 4/4 tasks in gang \
+                 unschedulable: pod group is not ready, 4 Pending, 4 minAvailable; Pending: 4 Unschedulable)"
+            )
+            .as_str()
         )
     );
     // `why` says how many pods the gang needs and how many the nodes could place now.
     let why = flightdeck::fleet::why::why(&snap, vj);
-    let room: u32 =
-        snap.nodes.iter().map(|n| n.gpus.iter().map(|g| g.total - g.allocated - g.unhealthy).sum::<u32>() / 8).sum();
     let gang = &why.evidence[0];
     assert!(gang.starts_with("gang of 4 pods of 8 GPUs waits: "), "{gang}");
     assert!(gang.contains(&format!("room for {} of the 4 it still needs", room.min(4))), "{gang} (room for {room})");

@@ -139,6 +139,19 @@ pub fn describe_client_error(err: &::kube::Error) -> String {
     }
 }
 
+/// A waiting Volcano gang's reason in words, from what the nodes hold now (`gang of 4 pods of
+/// 8×h100 waits: 2 nodes can take one`), Volcano's own words kept after it in parentheses
+/// (`why` reads the gang's size there). Done on each snapshot's jobs, not in the mapping,
+/// since the nodes change without the workload changing; the cached job keeps the raw reason.
+fn gang_reasons_in_words(jobs: &mut [crate::model::Job], nodes: &[crate::model::Node]) {
+    for job in jobs.iter_mut().filter(|j| j.state == crate::model::JobState::Pending) {
+        let Some(reason) = job.reason.as_deref() else { continue };
+        if let Some(gang) = crate::model::workload::GangWait::of(nodes, job, reason) {
+            job.reason = Some(format!("{} ({reason})", gang.short()));
+        }
+    }
+}
+
 /// The kubeconfig with every exec credential plugin run under coreutils `timeout`: kube
 /// runs plugins as blocking child processes inside its request path (at client creation
 /// and again whenever the token expires), where no async timeout can reach them, so a
@@ -569,9 +582,9 @@ impl KubeBackend {
             .iter()
             .map(|o| workloads::volcano::QueueInfo::from_object(o))
             .collect();
-        let model_jobs = self.jobs_of(&pods, &jobs, &workload_objects, &workloads, &pod_groups, &lookup);
-        let mut model_jobs = model_jobs;
+        let mut model_jobs = self.jobs_of(&pods, &jobs, &workload_objects, &workloads, &pod_groups, &lookup);
         model_jobs.sort_by(|a, b| a.job_ref.id.cmp(&b.job_ref.id));
+        gang_reasons_in_words(&mut model_jobs, &model_nodes);
 
         let mut snap = Snapshot {
             cluster: self.name.clone(),

@@ -7,7 +7,8 @@
 use crate::model::words::{and_list, counted, how_many};
 use crate::model::{Job, Node, NodeState, Snapshot};
 
-use super::{NAMED, in_partition, model_matches};
+use super::{NAMED, in_partition};
+use crate::model::gpu_model_matches as model_matches;
 
 /// The Slurm codes where the job's size is the question: it waits for room or for nodes.
 pub(super) const SIZE_CODES: &[&str] =
@@ -56,7 +57,7 @@ impl Ask<'_> {
 
     /// The node could take its share now: in service, with the GPUs, memory and a CPU free.
     fn now(&self, node: &Node) -> bool {
-        let gpus = self.gpus == 0 || super::free_gpus(node, self.model) >= self.gpus;
+        let gpus = self.gpus == 0 || node.free_gpus_of(self.model) >= self.gpus;
         let memory = self.memory_mb.is_none_or(|m| {
             node.memory_total_mb == 0 || node.memory_total_mb.saturating_sub(node.memory_allocated_mb) >= m
         });
