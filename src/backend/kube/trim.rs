@@ -4,12 +4,12 @@
 //! volumes, probes, image digests, IPs — and 10,000 of them held whole cost hundreds of MB.
 //!
 //! Kept, by who reads it (`map`, `gpu`, `workloads::*`, `kueue`, the snapshot's index):
-//! * metadata: everything but `managedFields`; annotations only ours (`flightdeck.io/…`) and
+//! * metadata: everything but `managedFields`, `generateName` and finalizers; annotations only ours (`flightdeck.io/…`) and
 //!   the mirror-pod mark the GPU ledger skips;
 //! * pod spec: node, containers and init containers (name, resources, working dir, restart
 //!   policy), pod-level resources, overhead, node selector, priority, deadline, scheduling
 //!   gates;
-//! * pod status: phase, reason, message, conditions, start time, and per container its name,
+//! * pod status: phase, reason, message, the `PodScheduled` and `Ready` conditions, start time, and per container its name,
 //!   state, last state, restart count and readiness;
 //! * node status: capacity, allocatable, conditions (not its image list or volumes);
 //! * a Job's pod template: as a pod spec;
@@ -42,6 +42,8 @@ fn annotation_read(key: &str) -> bool {
 
 pub fn meta(m: &mut ObjectMeta) {
     m.managed_fields = None;
+    m.generate_name = None;
+    m.finalizers = None;
     if let Some(a) = m.annotations.as_mut() {
         a.retain(|k, _| annotation_read(k));
         if a.is_empty() {
@@ -95,13 +97,19 @@ fn container_status(c: ContainerStatus) -> ContainerStatus {
     }
 }
 
+/// The pod conditions anything reads: why a pod waits (`map::pod_pending_reason`) and
+/// whether it is ready (`workloads::job`).
+const POD_CONDITIONS_READ: [&str; 2] = ["PodScheduled", "Ready"];
+
 fn pod_status(s: PodStatus) -> PodStatus {
     let statuses = |v: Option<Vec<ContainerStatus>>| v.map(|cs| cs.into_iter().map(container_status).collect());
     PodStatus {
         phase: s.phase,
         reason: s.reason,
         message: s.message,
-        conditions: s.conditions,
+        conditions: s
+            .conditions
+            .map(|cs| cs.into_iter().filter(|c| POD_CONDITIONS_READ.contains(&c.type_.as_str())).collect()),
         start_time: s.start_time,
         container_statuses: statuses(s.container_statuses),
         init_container_statuses: statuses(s.init_container_statuses),
@@ -211,7 +219,8 @@ mod tests {
                     "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
                 "initContainers": [{"name": "side", "restartPolicy": "Always", "env": [{"name": "B"}]}]},
             "status": {"phase": "Running", "podIP": "10.0.0.1", "qosClass": "Guaranteed", "startTime": "2025-01-01T00:00:00Z",
-                "conditions": [{"type": "Ready", "status": "True"}],
+                "conditions": [{"type": "Ready", "status": "True"}, {"type": "Initialized", "status": "True"},
+                    {"type": "PodScheduled", "status": "True"}],
                 "containerStatuses": [{"name": "main", "image": "img", "imageID": "sha256:abc", "containerID": "c://1",
                     "ready": true, "restartCount": 3, "started": true,
                     "state": {"running": {"startedAt": "2025-01-01T00:00:01Z"}},
@@ -245,6 +254,8 @@ mod tests {
         let st = p.status.as_ref().unwrap();
         assert!(st.pod_ip.is_none() && st.qos_class.is_none());
         assert_eq!(st.phase.as_deref(), Some("Running"));
+        let kept: Vec<&str> = st.conditions.iter().flatten().map(|c| c.type_.as_str()).collect();
+        assert_eq!(kept, vec!["Ready", "PodScheduled"]);
         let cs = &st.container_statuses.as_ref().unwrap()[0];
         assert_eq!((cs.name.as_str(), cs.restart_count, cs.ready), ("main", 3, true));
         assert!(cs.image.is_empty() && cs.image_id.is_empty() && cs.container_id.is_none() && cs.started.is_none());
