@@ -172,3 +172,55 @@ async fn the_cache_holds_no_managed_fields_env_or_volumes_and_the_picture_is_unc
     }
     assert!(nodes.iter().all(|n| n.metadata.managed_fields.is_none()));
 }
+
+/// `flightdeck jobs --output json` against 10,000 heavy GPU pods on 1,000 nodes: the peak
+/// resident set (`/usr/bin/time -f %M`) printed for the record (issue #29's figure; measured,
+/// not asserted: a figure of the build, not a behaviour). Run by hand:
+/// `cargo test --test fakes kube_trim::ten_thousand_pods -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn ten_thousand_pods_jobs_peak() {
+    let fake = FakeApi::start_blocking();
+    let namespaces = ["train", "research", "inference", "notebooks"];
+    let mut objs: Vec<Value> = namespaces.iter().map(|ns| fixtures::namespace(ns)).collect();
+    objs.extend((0..1_000).map(|n| heavy(fixtures::node_h100(&format!("gpu-{n:04}")))));
+    let pods: Vec<Value> = (0..10_000)
+        .map(|i| {
+            let node = format!("gpu-{:04}", i % 1_000);
+            let name = format!("train-{:05}-worker", i);
+            heavy(fixtures::gpu_pod(namespaces[i % 4], &name, Some(&node), "nvidia.com/gpu", 1))
+        })
+        .collect();
+    let wire: usize = pods.iter().map(|p| p.to_string().len()).sum();
+    objs.extend(pods);
+    fake.put_all(objs);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = fake.kubeconfig(dir.path(), "fake");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\ntimeout_seconds = 60\n",
+            kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "%M", env!("CARGO_BIN_EXE_flightdeck"), "jobs", "--output", "json"])
+        .env("FLIGHTDECK_CONFIG", &config)
+        .env("HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .env("XDG_STATE_HOME", dir.path())
+        .env("XDG_CACHE_HOME", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let peak_kb: u64 = stderr.lines().last().and_then(|l| l.trim().parse().ok()).expect("a peak from /usr/bin/time");
+    println!(
+        "flightdeck jobs --output json: 10,000 pods ({} B each on the wire) on 1,000 nodes: peak {} MB, {} B of JSON out",
+        wire / 10_000,
+        peak_kb / 1024,
+        out.stdout.len()
+    );
+}
