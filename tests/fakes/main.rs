@@ -10,6 +10,7 @@ mod memory;
 mod dstack_stub;
 mod kube_protocol;
 mod kube_scenarios;
+mod kube_trim;
 mod kube_workloads;
 mod skypilot_recorded;
 mod telemetry_prometheus;

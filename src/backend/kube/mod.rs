@@ -20,6 +20,7 @@ pub mod kueue;
 pub mod logs;
 pub mod manifest;
 pub mod map;
+pub mod trim;
 pub mod visibility;
 pub mod watch;
 pub mod workloads;
@@ -527,6 +528,11 @@ impl KubeBackend {
         self.shared.health()
     }
 
+    /// The pods and nodes as the watch caches hold them (cut to what is read: `trim`).
+    pub fn cached(&self) -> (Vec<Arc<Pod>>, Vec<Arc<KNode>>) {
+        (self.stores.pods.all(), self.stores.nodes.all())
+    }
+
     /// What the pods hold on each node now (the incremental tallies).
     pub fn node_tallies(&self) -> HashMap<Box<str>, gpu::NodeTally> {
         self.shared.ledger.lock().unwrap_or_else(|e| e.into_inner()).nodes().clone()
@@ -871,7 +877,7 @@ fn spawn<K, F>(
     absent_note: String,
 ) -> JoinHandle<()>
 where
-    K: ::kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K: ::kube::Resource + trim::Trim + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
     F: Fn(Option<&str>, usize) -> Option<(Api<K>, K::DynamicType)> + Send + 'static,
 {

@@ -28,6 +28,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use super::gpu::{Ledger, pod_key};
+use super::trim::Trim;
 
 /// How long a switched-off kind (absent CRD, no permission) waits before it is tried again.
 pub const RETRY_DISABLED: Duration = Duration::from_secs(300);
@@ -292,7 +293,7 @@ pub async fn run<K>(
     mut hook: Option<Hook<K>>,
 ) -> Disabled
 where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource + Trim + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Eq + Hash + Clone + Send + Sync,
 {
     let mut writer: Writer<K> = Writer::new(dyntype);
@@ -302,9 +303,9 @@ where
     loop {
         // A fresh watcher after every error: it lists again, and its `InitDone` says the
         // server is back (a resumed watch on a quiet kind would say nothing at all).
-        // managedFields are often half of an object and never shown: not kept.
-        let stream =
-            watcher::watcher(api.clone(), config.clone()).modify(|o: &mut K| o.meta_mut().managed_fields = None);
+        // Only what the adapter reads enters the store (see `trim`): managedFields, env,
+        // volumes and the like are most of a real object and never shown.
+        let stream = watcher::watcher(api.clone(), config.clone()).modify(Trim::trim);
         futures_util::pin_mut!(stream);
         while let Some(item) = stream.next().await {
             match item {
