@@ -390,6 +390,68 @@ async fn several_nodes_submit_a_jobset_or_a_pytorchjob_and_show_as_one_job() {
     assert_eq!(specs["Worker"]["template"]["spec"]["containers"][0]["name"], json!("pytorch"));
 }
 
+#[tokio::test]
+async fn each_multi_node_kind_is_created_with_kueue_suspend_and_the_rendezvous() {
+    use flightdeck::backend::kube::workloads::submit::MultiNode;
+    let mut s = setup(true);
+    s.cfg.settings.namespaces = vec!["ml".into()];
+    s.cfg.settings.queue = Some("team-a".into());
+    for (how, api_version, kind, suspend) in [
+        (MultiNode::JobSet, "jobset.x-k8s.io/v1alpha2", "JobSet", "/spec/suspend"),
+        (MultiNode::PyTorchJob, "kubeflow.org/v1", "PyTorchJob", "/spec/runPolicy/suspend"),
+        (MultiNode::MpiJob, "kubeflow.org/v2beta1", "MPIJob", "/spec/runPolicy/suspend"),
+    ] {
+        s.cfg.settings.multi_node = how;
+        let b = KubeBackend::new(&s.cfg);
+        let job_ref = b.submit(&two_node_spec()).await.unwrap_or_else(|e| panic!("{kind}: {e}"));
+        let name = job_ref.id.rsplit(':').next().unwrap();
+        let obj = s.fake.get(api_version, kind, Some("ml"), name).unwrap_or_else(|| panic!("the {kind} exists"));
+        assert_eq!(obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], json!("team-a"), "{kind}");
+        assert_eq!(obj.pointer(suspend), Some(&json!(true)), "{kind} starts suspended for Kueue");
+        let posts: Vec<_> = s
+            .fake
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path.starts_with(&format!("/apis/{api_version}/")))
+            .collect();
+        assert_eq!(posts.len(), 1, "{kind}: {posts:?}");
+    }
+    let js = s
+        .fake
+        .list("jobset.x-k8s.io/v1alpha2", "JobSet")
+        .into_iter()
+        .find(|o| o["metadata"]["annotations"]["flightdeck.io/name"] == "Pretrain 70B")
+        .unwrap();
+    let env = &js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["env"];
+    let names: Vec<&str> = env.as_array().unwrap().iter().filter_map(|e| e["name"].as_str()).collect();
+    for want in ["MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NODE_RANK"] {
+        assert!(names.contains(&want), "{want}: {names:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_kind_the_cluster_does_not_serve_is_refused_by_name_before_anything_is_sent() {
+    use flightdeck::backend::kube::workloads::submit::MultiNode;
+    let mut s = setup(true);
+    s.cfg.settings.namespaces = vec!["ml".into()];
+    s.fake.disable_kind("jobset.x-k8s.io/v1alpha2", "JobSet", 404);
+    let b = KubeBackend::new(&s.cfg);
+    for err in [b.render(&two_node_spec()).await.unwrap_err(), b.submit(&two_node_spec()).await.unwrap_err()] {
+        assert!(matches!(err, BackendError::Unsupported(_)), "{err:?}");
+        assert!(err.to_string().starts_with("k8s does not serve jobset.x-k8s.io/v1alpha2"), "{err}");
+        assert!(err.to_string().contains("`multi_node`"), "{err}");
+    }
+    s.fake.disable_kind("batch.volcano.sh/v1alpha1", "Job", 404);
+    s.cfg.settings.multi_node = MultiNode::Volcano;
+    let err = KubeBackend::new(&s.cfg).submit(&two_node_spec()).await.unwrap_err();
+    assert!(err.to_string().starts_with("k8s does not serve batch.volcano.sh/v1alpha1"), "{err}");
+    let sent: Vec<_> = s.fake.requests().into_iter().filter(|r| r.method != "GET").collect();
+    assert!(sent.is_empty(), "nothing created: {sent:?}");
+    // One node is a plain Job, which every cluster serves.
+    let one = flightdeck::spec::JobSpec { nodes: Some(1), ..two_node_spec() };
+    KubeBackend::new(&s.cfg).submit(&one).await.unwrap();
+}
+
 /// The binary end to end: `flightdeck jobs` lists the PyTorchJob `llm` (4 + 2 GPUs) as one
 /// row of its kind, with its pods, and no row for either pod.
 #[test]

@@ -801,12 +801,41 @@ impl KubeBackend {
         };
         if spec.nodes.unwrap_or(1) > 1 {
             let built = workloads::submit::multi_node_manifest(spec, &target, self.multi_node)?;
+            self.check_served(self.multi_node).await?;
             warnings.extend(built.warnings.iter().cloned());
             return Ok((Planned::Workload(built), namespace, warnings));
         }
         let built = manifest::job_manifest(spec, &target)?;
         warnings.extend(built.warnings);
         Ok((Planned::Job(Box::new(built.job)), namespace, warnings))
+    }
+
+    /// Refuse, by name, a workload kind whose API this cluster does not serve (its CRD is
+    /// not installed), before the preview shows a manifest nothing would run: one discovery
+    /// GET of the group version, which a 404 answers when the CRD is absent.
+    async fn check_served(&self, how: workloads::submit::MultiNode) -> Result<(), BackendError> {
+        let api_version = how.api_version();
+        let def = how.kind().def();
+        let client = self.client().await?;
+        let refused = || {
+            BackendError::Unsupported(format!(
+                "{} does not serve {api_version} (the {} CRD, from {}): install it, or set `multi_node` for this cluster to a kind it serves ({})",
+                self.name,
+                def.kind,
+                def.project,
+                workloads::submit::MultiNode::NAMES.join(", ")
+            ))
+        };
+        match client.list_api_group_resources(&api_version).await {
+            Ok(list) if list.resources.iter().any(|r| r.name == def.plural) => Ok(()),
+            Ok(_) => Err(refused()),
+            Err(::kube::Error::Api(s)) if s.code == 404 => Err(refused()),
+            Err(e) => Err(BackendError::Command {
+                command: format!("discover {api_version}"),
+                status: None,
+                stderr: describe_client_error(&e),
+            }),
+        }
     }
 
     fn submission_queue(&self, spec: &JobSpec, namespace: &str) -> Option<String> {
@@ -999,11 +1028,13 @@ impl Backend for KubeBackend {
                 }
                 Planned::Workload(built) => {
                     let def = built.kind.def();
+                    // At the version the manifest is written for (an MPIJob's v2beta1 body is no v1 one).
+                    let version = built.object["apiVersion"].as_str().and_then(|v| v.rsplit_once('/')).map(|(_, v)| v);
+                    let version = version.unwrap_or(def.versions[0]).to_string();
                     let object: DynamicObject = serde_json::from_value(built.object).map_err(|e| {
                         BackendError::Parse { what: format!("the {} manifest", def.kind), message: e.to_string() }
                     })?;
-                    let api: Api<DynamicObject> =
-                        Api::namespaced_with(client, &namespace, &def.resource(self.served_version(built.kind)));
+                    let api: Api<DynamicObject> = Api::namespaced_with(client, &namespace, &def.resource(&version));
                     let created =
                         api.create(&PostParams::default(), &object).await.map_err(|e| create_error(def.kind, e))?;
                     let name = created.metadata.name.unwrap_or_default();
