@@ -1000,6 +1000,19 @@ impl Backend for KubeBackend {
         }
     }
 
+    fn shape_fields(&self) -> crate::model::ShapeFields {
+        let kind = self.multi_node.kind().def().kind;
+        crate::model::ShapeFields {
+            nodes: FieldUse::new("nodes", Need::Optional, &format!("2 or more run as one {kind}, a pod per node")),
+            tasks_per_node: FieldUse::new(
+                "tasks/node",
+                Need::Optional,
+                "the command starts them (torchrun --nproc-per-node)",
+            ),
+            array: FieldUse::new("array", Need::Optional, "one node each: an Indexed Job (0-99%10)"),
+        }
+    }
+
     async fn snapshot(&self) -> Result<Snapshot, BackendError> {
         self.start().await?;
         self.wait_synced().await?;
