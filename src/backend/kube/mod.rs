@@ -1179,7 +1179,7 @@ impl Backend for KubeBackend {
                     drain::delete(&api, &name, uid, &format!("delete pod {namespace}/{name}")).await
                 }
                 (JobAction::Hold | JobAction::Release, Target::Job { namespace, name }) => {
-                    let api: Api<KJob> = Api::namespaced(client, &namespace);
+                    let api: Api<KJob> = Api::namespaced(client.clone(), &namespace);
                     let current = api.get(&name).await.map_err(|e| match e {
                         ::kube::Error::Api(s) if s.code == 404 => {
                             BackendError::NotFound(format!("no Job {namespace}/{name}"))
@@ -1191,10 +1191,11 @@ impl Backend for KubeBackend {
                         },
                     })?;
                     if current.metadata.labels.as_ref().is_some_and(|l| l.contains_key(kueue::QUEUE_LABEL)) {
-                        return Err(BackendError::Unsupported(format!(
-                            "{namespace}/{name} is queued by Kueue, which owns `spec.suspend`: {} it through its Workload (spec.active)",
-                            action.verb()
-                        )));
+                        // Kueue owns a queued Job's `spec.suspend`: hold it through its Workload.
+                        let uid = current.metadata.uid.as_deref().unwrap_or_default();
+                        let owner = format!("Job {namespace}/{name}");
+                        let active = action == JobAction::Release;
+                        return workloads::actions::set_kueue_active(&client, &namespace, uid, &owner, active).await;
                     }
                     let suspend = action == JobAction::Hold;
                     let patch = serde_json::json!({"spec": {"suspend": suspend}});
