@@ -329,23 +329,42 @@ async fn hold_and_release_set_what_each_operator_reads() {
     assert_eq!(wl("jobset-later-2f3a")["spec"]["active"], json!(true));
 }
 
-/// Cancel of every kind flightdeck submits for several nodes: one DELETE of the object, with
-/// background propagation and the UID the dialog captured; a stale UID deletes nothing.
+/// Every kind flightdeck submits for several nodes: hold and release set what its operator
+/// reads (Volcano: a Command); cancel is one DELETE of the object, with background
+/// propagation and the UID the dialog captured; a stale UID deletes nothing.
 #[tokio::test]
-async fn cancel_of_each_multi_node_kind_deletes_that_object_only() {
+async fn hold_release_and_cancel_of_each_multi_node_kind_act_on_that_object_only() {
     use flightdeck::backend::kube::workloads::submit::MultiNode;
     let mut s = setup(true);
     s.cfg.settings.namespaces = vec!["ml".into()];
-    for (how, api_version, kind, plural) in [
-        (MultiNode::JobSet, "jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets"),
-        (MultiNode::PyTorchJob, "kubeflow.org/v1", "PyTorchJob", "pytorchjobs"),
-        (MultiNode::MpiJob, "kubeflow.org/v2beta1", "MPIJob", "mpijobs"),
-        (MultiNode::Volcano, "batch.volcano.sh/v1alpha1", "Job", "jobs"),
+    for (how, api_version, kind, plural, suspend) in [
+        (MultiNode::JobSet, "jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", "/spec/suspend"),
+        (MultiNode::PyTorchJob, "kubeflow.org/v1", "PyTorchJob", "pytorchjobs", "/spec/runPolicy/suspend"),
+        (MultiNode::MpiJob, "kubeflow.org/v2beta1", "MPIJob", "mpijobs", "/spec/runPolicy/suspend"),
+        (MultiNode::Volcano, "batch.volcano.sh/v1alpha1", "Job", "jobs", ""),
     ] {
         s.cfg.settings.multi_node = how;
         let b = KubeBackend::new(&s.cfg);
         let job_ref = b.submit(&two_node_spec()).await.unwrap_or_else(|e| panic!("{kind}: {e}"));
         let name = job_ref.id.rsplit(':').next().unwrap().to_string();
+        // Hold and release first: the field the operator reads, or Volcano's Command.
+        let commands = s.fake.list("bus.volcano.sh/v1alpha1", "Command").len();
+        for (action, want) in [(JobAction::Hold, true), (JobAction::Release, false)] {
+            b.job_action(&job_ref, action).await.unwrap_or_else(|e| panic!("{kind}: {e}"));
+            let obj = s.fake.get(api_version, kind, Some("ml"), &name).unwrap();
+            if suspend.is_empty() {
+                let made = s.fake.list("bus.volcano.sh/v1alpha1", "Command");
+                let last = made.iter().find(|c| {
+                    c["target"]["name"] == name.as_str() && c["action"] == if want { "AbortJob" } else { "ResumeJob" }
+                });
+                assert!(last.is_some(), "{kind}: {made:?}");
+            } else {
+                assert_eq!(obj.pointer(suspend), Some(&json!(want)), "{kind} {action:?}");
+            }
+        }
+        if suspend.is_empty() {
+            assert_eq!(s.fake.list("bus.volcano.sh/v1alpha1", "Command").len(), commands + 2);
+        }
         let uid =
             s.fake.get(api_version, kind, Some("ml"), &name).unwrap()["metadata"]["uid"].as_str().unwrap().to_string();
         let err = b.job_action_if(&job_ref, JobAction::Cancel, Some("not-its-uid")).await.unwrap_err();
