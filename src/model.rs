@@ -24,7 +24,7 @@ pub use self::diagnosis::{Diagnosis, Fact};
 pub use self::fleet_state::{ClusterState, FleetState};
 pub use self::history::{History, HistoryQuery, JobRecord};
 pub use self::log::{LogChunk, LogHandle, LogStream};
-pub use self::native::{Dialect, FieldUse, Native, Need, SpecFields};
+pub use self::native::{Dialect, FieldUse, Native, Need, ShapeFields, SpecFields};
 pub use self::telemetry::{GpuOwner, GpuProcess, GpuReading, GpuSample, GpuUse, JobGpuUse, Telemetry};
 pub use self::workload::{ReplicaGroup, Workload, WorkloadPod};
 

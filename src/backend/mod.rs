@@ -98,6 +98,10 @@ pub trait Backend: Send + Sync {
     fn spec_fields(&self) -> SpecFields {
         SpecFields::default()
     }
+    /// Which of nodes, tasks per node and array this kind takes (default: all, optional).
+    fn shape_fields(&self) -> crate::model::ShapeFields {
+        crate::model::ShapeFields::default()
+    }
     /// A full picture of jobs and nodes, as cheaply for the remote side as possible.
     async fn snapshot(&self) -> Result<Snapshot, BackendError>;
     /// Submit a portable job; returns the new job's reference.

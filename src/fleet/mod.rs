@@ -129,6 +129,7 @@ impl Fleet {
                 .map(|m| ClusterState {
                     capabilities: m.backend.capabilities(),
                     spec_fields: m.backend.spec_fields(),
+                    shape_fields: m.backend.shape_fields(),
                     ..ClusterState::new(m.backend.name(), m.kind.clone())
                 })
                 .collect(),

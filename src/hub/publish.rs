@@ -277,6 +277,7 @@ impl Track {
         if now.kind != self.last.kind
             || now.capabilities != self.last.capabilities
             || now.spec_fields != self.last.spec_fields
+            || now.shape_fields != self.last.shape_fields
         {
             update.info = Some(wire::info_to_pb(now));
             changed = true;

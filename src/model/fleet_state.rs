@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{Capabilities, ClusterKind, Health, Snapshot, SpecFields};
+use super::{Capabilities, ClusterKind, Health, ShapeFields, Snapshot, SpecFields};
 
 /// One cluster as the front ends see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -17,6 +17,9 @@ pub struct ClusterState {
     /// How its kind uses the spec fields that differ between kinds (the submit form's labels).
     #[serde(default)]
     pub spec_fields: SpecFields,
+    /// Which of nodes, tasks per node and array its kind takes (the submit form offers those).
+    #[serde(default)]
+    pub shape_fields: ShapeFields,
     pub health: Health,
     /// The last good snapshot; kept (and shown as stale) when later refreshes fail.
     pub snapshot: Option<Arc<Snapshot>>,
@@ -46,6 +49,7 @@ impl ClusterState {
             kind: kind.into(),
             capabilities: Capabilities::ALL,
             spec_fields: SpecFields::default(),
+            shape_fields: ShapeFields::default(),
             health: Health::Connecting,
             snapshot: None,
             attempts: 0,

@@ -72,6 +72,27 @@ pub struct SpecFields {
     pub partition: FieldUse,
 }
 
+/// How a cluster takes a job's shape, for the submit form's `nodes`, `tasks per node` and
+/// `array` fields: offered (optional, with what it becomes there) or not (`Need::Ignored`,
+/// its hint saying why; the form refuses a value in it). Apart from [`SpecFields`] so that a
+/// kind that says nothing (the default: all three optional) needs no change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShapeFields {
+    pub nodes: FieldUse,
+    pub tasks_per_node: FieldUse,
+    pub array: FieldUse,
+}
+
+impl Default for ShapeFields {
+    fn default() -> Self {
+        Self {
+            nodes: FieldUse::new("nodes", Need::Optional, "machines, all at once"),
+            tasks_per_node: FieldUse::new("tasks/node", Need::Optional, "tasks per node"),
+            array: FieldUse::new("array", Need::Optional, "0-99%10: one job per index"),
+        }
+    }
+}
+
 /// One field's use on a cluster: what it is called there and whether it is needed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldUse {

@@ -530,10 +530,12 @@ async fn hold_and_release_suspend_a_plain_job() {
     assert_eq!(held.job_ref, r);
     b.job_action(&r, JobAction::Release).await.unwrap();
     assert_eq!(s.fake.get("batch/v1", "Job", Some("ml"), "plain").unwrap()["spec"]["suspend"], json!(false));
-    // Kueue owns spec.suspend of a queued job.
+    // Kueue owns spec.suspend of a queued job: the hold goes to its Workload, and without one
+    // (Kueue has not seen the job yet) nothing is patched.
     s.fake.put(fixtures::job("ml", "queued", 1, 1, Some("q"), true));
     let err = b.job_action(&flightdeck::model::JobRef::new("k8s", "ml:queued"), JobAction::Hold).await.unwrap_err();
-    assert!(matches!(err, BackendError::Unsupported(_)) && err.to_string().contains("Kueue"), "{err}");
+    assert!(matches!(err, BackendError::NotFound(_)) && err.to_string().contains("no Kueue Workload yet"), "{err}");
+    assert_eq!(s.fake.get("batch/v1", "Job", Some("ml"), "queued").unwrap()["spec"]["suspend"], json!(true));
 }
 
 #[tokio::test]

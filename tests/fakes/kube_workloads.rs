@@ -312,12 +312,87 @@ async fn hold_and_release_set_what_each_operator_reads() {
     let err = b.job_action(&at("inference:leaderworkerset:vllm-70b"), JobAction::Hold).await.unwrap_err();
     assert!(matches!(err, BackendError::Unsupported(_)) && err.to_string().contains("kubectl scale"), "{err}");
 
-    // Queued by Kueue: Kueue owns the suspend field.
+    // Queued by Kueue: Kueue owns the suspend field, so the hold goes to its Workload.
     let mut later = s.fake.get("jobset.x-k8s.io/v1alpha2", "JobSet", Some("ml"), "later").unwrap();
     later["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("team-a");
+    let suspended_before = later["spec"]["suspend"].clone();
+    let uid = later["metadata"]["uid"].as_str().unwrap().to_string();
     s.fake.put(later);
     let err = b.job_action(&at("ml:jobset:later"), JobAction::Hold).await.unwrap_err();
-    assert!(err.to_string().contains("queued by Kueue"), "{err}");
+    assert!(matches!(err, BackendError::NotFound(_)) && err.to_string().contains("no Kueue Workload yet"), "{err}");
+    let owned = |name: &str, owner_uid: &str| {
+        json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": "ml", "uid": format!("wl-{name}"),
+                "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "x",
+                    "uid": owner_uid, "controller": true}]},
+            "spec": {"active": true, "queueName": "team-a", "podSets": []},
+        })
+    };
+    s.fake.put(owned("jobset-other-1", "someone-else"));
+    s.fake.put(owned("jobset-later-2f3a", &uid));
+    b.job_action(&at("ml:jobset:later"), JobAction::Hold).await.unwrap();
+    let wl = |n: &str| s.fake.get("kueue.x-k8s.io/v1beta2", "Workload", Some("ml"), n).unwrap();
+    assert_eq!(wl("jobset-later-2f3a")["spec"]["active"], json!(false));
+    assert_eq!(wl("jobset-other-1")["spec"]["active"], json!(true), "only the object's own Workload");
+    let js = s.fake.get("jobset.x-k8s.io/v1alpha2", "JobSet", Some("ml"), "later").unwrap();
+    assert_eq!(js["spec"]["suspend"], suspended_before, "Kueue's field is left to Kueue");
+    b.job_action(&at("ml:jobset:later"), JobAction::Release).await.unwrap();
+    assert_eq!(wl("jobset-later-2f3a")["spec"]["active"], json!(true));
+}
+
+/// Every kind flightdeck submits for several nodes: hold and release set what its operator
+/// reads (Volcano: a Command); cancel is one DELETE of the object, with background
+/// propagation and the UID the dialog captured; a stale UID deletes nothing.
+#[tokio::test]
+async fn hold_release_and_cancel_of_each_multi_node_kind_act_on_that_object_only() {
+    use flightdeck::backend::kube::workloads::submit::MultiNode;
+    let mut s = setup(true);
+    s.cfg.settings.namespaces = vec!["ml".into()];
+    for (how, api_version, kind, plural, suspend) in [
+        (MultiNode::JobSet, "jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", "/spec/suspend"),
+        (MultiNode::PyTorchJob, "kubeflow.org/v1", "PyTorchJob", "pytorchjobs", "/spec/runPolicy/suspend"),
+        (MultiNode::MpiJob, "kubeflow.org/v2beta1", "MPIJob", "mpijobs", "/spec/runPolicy/suspend"),
+        (MultiNode::Volcano, "batch.volcano.sh/v1alpha1", "Job", "jobs", ""),
+    ] {
+        s.cfg.settings.multi_node = how;
+        let b = KubeBackend::new(&s.cfg);
+        let job_ref = b.submit(&two_node_spec()).await.unwrap_or_else(|e| panic!("{kind}: {e}"));
+        let name = job_ref.id.rsplit(':').next().unwrap().to_string();
+        // Hold and release first: the field the operator reads, or Volcano's Command.
+        let commands = s.fake.list("bus.volcano.sh/v1alpha1", "Command").len();
+        for (action, want) in [(JobAction::Hold, true), (JobAction::Release, false)] {
+            b.job_action(&job_ref, action).await.unwrap_or_else(|e| panic!("{kind}: {e}"));
+            let obj = s.fake.get(api_version, kind, Some("ml"), &name).unwrap();
+            if suspend.is_empty() {
+                let made = s.fake.list("bus.volcano.sh/v1alpha1", "Command");
+                let last = made.iter().find(|c| {
+                    c["target"]["name"] == name.as_str() && c["action"] == if want { "AbortJob" } else { "ResumeJob" }
+                });
+                assert!(last.is_some(), "{kind}: {made:?}");
+            } else {
+                assert_eq!(obj.pointer(suspend), Some(&json!(want)), "{kind} {action:?}");
+            }
+        }
+        if suspend.is_empty() {
+            assert_eq!(s.fake.list("bus.volcano.sh/v1alpha1", "Command").len(), commands + 2);
+        }
+        let uid =
+            s.fake.get(api_version, kind, Some("ml"), &name).unwrap()["metadata"]["uid"].as_str().unwrap().to_string();
+        let err = b.job_action_if(&job_ref, JobAction::Cancel, Some("not-its-uid")).await.unwrap_err();
+        assert!(err.to_string().contains("no longer the object you chose"), "{kind}: {err}");
+        assert!(s.fake.get(api_version, kind, Some("ml"), &name).is_some(), "{kind}: a stale UID deletes nothing");
+        b.job_action_if(&job_ref, JobAction::Cancel, Some(&uid)).await.unwrap_or_else(|e| panic!("{kind}: {e}"));
+        assert!(s.fake.get(api_version, kind, Some("ml"), &name).is_none(), "{kind} deleted");
+        let path = format!("/apis/{api_version}/namespaces/ml/{plural}/{name}");
+        let deletes = s.fake.requests_to("DELETE", &path);
+        assert_eq!(deletes.len(), 2, "{kind}: {deletes:?}");
+        let body = &deletes[1].raw_body;
+        assert!(body.contains("\"propagationPolicy\":\"Background\"") && body.contains(&uid), "{kind}: {body}");
+    }
+    let pods: Vec<_> =
+        s.fake.requests().into_iter().filter(|r| r.method == "DELETE" && r.path.contains("/pods/")).collect();
+    assert!(pods.is_empty(), "never pod by pod: {pods:?}");
 }
 
 #[tokio::test]
@@ -400,6 +475,68 @@ async fn several_nodes_submit_a_jobset_or_a_pytorchjob_and_show_as_one_job() {
     let specs = &pt["spec"]["pytorchReplicaSpecs"];
     assert_eq!((&specs["Master"]["replicas"], &specs["Worker"]["replicas"]), (&json!(1), &json!(1)));
     assert_eq!(specs["Worker"]["template"]["spec"]["containers"][0]["name"], json!("pytorch"));
+}
+
+#[tokio::test]
+async fn each_multi_node_kind_is_created_with_kueue_suspend_and_the_rendezvous() {
+    use flightdeck::backend::kube::workloads::submit::MultiNode;
+    let mut s = setup(true);
+    s.cfg.settings.namespaces = vec!["ml".into()];
+    s.cfg.settings.queue = Some("team-a".into());
+    for (how, api_version, kind, suspend) in [
+        (MultiNode::JobSet, "jobset.x-k8s.io/v1alpha2", "JobSet", "/spec/suspend"),
+        (MultiNode::PyTorchJob, "kubeflow.org/v1", "PyTorchJob", "/spec/runPolicy/suspend"),
+        (MultiNode::MpiJob, "kubeflow.org/v2beta1", "MPIJob", "/spec/runPolicy/suspend"),
+    ] {
+        s.cfg.settings.multi_node = how;
+        let b = KubeBackend::new(&s.cfg);
+        let job_ref = b.submit(&two_node_spec()).await.unwrap_or_else(|e| panic!("{kind}: {e}"));
+        let name = job_ref.id.rsplit(':').next().unwrap();
+        let obj = s.fake.get(api_version, kind, Some("ml"), name).unwrap_or_else(|| panic!("the {kind} exists"));
+        assert_eq!(obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], json!("team-a"), "{kind}");
+        assert_eq!(obj.pointer(suspend), Some(&json!(true)), "{kind} starts suspended for Kueue");
+        let posts: Vec<_> = s
+            .fake
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path.starts_with(&format!("/apis/{api_version}/")))
+            .collect();
+        assert_eq!(posts.len(), 1, "{kind}: {posts:?}");
+    }
+    let js = s
+        .fake
+        .list("jobset.x-k8s.io/v1alpha2", "JobSet")
+        .into_iter()
+        .find(|o| o["metadata"]["annotations"]["flightdeck.io/name"] == "Pretrain 70B")
+        .unwrap();
+    let env = &js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["env"];
+    let names: Vec<&str> = env.as_array().unwrap().iter().filter_map(|e| e["name"].as_str()).collect();
+    for want in ["MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NODE_RANK"] {
+        assert!(names.contains(&want), "{want}: {names:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_kind_the_cluster_does_not_serve_is_refused_by_name_before_anything_is_sent() {
+    use flightdeck::backend::kube::workloads::submit::MultiNode;
+    let mut s = setup(true);
+    s.cfg.settings.namespaces = vec!["ml".into()];
+    s.fake.disable_kind("jobset.x-k8s.io/v1alpha2", "JobSet", 404);
+    let b = KubeBackend::new(&s.cfg);
+    for err in [b.render(&two_node_spec()).await.unwrap_err(), b.submit(&two_node_spec()).await.unwrap_err()] {
+        assert!(matches!(err, BackendError::Unsupported(_)), "{err:?}");
+        assert!(err.to_string().starts_with("k8s does not serve jobset.x-k8s.io/v1alpha2"), "{err}");
+        assert!(err.to_string().contains("`multi_node`"), "{err}");
+    }
+    s.fake.disable_kind("batch.volcano.sh/v1alpha1", "Job", 404);
+    s.cfg.settings.multi_node = MultiNode::Volcano;
+    let err = KubeBackend::new(&s.cfg).submit(&two_node_spec()).await.unwrap_err();
+    assert!(err.to_string().starts_with("k8s does not serve batch.volcano.sh/v1alpha1"), "{err}");
+    let sent: Vec<_> = s.fake.requests().into_iter().filter(|r| r.method != "GET").collect();
+    assert!(sent.is_empty(), "nothing created: {sent:?}");
+    // One node is a plain Job, which every cluster serves.
+    let one = flightdeck::spec::JobSpec { nodes: Some(1), ..two_node_spec() };
+    KubeBackend::new(&s.cfg).submit(&one).await.unwrap();
 }
 
 /// The binary end to end: `flightdeck jobs` lists the PyTorchJob `llm` (4 + 2 GPUs) as one
@@ -501,4 +638,34 @@ async fn the_other_kubeflow_jobs_and_a_rayservice_read_their_own_status() {
     assert_eq!(groups, vec![("head", 1), ("gpu", 1)]);
     assert_eq!(w.suspend, None, "a RayService is scaled, not held");
     assert!(!ids(&snap).iter().any(|id| id.contains("raycluster")), "its RayCluster is part of it");
+}
+
+/// A plain Job queued by Kueue is held and released through its Workload's `spec.active`,
+/// its own `spec.suspend` left to Kueue.
+#[tokio::test]
+async fn a_kueue_queued_job_is_held_through_its_workload() {
+    let s = setup(false);
+    s.fake.put(json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "queued", "namespace": "ml", "uid": "job-queued-uid",
+            "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+        "spec": {"suspend": false, "template": {"spec": {"restartPolicy": "Never", "containers": []}}},
+    }));
+    s.fake.put(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "job-queued-1a2b3", "namespace": "ml", "uid": "wl-queued",
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "queued",
+                "uid": "job-queued-uid", "controller": true}]},
+        "spec": {"active": true, "queueName": "team-a", "podSets": []},
+    }));
+    let b = KubeBackend::new(&s.cfg);
+    let job = JobRef::new("k8s", "ml:queued");
+    b.job_action(&job, JobAction::Hold).await.unwrap();
+    let wl = || s.fake.get("kueue.x-k8s.io/v1beta2", "Workload", Some("ml"), "job-queued-1a2b3").unwrap();
+    assert_eq!(wl()["spec"]["active"], json!(false));
+    assert_eq!(s.fake.get("batch/v1", "Job", Some("ml"), "queued").unwrap()["spec"]["suspend"], json!(false));
+    b.job_action(&job, JobAction::Release).await.unwrap();
+    assert_eq!(wl()["spec"]["active"], json!(true));
+    let patches: Vec<_> = s.fake.requests().into_iter().filter(|r| r.method == "PATCH").collect();
+    assert!(patches.iter().all(|p| p.path.contains("/workloads/")), "{patches:?}");
 }

@@ -605,7 +605,6 @@ fn export_says_what_it_assumed() {
 
     // ... and what it cannot run is refused, by name.
     for (bad, field) in [
-        (JobSpec { nodes: Some(2), ..spec.clone() }, "`nodes`"),
         (JobSpec { array: Some("1-10".into()), ..spec.clone() }, "`array`"),
         (JobSpec { image: None, ..spec.clone() }, "`image`"),
         (JobSpec { managed: true, ..spec.clone() }, "`managed`"),
@@ -616,6 +615,48 @@ fn export_says_what_it_assumed() {
     }
     let per_node = dialect::export(&JobSpec { tasks_per_node: Some(4), ..spec.clone() }).unwrap();
     assert!(warned(&per_node.warnings, "`tasks_per_node`: "), "{:?}", per_node.warnings);
+}
+
+/// The done-when line of multi-node submission: `spec convert spec.toml --to kubernetes` for
+/// `nodes = 2, gpus = 8` prints a JobSet of 2 pods of 8 GPUs each, with torch's rendezvous.
+#[test]
+fn a_two_node_spec_converts_to_a_jobset_with_the_rendezvous() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.toml");
+    std::fs::write(
+        &spec,
+        "name = \"pretrain\"\ncommand = \"torchrun train.py\"\nimage = \"nvcr.io/nvidia/pytorch:25.01-py3\"\nnodes = 2\ngpus = 8\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["spec", "convert", spec.to_str().unwrap(), "--to", "kubernetes"])
+        .env("HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env_remove("FLIGHTDECK_CONFIG")
+        .env_remove("FLIGHTDECK_HUB")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    assert!(out.status.success(), "{stderr}");
+    let doc: Value = serde_saphyr::from_str(&stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+    assert_eq!((&doc["apiVersion"], &doc["kind"]), (&json!("jobset.x-k8s.io/v1alpha2"), &json!("JobSet")));
+    assert_eq!(doc["metadata"]["name"], "pretrain");
+    let job = &doc["spec"]["replicatedJobs"][0]["template"]["spec"];
+    let pods = job["parallelism"].as_u64().unwrap() * doc["spec"]["replicatedJobs"][0]["replicas"].as_u64().unwrap();
+    assert_eq!((pods, &job["completions"]), (2, &json!(2)));
+    let c = &job["template"]["spec"]["containers"][0];
+    assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], json!("8"));
+    let env: std::collections::BTreeMap<&str, &Value> =
+        c["env"].as_array().unwrap().iter().map(|e| (e["name"].as_str().unwrap(), e)).collect();
+    assert_eq!(env["MASTER_ADDR"]["value"], "pretrain-node-0-0.pretrain");
+    assert_eq!(env["MASTER_PORT"]["value"], "29500");
+    assert_eq!(env["WORLD_SIZE"]["value"], "2");
+    assert_eq!(
+        env["NODE_RANK"]["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    );
+    assert!(stderr.contains("`nodes`: 2 nodes are written as a JobSet"), "{stderr}");
+    assert!(!stderr.contains("random suffix"), "no suffix offline: {stderr}");
 }
 
 #[test]

@@ -1241,6 +1241,58 @@ fn the_submit_form_follows_the_target_clusters_fields() {
     assert!(app.form().problem.is_none());
 }
 
+/// `nodes`, `tasks/node` and `array` reach the spec, and where the target kind does not take
+/// one (its `ShapeFields`) the form says so on that field and asks for no preview.
+#[test]
+fn the_submit_form_offers_nodes_tasks_and_arrays_where_the_kind_takes_them() {
+    use flightdeck::model::{FieldUse, Need, ShapeFields};
+    let Msg::Fleet(state) = slurm_and_kubernetes() else { unreachable!() };
+    let mut state = (*state).clone();
+    state.clusters[1].shape_fields = ShapeFields {
+        array: FieldUse::new("array", Need::Ignored, "this kind has no job arrays"),
+        ..ShapeFields::default()
+    };
+    let mut app = app();
+    app.update(Msg::Fleet(Arc::new(state)));
+    ch(&mut app, 'n');
+    typed(&mut app, "pretrain");
+    code(&mut app, KeyCode::Tab);
+    typed(&mut app, "torchrun train.py");
+    while app.form().focused() != Field::Nodes {
+        code(&mut app, KeyCode::Tab);
+    }
+    typed(&mut app, "x");
+    assert_eq!(app.form().problem_on(Field::Nodes), Some("\"x\" is not a whole number"));
+    code(&mut app, KeyCode::Backspace);
+    typed(&mut app, "2");
+    code(&mut app, KeyCode::Tab);
+    assert_eq!(app.form().focused(), Field::TasksPerNode);
+    let sent = typed(&mut app, "8");
+    let Some(Command::Render { spec, .. }) = sent.last() else { panic!("no render asked: {sent:?}") };
+    assert_eq!((spec.nodes, spec.tasks_per_node, spec.array.as_deref()), (Some(2), Some(8), None));
+    code(&mut app, KeyCode::Tab);
+    assert_eq!(app.form().focused(), Field::Array);
+    let sent = typed(&mut app, "0-3");
+    let Some(Command::Render { spec, cluster, .. }) = sent.last() else { panic!("no render asked: {sent:?}") };
+    assert_eq!((cluster.as_str(), spec.array.as_deref()), ("fd22", Some("0-3")));
+    // On a kind without arrays, the field says why and nothing is previewed or submitted.
+    while app.form().focused() != Field::Cluster {
+        code(&mut app, KeyCode::Tab);
+    }
+    code(&mut app, KeyCode::Right);
+    assert_eq!(app.form().value(Field::Cluster), "k8s");
+    assert_eq!(app.form().problem_on(Field::Array), Some("`array` is not taken on k8s: this kind has no job arrays"));
+    assert!(app.form().wanted.is_none());
+    let sent = press(&mut app, KeyEvent::new(KeyCode::F(5), KeyModifiers::NONE));
+    assert!(sent.is_empty() && app.dialog().is_none());
+    assert_eq!(app.form().focused(), Field::Array, "the cursor goes to the field");
+    for _ in 0..3 {
+        code(&mut app, KeyCode::Backspace);
+    }
+    assert!(app.form().problem.is_none(), "{:?}", app.form().problem);
+    assert_eq!(app.form().wanted.as_ref().map(|(c, s)| (c.as_str(), s.nodes)), Some(("k8s", Some(2))));
+}
+
 /// The overview's text at 120×40.
 fn overview_text(app: &mut App) -> String {
     screen_text(app, 120, 40)

@@ -195,6 +195,13 @@ impl Backend for DstackBackend {
         }
     }
 
+    fn shape_fields(&self) -> crate::model::ShapeFields {
+        crate::model::ShapeFields {
+            array: FieldUse::new("array", Need::Ignored, "dstack has no job arrays"),
+            ..crate::model::ShapeFields::default()
+        }
+    }
+
     async fn snapshot(&self) -> Result<Snapshot, BackendError> {
         let (snap, requests) = self.bounded("refresh", self.read_picture()).await?;
         *self.last_refresh_requests.lock().unwrap_or_else(|e| e.into_inner()) = Some(requests);

@@ -158,6 +158,10 @@ impl Backend for HubCluster {
         self.link.lock().clusters.get(&self.name).map(|c| c.info.spec_fields.clone()).unwrap_or_default()
     }
 
+    fn shape_fields(&self) -> crate::model::ShapeFields {
+        self.link.lock().clusters.get(&self.name).map(|c| c.info.shape_fields.clone()).unwrap_or_default()
+    }
+
     async fn snapshot(&self) -> Result<Snapshot, BackendError> {
         let mut mirror = self.link.lock();
         if let Some(why) = &mirror.down {

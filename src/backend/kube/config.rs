@@ -9,7 +9,7 @@
 //! kubeconfig = "~/.kube/config" # optional (default: $KUBECONFIG, else ~/.kube/config)
 //! namespaces = ["ml", "infer"] # optional (default: every namespace the user may list)
 //! queue = "team-a"             # optional: Kueue LocalQueue for submissions
-//! multi_node = "jobset"        # what a spec of several nodes becomes: jobset (default), pytorchjob, volcano
+//! multi_node = "jobset"        # what a spec of several nodes becomes: jobset (default), pytorchjob, mpijob, volcano
 //! refresh_seconds = 10         # how often the (watched) picture is re-read at the latest
 //! timeout_seconds = 30         # bound on every request and action
 //! ```
@@ -239,9 +239,11 @@ mod tests {
         let shown = refused(&format!("{BASE}host = \"login\"\n"), 4, "host");
         assert!(shown.contains("`host` does not apply to a kubernetes cluster in [[cluster]] \"k\""), "{shown}");
         assert!(shown.contains("context, kubeconfig, multi_node, namespaces, queue"), "{shown}");
-        let shown = refused(&format!("{BASE}multi_node = \"mpijob\"\n"), 4, "multi_node");
+        let shown = refused(&format!("{BASE}multi_node = \"tfjob\"\n"), 4, "multi_node");
         assert!(
-            shown.contains("\"mpijob\" is no workload kind flightdeck submits; one of jobset, pytorchjob, volcano"),
+            shown.contains(
+                "\"tfjob\" is no workload kind flightdeck submits; one of jobset, pytorchjob, mpijob, volcano"
+            ),
             "{shown}"
         );
         let shown = refused("[[cluster]]\nname = \"s\"\nkind = \"slurm\"\nqueue = \"a\"\n", 4, "queue");

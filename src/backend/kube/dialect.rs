@@ -1106,6 +1106,9 @@ pub fn export(spec: &JobSpec) -> Result<Native, BackendError> {
     };
     let gpus = offline_placement(spec, &mut warnings);
     let target = Target { namespace, queue, gpus, user: String::new(), suffix: String::new() };
+    if spec.nodes.unwrap_or(1) > 1 {
+        return export_multi_node(spec, &target, warnings);
+    }
     let built = manifest::job_manifest(spec, &target)?;
     let name = built.job.metadata.name.clone().unwrap_or_default();
     if name != spec.name {
@@ -1117,6 +1120,30 @@ pub fn export(spec: &JobSpec) -> Result<Native, BackendError> {
     warnings.extend(built.warnings);
     let text = serde_saphyr::to_string(&built.job)
         .map_err(|e| BackendError::Parse { what: "the Job manifest".into(), message: e.to_string() })?;
+    Ok(Native { dialect: Dialect::KubernetesJob, text, warnings })
+}
+
+/// Several nodes, with no cluster to ask which kind it runs: the default kind (JobSet), said
+/// in a warning, since a cluster's `multi_node` setting picks the kind at submit.
+fn export_multi_node(spec: &JobSpec, target: &Target, mut warnings: Vec<String>) -> Result<Native, BackendError> {
+    let how = super::workloads::submit::MultiNode::default();
+    let built = super::workloads::submit::multi_node_manifest(spec, target, how)?;
+    let kind = built.kind.def().kind;
+    warnings.push(format!(
+        "`nodes`: {} nodes are written as a {kind} (submitted to a cluster, its `multi_node` setting picks the kind: {})",
+        spec.nodes.unwrap_or(1),
+        super::workloads::submit::MultiNode::NAMES.join(", ")
+    ));
+    let name = built.object["metadata"]["name"].as_str().unwrap_or_default();
+    if name != spec.name {
+        warnings.push(format!(
+            "`name`: {} is not a Kubernetes name; the {kind} is named {name} (the name as written is kept in the {NAME} annotation)",
+            shown(&spec.name)
+        ));
+    }
+    warnings.extend(built.warnings);
+    let text = serde_saphyr::to_string(&built.object)
+        .map_err(|e| BackendError::Parse { what: format!("the {kind} manifest"), message: e.to_string() })?;
     Ok(Native { dialect: Dialect::KubernetesJob, text, warnings })
 }
 

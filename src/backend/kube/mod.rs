@@ -820,12 +820,41 @@ impl KubeBackend {
         };
         if spec.nodes.unwrap_or(1) > 1 {
             let built = workloads::submit::multi_node_manifest(spec, &target, self.multi_node)?;
+            self.check_served(self.multi_node).await?;
             warnings.extend(built.warnings.iter().cloned());
             return Ok((Planned::Workload(built), namespace, warnings));
         }
         let built = manifest::job_manifest(spec, &target)?;
         warnings.extend(built.warnings);
         Ok((Planned::Job(Box::new(built.job)), namespace, warnings))
+    }
+
+    /// Refuse, by name, a workload kind whose API this cluster does not serve (its CRD is
+    /// not installed), before the preview shows a manifest nothing would run: one discovery
+    /// GET of the group version, which a 404 answers when the CRD is absent.
+    async fn check_served(&self, how: workloads::submit::MultiNode) -> Result<(), BackendError> {
+        let api_version = how.api_version();
+        let def = how.kind().def();
+        let client = self.client().await?;
+        let refused = || {
+            BackendError::Unsupported(format!(
+                "{} does not serve {api_version} (the {} CRD, from {}): install it, or set `multi_node` for this cluster to a kind it serves ({})",
+                self.name,
+                def.kind,
+                def.project,
+                workloads::submit::MultiNode::NAMES.join(", ")
+            ))
+        };
+        match client.list_api_group_resources(&api_version).await {
+            Ok(list) if list.resources.iter().any(|r| r.name == def.plural) => Ok(()),
+            Ok(_) => Err(refused()),
+            Err(::kube::Error::Api(s)) if s.code == 404 => Err(refused()),
+            Err(e) => Err(BackendError::Command {
+                command: format!("discover {api_version}"),
+                status: None,
+                stderr: describe_client_error(&e),
+            }),
+        }
     }
 
     fn submission_queue(&self, spec: &JobSpec, namespace: &str) -> Option<String> {
@@ -990,6 +1019,19 @@ impl Backend for KubeBackend {
         }
     }
 
+    fn shape_fields(&self) -> crate::model::ShapeFields {
+        let kind = self.multi_node.kind().def().kind;
+        crate::model::ShapeFields {
+            nodes: FieldUse::new("nodes", Need::Optional, &format!("2 or more run as one {kind}, a pod per node")),
+            tasks_per_node: FieldUse::new(
+                "tasks/node",
+                Need::Optional,
+                "the command starts them (torchrun --nproc-per-node)",
+            ),
+            array: FieldUse::new("array", Need::Optional, "one node each: an Indexed Job (0-99%10)"),
+        }
+    }
+
     async fn snapshot(&self) -> Result<Snapshot, BackendError> {
         self.start().await?;
         self.wait_synced().await?;
@@ -1018,11 +1060,13 @@ impl Backend for KubeBackend {
                 }
                 Planned::Workload(built) => {
                     let def = built.kind.def();
+                    // At the version the manifest is written for (an MPIJob's v2beta1 body is no v1 one).
+                    let version = built.object["apiVersion"].as_str().and_then(|v| v.rsplit_once('/')).map(|(_, v)| v);
+                    let version = version.unwrap_or(def.versions[0]).to_string();
                     let object: DynamicObject = serde_json::from_value(built.object).map_err(|e| {
                         BackendError::Parse { what: format!("the {} manifest", def.kind), message: e.to_string() }
                     })?;
-                    let api: Api<DynamicObject> =
-                        Api::namespaced_with(client, &namespace, &def.resource(self.served_version(built.kind)));
+                    let api: Api<DynamicObject> = Api::namespaced_with(client, &namespace, &def.resource(&version));
                     let created =
                         api.create(&PostParams::default(), &object).await.map_err(|e| create_error(def.kind, e))?;
                     let name = created.metadata.name.unwrap_or_default();
@@ -1154,7 +1198,7 @@ impl Backend for KubeBackend {
                     drain::delete(&api, &name, uid, &format!("delete pod {namespace}/{name}")).await
                 }
                 (JobAction::Hold | JobAction::Release, Target::Job { namespace, name }) => {
-                    let api: Api<KJob> = Api::namespaced(client, &namespace);
+                    let api: Api<KJob> = Api::namespaced(client.clone(), &namespace);
                     let current = api.get(&name).await.map_err(|e| match e {
                         ::kube::Error::Api(s) if s.code == 404 => {
                             BackendError::NotFound(format!("no Job {namespace}/{name}"))
@@ -1166,10 +1210,11 @@ impl Backend for KubeBackend {
                         },
                     })?;
                     if current.metadata.labels.as_ref().is_some_and(|l| l.contains_key(kueue::QUEUE_LABEL)) {
-                        return Err(BackendError::Unsupported(format!(
-                            "{namespace}/{name} is queued by Kueue, which owns `spec.suspend`: {} it through its Workload (spec.active)",
-                            action.verb()
-                        )));
+                        // Kueue owns a queued Job's `spec.suspend`: hold it through its Workload.
+                        let uid = current.metadata.uid.as_deref().unwrap_or_default();
+                        let owner = format!("Job {namespace}/{name}");
+                        let active = action == JobAction::Release;
+                        return workloads::actions::set_kueue_active(&client, &namespace, uid, &owner, active).await;
                     }
                     let suspend = action == JobAction::Hold;
                     let patch = serde_json::json!({"spec": {"suspend": suspend}});

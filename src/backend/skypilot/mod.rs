@@ -212,6 +212,13 @@ impl Backend for SkyPilotBackend {
         }
     }
 
+    fn shape_fields(&self) -> crate::model::ShapeFields {
+        crate::model::ShapeFields {
+            array: FieldUse::new("array", Need::Ignored, "SkyPilot has no job arrays"),
+            ..crate::model::ShapeFields::default()
+        }
+    }
+
     async fn snapshot(&self) -> Result<Snapshot, BackendError> {
         let before = self.req.sent();
         let result = self.refresh().await;

@@ -484,7 +484,12 @@ pub struct ClusterInfo {
     pub kind: ClusterKind,
     pub capabilities: Capabilities,
     pub spec_fields: SpecFields,
+    pub shape_fields: crate::model::ShapeFields,
 }
+
+/// The key the shape fields ride under inside `spec_fields_json`: a peer that knows no
+/// shape reads the spec fields and ignores it; one that finds none uses the defaults.
+const SHAPE_KEY: &str = "shape";
 
 pub fn info_to_pb(c: &ClusterState) -> pb::ClusterInfo {
     pb::ClusterInfo {
@@ -492,7 +497,13 @@ pub fn info_to_pb(c: &ClusterState) -> pb::ClusterInfo {
         verbs: capabilities_to_verbs(c.capabilities),
         // Plain strings and enums: serialising cannot fail; an empty text would read back
         // as the defaults, which is the best there is.
-        spec_fields_json: serde_json::to_string(&c.spec_fields).unwrap_or_default(),
+        spec_fields_json: {
+            let mut fields = serde_json::to_value(&c.spec_fields).unwrap_or_default();
+            if let (Some(map), Ok(shape)) = (fields.as_object_mut(), serde_json::to_value(&c.shape_fields)) {
+                map.insert(SHAPE_KEY.into(), shape);
+            }
+            fields.to_string()
+        },
     }
 }
 
@@ -503,6 +514,10 @@ pub fn info_from_pb(info: pb::ClusterInfo) -> ClusterInfo {
         kind: ClusterKind::from(info.kind),
         capabilities: capabilities_from_verbs(&info.verbs),
         spec_fields: serde_json::from_str(&info.spec_fields_json).unwrap_or_default(),
+        shape_fields: serde_json::from_str::<serde_json::Value>(&info.spec_fields_json)
+            .ok()
+            .and_then(|v| serde_json::from_value(v.get(SHAPE_KEY)?.clone()).ok())
+            .unwrap_or_default(),
     }
 }
 
@@ -572,6 +587,10 @@ mod tests {
                 partition: FieldUse::new("queue", Need::Required, "a Kueue LocalQueue"),
                 ..SpecFields::default()
             },
+            shape_fields: crate::model::ShapeFields {
+                array: FieldUse::new("array", Need::Ignored, "no job arrays"),
+                ..crate::model::ShapeFields::default()
+            },
             ..ClusterState::new("k8s", "kubernetes")
         };
         let wire = info_to_pb(&state);
@@ -579,12 +598,22 @@ mod tests {
         let back = info_from_pb(wire.clone());
         assert_eq!(
             back,
-            ClusterInfo { kind: state.kind, capabilities: state.capabilities, spec_fields: state.spec_fields }
+            ClusterInfo {
+                kind: state.kind.clone(),
+                capabilities: state.capabilities,
+                spec_fields: state.spec_fields.clone(),
+                shape_fields: state.shape_fields.clone(),
+            }
         );
-        for junk in ["", "{", "[1]", "{\"image\": 3}"] {
+        for junk in ["", "{", "[1]", "{\"image\": 3}", "{\"shape\": 1}"] {
             let info = info_from_pb(pb::ClusterInfo { spec_fields_json: junk.into(), ..wire.clone() });
             assert_eq!(info.spec_fields, SpecFields::default(), "{junk:?}");
+            assert_eq!(info.shape_fields, crate::model::ShapeFields::default(), "{junk:?}");
         }
+        // An older peer's spec fields (no shape) still read, with the default shape.
+        let old = serde_json::to_string(&state.spec_fields).unwrap();
+        let info = info_from_pb(pb::ClusterInfo { spec_fields_json: old, ..wire.clone() });
+        assert_eq!((info.spec_fields, info.shape_fields), (state.spec_fields, crate::model::ShapeFields::default()));
     }
 
     #[test]

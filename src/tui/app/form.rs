@@ -2,7 +2,8 @@
 //! and the live preview of what the target cluster will really get (its native form, asked
 //! of the fleet: an sbatch script, a Kubernetes Job manifest …).
 //!
-//! Which fields a cluster needs and what it calls them come from its [`SpecFields`]: the
+//! Which fields a cluster needs and what it calls them come from its [`SpecFields`], and
+//! which of `nodes`, `tasks per node` and `array` it takes from its [`ShapeFields`]: the
 //! form knows no cluster kind by name.
 //!
 //! Beside the preview, the placement advice: every cluster ranked for the spec being
@@ -11,7 +12,7 @@
 
 use super::input::TextInput;
 use crate::fleet::advice::{self, Advice};
-use crate::model::{FieldUse, FleetState, Native, Need, SpecFields};
+use crate::model::{FieldUse, FleetState, Native, Need, ShapeFields, SpecFields};
 use crate::spec::{JobSpec, SpecError};
 
 /// The form's fields, in order.
@@ -25,14 +26,34 @@ pub enum Field {
     Cpus,
     Memory,
     Time,
+    Nodes,
+    TasksPerNode,
+    Array,
     Partition,
     Account,
     Env,
     Cluster,
 }
 
+/// What the target cluster says of the fields whose meaning differs by kind.
+#[derive(Debug, Clone, Default)]
+pub struct TargetFields {
+    pub spec: SpecFields,
+    pub shape: ShapeFields,
+}
+
+impl TargetFields {
+    /// The cluster's, or every field optional under its portable name for an unknown one.
+    pub fn of(fleet: &FleetState, cluster: &str) -> Self {
+        fleet
+            .cluster(cluster)
+            .map(|c| TargetFields { spec: c.spec_fields.clone(), shape: c.shape_fields.clone() })
+            .unwrap_or_default()
+    }
+}
+
 impl Field {
-    pub const ALL: [Field; 12] = [
+    pub const ALL: [Field; 15] = [
         Field::Name,
         Field::Command,
         Field::Image,
@@ -41,6 +62,9 @@ impl Field {
         Field::Cpus,
         Field::Memory,
         Field::Time,
+        Field::Nodes,
+        Field::TasksPerNode,
+        Field::Array,
         Field::Partition,
         Field::Account,
         Field::Env,
@@ -56,6 +80,9 @@ impl Field {
             Field::Cpus => "CPUs",
             Field::Memory => "memory",
             Field::Time => "time limit",
+            Field::Nodes => "nodes",
+            Field::TasksPerNode => "tasks/node",
+            Field::Array => "array",
             Field::Partition => "partition",
             Field::Image => "image",
             Field::Account => "account",
@@ -65,24 +92,28 @@ impl Field {
     }
 
     /// How the target cluster uses this field, for the fields whose meaning differs by kind.
-    pub fn usage(self, fields: &SpecFields) -> Option<&FieldUse> {
+    pub fn usage(self, fields: &TargetFields) -> Option<&FieldUse> {
         match self {
-            Field::Image => Some(&fields.image),
-            Field::Account => Some(&fields.account),
-            Field::Partition => Some(&fields.partition),
+            Field::Image => Some(&fields.spec.image),
+            Field::Account => Some(&fields.spec.account),
+            Field::Partition => Some(&fields.spec.partition),
+            Field::Nodes => Some(&fields.shape.nodes),
+            Field::TasksPerNode => Some(&fields.shape.tasks_per_node),
+            Field::Array => Some(&fields.shape.array),
             _ => None,
         }
     }
 
     /// The label on the target cluster (`queue` for a Kueue queue, `namespace` …).
-    pub fn label_on(self, fields: &SpecFields) -> &str {
+    pub fn label_on(self, fields: &TargetFields) -> &str {
         self.usage(fields).map_or(self.label(), |u| u.label.as_str())
     }
 
     /// The hint on the target cluster; a required field says so.
-    pub fn hint_on(self, fields: &SpecFields) -> String {
+    pub fn hint_on(self, fields: &TargetFields) -> String {
         match self.usage(fields) {
             Some(u) if u.need == Need::Required => format!("required: {}", u.hint),
+            Some(u) if u.need == Need::Ignored && self.is_shape() => format!("not here: {}", u.hint),
             Some(u) if u.need == Need::Ignored => "ignored by this cluster".to_string(),
             Some(u) => u.hint.clone(),
             None => self.hint().to_string(),
@@ -98,12 +129,21 @@ impl Field {
             Field::Cpus => "CPUs per task",
             Field::Memory => "32G, 500M",
             Field::Time => "2h, 90m, 1-00:00:00",
+            Field::Nodes => "machines, all at once",
+            Field::TasksPerNode => "tasks per node",
+            Field::Array => "0-99%10: one job per index",
             Field::Partition => "",
             Field::Image => "container image",
             Field::Account => "",
             Field::Env => "KEY=value KEY2='two words'",
             Field::Cluster => "",
         }
+    }
+
+    /// A field of the job's shape: a value in it where the cluster does not take it is refused
+    /// (a spec field the cluster ignores is only greyed).
+    fn is_shape(self) -> bool {
+        matches!(self, Field::Nodes | Field::TasksPerNode | Field::Array)
     }
 
     /// The form field a spec key belongs to (`validate` names spec keys).
@@ -116,6 +156,9 @@ impl Field {
             "cpus" => Field::Cpus,
             "memory" => Field::Memory,
             "time_limit" => Field::Time,
+            "nodes" => Field::Nodes,
+            "tasks_per_node" => Field::TasksPerNode,
+            "array" => Field::Array,
             "partition" => Field::Partition,
             "image" => Field::Image,
             "account" => Field::Account,
@@ -136,11 +179,11 @@ pub struct Problem {
 
 #[derive(Debug, Clone)]
 pub struct SubmitForm {
-    pub values: [TextInput; 12],
+    pub values: [TextInput; 15],
     pub focus: usize,
     /// A loaded spec's script (it stands in for `command` until cleared with Backspace).
     pub script: Option<String>,
-    /// The loaded spec, for the keys the form has no field for (workdir, nodes …).
+    /// The loaded spec, for the keys the form has no field for (workdir, script …).
     pub base: JobSpec,
     pub loaded_from: Option<String>,
     /// The `load spec` path prompt, while open.
@@ -215,6 +258,9 @@ impl SubmitForm {
             TextInput::new(spec.cpus.map(|c| c.to_string()).unwrap_or_default()),
             TextInput::new(opt(&spec.memory)),
             TextInput::new(opt(&spec.time_limit)),
+            TextInput::new(spec.nodes.map(|n| n.to_string()).unwrap_or_default()),
+            TextInput::new(spec.tasks_per_node.map(|n| n.to_string()).unwrap_or_default()),
+            TextInput::new(opt(&spec.array)),
             TextInput::new(opt(&spec.partition)),
             TextInput::new(opt(&spec.account)),
             TextInput::new(env_text(&spec.env)),
@@ -266,6 +312,9 @@ impl SubmitForm {
         spec.cpus = number(Field::Cpus)?;
         spec.memory = text(Field::Memory);
         spec.time_limit = text(Field::Time);
+        spec.nodes = number(Field::Nodes)?;
+        spec.tasks_per_node = number(Field::TasksPerNode)?;
+        spec.array = text(Field::Array);
         spec.partition = text(Field::Partition);
         spec.image = text(Field::Image);
         spec.account = text(Field::Account);
@@ -297,8 +346,7 @@ impl SubmitForm {
         }
         let checked = self.spec().and_then(|spec| {
             let cluster = self.cluster(&clusters)?;
-            let fields = fleet.cluster(&cluster).map(|c| c.spec_fields.clone()).unwrap_or_default();
-            required_fields(&spec, &fields, &cluster)?;
+            required_fields(&spec, &TargetFields::of(fleet, &cluster), &cluster)?;
             Ok((cluster, spec))
         });
         match checked {
@@ -388,8 +436,22 @@ impl SubmitForm {
     }
 }
 
-/// What the target cluster requires and the spec lacks, as a problem on that field.
-fn required_fields(spec: &JobSpec, fields: &SpecFields, cluster: &str) -> Result<(), Problem> {
+/// What the target cluster requires and the spec lacks, or a shape it does not take, as a
+/// problem on that field.
+fn required_fields(spec: &JobSpec, fields: &TargetFields, cluster: &str) -> Result<(), Problem> {
+    let shape = [
+        (Field::Nodes, spec.nodes.filter(|n| *n > 1).is_some()),
+        (Field::TasksPerNode, spec.tasks_per_node.filter(|n| *n > 1).is_some()),
+        (Field::Array, spec.array.is_some()),
+    ];
+    for (field, set) in shape {
+        if let Some(usage) = field.usage(fields).filter(|u| set && u.need == Need::Ignored) {
+            return Err(Problem {
+                field: Some(field),
+                message: format!("`{}` is not taken on {cluster}: {}", usage.label, usage.hint),
+            });
+        }
+    }
     for (field, value) in
         [(Field::Image, &spec.image), (Field::Account, &spec.account), (Field::Partition, &spec.partition)]
     {

@@ -13,7 +13,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::{block, put};
 use crate::fleet::advice::Verdict;
 use crate::tui::app::App;
-use crate::tui::app::form::{Field, SubmitForm};
+use crate::tui::app::form::{Field, SubmitForm, TargetFields};
 use crate::tui::theme::Slot;
 use crate::tui::widgets::text;
 
@@ -21,7 +21,8 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let theme = app.theme();
     let form = app.form();
     let target = app.fleet().cluster(form.value(Field::Cluster).trim());
-    let fields = target.map(|c| c.spec_fields.clone()).unwrap_or_default();
+    let fields =
+        target.map(|c| TargetFields { spec: c.spec_fields.clone(), shape: c.shape_fields.clone() }).unwrap_or_default();
     let side_by_side = area.width >= 110;
     let form_h = Field::ALL.len() as u16 + 5;
     let [left, right] = if side_by_side {
