@@ -13,6 +13,7 @@
 //! recount of every pod in the cluster; [`recount`] is the full recount, for checks and
 //! for the benchmark.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
@@ -126,9 +127,23 @@ pub fn whole_units(milli: i64) -> u64 {
     if milli <= 0 { 0 } else { (milli as u64).div_ceil(1000) }
 }
 
-/// Amounts per resource, in milli-units; a handful of entries, sorted by name.
+/// Amounts per resource, in milli-units; a handful of entries, sorted by name. The common
+/// resource names are held as the constants above, not copies: every pod's demand is read
+/// at each snapshot, so a copy per key was most of that cost.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Amounts(Vec<(Box<str>, i64)>);
+pub struct Amounts(Vec<(Cow<'static, str>, i64)>);
+
+/// `resource` as a key: the constant where it is a common one.
+fn key(resource: &str) -> Cow<'static, str> {
+    match resource {
+        CPU => Cow::Borrowed(CPU),
+        MEMORY => Cow::Borrowed(MEMORY),
+        NVIDIA_GPU => Cow::Borrowed(NVIDIA_GPU),
+        NVIDIA_SHARED => Cow::Borrowed(NVIDIA_SHARED),
+        AMD_GPU => Cow::Borrowed(AMD_GPU),
+        other => Cow::Owned(other.to_string()),
+    }
+}
 
 impl Amounts {
     pub fn get(&self, resource: &str) -> i64 {
@@ -147,7 +162,7 @@ impl Amounts {
         let i = match self.0.binary_search_by(|(k, _)| (**k).cmp(resource)) {
             Ok(i) => i,
             Err(i) => {
-                self.0.insert(i, (resource.into(), 0));
+                self.0.insert(i, (key(resource), 0));
                 i
             }
         };
