@@ -23,6 +23,7 @@ pub mod init;
 mod logs;
 mod migrate;
 mod spec;
+pub mod usage;
 mod watch;
 mod why;
 
@@ -91,6 +92,21 @@ pub enum Command {
         /// With --since: at most this many jobs per cluster, the latest to end.
         #[arg(long, default_value_t = crate::model::history::DEFAULT_LIMIT, requires = "since")]
         limit: usize,
+        #[arg(long, short, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+    /// Who holds the GPUs: per user (account, cluster, model) the GPUs held now, how many
+    /// read idle, $/h where every holder has a price, and GPU-hours over the window (Slurm:
+    /// one sacct per cluster; other kinds: the finished jobs they still list). `?` is not
+    /// known, `>=` a lower bound.
+    Usage {
+        #[arg(long, short)]
+        cluster: Vec<String>,
+        /// The window's start: an age (90m, 6h, 1d, 2w) or a date (2026-12-01).
+        #[arg(long, default_value = "7d")]
+        since: String,
+        #[arg(long, value_enum, default_value_t)]
+        by: usage::By,
         #[arg(long, short, value_enum, default_value_t)]
         output: OutputFormat,
     },
@@ -423,6 +439,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 format: output,
             };
             jobs(&config, read_only, ask).await
+        }
+        Some(Command::Usage { cluster, since, by, output }) => {
+            let ask = usage::UsageRequest { clusters: &cluster, since: &since, by: by.into(), format: output };
+            usage::usage(&config, read_only, ask).await
         }
         Some(Command::Nodes { cluster, output }) => nodes(&config, read_only, &cluster, output).await,
         Some(Command::Submit { spec, cluster, from }) => {
@@ -1006,6 +1026,19 @@ mod tests {
         assert!(matches!(cli.command, Some(Command::Cancel { ref jobs }) if jobs[0].id == "12_3"));
         assert!(Cli::try_parse_from(["flightdeck", "cancel", "no-slash"]).is_err());
         assert!(Cli::try_parse_from(["flightdeck", "drain", "hpc/n1"]).is_err(), "drain needs --reason");
+    }
+
+    #[test]
+    fn usage_takes_a_window_and_a_grouping_seven_days_by_user_unless_told() {
+        let cli = Cli::try_parse_from(["flightdeck", "usage"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::Usage { ref since, by: usage::By::User, .. }) if since == "7d"));
+        let cli = Cli::try_parse_from(["flightdeck", "usage", "--since", "1d", "--by", "model", "-o", "json"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Usage { ref since, by: usage::By::Model, output: OutputFormat::Json, .. }) if since == "1d"
+        ));
+        let refused = Cli::try_parse_from(["flightdeck", "usage", "--by", "team"]).unwrap_err().to_string();
+        assert!(refused.contains("team") && refused.contains("account"), "{refused}");
     }
 
     #[test]

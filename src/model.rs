@@ -16,6 +16,7 @@ pub mod log;
 pub mod native;
 pub mod slurm_reasons;
 pub mod telemetry;
+pub mod usage;
 pub mod words;
 pub mod workload;
 

@@ -24,5 +24,6 @@ mod slurm_live;
 mod slurm_telemetry_live;
 mod spec_live_slurm;
 mod tui_e2e;
+mod usage_live;
 mod watch_live;
 mod why_live;

@@ -26,4 +26,5 @@ mod terminal_text;
 mod tui_app;
 mod tui_keymap_theme;
 mod tui_snapshots;
+mod usage;
 mod vocabulary;

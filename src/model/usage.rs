@@ -1,0 +1,515 @@
+//! Who holds the GPUs: per user, account, cluster or canonical model, what is held now (from
+//! the snapshots the fleet publishes, idle where telemetry measured it, $/h where every holder
+//! has a price) and the GPU-hours of a window (finished jobs' records clipped to it, plus the
+//! running jobs' hours so far). Pure and one pass over the jobs: `flightdeck usage` and the
+//! cockpit compute alike. A figure no source can give is "not known", never a zero.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::{FleetState, GpuUse, Job, JobRecord};
+use crate::columns::natural::natural_cmp;
+
+/// The row key of a job without an account.
+pub const NO_ACCOUNT: &str = "(none)";
+/// The model of GPUs no backend named.
+pub const UNKNOWN_MODEL: &str = "(unknown)";
+
+/// What the rows are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageBy {
+    #[default]
+    User,
+    /// Slurm account, Kubernetes namespace, cloud project, as each backend fills `account`.
+    Account,
+    Cluster,
+    /// Canonical GPU model ([`super::gpu_names`]).
+    Model,
+}
+
+impl UsageBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UsageBy::User => "user",
+            UsageBy::Account => "account",
+            UsageBy::Cluster => "cluster",
+            UsageBy::Model => "model",
+        }
+    }
+}
+
+/// One cluster's finished jobs over the window.
+#[derive(Debug, Clone, Copy)]
+pub struct WindowSource<'a> {
+    pub cluster: &'a str,
+    pub records: &'a [JobRecord],
+    /// What this source cannot say (its history failed, records were left out past a limit,
+    /// it lists only some users' jobs): every row it could touch is then incomplete.
+    pub gap: Option<&'a str>,
+}
+
+/// What to compute.
+#[derive(Debug, Clone, Copy)]
+pub struct UsageAsk<'a> {
+    pub by: UsageBy,
+    pub now: DateTime<Utc>,
+    /// The window's start, with one source per cluster; `None`: only what is held now.
+    pub window: Option<(DateTime<Utc>, &'a [WindowSource<'a>])>,
+    /// A job whose GPUs read under this mean utilisation now counts as idle, as `jobs
+    /// --idle` reads one reading; the telemetry's own idle flag (under it for the whole idle
+    /// window) always does.
+    pub idle_below_percent: Option<f32>,
+}
+
+/// GPUs of one model held now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelCount {
+    pub model: String,
+    pub gpus: u32,
+}
+
+/// One user's (account's, cluster's, model's) GPUs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageRow {
+    pub key: String,
+    /// Jobs holding GPUs now.
+    pub jobs_now: u32,
+    pub gpus_now: u32,
+    /// Of `gpus_now`, those telemetry reads idle.
+    pub idle_gpus_now: u32,
+    /// Of `gpus_now`, those no telemetry reading covers (their idleness is not known).
+    pub unmeasured_gpus_now: u32,
+    /// Dollars per hour of what is held now; `None` when it holds nothing or some holder has
+    /// no price (not known, rather than a sum that leaves some out).
+    pub cost_per_hour: Option<f64>,
+    /// `gpus_now` by canonical model, most first.
+    pub models: Vec<ModelCount>,
+    /// GPU-hours in the window (finished and running jobs); `None` without a window.
+    pub gpu_hours: Option<f64>,
+    /// False when some source could not say all of it: `gpu_hours` is then a lower bound.
+    pub gpu_hours_complete: bool,
+}
+
+/// The rows, most held first, and their total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub by: UsageBy,
+    pub now: DateTime<Utc>,
+    pub since: Option<DateTime<Utc>>,
+    pub rows: Vec<UsageRow>,
+    pub total: UsageRow,
+    /// What the window lacks, per source (`fd22: …`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_known: Vec<String>,
+}
+
+#[derive(Default)]
+struct Acc<'a> {
+    jobs_now: u32,
+    gpus_now: u32,
+    idle: u32,
+    unmeasured: u32,
+    cost: f64,
+    unpriced: bool,
+    models: Vec<(&'a str, u32)>,
+    hours: f64,
+    incomplete: bool,
+}
+
+impl<'a> Acc<'a> {
+    fn add_model(&mut self, model: &'a str, gpus: u32) {
+        match self.models.iter_mut().find(|(m, _)| *m == model) {
+            Some((_, n)) => *n = n.saturating_add(gpus),
+            None => self.models.push((model, gpus)),
+        }
+    }
+
+    fn row(self, key: String, windowed: bool) -> UsageRow {
+        let mut models: Vec<ModelCount> =
+            self.models.into_iter().map(|(m, gpus)| ModelCount { model: m.to_string(), gpus }).collect();
+        models.sort_by(|a, b| b.gpus.cmp(&a.gpus).then_with(|| natural_cmp(&a.model, &b.model)));
+        UsageRow {
+            key,
+            jobs_now: self.jobs_now,
+            gpus_now: self.gpus_now,
+            idle_gpus_now: self.idle,
+            unmeasured_gpus_now: self.unmeasured,
+            cost_per_hour: (self.gpus_now > 0 && !self.unpriced).then_some(self.cost),
+            models,
+            gpu_hours: windowed.then_some(self.hours),
+            gpu_hours_complete: !windowed || !self.incomplete,
+        }
+    }
+}
+
+/// A job's GPUs by canonical model: its per-node allocations, the rest under its own model
+/// (the first named) or [`UNKNOWN_MODEL`]. At most a few entries; calls `f` per model.
+fn for_each_model<'j>(job: &'j Job, gpus: u32, mut f: impl FnMut(&'j str, u32)) {
+    let mut left = gpus;
+    for a in &job.gpu_allocations {
+        let n = a.count.min(left);
+        if n == 0 {
+            continue;
+        }
+        let model = a.model.as_deref().or_else(|| first_model(job)).unwrap_or(UNKNOWN_MODEL);
+        f(model, n);
+        left -= n;
+    }
+    if left > 0 {
+        f(first_model(job).unwrap_or(UNKNOWN_MODEL), left);
+    }
+}
+
+fn first_model(job: &Job) -> Option<&str> {
+    job.gpu_model.as_deref().and_then(|m| m.split(',').next()).map(str::trim).filter(|m| !m.is_empty())
+}
+
+/// Hours of `[start, end]` inside `[since, now]`.
+fn hours_inside(start: DateTime<Utc>, end: DateTime<Utc>, since: DateTime<Utc>, now: DateTime<Utc>) -> f64 {
+    let (from, to) = (start.max(since), end.min(now));
+    if to <= from { 0.0 } else { (to - from).num_milliseconds() as f64 / 3_600_000.0 }
+}
+
+/// A finished record's GPU-hours inside the window: its GPUs over its run clipped to the
+/// window (a job that started before it counts only its part inside, as `sreport` does);
+/// `None` when its times cannot place it.
+fn record_hours(r: &JobRecord, since: DateTime<Utc>, now: DateTime<Utc>) -> Option<f64> {
+    let gpus = r.job.gpus_allocated;
+    if gpus == 0 {
+        return Some(0.0);
+    }
+    let end = r.job.end_time?;
+    let start = match r.job.start_time {
+        Some(s) => s,
+        // Never started (cancelled while pending) holds nothing.
+        None if r.elapsed_secs.is_none() => return Some(0.0),
+        None => end - chrono::TimeDelta::seconds(i64::try_from(r.elapsed_secs?).ok()?),
+    };
+    Some(f64::from(gpus) * hours_inside(start, end, since, now))
+}
+
+fn key_of<'j>(by: UsageBy, cluster: &'j str, job: &'j Job) -> &'j str {
+    match by {
+        UsageBy::User => &job.user,
+        UsageBy::Account => job.account.as_deref().filter(|a| !a.is_empty()).unwrap_or(NO_ACCOUNT),
+        UsageBy::Cluster => cluster,
+        UsageBy::Model => UNKNOWN_MODEL, // split per model by the caller
+    }
+}
+
+/// Whether a job's GPUs read idle, and whether any reading covers them.
+fn idleness(used: Option<&GpuUse>, job: &Job, below: Option<f32>) -> (bool, bool) {
+    match used.and_then(|u| u.job(&job.job_ref.id)) {
+        Some(j) if j.idle || j.mean_utilisation.is_some() => {
+            (j.idle || below.is_some_and(|b| j.mean_utilisation.is_some_and(|m| m < b)), true)
+        }
+        _ => (false, false),
+    }
+}
+
+/// Usage over the fleet's current picture and, with a window, its sources' records.
+pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
+    let by = ask.by;
+    let now = ask.now;
+    let mut acc: HashMap<&str, Acc<'_>> = HashMap::new();
+    let mut total = Acc::default();
+    let since = ask.window.map(|(s, _)| s);
+
+    for cluster in &state.clusters {
+        let Some(snapshot) = &cluster.snapshot else { continue };
+        let used = cluster.gpu_use.as_deref();
+        for job in &snapshot.jobs {
+            let gpus = job.gpus_allocated;
+            if gpus == 0 || !job.state.is_active() {
+                continue;
+            }
+            let (idle, measured) = idleness(used, job, ask.idle_below_percent);
+            let running_hours = since.map(|s| job.start_time.map(|t| f64::from(gpus) * hours_inside(t, now, s, now)));
+            let add = |a: &mut Acc<'_>, n: u32, share: f64| {
+                a.jobs_now += 1;
+                a.gpus_now = a.gpus_now.saturating_add(n);
+                if !measured {
+                    a.unmeasured = a.unmeasured.saturating_add(n);
+                } else if idle {
+                    a.idle = a.idle.saturating_add(n);
+                }
+                match job.cost_per_hour {
+                    Some(c) => a.cost += c * share,
+                    None => a.unpriced = true,
+                }
+                match running_hours {
+                    Some(Some(h)) => a.hours += h * share,
+                    Some(None) => a.incomplete = true,
+                    None => {}
+                }
+            };
+            add(&mut total, gpus, 1.0);
+            for_each_model(job, gpus, |m, n| total.add_model(m, n));
+            if by == UsageBy::Model {
+                for_each_model(job, gpus, |m, n| {
+                    let a = acc.entry(m).or_default();
+                    add(a, n, f64::from(n) / f64::from(gpus));
+                    a.add_model(m, n);
+                });
+            } else {
+                let a = acc.entry(key_of(by, &cluster.name, job)).or_default();
+                add(a, gpus, 1.0);
+                for_each_model(job, gpus, |m, n| a.add_model(m, n));
+            }
+        }
+    }
+
+    let mut not_known = Vec::new();
+    if let Some((since, sources)) = ask.window {
+        // Clusters whose window is not fully known: every row they could add to is a lower
+        // bound (a cluster row only for its own cluster).
+        let mut gaps: Vec<&str> = Vec::new();
+        for source in sources {
+            let mut lacks = source.gap.is_some();
+            if let Some(gap) = source.gap {
+                not_known.push(format!("{}: {gap}", source.cluster));
+            }
+            let mut unplaced = 0usize;
+            for r in source.records {
+                let Some(hours) = record_hours(r, since, now) else {
+                    unplaced += 1;
+                    continue;
+                };
+                if hours <= 0.0 {
+                    continue;
+                }
+                total.hours += hours;
+                let gpus = r.job.gpus_allocated;
+                if by == UsageBy::Model {
+                    for_each_model(&r.job, gpus, |m, n| {
+                        acc.entry(m).or_default().hours += hours * f64::from(n) / f64::from(gpus);
+                    });
+                } else {
+                    acc.entry(key_of(by, source.cluster, &r.job)).or_default().hours += hours;
+                }
+            }
+            if unplaced > 0 {
+                lacks = true;
+                not_known.push(format!(
+                    "{}: {} without start or end time, not counted",
+                    source.cluster,
+                    super::words::counted(unplaced as u64, "finished job", "finished jobs")
+                ));
+            }
+            if lacks {
+                gaps.push(source.cluster);
+            }
+        }
+        // A cluster with a snapshot but no source says nothing of its finished jobs.
+        for cluster in state.clusters.iter().filter(|c| !sources.iter().any(|s| s.cluster == c.name)) {
+            gaps.push(&cluster.name);
+            not_known.push(format!("{}: no finished jobs were read", cluster.name));
+        }
+        if !gaps.is_empty() {
+            total.incomplete = true;
+            if by == UsageBy::Cluster {
+                for gap in &gaps {
+                    acc.entry(gap).or_default().incomplete = true;
+                }
+            } else {
+                for a in acc.values_mut() {
+                    a.incomplete = true;
+                }
+            }
+        }
+    }
+
+    let windowed = ask.window.is_some();
+    let mut rows: Vec<UsageRow> = acc.into_iter().map(|(k, a)| a.row(k.to_string(), windowed)).collect();
+    rows.sort_by(|a, b| {
+        b.gpus_now
+            .cmp(&a.gpus_now)
+            .then_with(|| b.gpu_hours.unwrap_or(0.0).total_cmp(&a.gpu_hours.unwrap_or(0.0)))
+            .then_with(|| natural_cmp(&a.key, &b.key))
+    });
+    Usage { by, now, since, rows, total: total.row("total".into(), windowed), not_known }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::model::{ClusterState, GpuAllocation, JobGpuUse, JobRef, JobState, Snapshot};
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn job(cluster: &str, id: &str, user: &str, account: Option<&str>, gpus: u32, model: &str) -> Job {
+        let mut j = Job::new(JobRef::new(cluster, id), JobState::Running);
+        j.user = user.into();
+        j.account = account.map(Into::into);
+        j.gpus_allocated = gpus;
+        j.gpus_requested = gpus;
+        j.gpu_model = Some(model.into());
+        j.start_time = Some(at("2026-12-04T10:00:00Z"));
+        j
+    }
+
+    fn cluster(name: &str, jobs: Vec<Job>, used: Option<GpuUse>) -> ClusterState {
+        let mut c = ClusterState::new(name, "slurm");
+        c.snapshot = Some(Arc::new(Snapshot { jobs, ..Snapshot::default() }));
+        c.gpu_use = used.map(Arc::new);
+        c
+    }
+
+    fn reading(jobs: &[(&str, Option<f32>, bool)]) -> GpuUse {
+        let mut jobs: Vec<JobGpuUse> = jobs
+            .iter()
+            .map(|(id, mean, idle)| JobGpuUse {
+                job: id.to_string(),
+                gpus: 1,
+                mean_utilisation: *mean,
+                below_since: None,
+                idle: *idle,
+            })
+            .collect();
+        jobs.sort_by(|a, b| a.job.cmp(&b.job));
+        GpuUse { taken_at: at("2026-12-04T12:00:00Z"), source: "t".into(), gpus: vec![], jobs, notes: vec![] }
+    }
+
+    fn fleet() -> FleetState {
+        let mut split = job("fd22", "3", "bob", Some("physics"), 3, "h100");
+        split.gpu_allocations = vec![
+            GpuAllocation { node: "n1".into(), model: Some("h100".into()), count: 2, indices: vec![] },
+            GpuAllocation { node: "n2".into(), model: Some("a100".into()), count: 1, indices: vec![] },
+        ];
+        let mut pending = job("fd22", "4", "bob", Some("physics"), 0, "h100");
+        pending.state = JobState::Pending;
+        let mut ended = job("fd22", "5", "bob", Some("physics"), 8, "h100");
+        ended.state = JobState::Completed;
+        let mut priced = job("sky", "r1", "carol", None, 1, "l4");
+        priced.cost_per_hour = Some(0.7);
+        let mut priced2 = job("sky", "r2", "carol", None, 2, "l4");
+        priced2.cost_per_hour = Some(1.4);
+        FleetState {
+            clusters: vec![
+                cluster(
+                    "fd22",
+                    vec![
+                        job("fd22", "1", "alice", Some("ml"), 4, "h100"),
+                        job("fd22", "2", "alice", Some("ml"), 2, "h100"),
+                        split,
+                        pending,
+                        ended,
+                    ],
+                    Some(reading(&[("1", Some(1.0), false), ("3", Some(80.0), false)])),
+                ),
+                cluster("sky", vec![priced, priced2], None),
+            ],
+            read_only: false,
+            version: 1,
+        }
+    }
+
+    fn now_only(by: UsageBy) -> Usage {
+        let ask = UsageAsk { by, now: at("2026-12-04T12:00:00Z"), window: None, idle_below_percent: Some(5.0) };
+        compute(&fleet(), &ask)
+    }
+
+    #[test]
+    fn users_hold_what_their_running_jobs_hold_most_first_idle_where_measured() {
+        let u = now_only(UsageBy::User);
+        let keys: Vec<(&str, u32, u32, u32)> =
+            u.rows.iter().map(|r| (r.key.as_str(), r.gpus_now, r.idle_gpus_now, r.unmeasured_gpus_now)).collect();
+        // alice: job 1 idle (1% < 5%), job 2 unmeasured; bob's pending and ended jobs hold nothing.
+        assert_eq!(keys, vec![("alice", 6, 4, 2), ("bob", 3, 0, 0), ("carol", 3, 0, 3)]);
+        assert_eq!(u.rows[0].jobs_now, 2);
+        assert_eq!(
+            u.rows[1].models,
+            vec![ModelCount { model: "h100".into(), gpus: 2 }, ModelCount { model: "a100".into(), gpus: 1 }]
+        );
+        assert_eq!((u.total.gpus_now, u.total.idle_gpus_now, u.total.jobs_now), (12, 4, 5));
+        assert_eq!(u.rows[0].gpu_hours, None);
+        assert!(u.rows[0].gpu_hours_complete);
+    }
+
+    #[test]
+    fn a_price_is_summed_only_when_every_holder_has_one() {
+        let u = now_only(UsageBy::User);
+        let carol = u.rows.iter().find(|r| r.key == "carol").unwrap();
+        assert!((carol.cost_per_hour.unwrap() - 2.1).abs() < 1e-9);
+        assert_eq!(u.rows[0].cost_per_hour, None, "slurm jobs have no price: not known, not $0");
+        assert_eq!(u.total.cost_per_hour, None);
+    }
+
+    #[test]
+    fn accounts_clusters_and_models_group_alike() {
+        let keys = |by| now_only(by).rows.into_iter().map(|r| (r.key, r.gpus_now)).collect::<Vec<_>>();
+        assert_eq!(
+            keys(UsageBy::Account),
+            vec![("ml".to_string(), 6), ("(none)".to_string(), 3), ("physics".to_string(), 3)]
+        );
+        assert_eq!(keys(UsageBy::Cluster), vec![("fd22".to_string(), 9), ("sky".to_string(), 3)]);
+        assert_eq!(keys(UsageBy::Model), vec![("h100".to_string(), 8), ("l4".to_string(), 3), ("a100".to_string(), 1)]);
+    }
+
+    fn record(id: &str, user: &str, gpus: u32, start: &str, end: &str) -> JobRecord {
+        let mut j = job("fd22", id, user, Some("ml"), gpus, "h100");
+        j.state = JobState::Completed;
+        j.start_time = Some(at(start));
+        j.end_time = Some(at(end));
+        JobRecord::from_job(j)
+    }
+
+    #[test]
+    fn the_window_clips_finished_jobs_and_adds_running_hours_so_far() {
+        let records = vec![
+            // Inside: 2 GPUs × 1 h.
+            record("10", "alice", 2, "2026-12-04T06:00:00Z", "2026-12-04T07:00:00Z"),
+            // Started 1 h before the window: only its 30 min inside count, × 4 GPUs.
+            record("11", "bob", 4, "2026-12-03T23:00:00Z", "2026-12-04T00:30:00Z"),
+            // No GPUs.
+            record("12", "dave", 0, "2026-12-04T06:00:00Z", "2026-12-04T07:00:00Z"),
+        ];
+        let fd22 = [WindowSource { cluster: "fd22", records: &records, gap: None }];
+        let mut sources = fd22.to_vec();
+        sources.push(WindowSource { cluster: "sky", records: &[], gap: None });
+        let ask = UsageAsk {
+            by: UsageBy::User,
+            now: at("2026-12-04T12:00:00Z"),
+            window: Some((at("2026-12-04T00:00:00Z"), &sources)),
+            idle_below_percent: None,
+        };
+        let u = compute(&fleet(), &ask);
+        let hours = |k: &str| u.rows.iter().find(|r| r.key == k).and_then(|r| r.gpu_hours).unwrap();
+        // alice: 2 GPU-h finished + (4 + 2) GPUs × 2 h running.
+        assert!((hours("alice") - 14.0).abs() < 1e-9);
+        // bob: 2 GPU-h clipped + 3 GPUs × 2 h running.
+        assert!((hours("bob") - 8.0).abs() < 1e-9);
+        assert!(u.rows.iter().all(|r| r.key != "dave"));
+        assert!(u.rows.iter().all(|r| r.gpu_hours_complete) && u.not_known.is_empty());
+        assert!((u.total.gpu_hours.unwrap() - (14.0 + 8.0 + 6.0)).abs() < 1e-9);
+
+        // A source that cannot say makes every user's figure a lower bound, and says why.
+        let gappy = [fd22[0], WindowSource { cluster: "sky", records: &[], gap: Some("history: timed out") }];
+        let u = compute(&fleet(), &UsageAsk { window: Some((at("2026-12-04T00:00:00Z"), &gappy)), ..ask });
+        assert!(u.rows.iter().all(|r| !r.gpu_hours_complete) && !u.total.gpu_hours_complete);
+        assert_eq!(u.not_known, vec!["sky: history: timed out"]);
+        // By cluster, only that cluster's row.
+        let u = compute(
+            &fleet(),
+            &UsageAsk { by: UsageBy::Cluster, window: Some((at("2026-12-04T00:00:00Z"), &fd22)), ..ask },
+        );
+        let complete: Vec<(&str, bool)> = u.rows.iter().map(|r| (r.key.as_str(), r.gpu_hours_complete)).collect();
+        assert_eq!(complete, vec![("fd22", true), ("sky", false)]);
+        assert_eq!(u.not_known, vec!["sky: no finished jobs were read"]);
+    }
+
+    #[test]
+    fn the_usage_round_trips_as_json() {
+        let u = now_only(UsageBy::Model);
+        let text = serde_json::to_string(&u).unwrap();
+        assert!(text.contains("\"by\":\"model\"") && text.contains("\"cost_per_hour\":null"), "{text}");
+        assert_eq!(serde_json::from_str::<Usage>(&text).unwrap(), u);
+    }
+}
