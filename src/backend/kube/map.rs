@@ -546,7 +546,12 @@ pub fn batch_job(
     let active = status.and_then(|s| s.active).unwrap_or(0);
     let suspended = spec.and_then(|s| s.suspend).unwrap_or(false) || cond("Suspended").is_some();
     let mut pods_sorted: Vec<&Pod> = pods.to_vec();
-    pods_sorted.sort_by(|a, b| a.metadata.creation_timestamp.cmp(&b.metadata.creation_timestamp));
+    // By creation, then name: pods made in the same second come out of the watch cache in
+    // any order, and the first one gives the job its log.
+    pods_sorted.sort_by(|a, b| {
+        (a.metadata.creation_timestamp.as_ref(), a.metadata.name.as_deref())
+            .cmp(&(b.metadata.creation_timestamp.as_ref(), b.metadata.name.as_deref()))
+    });
     let pending_pod =
         pods_sorted.iter().find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending"));
     let running = pods_sorted.iter().any(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
