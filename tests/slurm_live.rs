@@ -49,6 +49,7 @@ on_both_clusters!(
     hostile_job_name_is_kept_verbatim_and_runs_nothing,
     dropped_ssh_link_goes_stale_then_recovers,
     one_refresh_costs_at_most_three_controller_rpcs,
+    each_refresh_costs_one_job_query_with_telemetry_beside_it,
     slurm_errors_reach_the_user,
     job_output_is_tailed_and_followed,
     text_fallback_agrees_with_json,
@@ -321,6 +322,63 @@ async fn one_refresh_costs_at_most_three_controller_rpcs(cluster: &str) {
     let used = after.queries_since(&before);
     assert!(used >= REFRESHES, "sdiag saw only {used} query RPCs: is it counting?");
     assert!(used <= 3 * REFRESHES, "{used} query RPCs for {REFRESHES} refreshes on {cluster}");
+}
+
+/// A polling fleet (refresh and GPU telemetry through srun, as a hub runs them) asks the
+/// controller for the job list exactly once per refresh: `REQUEST_JOB_INFO` in sdiag equals
+/// the refreshes the fleet made, with a running GPU array task for telemetry to step into.
+async fn each_refresh_costs_one_job_query_with_telemetry_beside_it(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    let mut s = spec("fd-rpc-count", "");
+    s.command = None;
+    s.gpus = 1;
+    s.script = Some("#!/bin/bash\n#SBATCH --array=0-0\nsleep 300\n".into());
+    let r = b.submit(&s).await.expect("submit");
+    wait_snapshot(&b, WAIT, "the task to run", |s| {
+        s.jobs.iter().any(|j| {
+            j.array.as_ref().is_some_and(|a| a.array_id == r.id) && j.state == JobState::Running && j.gpus_allocated > 0
+        })
+    })
+    .await;
+    let mut cfg = slurm_config(cluster);
+    // The test bed's stand-in nvidia-smi, at the same path on every node (tests/testbed/up.sh).
+    cfg.settings.nvidia_smi = "/var/lib/flightdeck-testbed/bin/nvidia-smi".into();
+    let mut telemetry = flightdeck::fleet::TelemetryOptions::default();
+    telemetry.every.insert(cluster.to_string(), Duration::from_secs(1));
+    let fleet = Fleet::start_with_telemetry(
+        vec![Member {
+            backend: std::sync::Arc::new(SlurmBackend::new(&cfg)),
+            kind: "slurm".into(),
+            refresh: Duration::from_secs(2),
+            timeout: Duration::from_secs(20),
+        }],
+        FleetOptions { read_only: true, poll: true, audit: None, actor: "test".into() },
+        telemetry,
+    );
+    let attempts = |f: &Fleet| f.state().clusters[0].attempts;
+    // Start right after a refresh ended and the telemetry read once, and stop right after
+    // another: none is half counted.
+    let s = fleet.wait_for(WAIT, |s| s.clusters[0].attempts >= 2 && s.clusters[0].gpu_use.is_some()).await;
+    assert!(s.clusters[0].gpu_use.is_some(), "telemetry read the running task: {:?}", s.clusters[0].telemetry_error);
+    let first = attempts(&fleet);
+    fleet.wait_for(WAIT, |s| s.clusters[0].attempts > first).await;
+    let before = b.rpc_counts().await.expect("sdiag");
+    let from = attempts(&fleet);
+    const REFRESHES: u64 = 6;
+    fleet.wait_for(WAIT, |s| s.clusters[0].attempts >= from + REFRESHES).await;
+    let after = b.rpc_counts().await.expect("sdiag");
+    let made = attempts(&fleet) - from;
+    let job_queries = after.count_since(&before, "REQUEST_JOB_INFO");
+    eprintln!("{cluster}: {job_queries} REQUEST_JOB_INFO for {made} refreshes; by type {:?}", {
+        let mut d = after.by_type.clone();
+        d.retain(|k, v| *v > before.by_type.get(k).copied().unwrap_or(0));
+        d.iter().map(|(k, v)| (k.clone(), v - before.by_type.get(k).copied().unwrap_or(0))).collect::<Vec<_>>()
+    });
+    assert_eq!(made, REFRESHES, "the fleet refreshed as often as waited for");
+    assert_eq!(job_queries, made, "{cluster}: one job query per refresh");
+    cancel_quietly(&b, &JobRef::new(cluster, format!("{}_[*]", r.id))).await;
+    cancel_quietly(&b, &r).await;
 }
 
 async fn slurm_errors_reach_the_user(cluster: &str) {
