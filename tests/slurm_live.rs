@@ -53,6 +53,7 @@ on_both_clusters!(
     slurm_errors_reach_the_user,
     job_output_is_tailed_and_followed,
     text_fallback_agrees_with_json,
+    the_field_listing_agrees_with_json_at_a_tenth_of_the_bytes,
     the_preview_is_the_script_sbatch_gets,
     a_script_that_arrives_short_is_never_submitted,
     a_job_name_with_a_line_break_cannot_pose_as_a_row_in_text_output,
@@ -324,9 +325,10 @@ async fn one_refresh_costs_at_most_three_controller_rpcs(cluster: &str) {
     assert!(used <= 3 * REFRESHES, "{used} query RPCs for {REFRESHES} refreshes on {cluster}");
 }
 
-/// A polling fleet (refresh and GPU telemetry through srun, as a hub runs them) asks the
-/// controller for the job list exactly once per refresh: `REQUEST_JOB_INFO` in sdiag equals
-/// the refreshes the fleet made, with a running GPU array task for telemetry to step into.
+/// A polling fleet (refresh and GPU telemetry through srun, as a hub runs them, and `doctor`
+/// asked every other refresh, as a hub's viewers ask it) asks the controller for the job list
+/// exactly once per refresh: `REQUEST_JOB_INFO` in sdiag equals the refreshes the fleet made,
+/// with a running GPU array task for telemetry to step into.
 async fn each_refresh_costs_one_job_query_with_telemetry_beside_it(cluster: &str) {
     let _lock = cluster_lock(cluster);
     let b = backend(cluster);
@@ -363,9 +365,25 @@ async fn each_refresh_costs_one_job_query_with_telemetry_beside_it(cluster: &str
     assert!(s.clusters[0].gpu_use.is_some(), "telemetry read the running task: {:?}", s.clusters[0].telemetry_error);
     let first = attempts(&fleet);
     fleet.wait_for(WAIT, |s| s.clusters[0].attempts > first).await;
+    // A hub's viewers ask for `doctor` every refresh interval: the first one is counted from,
+    // the others measure over the poller's refreshes; none refreshes by itself.
+    let first_doctor = fleet.diagnose(cluster).await.expect("doctor");
     let before = b.rpc_counts().await.expect("sdiag");
     let from = attempts(&fleet);
     const REFRESHES: u64 = 6;
+    for n in 1..=3 {
+        fleet.wait_for(WAIT, |s| s.clusters[0].attempts >= from + 2 * n).await;
+        let d = fleet.diagnose(cluster).await.expect("doctor");
+        let rpcs = d.get("controller RPCs per refresh").unwrap_or_default().to_string();
+        assert!(rpcs.contains("(1 job queries;"), "{cluster}: doctor says {rpcs}");
+        assert!(d.get("bytes per job").is_some(), "{:?}", d.facts);
+        assert!(d.get("GPU telemetry controller cost").is_some_and(|c| c.contains("no job query")), "{:?}", d.facts);
+    }
+    assert!(
+        first_doctor.get("controller RPCs per refresh").is_some_and(|v| v.starts_with("measured from the next doctor")),
+        "{:?}",
+        first_doctor.facts
+    );
     fleet.wait_for(WAIT, |s| s.clusters[0].attempts >= from + REFRESHES).await;
     let after = b.rpc_counts().await.expect("sdiag");
     let made = attempts(&fleet) - from;
@@ -451,6 +469,44 @@ async fn text_fallback_agrees_with_json(cluster: &str) {
         |s: &Snapshot| s.nodes.iter().map(|n| (n.name.clone(), (n.state, n.gpus_total()))).collect::<BTreeMap<_, _>>();
     assert_eq!(nodes(&b), nodes(&a));
     cancel_quietly(&json, &r).await;
+}
+
+/// The refresh's job listing (`squeue --Format`, the model's fields) reads a running GPU job
+/// as `squeue --json` does, every listed job is in both, and `doctor` reports the bytes: at
+/// most 300 per job, a tenth of the JSON's or less.
+async fn the_field_listing_agrees_with_json_at_a_tenth_of_the_bytes(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let fields = backend(cluster);
+    let json = SlurmBackend::json_listing(&slurm_config(cluster));
+    let mut s = spec("fd-fields-vs-json", "sleep 300");
+    s.gpus = 1;
+    let r = fields.submit(&s).await.expect("submit");
+    wait_snapshot(&fields, WAIT, "the job to run", |s| job(s, &r).is_some_and(|j| j.state == JobState::Running)).await;
+    let (a, b) = (fields.snapshot().await.expect("fields"), json.snapshot().await.expect("json"));
+    let (ja, jb) = (job(&a, &r).unwrap(), job(&b, &r).expect("the JSON lists the job"));
+    let mut jb = jb.clone();
+    for (x, y) in jb.gpu_allocations.iter_mut().zip(&ja.gpu_allocations) {
+        // A node shared with another GPU job: the field listing counts, it does not index.
+        if y.indices.is_empty() {
+            x.indices.clear();
+        }
+    }
+    assert_eq!(ja, &jb, "{cluster}: the field listing and the JSON read the job alike");
+    assert!(a.notes.is_empty(), "{:?}", a.notes);
+    let ids = |s: &Snapshot| s.jobs.iter().map(|j| j.job_ref.id.clone()).collect::<std::collections::BTreeSet<_>>();
+    let (ia, ib) = (ids(&a), ids(&b));
+    assert!(ia.is_subset(&ib) || ib.is_subset(&ia), "{cluster}: the same jobs but for one ending between: {ia:?} {ib:?}");
+    let (fa, fb) = (fields.last_refresh().unwrap(), json.last_refresh().unwrap());
+    let (per_fields, per_json) = (fa.job_bytes / fa.jobs as u64, fb.job_bytes / fb.jobs as u64);
+    eprintln!("{cluster}: {per_fields} B per job by fields, {per_json} B by --json ({} jobs)", fa.jobs);
+    assert!(per_fields <= 300, "{cluster}: {per_fields} B per job");
+    assert!(per_fields * 10 <= per_json, "{cluster}: {per_fields} B per job against the JSON's {per_json}");
+    let d = fields.diagnose().await.expect("doctor");
+    assert!(d.get("job listing").is_some_and(|l| l.starts_with("squeue --Format")), "{:?}", d.facts);
+    let per_job: u64 = d.get("bytes per job").and_then(|v| v.parse().ok()).expect("bytes per job");
+    assert!(per_job <= 300, "{cluster}: doctor says {per_job} B per job");
+    assert!(d.get("bytes one refresh moved").is_some(), "{:?}", d.facts);
+    cancel_quietly(&fields, &r).await;
 }
 
 /// The submit form's preview comes from the cluster: the sbatch call and script the adapter

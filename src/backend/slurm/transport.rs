@@ -391,6 +391,27 @@ impl<R: std::io::Read> std::io::Read for Capped<R> {
     }
 }
 
+/// A reader that counts the bytes that pass through it: what one command's answer moved
+/// over the link, for `doctor`.
+pub struct Counting<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R> Counting<R> {
+    pub fn new(inner: R, count: Arc<AtomicU64>) -> Self {
+        Self { inner, count }
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
 enum Capture {
     Io(std::io::Error),
     TooLong(usize),
