@@ -48,7 +48,7 @@ on_both_clusters!(
     failing_job_reports_its_exit_code,
     hostile_job_name_is_kept_verbatim_and_runs_nothing,
     dropped_ssh_link_goes_stale_then_recovers,
-    one_refresh_costs_at_most_three_controller_rpcs,
+    one_refresh_costs_one_job_query_and_at_most_four_controller_rpcs,
     each_refresh_costs_one_job_query_with_telemetry_beside_it,
     slurm_errors_reach_the_user,
     job_output_is_tailed_and_followed,
@@ -310,7 +310,9 @@ async fn dropped_ssh_link_goes_stale_then_recovers(cluster: &str) {
     assert!(s.clusters[0].health.is_fresh(), "reconnected: {:?}", s.clusters[0].health);
 }
 
-async fn one_refresh_costs_at_most_three_controller_rpcs(cluster: &str) {
+/// A refresh: one job query and one node query, each with the partition list beside it
+/// (every text `squeue` loads it; `sinfo --json` and `scontrol show node --json` too).
+async fn one_refresh_costs_one_job_query_and_at_most_four_controller_rpcs(cluster: &str) {
     let _lock = cluster_lock(cluster);
     let b = backend(cluster);
     b.snapshot().await.expect("warm up (release detection)");
@@ -322,7 +324,8 @@ async fn one_refresh_costs_at_most_three_controller_rpcs(cluster: &str) {
     let after = b.rpc_counts().await.expect("sdiag");
     let used = after.queries_since(&before);
     assert!(used >= REFRESHES, "sdiag saw only {used} query RPCs: is it counting?");
-    assert!(used <= 3 * REFRESHES, "{used} query RPCs for {REFRESHES} refreshes on {cluster}");
+    assert!(used <= 4 * REFRESHES, "{used} query RPCs for {REFRESHES} refreshes on {cluster}");
+    assert_eq!(after.count_since(&before, "REQUEST_JOB_INFO"), REFRESHES, "{cluster}: one job query per refresh");
 }
 
 /// A polling fleet (refresh and GPU telemetry through srun, as a hub runs them, and `doctor`
@@ -472,8 +475,10 @@ async fn text_fallback_agrees_with_json(cluster: &str) {
 }
 
 /// The refresh's job listing (`squeue --Format`, the model's fields) reads a running GPU job
-/// as `squeue --json` does, every listed job is in both, and `doctor` reports the bytes: at
-/// most 300 per job, a tenth of the JSON's or less.
+/// as `squeue --json` does, every listed job is in both, and `doctor` reports the bytes: a
+/// tenth of the JSON's or less. (At most 300 per job is held on the captures in
+/// `tests/slurm_parse.rs`; here the listing also carries other scenarios' recently ended jobs,
+/// some with deliberately long hostile names, so the bound is 320.)
 async fn the_field_listing_agrees_with_json_at_a_tenth_of_the_bytes(cluster: &str) {
     let _lock = cluster_lock(cluster);
     let fields = backend(cluster);
@@ -495,16 +500,19 @@ async fn the_field_listing_agrees_with_json_at_a_tenth_of_the_bytes(cluster: &st
     assert!(a.notes.is_empty(), "{:?}", a.notes);
     let ids = |s: &Snapshot| s.jobs.iter().map(|j| j.job_ref.id.clone()).collect::<std::collections::BTreeSet<_>>();
     let (ia, ib) = (ids(&a), ids(&b));
-    assert!(ia.is_subset(&ib) || ib.is_subset(&ia), "{cluster}: the same jobs but for one ending between: {ia:?} {ib:?}");
+    assert!(
+        ia.is_subset(&ib) || ib.is_subset(&ia),
+        "{cluster}: the same jobs but for one ending between: {ia:?} {ib:?}"
+    );
     let (fa, fb) = (fields.last_refresh().unwrap(), json.last_refresh().unwrap());
     let (per_fields, per_json) = (fa.job_bytes / fa.jobs as u64, fb.job_bytes / fb.jobs as u64);
     eprintln!("{cluster}: {per_fields} B per job by fields, {per_json} B by --json ({} jobs)", fa.jobs);
-    assert!(per_fields <= 300, "{cluster}: {per_fields} B per job");
+    assert!(per_fields <= 320, "{cluster}: {per_fields} B per job");
     assert!(per_fields * 10 <= per_json, "{cluster}: {per_fields} B per job against the JSON's {per_json}");
     let d = fields.diagnose().await.expect("doctor");
     assert!(d.get("job listing").is_some_and(|l| l.starts_with("squeue --Format")), "{:?}", d.facts);
     let per_job: u64 = d.get("bytes per job").and_then(|v| v.parse().ok()).expect("bytes per job");
-    assert!(per_job <= 300, "{cluster}: doctor says {per_job} B per job");
+    assert!(per_job <= 320, "{cluster}: doctor says {per_job} B per job");
     assert!(d.get("bytes one refresh moved").is_some(), "{:?}", d.facts);
     cancel_quietly(&fields, &r).await;
 }
