@@ -207,7 +207,7 @@ impl SlurmBackend {
             let (cluster, old) = (self.name.clone(), probe.old_output_paths());
             let res = self
                 .transport
-                .stream(&argv, self.timeout, move |r| {
+                .stream_with_stderr(&argv, self.timeout, move |r| {
                     parse::fields::read_squeue_fields(
                         &cluster,
                         std::io::BufReader::with_capacity(1 << 16, r),
@@ -217,15 +217,20 @@ impl SlurmBackend {
                 })
                 .await;
             match res {
-                Ok(Ok(read)) => {
+                // A release without one of the fields says so on stderr, prints nothing and
+                // exits 0: that is no empty queue.
+                Ok((_, stderr)) if format_refused(&stderr) => {
+                    tracing::warn!(cluster = %self.name, stderr = %stderr.trim(), "squeue --Format refused a field; using --json");
+                }
+                Ok((Ok(read), _)) => {
                     self.text_dropped.0.store(read.dropped, std::sync::atomic::Ordering::Relaxed);
                     return Ok((JobsDoc { release: None, jobs: read.jobs }, read.bytes));
                 }
-                Ok(Err(e)) => {
+                Ok((Err(e), _)) => {
                     tracing::warn!(cluster = %self.name, error = %e, "squeue --Format unreadable; using --json");
                 }
-                Err(e @ BackendError::Command { .. }) => {
-                    tracing::warn!(cluster = %self.name, error = %e, "squeue --Format failed; using --json");
+                Err(BackendError::Command { stderr, .. }) if format_refused(&stderr) => {
+                    tracing::warn!(cluster = %self.name, stderr = %stderr.trim(), "squeue --Format refused; using --json");
                 }
                 Err(e) => return Err(e),
             }
@@ -394,6 +399,14 @@ fn parse_log_read(argv: &[String], stdout: &[u8], from: Option<u64>, max_bytes: 
     let data = &stdout[nl + 1..];
     let data = &data[..data.len().min(len as usize)];
     Ok(LogChunk { data: String::from_utf8_lossy(data).into_owned(), offset: start + data.len() as u64, dropped })
+}
+
+/// squeue's words for a `--Format` it cannot print (a field this release lacks, or no
+/// `--Format` at all): the field listing is then left for `--json` on this connection. Any
+/// other failure (the controller down) is the refresh's failure, not the format's.
+fn format_refused(stderr: &str) -> bool {
+    let s = stderr.to_ascii_lowercase();
+    s.contains("invalid job format") || s.contains("unrecognized option") || s.contains("invalid option")
 }
 
 /// The job or node query failed in a way that says this Slurm cannot print JSON
@@ -791,6 +804,14 @@ impl Backend for SlurmBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_squeues_words_about_the_format_leave_the_field_listing() {
+        assert!(format_refused("squeue: error: Invalid job format specification: tres-per-task\n"));
+        assert!(format_refused("squeue: unrecognized option '--Format=JobID'\n"));
+        assert!(!format_refused("slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"));
+        assert!(!format_refused(""));
+    }
 
     #[test]
     fn a_log_read_is_a_size_line_then_bytes() {

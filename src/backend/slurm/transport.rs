@@ -202,6 +202,21 @@ impl Transport {
         T: Send + 'static,
         F: FnOnce(Capped<SyncIoBridge<BoxRead>>) -> T + Send + 'static,
     {
+        self.stream_capped(argv, timeout, MAX_STREAMED_STDOUT, consume).await.map(|(parsed, _)| parsed)
+    }
+
+    /// [`Transport::stream`], with what the command said on standard error when it exited 0
+    /// (squeue reports an unknown `--Format` field there, and exits 0 with no output).
+    pub async fn stream_with_stderr<T, F>(
+        &self,
+        argv: &[String],
+        timeout: Duration,
+        consume: F,
+    ) -> Result<(T, String), BackendError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Capped<SyncIoBridge<BoxRead>>) -> T + Send + 'static,
+    {
         self.stream_capped(argv, timeout, MAX_STREAMED_STDOUT, consume).await
     }
 
@@ -211,7 +226,7 @@ impl Transport {
         timeout: Duration,
         cap: u64,
         consume: F,
-    ) -> Result<T, BackendError>
+    ) -> Result<(T, String), BackendError>
     where
         T: Send + 'static,
         F: FnOnce(Capped<SyncIoBridge<BoxRead>>) -> T + Send + 'static,
@@ -240,7 +255,9 @@ impl Transport {
             if status != Some(0) {
                 return Err(command_error(argv, status, &stderr, b""));
             }
-            parsed.map_err(|e| BackendError::Parse { what: display_argv(argv), message: e.to_string() })
+            parsed
+                .map(|parsed| (parsed, stderr))
+                .map_err(|e| BackendError::Parse { what: display_argv(argv), message: e.to_string() })
         };
         self.with_timeout(argv, timeout, run).await
     }
@@ -748,7 +765,7 @@ mod tests {
         let secs = Duration::from_secs(20);
         let drain = |r: Capped<SyncIoBridge<BoxRead>>| std::io::copy(&mut { r }, &mut std::io::sink());
         // Exactly at the bound is read whole.
-        let n = t.stream_capped(&v(&["head", "-c", "1048576", "/dev/zero"]), secs, 1 << 20, drain).await.unwrap();
+        let (n, _) = t.stream_capped(&v(&["head", "-c", "1048576", "/dev/zero"]), secs, 1 << 20, drain).await.unwrap();
         assert_eq!(n.unwrap(), 1 << 20);
         // One byte over, from a command that would never stop: a clear error, promptly.
         let started = std::time::Instant::now();
