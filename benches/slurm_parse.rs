@@ -10,8 +10,14 @@
 //! * `ignored_any/reader` – skipping from a buffered reader;
 //! * `parse/reader`       – `parse_jobs_json_reader`.
 //!
+//! * `squeue_fields_50k/parse/reader` – the refresh's listing by field format
+//!   (`parse::fields::read_squeue_fields`) on the same 50,000 jobs as text: the 24.11
+//!   capture's records (`tests/fixtures/slurm/24.11/squeue-fields.txt`, the hostile one
+//!   left out) with fresh job ids.
+//!
 //! Before criterion runs, one timed pass of each prints MB/s and the parse/skip ratios, and
 //! a counting global allocator prints the peak heap of the reader path (excluding the input).
+//! The field listing's bytes and time per job are printed beside the JSON's.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -74,6 +80,29 @@ fn skip_reader<R: Read>(r: R) {
     IgnoredAny::deserialize(&mut de).expect("valid JSON");
 }
 
+const FIELDS_MARK: &str = "~Fixture0";
+
+/// `jobs` records of the field listing, from the 24.11 capture, each with a fresh job id.
+fn build_fields_document(jobs: usize) -> Vec<u8> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/slurm/24.11/squeue-fields.txt");
+    let text = std::fs::read_to_string(path).expect("the 24.11 field capture");
+    let end = format!("{}\n", flightdeck::backend::slurm::parse::fields::record_end(FIELDS_MARK));
+    let records: Vec<&str> = text.split(&end).filter(|r| !r.is_empty() && !r.contains("evil|name")).collect();
+    let mut out = Vec::with_capacity(jobs * 300);
+    for i in 0..jobs {
+        let r = records[i % records.len()];
+        let rest = &r[r.find('|').expect("a job id")..];
+        out.extend_from_slice(format!("{}{rest}{end}", 1_000_000 + i).as_bytes());
+    }
+    out
+}
+
+fn parse_fields(data: &[u8]) -> usize {
+    let read = flightdeck::backend::slurm::parse::fields::read_squeue_fields("bench", data, FIELDS_MARK, false)
+        .expect("parse");
+    read.jobs.len()
+}
+
 fn mb_per_s(bytes: usize, d: Duration) -> f64 {
     bytes as f64 / 1e6 / d.as_secs_f64()
 }
@@ -100,6 +129,7 @@ fn main() {
         assert_eq!(doc, parse_jobs_json_reader("bench", &data[..]).expect("parse"));
         skip_slice(&data);
         skip_reader(&data[..]);
+        assert_eq!(parse_fields(&build_fields_document(500)), 500);
         println!("slurm_parse bench: inputs check out (run `cargo bench --bench slurm_parse` to measure)");
         return;
     }
@@ -141,6 +171,25 @@ fn main() {
         jobs_heap as f64 / 1e6
     );
 
+    let fields = build_fields_document(JOBS);
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    assert_eq!(parse_fields(&fields), JOBS);
+    let fields_peak = PEAK.load(Ordering::Relaxed) - base;
+    let t_fields = time(|| {
+        black_box(parse_fields(black_box(&fields)));
+    });
+    println!(
+        "field listing: {:.1} MB, {} B per job (JSON {} B); parse {:.1} ms ({:.2} µs per job; JSON reader {:.1} ms); peak heap {:.1} MB",
+        fields.len() as f64 / 1e6,
+        fields.len() / JOBS,
+        len / JOBS,
+        t_fields.as_secs_f64() * 1e3,
+        t_fields.as_secs_f64() * 1e6 / JOBS as f64,
+        t_parse_reader.as_secs_f64() * 1e3,
+        fields_peak as f64 / 1e6
+    );
+
     let mut c = Criterion::default()
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
@@ -153,6 +202,12 @@ fn main() {
         g.bench_function("parse/slice", |b| b.iter(|| parse_jobs_json("bench", black_box(&data)).unwrap()));
         g.bench_function("ignored_any/reader", |b| b.iter(|| skip_reader(black_box(&data[..]))));
         g.bench_function("parse/reader", |b| b.iter(|| parse_jobs_json_reader("bench", black_box(&data[..])).unwrap()));
+        g.finish();
+    }
+    {
+        let mut g = c.benchmark_group("squeue_fields_50k");
+        g.throughput(Throughput::Bytes(fields.len() as u64));
+        g.bench_function("parse/reader", |b| b.iter(|| parse_fields(black_box(&fields))));
         g.finish();
     }
     c.final_summary();

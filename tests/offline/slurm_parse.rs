@@ -952,3 +952,352 @@ proptest! {
         let _ = node_state_from_slurm(&[&s, &gres]);
     }
 }
+
+// The job listing by field format (`squeue --Format`, `parse::fields`) against `squeue --json`
+// of the same moment, both releases: captured by `tests/testbed/capture-squeue-fields.sh`
+// (`squeue-fields.txt` with the mark `~Fixture0`, `squeue-fields.json`, `nodes-fields.json`).
+
+const FIXTURE_MARK: &str = "~Fixture0";
+
+/// The field listing read as a refresh reads it: device indices from the node listing.
+fn field_jobs(release: &str) -> (Vec<Job>, usize) {
+    use flightdeck::backend::slurm::parse::fields::{allocations_from_nodes, parse_squeue_fields};
+    let text = read_text(&format!("slurm/{release}/squeue-fields.txt"));
+    let old = release == "22.05";
+    let (mut jobs, dropped) = parse_squeue_fields("c", &text, FIXTURE_MARK, old).unwrap();
+    let nodes = nodes(&format!("slurm/{release}/nodes-fields.json"));
+    allocations_from_nodes(&mut jobs, &nodes.gpu_use);
+    (jobs, dropped)
+}
+
+/// What the field listing cannot say the way the JSON does, made equal on the JSON's side:
+/// the state's flags beside the base state (`PENDING,REQUEUED`), and device indices on
+/// nodes several GPU jobs share (the text has no `gres_detail`; those are counted only).
+/// And where the JSON is wrong: 22.05's JSON gives a job that ended before it ever ran 0
+/// CPUs, squeue the CPUs it asked for.
+fn as_the_text_sees_it(mut json: Job, text: &Job) -> Job {
+    if json.cpus == 0 && json.nodes.is_empty() && json.state.is_finished() {
+        json.cpus = text.cpus;
+    }
+    // As many CPUs as nodes: the text cannot tell memory per CPU from per node (see
+    // `fields::memory_mb`), and 22.05's JSON itself says per node for such a job while it
+    // waits and per CPU once it runs.
+    if json.node_count > 1 && json.cpus == json.node_count {
+        json.memory_mb = text.memory_mb;
+    }
+    // 22.05's JSON gives a job that never ran its memory per CPU as if per node (700 for
+    // `--mem-per-cpu=700 -c 2`); the text's total, which the TRES confirms, is kept.
+    if json.nodes.is_empty() && json.memory_mb.map(|m| m * u64::from(json.cpus.max(1))) == text.memory_mb {
+        json.memory_mb = text.memory_mb;
+    }
+    if let Some(base) = json.native_state.split(',').next()
+        && base != json.native_state
+        && base == text.native_state
+    {
+        json.native_state = base.to_string();
+    }
+    for (j, t) in json.gpu_allocations.iter_mut().zip(&text.gpu_allocations) {
+        if t.indices.is_empty() {
+            j.indices.clear();
+        }
+    }
+    json
+}
+
+#[test]
+fn the_field_listing_reads_as_the_json_on_both_releases() {
+    for release in ["22.05", "24.11"] {
+        let (text, dropped) = field_jobs(release);
+        let json = jobs(&format!("slurm/{release}/squeue-fields.json")).jobs;
+        assert_eq!(dropped, 0, "{release}: every record read");
+        let ids = |jobs: &[Job]| jobs.iter().map(|j| j.job_ref.id.clone()).collect::<BTreeSet<_>>();
+        assert_eq!(ids(&text), ids(&json), "{release}: the same jobs");
+        let mut indexed = 0;
+        for t in &text {
+            let j = json.iter().find(|j| j.job_ref == t.job_ref).unwrap();
+            let j = as_the_text_sees_it(j.clone(), t);
+            assert_eq!(t, &j, "{release}: job {} differs", t.job_ref.id);
+            indexed += t.gpu_allocations.iter().filter(|a| !a.indices.is_empty()).count();
+        }
+        assert!(indexed > 0, "{release}: some running job's device indices came from the nodes");
+        // The hostile name stays one job's name, line break, `|` and forged row included.
+        let evil = text.iter().find(|j| j.name.starts_with("evil|name\n999|")).expect("the hostile job");
+        assert!(evil.migrated_from.is_none(), "a comment that only mentions the tag is no tag");
+        assert!(!text.iter().any(|j| j.job_ref.id == "999"), "no phantom job");
+        let migrated = text.iter().find(|j| j.name == "fields-migrated").unwrap();
+        assert_eq!(migrated.migrated_from.as_deref(), Some("hpc/12 migration=abc-1"));
+    }
+}
+
+/// The point of the field listing: bytes per job on both releases, against the JSON's. The
+/// capture's hostile job (a name of 150 bytes made to look like a row) is left out of the
+/// budget, not of the count of what it costs.
+#[test]
+fn the_field_listing_is_under_300_bytes_a_job() {
+    for release in ["22.05", "24.11"] {
+        let text = read_text(&format!("slurm/{release}/squeue-fields.txt"));
+        let json = read(&format!("slurm/{release}/squeue-fields.json")).len();
+        let jobs = field_jobs(release).0;
+        let hostile: usize = jobs.iter().filter(|j| j.name.starts_with("evil|name")).map(|j| j.name.len() + 300).sum();
+        let n = jobs.len();
+        let (per_text, per_json) = ((text.len() - hostile) / (n - 1), json / n);
+        eprintln!("{release}: {} B per job ({per_text} without the hostile job), JSON {per_json}", text.len() / n);
+        assert!(per_text <= 300, "{release}: {per_text} B per job");
+        assert!(per_json > 10 * per_text, "{release}: JSON {per_json} B per job, text {per_text}");
+    }
+}
+
+/// One job as both listings print it: a `squeue --json` record of family A (22.05) or C
+/// (24.11) and a field-listing record, from the same values.
+#[derive(Debug, Clone)]
+struct Both {
+    id: u32,
+    /// `(array id, Ok(task) | Err(pending tasks))`.
+    array: Option<(u32, Result<u32, String>)>,
+    state: &'static str,
+    reason: &'static str,
+    user: String,
+    partition: String,
+    nodes: Vec<String>,
+    cpus: u32,
+    mem: u64,
+    mem_per_cpu: bool,
+    gpus_per_node: u32,
+    model: Option<&'static str>,
+    times: (i64, i64, i64),
+    limit_min: Option<u32>,
+    priority: u32,
+    exit: (i32, i32),
+    name: String,
+    comment: Option<String>,
+    stdout: Option<String>,
+    family_c: bool,
+}
+
+fn both() -> impl Strategy<Value = Both> {
+    let array = prop_oneof![
+        Just(None),
+        (1u32..9999, 0u32..64).prop_map(|(a, t)| Some((a, Ok(t)))),
+        (1u32..9999, "[0-9]{1,2}-[0-9]{2}(%[1-4])?").prop_map(|(a, p)| Some((a, Err(p)))),
+    ];
+    let state = prop::sample::select(vec!["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"]);
+    let reason = prop::sample::select(vec!["None", "Priority", "Resources", "JobHeldUser", "Dependency"]);
+    (
+        (1u32..9_999_999, array, state, reason, "[a-z][a-z0-9_]{0,8}", "[a-z]{1,6}"),
+        (prop::collection::vec(1u32..40, 0..3), 1u32..128, 1u64..100_000, any::<bool>(), 0u32..8),
+        (
+            prop::option::of(prop::sample::select(vec!["a100", "h100", "l40s", "1g.10gb"])),
+            1_600_000_000i64..1_900_000_000,
+        ),
+        (prop::option::of(1u32..100_000), 0u32..100_000, (0i32..255, prop::sample::select(vec![0, 9, 15]))),
+        ("[^\u{0}~]{0,24}", prop::option::of("[^\u{0}~]{0,24}"), prop::option::of("/[a-z%]{1,10}/[a-zA-Z%_.-]{1,12}")),
+        any::<bool>(),
+    )
+        .prop_map(|(a, b, c, d, e, family_c)| {
+            let (id, array, state, reason, user, partition) = a;
+            let (node_numbers, cpus, mem, mem_per_cpu, gpus_per_node) = b;
+            let (model, submit) = c;
+            let (limit_min, priority, exit) = d;
+            let (name, comment, stdout) = e;
+            let running = !matches!(state, "PENDING");
+            let mut nodes: Vec<String> = node_numbers.iter().map(|n| format!("n{n:02}")).collect();
+            nodes.sort();
+            nodes.dedup();
+            if !running || nodes.is_empty() {
+                nodes = if running { vec!["n01".into()] } else { Vec::new() };
+            }
+            let reason = if running { "None" } else { reason };
+            Both {
+                id,
+                array,
+                state,
+                reason,
+                user,
+                partition,
+                nodes,
+                cpus,
+                mem,
+                mem_per_cpu,
+                gpus_per_node,
+                model,
+                times: (submit, submit + 10, submit + 3600),
+                limit_min,
+                priority: if reason == "JobHeldUser" { 0 } else { priority.max(1) },
+                exit,
+                name,
+                comment: comment
+                    .map(|c| if c.len() % 2 == 0 { format!("flightdeck-migrated-from=hpc/{c}") } else { c }),
+                stdout,
+                family_c,
+            }
+        })
+}
+
+impl Both {
+    fn node_list(&self) -> String {
+        self.nodes.join(",")
+    }
+
+    fn gres(&self) -> String {
+        match self.model {
+            Some(m) => format!("gpu:{m}:{}", self.gpus_per_node),
+            None => format!("gpu:{}", self.gpus_per_node),
+        }
+    }
+
+    fn tres(&self) -> String {
+        let nodes = self.nodes.len().max(1) as u64;
+        let mem = if self.mem_per_cpu { self.mem * u64::from(self.cpus) } else { self.mem * nodes };
+        let mut t = format!("cpu={},mem={mem}M,node={nodes},billing={}", self.cpus, self.cpus);
+        if self.gpus_per_node > 0 {
+            t.push_str(&format!(",gres/gpu={}", u64::from(self.gpus_per_node) * nodes));
+        }
+        t
+    }
+
+    /// Indices per node: the first `gpus_per_node` devices.
+    fn detail(&self) -> Vec<String> {
+        if self.gpus_per_node == 0 || self.state != "RUNNING" {
+            return Vec::new();
+        }
+        let idx = if self.gpus_per_node == 1 { "0".to_string() } else { format!("0-{}", self.gpus_per_node - 1) };
+        self.nodes.iter().map(|_| format!("{}(IDX:{idx})", self.gres())).collect()
+    }
+
+    fn json(&self) -> Value {
+        let (array_job_id, task, task_string) = match &self.array {
+            None => (0, None, None),
+            Some((a, Ok(t))) => (*a, Some(*t), None),
+            Some((a, Err(p))) => (*a, None, Some(p.clone())),
+        };
+        let flex = |v: Option<i64>| match (self.family_c, v) {
+            (true, Some(n)) => json!({"set": true, "infinite": false, "number": n}),
+            (true, None) => json!({"set": false, "infinite": false, "number": 0}),
+            (false, v) => json!(v),
+        };
+        let time = |t: i64| if self.family_c { flex(Some(t)) } else { json!(t) };
+        let exit = if self.family_c {
+            json!({"status": [if self.exit.1 > 0 { "SIGNALED" } else { "EXITED" }], "return_code": flex(Some(i64::from(self.exit.0))), "signal": {"id": flex(Some(i64::from(self.exit.1)))}})
+        } else {
+            json!(if self.exit.1 > 0 { i64::from(self.exit.1) } else { i64::from(self.exit.0) << 8 })
+        };
+        let no_task = if self.family_c { flex(None) } else { json!(null) };
+        json!({"jobs": [{
+            "job_id": if matches!(self.array, Some((_, Ok(_)))) { self.id + 100_000_000 } else { self.array.as_ref().map_or(self.id, |a| a.0) },
+            "array_job_id": if self.family_c { flex(Some(i64::from(array_job_id))) } else { json!(array_job_id) },
+            "array_task_id": task.map_or(no_task, |t| if self.family_c { flex(Some(i64::from(t))) } else { json!(t) }),
+            "array_task_string": task_string.unwrap_or_default(),
+            "job_state": if self.family_c { json!([self.state]) } else { json!(self.state) },
+            "state_reason": self.reason,
+            "hold": self.priority == 0,
+            "user_name": self.user,
+            "account": "",
+            "partition": self.partition,
+            "nodes": self.node_list(),
+            "node_count": if self.family_c { flex(Some(self.nodes.len().max(1) as i64)) } else { json!(self.nodes.len().max(1)) },
+            "cpus": if self.family_c { flex(Some(i64::from(self.cpus))) } else { json!(self.cpus) },
+            "memory_per_cpu": if self.mem_per_cpu { flex(Some(self.mem as i64)) } else { flex(None) },
+            "memory_per_node": if self.mem_per_cpu { flex(None) } else { flex(Some(self.mem as i64)) },
+            "tres_per_node": if self.gpus_per_node > 0 { format!("{}{}", if self.family_c { "gres/" } else { "gres:" }, self.gres()) } else { String::new() },
+            "tres_alloc_str": self.tres(),
+            "tres_req_str": self.tres(),
+            "gres_detail": self.detail(),
+            "submit_time": time(self.times.0),
+            "start_time": time(self.times.1),
+            "end_time": time(self.times.2),
+            "time_limit": flex(self.limit_min.map(i64::from)),
+            "priority": if self.family_c { flex(Some(i64::from(self.priority))) } else { json!(self.priority) },
+            "exit_code": exit,
+            "batch_flag": true,
+            "name": self.name,
+            "comment": self.comment.clone().unwrap_or_default(),
+            "current_working_directory": "/w",
+            "standard_output": self.stdout.clone().unwrap_or_default(),
+            "standard_error": "",
+        }]})
+    }
+
+    fn text(&self, mark: &str) -> String {
+        let (array_job_id, task) = match &self.array {
+            None => (self.id.to_string(), "N/A".to_string()),
+            Some((a, Ok(t))) => (a.to_string(), t.to_string()),
+            Some((a, Err(p))) => (a.to_string(), p.clone()),
+        };
+        let job_id = if matches!(self.array, Some((_, Ok(_)))) {
+            self.id + 100_000_000
+        } else {
+            self.array.as_ref().map_or(self.id, |a| a.0)
+        };
+        let per_node = if self.gpus_per_node > 0 {
+            format!("{}{}", if self.family_c { "gres/" } else { "gres:" }, self.gres())
+        } else {
+            "N/A".into()
+        };
+        let limit = self.limit_min.map_or("UNLIMITED".to_string(), |m| format!("{}:{:02}:00", m / 60, m % 60));
+        let exit = if self.family_c {
+            format!("{}:{}", self.exit.0, self.exit.1)
+        } else if self.exit.1 > 0 {
+            self.exit.1.to_string()
+        } else {
+            (self.exit.0 << 8).to_string()
+        };
+        let mem =
+            if self.mem.is_multiple_of(1024) { format!("{}G", self.mem / 1024) } else { format!("{}M", self.mem) };
+        let fixed = [
+            job_id.to_string(),
+            array_job_id,
+            task,
+            self.state.to_string(),
+            self.reason.to_string(),
+            self.user.clone(),
+            "(null)".into(),
+            self.partition.clone(),
+            self.node_list(),
+            self.nodes.len().max(1).to_string(),
+            self.cpus.to_string(),
+            mem,
+            "1".into(),
+            per_node,
+            "N/A".into(),
+            "N/A".into(),
+            "N/A".into(),
+            self.tres(),
+            self.times.0.to_string(),
+            self.times.1.to_string(),
+            self.times.2.to_string(),
+            limit,
+            self.priority.to_string(),
+            exit,
+            "1".into(),
+        ];
+        let stdout = self.stdout.clone().unwrap_or_else(|| "(null)".into());
+        let comment = self.comment.clone().unwrap_or_else(|| "(null)".into());
+        let end = flightdeck::backend::slurm::parse::fields::record_end(mark);
+        format!("{}|{}{mark}{comment}{mark}/w{mark}{stdout}{mark}(null){end}\n", fixed.join("|"), self.name)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The field listing and the JSON read one job the same, whatever its values: names and
+    /// comments with `|`, line breaks and any text; arrays; per-CPU memory; GPUs; both
+    /// families' shapes.
+    #[test]
+    fn the_field_listing_and_the_json_are_one_job(b in both()) {
+        use flightdeck::backend::slurm::parse::fields::{allocations_from_nodes, node_gpu_use, parse_squeue_fields, listing_mark};
+        let mark = listing_mark();
+        let secret = &mark[1..];
+        // As many CPUs as nodes with memory per node: the one case the text reads as per CPU
+        // (see `fields::memory_mb`).
+        prop_assume!(b.mem_per_cpu || b.nodes.len() < 2 || b.cpus as usize != b.nodes.len());
+        prop_assume!(!b.name.contains(secret) && !b.comment.as_deref().unwrap_or("").contains(secret));
+        let json = parse_jobs_json("c", b.json().to_string().as_bytes()).unwrap().jobs;
+        let (mut text, dropped) = parse_squeue_fields("c", &b.text(&mark), &mark, false).unwrap();
+        prop_assert_eq!(dropped, 0);
+        let used: Vec<_> = b.nodes.iter().zip(b.detail()).filter_map(|(n, d)| node_gpu_use(n, &d)).collect();
+        allocations_from_nodes(&mut text, &used);
+        prop_assert_eq!(text.len(), 1);
+        prop_assert_eq!(&text[0], &json[0]);
+    }
+}

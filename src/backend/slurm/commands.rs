@@ -5,6 +5,7 @@
 //! id or node name cannot be read by a Slurm command as an option (`--help`, `-u root`).
 
 use crate::backend::BackendError;
+use crate::backend::slurm::parse::fields::squeue_fields_format;
 use crate::backend::slurm::parse::{SINFO_TEXT_FORMAT, squeue_text_format};
 
 fn argv(words: &[&str]) -> Vec<String> {
@@ -18,6 +19,14 @@ pub fn version() -> Vec<String> {
 /// Every job the controller still keeps, in every state. One RPC on every release.
 pub fn jobs_json() -> Vec<String> {
     argv(&["squeue", "--all", "--states=all", "--json"])
+}
+
+/// Every job the controller keeps, each as the fields a job is made of (see
+/// [`super::parse::fields`]), times as epoch seconds. One job RPC (and one partition RPC,
+/// which every text squeue makes) on every release.
+pub fn jobs_fields(mark: &str) -> Vec<String> {
+    let format = format!("--Format={}", squeue_fields_format(mark));
+    argv(&["env", "SLURM_TIME_FORMAT=%s", "squeue", "--all", "--states=all", "--noheader", &format])
 }
 
 /// Text output prints times in the cluster's local zone without saying which; `TZ=UTC`

@@ -1,9 +1,11 @@
 //! Slurm through its CLI, run locally or on a login node over SSH.
 //!
-//! One refresh costs one job query and one node query: `squeue --json` plus `sinfo --json`
-//! (21.08/22.05) or `scontrol show node --json` (23.02+), run concurrently over the same SSH
-//! master. The release is learnt once per connection. Where `--json` is missing or broken the
-//! backend falls back to pipe-separated text for the rest of the connection.
+//! One refresh costs one job query and one node query: `squeue --Format` with only the
+//! fields a job is made of (`parse::fields`, ~20× smaller than `squeue --json`) plus
+//! `sinfo --json` (21.08/22.05) or `scontrol show node --json` (23.02+), run concurrently
+//! over the same SSH master. The release is learnt once per connection. Where the field
+//! listing fails the backend reads `squeue --json`, and where `--json` is missing or broken
+//! pipe-separated text, for the rest of the connection.
 
 pub mod batch;
 pub mod commands;
@@ -35,6 +37,26 @@ pub use self::config::{KnownHosts, SlurmConfig, TelemetryVia};
 use self::parse::{JobsDoc, NodesDoc};
 use self::transport::{Transport, display_argv};
 
+/// How the job list is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    /// `squeue --Format` with the model's fields (see [`parse::fields`]).
+    Fields,
+    /// `squeue --json`.
+    Json,
+    /// `squeue -o` with `|` (the oldest fallback).
+    Text,
+}
+
+/// What one refresh moved over the link, for `doctor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RefreshCost {
+    pub job_bytes: u64,
+    pub node_bytes: u64,
+    pub jobs: usize,
+    pub nodes: usize,
+}
+
 /// How this connection reads jobs and nodes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Probe {
@@ -42,23 +64,38 @@ struct Probe {
     release: Option<String>,
     /// `sinfo --json` still lists nodes one by one (21.08, 22.05).
     per_node_sinfo: bool,
-    jobs_json: bool,
+    jobs: Listing,
     nodes_json: bool,
     /// Whether `srun` knows `--container-image` (pyxis); learnt on the first image submit.
     pyxis: Option<bool>,
+}
+
+impl Probe {
+    /// The release prints a wrong default output path for array tasks in `squeue --Format`
+    /// (22.05 and before; see `parse::fields`).
+    fn old_output_paths(&self) -> bool {
+        self.release.as_deref().is_some_and(|r| matches!(parse::slurm_release_family(r), parse::Family::A))
+    }
 }
 
 pub struct SlurmBackend {
     name: String,
     transport: Transport,
     timeout: Duration,
-    /// Never try `--json` (for Slurm built without JSON support, and to test the fallback).
-    text_only: bool,
+    /// How the first refresh of a connection reads jobs (later ones fall back from it).
+    listing: Listing,
     probe: Mutex<Option<Probe>>,
     /// Text records (squeue, sinfo) the last refresh left out because they did not check.
     text_dropped: (std::sync::atomic::AtomicUsize, std::sync::atomic::AtomicUsize),
     /// `nvidia-smi` on the busy nodes, for [`Backend::telemetry`].
     gpus: telemetry::GpuReader,
+    /// Refreshes made, and what the last one moved.
+    refreshes: std::sync::atomic::AtomicU64,
+    last_refresh: std::sync::Mutex<Option<RefreshCost>>,
+    /// The sdiag counters at the last `doctor`, with the refreshes made by then: a later
+    /// `doctor` measures RPCs per refresh over the refreshes in between, without a refresh
+    /// of its own (a hub's viewers ask for one every refresh interval).
+    doctor_mark: Mutex<Option<(u64, sdiag::RpcCounts)>>,
 }
 
 /// What a Slurm cluster can do.
@@ -93,7 +130,7 @@ impl SlurmBackend {
             name: cfg.name.clone(),
             transport: Transport::for_cluster(cfg),
             timeout: cfg.timeout,
-            text_only: false,
+            listing: Listing::Fields,
             probe: Mutex::new(None),
             text_dropped: Default::default(),
             gpus: telemetry::GpuReader::new(
@@ -101,13 +138,27 @@ impl SlurmBackend {
                 cfg.settings.telemetry_max_nodes,
                 &cfg.settings.nvidia_smi,
             ),
+            refreshes: Default::default(),
+            last_refresh: Default::default(),
+            doctor_mark: Mutex::new(None),
         }
     }
 
-    /// A backend that reads the pipe-separated text formats only, as it does by itself
-    /// when a cluster's `--json` is missing or broken.
+    /// A backend that reads the pipe-separated text formats only (`squeue -o`, `sinfo -o`),
+    /// as it does by itself when a cluster's field listing and `--json` are missing or broken.
     pub fn text_only(cfg: &ClusterConfig<SlurmConfig>) -> Self {
-        Self { text_only: true, ..Self::new(cfg) }
+        Self { listing: Listing::Text, ..Self::new(cfg) }
+    }
+
+    /// A backend that lists jobs with `squeue --json` (the listing before the field format;
+    /// what it falls back to), to hold the two to one result.
+    pub fn json_listing(cfg: &ClusterConfig<SlurmConfig>) -> Self {
+        Self { listing: Listing::Json, ..Self::new(cfg) }
+    }
+
+    /// What the last refresh moved over the link (`None` before the first).
+    pub fn last_refresh(&self) -> Option<RefreshCost> {
+        *self.last_refresh.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn transport(&self) -> &Transport {
@@ -132,8 +183,8 @@ impl SlurmBackend {
             generation: self.transport.generation(),
             release,
             per_node_sinfo,
-            jobs_json: !self.text_only,
-            nodes_json: !self.text_only,
+            jobs: self.listing,
+            nodes_json: self.listing != Listing::Text,
             pyxis: None,
         };
         tracing::info!(cluster = %self.name, release = ?p.release, "slurm release detected");
@@ -147,18 +198,58 @@ impl SlurmBackend {
         }
     }
 
-    async fn fetch_jobs(&self, probe: &Probe) -> Result<JobsDoc, BackendError> {
-        if probe.jobs_json {
+    /// The job list and the bytes it took: the field listing, else `--json`, else `-o` text.
+    async fn fetch_jobs(&self, probe: &Probe) -> Result<(JobsDoc, u64), BackendError> {
+        use std::sync::atomic::AtomicU64;
+        if probe.jobs == Listing::Fields {
+            let mark = parse::fields::listing_mark();
+            let argv = commands::jobs_fields(&mark);
+            let (cluster, old) = (self.name.clone(), probe.old_output_paths());
+            let res = self
+                .transport
+                .stream_with_stderr(&argv, self.timeout, move |r| {
+                    parse::fields::read_squeue_fields(
+                        &cluster,
+                        std::io::BufReader::with_capacity(1 << 16, r),
+                        &mark,
+                        old,
+                    )
+                })
+                .await;
+            match res {
+                // A release without one of the fields says so on stderr, prints nothing and
+                // exits 0: that is no empty queue.
+                Ok((_, stderr)) if format_refused(&stderr) => {
+                    tracing::warn!(cluster = %self.name, stderr = %stderr.trim(), "squeue --Format refused a field; using --json");
+                }
+                Ok((Ok(read), _)) => {
+                    self.text_dropped.0.store(read.dropped, std::sync::atomic::Ordering::Relaxed);
+                    return Ok((JobsDoc { release: None, jobs: read.jobs }, read.bytes));
+                }
+                Ok((Err(e), _)) => {
+                    tracing::warn!(cluster = %self.name, error = %e, "squeue --Format unreadable; using --json");
+                }
+                Err(BackendError::Command { stderr, .. }) if format_refused(&stderr) => {
+                    tracing::warn!(cluster = %self.name, stderr = %stderr.trim(), "squeue --Format refused; using --json");
+                }
+                Err(e) => return Err(e),
+            }
+            self.update_probe(|p| p.jobs = Listing::Json).await;
+        }
+        if matches!(probe.jobs, Listing::Fields | Listing::Json) {
             let argv = commands::jobs_json();
             let cluster = self.name.clone();
+            let bytes = Arc::new(AtomicU64::new(0));
+            let counted = bytes.clone();
             let res = self
                 .transport
                 .stream(&argv, self.timeout, move |r| {
+                    let r = transport::Counting::new(r, counted);
                     parse::parse_jobs_json_reader(&cluster, std::io::BufReader::with_capacity(1 << 16, r))
                 })
                 .await;
             match res {
-                Ok(Ok(doc)) => return Ok(doc),
+                Ok(Ok(doc)) => return Ok((doc, bytes.load(std::sync::atomic::Ordering::Relaxed))),
                 Ok(Err(e)) => {
                     tracing::warn!(cluster = %self.name, error = %e, "squeue --json unreadable; using text output");
                 }
@@ -167,7 +258,7 @@ impl SlurmBackend {
                 }
                 Err(e) => return Err(e),
             }
-            self.update_probe(|p| p.jobs_json = false).await;
+            self.update_probe(|p| p.jobs = Listing::Text).await;
         }
         let mark = parse::record_mark();
         let argv = commands::jobs_text(&mark);
@@ -175,21 +266,25 @@ impl SlurmBackend {
         let (jobs, dropped) = parse::parse_squeue_records(&self.name, &String::from_utf8_lossy(&out.stdout), &mark)
             .map_err(|e| BackendError::Parse { what: display_argv(&argv), message: e.to_string() })?;
         self.text_dropped.0.store(dropped, std::sync::atomic::Ordering::Relaxed);
-        Ok(JobsDoc { release: None, jobs })
+        Ok((JobsDoc { release: None, jobs }, out.stdout.len() as u64))
     }
 
-    async fn fetch_nodes(&self, probe: &Probe) -> Result<NodesDoc, BackendError> {
+    /// The node list and the bytes it took.
+    async fn fetch_nodes(&self, probe: &Probe) -> Result<(NodesDoc, u64), BackendError> {
         if probe.nodes_json {
             let argv = commands::nodes_json(probe.per_node_sinfo);
             let cluster = self.name.clone();
+            let bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let counted = bytes.clone();
             let res = self
                 .transport
                 .stream(&argv, self.timeout, move |r| {
+                    let r = transport::Counting::new(r, counted);
                     parse::parse_nodes_json_reader(&cluster, std::io::BufReader::with_capacity(1 << 16, r))
                 })
                 .await;
             match res {
-                Ok(Ok(doc)) => return Ok(doc),
+                Ok(Ok(doc)) => return Ok((doc, bytes.load(std::sync::atomic::Ordering::Relaxed))),
                 Ok(Err(e)) => {
                     tracing::warn!(cluster = %self.name, error = %e, "node JSON unreadable; using text output")
                 }
@@ -206,7 +301,7 @@ impl SlurmBackend {
         let (nodes, dropped) = parse::parse_sinfo_records(&self.name, &String::from_utf8_lossy(&out.stdout), &mark)
             .map_err(|e| BackendError::Parse { what: display_argv(&argv), message: e.to_string() })?;
         self.text_dropped.1.store(dropped, std::sync::atomic::Ordering::Relaxed);
-        Ok(NodesDoc { release: None, nodes })
+        Ok((NodesDoc { release: None, nodes, gpu_use: Vec::new() }, out.stdout.len() as u64))
     }
 
     async fn pyxis(&self) -> Result<bool, BackendError> {
@@ -233,7 +328,7 @@ impl SlurmBackend {
     async fn job_records(&self, job: &JobRef, id: &str) -> Result<Vec<jobspec::JobRecord>, BackendError> {
         let probe = self.probe().await?;
         let old = probe.release.as_deref().is_some_and(|r| matches!(parse::slurm_release_family(r), parse::Family::A));
-        if probe.jobs_json && !old {
+        if probe.jobs != Listing::Text && !old {
             let argv = commands::show_job(id, true)?;
             let out = self.transport.output(&argv, None, self.timeout).await?;
             if out.success() {
@@ -306,6 +401,14 @@ fn parse_log_read(argv: &[String], stdout: &[u8], from: Option<u64>, max_bytes: 
     Ok(LogChunk { data: String::from_utf8_lossy(data).into_owned(), offset: start + data.len() as u64, dropped })
 }
 
+/// squeue's words for a `--Format` it cannot print (a field this release lacks, or no
+/// `--Format` at all): the field listing is then left for `--json` on this connection. Any
+/// other failure (the controller down) is the refresh's failure, not the format's.
+fn format_refused(stderr: &str) -> bool {
+    let s = stderr.to_ascii_lowercase();
+    s.contains("invalid job format") || s.contains("unrecognized option") || s.contains("invalid option")
+}
+
 /// The job or node query failed in a way that says this Slurm cannot print JSON
 /// (built without the data_parser plugins, or too old for `--json`).
 fn json_unsupported(e: &BackendError) -> bool {
@@ -347,7 +450,14 @@ impl Backend for SlurmBackend {
     async fn snapshot(&self) -> Result<Snapshot, BackendError> {
         let probe = self.probe().await?;
         let (jobs, nodes) = tokio::join!(self.fetch_jobs(&probe), self.fetch_nodes(&probe));
-        let (jobs, nodes) = (jobs?, nodes?);
+        let ((mut jobs, job_bytes), (nodes, node_bytes)) = (jobs?, nodes?);
+        let listing = self.probe.lock().await.as_ref().map_or(probe.jobs, |p| p.jobs);
+        if listing == Listing::Fields {
+            parse::fields::allocations_from_nodes(&mut jobs.jobs, &nodes.gpu_use);
+        }
+        let cost = RefreshCost { job_bytes, node_bytes, jobs: jobs.jobs.len(), nodes: nodes.nodes.len() };
+        *self.last_refresh.lock().unwrap_or_else(|e| e.into_inner()) = Some(cost);
+        self.refreshes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut snap = Snapshot {
             cluster: self.name.clone(),
             taken_at: Some(Utc::now()),
@@ -358,16 +468,17 @@ impl Backend for SlurmBackend {
             notes: Vec::new(),
         };
         if let Some(p) = self.probe.lock().await.as_ref() {
-            if !p.jobs_json {
+            if p.jobs == Listing::Text {
                 snap.notes.push("squeue --json unavailable: jobs read from text output".into());
             }
             if !p.nodes_json {
                 snap.notes
                     .push("node JSON unavailable: allocated GPUs and memory are not in sinfo's text output".into());
             }
-            for (what, count, used) in
-                [("squeue", &self.text_dropped.0, !p.jobs_json), ("sinfo", &self.text_dropped.1, !p.nodes_json)]
-            {
+            for (what, count, used) in [
+                ("squeue", &self.text_dropped.0, p.jobs != Listing::Json),
+                ("sinfo", &self.text_dropped.1, !p.nodes_json),
+            ] {
                 let n = count.load(std::sync::atomic::Ordering::Relaxed);
                 if used && n > 0 {
                     snap.notes.push(format!("{n} {what} text records did not check and were left out"));
@@ -559,33 +670,116 @@ impl Backend for SlurmBackend {
         let probe = self.probe().await?;
         d.latency_ms = Some(started.elapsed().as_millis() as u64);
         d.release = probe.release.clone();
+        // RPCs per refresh: where something in this process refreshes (a poller, as in a hub
+        // or a cockpit), over its refreshes since the last `doctor`, without a refresh of its
+        // own (a hub's viewers ask every refresh interval: each would be one more job query);
+        // else around one refresh made here (a `flightdeck doctor` of its own).
+        let mark = self.doctor_mark.lock().await.clone();
+        let refreshes = self.refreshes.load(std::sync::atomic::Ordering::Relaxed);
         let before = self.rpc_counts().await;
-        let snap = self.snapshot().await;
-        let after = self.rpc_counts().await;
+        let (snap, rpcs) = match (mark, &before) {
+            (Some((then, counts)), Ok(now)) if refreshes > then => {
+                let n = refreshes - then;
+                (
+                    None,
+                    Ok((
+                        now.queries_since(&counts),
+                        now.count_since(&counts, "REQUEST_JOB_INFO"),
+                        n,
+                        (refreshes, now.clone()),
+                    )),
+                )
+            }
+            // The first `doctor` beside a poller: counted from here on (0 refreshes).
+            (_, Ok(now)) if refreshes > 0 => (None, Ok((0, 0, 0, (refreshes, now.clone())))),
+            _ => {
+                let snap = self.snapshot().await;
+                let after = self.rpc_counts().await;
+                let at = self.refreshes.load(std::sync::atomic::Ordering::Relaxed);
+                let rpcs = match (&before, after) {
+                    (Ok(b), Ok(a)) => Ok((a.queries_since(b), a.count_since(b, "REQUEST_JOB_INFO"), 1, (at, a))),
+                    (Err(e), _) => Err(e.clone()),
+                    (_, Err(e)) => Err(e),
+                };
+                (Some(snap), rpcs)
+            }
+        };
         let probe = self.probe.lock().await.clone().unwrap_or(probe);
-        d.fact("JSON output", if probe.jobs_json && probe.nodes_json { "yes" } else { "no (text fallback)" });
-        let jobs = if probe.jobs_json { commands::jobs_json() } else { commands::jobs_text("MARK") };
+        d.fact(
+            "JSON output",
+            if probe.jobs != Listing::Text && probe.nodes_json { "yes" } else { "no (text fallback)" },
+        );
+        let (listing, jobs) = match probe.jobs {
+            Listing::Fields => (
+                "squeue --Format: the job fields only (JSON for nodes and a job's detail)",
+                commands::jobs_fields("~MARK"),
+            ),
+            Listing::Json => ("squeue --json (the field listing failed)", commands::jobs_json()),
+            Listing::Text => ("squeue -o text (no field listing, no JSON)", commands::jobs_text("MARK")),
+        };
+        d.fact("job listing", listing);
         let nodes =
             if probe.nodes_json { commands::nodes_json(probe.per_node_sinfo) } else { commands::nodes_text("MARK") };
         for argv in [jobs, nodes] {
             d.fact("refresh runs", display_argv(&argv));
         }
-        match (&before, &after) {
-            (Ok(b), Ok(a)) => {
-                d.fact("controller RPCs per refresh", format!("{} (measured with sdiag)", a.queries_since(b)))
+        match rpcs {
+            Ok((_, _, 0, mark)) => {
+                d.fact(
+                    "controller RPCs per refresh",
+                    "measured from the next doctor on, over the refreshes this process makes until then",
+                );
+                *self.doctor_mark.lock().await = Some(mark);
             }
-            (Err(e), _) | (_, Err(e)) => {
+            Ok((queries, job_queries, n, mark)) => {
+                let per = |v: u64| {
+                    if v.is_multiple_of(n) { (v / n).to_string() } else { format!("{:.1}", v as f64 / n as f64) }
+                };
+                let how = if n == 1 {
+                    "measured with sdiag around one refresh".to_string()
+                } else {
+                    format!(
+                        "measured with sdiag over this process's last {n} refreshes, everyone's RPCs in that time counted"
+                    )
+                };
+                d.fact(
+                    "controller RPCs per refresh",
+                    format!("{} ({} job queries; {how})", per(queries), per(job_queries)),
+                );
+                *self.doctor_mark.lock().await = Some(mark);
+            }
+            Err(e) => {
                 d.fact("controller RPCs per refresh", "not measured");
                 d.notes.push(format!("sdiag unavailable, RPC cost not measured: {e}"));
             }
         }
-        let snap = snap?;
-        d.notes.push(format!("one refresh read {} jobs and {} nodes", snap.jobs.len(), snap.nodes.len()));
+        let snap = snap.transpose()?;
+        if let Some(cost) = self.last_refresh() {
+            d.fact(
+                "bytes one refresh moved",
+                format!(
+                    "{} ({} for jobs, {} for nodes)",
+                    cost.job_bytes + cost.node_bytes,
+                    cost.job_bytes,
+                    cost.node_bytes
+                ),
+            );
+            d.fact(
+                "bytes per job",
+                if cost.jobs == 0 {
+                    "no jobs listed".to_string()
+                } else {
+                    (cost.job_bytes / cost.jobs as u64).to_string()
+                },
+            );
+            d.notes.push(format!("one refresh read {} jobs and {} nodes", cost.jobs, cost.nodes));
+        }
         // Telemetry: how it runs, and how its last reading went (one now, on this refresh's
         // jobs, when this process has not read yet: a `flightdeck doctor` of its own).
         d.fact("GPU telemetry", self.gpus.describe());
-        if self.gpus.last().is_none() {
-            let _ = self.gpus.read(&self.transport, self.timeout, &snap).await;
+        d.fact("GPU telemetry controller cost", self.gpus.cost());
+        if let (None, Some(snap)) = (self.gpus.last(), &snap) {
+            let _ = self.gpus.read(&self.transport, self.timeout, snap).await;
         }
         if let Some(last) = self.gpus.last() {
             let at = last.at.format("%Y-%m-%d %H:%M:%S UTC");
@@ -610,6 +804,14 @@ impl Backend for SlurmBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_squeues_words_about_the_format_leave_the_field_listing() {
+        assert!(format_refused("squeue: error: Invalid job format specification: tres-per-task\n"));
+        assert!(format_refused("squeue: unrecognized option '--Format=JobID'\n"));
+        assert!(!format_refused("slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"));
+        assert!(!format_refused(""));
+    }
 
     #[test]
     fn a_log_read_is_a_size_line_then_bytes() {

@@ -30,15 +30,15 @@ pub const QUERY_TYPES: &[&str] = &[
 ];
 
 impl RpcCounts {
+    /// RPCs of one message type counted here and not in `before`.
+    pub fn count_since(&self, before: &RpcCounts, message_type: &str) -> u64 {
+        let now = self.by_type.get(message_type).copied().unwrap_or(0);
+        now.saturating_sub(before.by_type.get(message_type).copied().unwrap_or(0))
+    }
+
     /// Query RPCs counted here and not in `before`.
     pub fn queries_since(&self, before: &RpcCounts) -> u64 {
-        QUERY_TYPES
-            .iter()
-            .map(|t| {
-                let now = self.by_type.get(*t).copied().unwrap_or(0);
-                now.saturating_sub(before.by_type.get(*t).copied().unwrap_or(0))
-            })
-            .sum()
+        QUERY_TYPES.iter().map(|t| self.count_since(before, t)).sum()
     }
 }
 

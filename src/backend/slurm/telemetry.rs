@@ -45,6 +45,8 @@ pub struct GpuReader {
     /// Array tasks' numeric job ids (`123_4` → `130`), learnt once per task.
     task_ids: Mutex<HashMap<String, String>>,
     last: Mutex<Option<LastReading>>,
+    /// Time between the last two readings: the schedule telemetry runs on.
+    cadence: Mutex<Option<chrono::Duration>>,
 }
 
 /// What the last reading came to, for `doctor`.
@@ -92,6 +94,7 @@ impl GpuReader {
             cursor: AtomicUsize::new(0),
             task_ids: Mutex::new(HashMap::new()),
             last: Mutex::new(None),
+            cadence: Mutex::new(None),
         }
     }
 
@@ -107,6 +110,27 @@ impl GpuReader {
             TelemetryVia::Ssh => "ssh NODE",
         };
         format!("{} ({how} {} …), at most {} nodes per reading", self.source(), self.nvidia_smi, self.max_nodes)
+    }
+
+    /// What readings cost the controller, in words, for `doctor`: srun makes one step in
+    /// each job it reads (an allocation lookup, a step create, a step complete: measured
+    /// with sdiag on 22.05 and 24.11), never a job query; ssh makes none. An array task's
+    /// numeric id is looked up once per task (`squeue --jobs`).
+    pub fn cost(&self) -> String {
+        let nodes = self.last().and_then(|l| l.outcome.ok()).map(|r| r.nodes_asked);
+        let cadence = self
+            .cadence
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .map(|d| format!(", on its own schedule: every {} s", d.num_seconds()))
+            .unwrap_or_default();
+        let last = nodes.map(|n| format!("; {n} nodes at the last reading")).unwrap_or_default();
+        match self.via {
+            TelemetryVia::Srun => format!(
+                "3 RPCs per job and node read (allocation lookup, step create, step complete), no job query{last}{cadence}"
+            ),
+            TelemetryVia::Ssh => format!("no controller RPC (ssh to the nodes){last}{cadence}"),
+        }
     }
 
     pub fn last(&self) -> Option<LastReading> {
@@ -135,7 +159,11 @@ impl GpuReader {
             }
             Err(e) => Err(e.to_string()),
         };
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(LastReading { at: taken_at, outcome, notes });
+        let previous =
+            self.last.lock().unwrap_or_else(|e| e.into_inner()).replace(LastReading { at: taken_at, outcome, notes });
+        if let Some(previous) = previous {
+            *self.cadence.lock().unwrap_or_else(|e| e.into_inner()) = Some(taken_at - previous.at);
+        }
         result.map(|(t, _, _)| t)
     }
 

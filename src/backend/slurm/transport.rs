@@ -202,6 +202,21 @@ impl Transport {
         T: Send + 'static,
         F: FnOnce(Capped<SyncIoBridge<BoxRead>>) -> T + Send + 'static,
     {
+        self.stream_capped(argv, timeout, MAX_STREAMED_STDOUT, consume).await.map(|(parsed, _)| parsed)
+    }
+
+    /// [`Transport::stream`], with what the command said on standard error when it exited 0
+    /// (squeue reports an unknown `--Format` field there, and exits 0 with no output).
+    pub async fn stream_with_stderr<T, F>(
+        &self,
+        argv: &[String],
+        timeout: Duration,
+        consume: F,
+    ) -> Result<(T, String), BackendError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Capped<SyncIoBridge<BoxRead>>) -> T + Send + 'static,
+    {
         self.stream_capped(argv, timeout, MAX_STREAMED_STDOUT, consume).await
     }
 
@@ -211,7 +226,7 @@ impl Transport {
         timeout: Duration,
         cap: u64,
         consume: F,
-    ) -> Result<T, BackendError>
+    ) -> Result<(T, String), BackendError>
     where
         T: Send + 'static,
         F: FnOnce(Capped<SyncIoBridge<BoxRead>>) -> T + Send + 'static,
@@ -240,7 +255,9 @@ impl Transport {
             if status != Some(0) {
                 return Err(command_error(argv, status, &stderr, b""));
             }
-            parsed.map_err(|e| BackendError::Parse { what: display_argv(argv), message: e.to_string() })
+            parsed
+                .map(|parsed| (parsed, stderr))
+                .map_err(|e| BackendError::Parse { what: display_argv(argv), message: e.to_string() })
         };
         self.with_timeout(argv, timeout, run).await
     }
@@ -387,6 +404,27 @@ impl<R: std::io::Read> std::io::Read for Capped<R> {
         let want = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
         let n = self.inner.read(&mut buf[..want])?;
         self.left = self.left.saturating_sub(n as u64);
+        Ok(n)
+    }
+}
+
+/// A reader that counts the bytes that pass through it: what one command's answer moved
+/// over the link, for `doctor`.
+pub struct Counting<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R> Counting<R> {
+    pub fn new(inner: R, count: Arc<AtomicU64>) -> Self {
+        Self { inner, count }
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
     }
 }
@@ -727,7 +765,7 @@ mod tests {
         let secs = Duration::from_secs(20);
         let drain = |r: Capped<SyncIoBridge<BoxRead>>| std::io::copy(&mut { r }, &mut std::io::sink());
         // Exactly at the bound is read whole.
-        let n = t.stream_capped(&v(&["head", "-c", "1048576", "/dev/zero"]), secs, 1 << 20, drain).await.unwrap();
+        let (n, _) = t.stream_capped(&v(&["head", "-c", "1048576", "/dev/zero"]), secs, 1 << 20, drain).await.unwrap();
         assert_eq!(n.unwrap(), 1 << 20);
         // One byte over, from a command that would never stop: a clear error, promptly.
         let started = std::time::Instant::now();

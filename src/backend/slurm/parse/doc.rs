@@ -39,7 +39,10 @@ impl DocParts<Vec<Job>> {
 impl DocParts<NodeMerger<'_>> {
     pub(crate) fn into_nodes_doc(self) -> Result<NodesDoc, ParseError> {
         let release = self.release.clone();
-        self.check("Slurm node JSON", "nodes").map(|m| NodesDoc { release, nodes: m.finish() })
+        self.check("Slurm node JSON", "nodes").map(|m| {
+            let (nodes, gpu_use) = m.finish_with_use();
+            NodesDoc { release, nodes, gpu_use }
+        })
     }
 }
 

@@ -5,6 +5,8 @@
 //!   document (each record is turned into a [`Job`] as soon as it is read).
 //! * `sinfo --json` (per-node on 21.08/22.05, aggregated from 23.02) and
 //!   `scontrol show node --json` (23.02+) → [`NodesDoc`].
+//! * `squeue --Format` with only the fields a job is made of ([`fields`]): the job listing
+//!   of every refresh, about 20× smaller than `--json`.
 //! * The pipe-separated text fallbacks ([`SQUEUE_TEXT_FORMAT`], [`SINFO_TEXT_FORMAT`]).
 //! * `sacct`'s finished jobs, as marked text ([`sacct::parse_sacct`]).
 //!
@@ -26,6 +28,7 @@
 
 mod doc;
 pub mod exit;
+pub mod fields;
 pub mod flex;
 pub mod gres;
 pub mod hostlist;
@@ -66,6 +69,9 @@ pub struct JobsDoc {
 pub struct NodesDoc {
     pub release: Option<String>,
     pub nodes: Vec<Node>,
+    /// Device indices in use per node, where the output lists them (`gres_used`): what
+    /// [`fields::allocations_from_nodes`] gives jobs read from the field listing.
+    pub gpu_use: Vec<fields::NodeGpuUse>,
 }
 
 /// Output that could not be read. `Display` says which output, what was wrong and where

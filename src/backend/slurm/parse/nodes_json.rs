@@ -151,15 +151,22 @@ pub(crate) struct NodeMerger<'c> {
     cluster: &'c str,
     nodes: Vec<Node>,
     index: HashMap<String, usize>,
+    /// Device indices in use per node (`gres_used`), for jobs read without `gres_detail`.
+    gpu_use: Vec<super::fields::NodeGpuUse>,
 }
 
 impl<'c> NodeMerger<'c> {
     pub(crate) fn new(cluster: &'c str) -> Self {
-        Self { cluster, nodes: Vec::new(), index: HashMap::new() }
+        Self { cluster, nodes: Vec::new(), index: HashMap::new(), gpu_use: Vec::new() }
     }
 
     pub(crate) fn finish(self) -> Vec<Node> {
         self.nodes
+    }
+
+    /// The nodes and the device indices in use on them.
+    pub(crate) fn finish_with_use(self) -> (Vec<Node>, Vec<super::fields::NodeGpuUse>) {
+        (self.nodes, self.gpu_use)
     }
 
     /// Add a node, or merge its partitions into the node already seen under that name.
@@ -193,6 +200,9 @@ impl<'c> NodeMerger<'c> {
         node.reason_user = rec.reason_set_by_user.non_empty().map(|s| s.trim().to_string());
         node.reason_time = rec.reason_changed_at.timestamp();
         node.gpus = gpu_slots(rec.gres.as_str(), rec.gres_used.as_str());
+        if !self.index.contains_key(&node.name) {
+            self.gpu_use.extend(super::fields::node_gpu_use(&node.name, rec.gres_used.as_str()));
+        }
         node.cpus_total = rec.cpus.as_u32().unwrap_or(0);
         node.cpus_allocated = rec.alloc_cpus.as_u32().unwrap_or(0);
         node.memory_total_mb = rec.real_memory.as_u64().unwrap_or(0);
@@ -222,6 +232,9 @@ impl<'c> NodeMerger<'c> {
         let single = count == 1 || rec.nodes.0.total.as_u64() == Some(1);
         let gres_used = if single { rec.gres.0.used.as_str() } else { "" };
         let gpus = gpu_slots(rec.gres.0.total.as_str(), gres_used);
+        if single && !self.index.contains_key(&names[0]) {
+            self.gpu_use.extend(super::fields::node_gpu_use(&names[0], gres_used));
+        }
         let partition = rec.partition.0.name.non_empty().map(|s| s.trim().to_string());
         let features = rec.features.0.total.split_commas();
         let reason = &rec.reason.0;
