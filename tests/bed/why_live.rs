@@ -184,7 +184,8 @@ async fn a_job_bigger_than_any_free_block_is_told_the_block_and_when(cluster: &s
 
 /// A job told to begin in an hour: `why` gives that as the expected start, from the job
 /// record the refresh already read, and costs the controller no more than the refresh
-/// (`sdiag`'s query counters: 3).
+/// (`sdiag`'s query counters: 4: the job listing, the nodes, and the partition list the text
+/// `squeue` and `sinfo` each load).
 async fn a_planned_start_costs_no_more_than_the_refresh(cluster: &str) {
     let _lock = cluster_lock(cluster);
     let _quiet = cluster_quiet(cluster);
@@ -202,7 +203,7 @@ async fn a_planned_start_costs_no_more_than_the_refresh(cluster: &str) {
     let ahead = at - Utc::now();
     assert!(ahead > chrono::TimeDelta::minutes(55) && ahead < chrono::TimeDelta::minutes(61), "{answer}");
     let used = after.queries_since(&before);
-    assert!(used <= 3, "{used} controller query RPCs for one `why` on {cluster}");
+    assert!(used <= 4, "{used} controller query RPCs for one `why` on {cluster}");
 }
 
 /// Two one-GPU jobs under the test bed's QOS of one GPU per user (`fd-gpu1`): the second
