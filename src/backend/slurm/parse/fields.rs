@@ -23,7 +23,7 @@ use super::ParseError;
 use super::exit::decode_wait_status;
 use super::gres::{clamp_u32, gpu_request, model_and_product, parse_gres};
 use super::hostlist::expand_hostlist;
-use super::states::job_state_with_reason;
+use super::states::{drop_unsure_end, job_state_with_reason};
 use super::stdout_pattern::{PatternFields, expand_stdout_pattern};
 use super::text::{parse_duration_secs, parse_memory_mb, parse_text_time, text_value};
 use crate::backend::slurm::script::migrated_from_of;
@@ -288,16 +288,7 @@ fn record_job(cluster: &str, record: &str, mark: &str, old_output_paths: bool) -
     job.submit_time = time(submit);
     job.start_time = time(start);
     job.end_time = time(end);
-    if job.state.is_waiting() {
-        // A pending job's end is an estimate; 22.05 may print garbage there.
-        if let (Some(end), Some(start)) = (job.end_time, job.start_time) {
-            if end < start {
-                job.end_time = None;
-            }
-        } else if job.start_time.is_none() {
-            job.end_time = None;
-        }
-    }
+    drop_unsure_end(&mut job);
     job.time_limit_secs = parse_duration_secs(limit);
     job.priority = priority;
     if job.state.is_finished() {

@@ -283,16 +283,7 @@ impl<'a> JobRecord<'a> {
         job.submit_time = self.submit_time.timestamp().or_else(|| time.submission.timestamp());
         job.start_time = self.start_time.timestamp().or_else(|| time.start.timestamp());
         job.end_time = self.end_time.timestamp().or_else(|| time.end.timestamp());
-        if job.state.is_waiting() {
-            // A pending job's end is an estimate; 22.05 may print garbage there.
-            if let (Some(end), Some(start)) = (job.end_time, job.start_time) {
-                if end < start {
-                    job.end_time = None;
-                }
-            } else if job.start_time.is_none() {
-                job.end_time = None;
-            }
-        }
+        super::states::drop_unsure_end(&mut job);
         let limit = if matches!(self.time_limit, Flex::Unset) { time.limit } else { self.time_limit };
         job.time_limit_secs = limit.as_u32().map(|m| u64::from(m) * 60);
         job.priority = self.priority.as_u64().filter(|p| *p < super::flex::NO_VAL);

@@ -5,7 +5,7 @@
 //! `+`-joined form of `scontrol` (`IDLE+DRAIN`), or sinfo's long text states with their
 //! suffixes (`drained*`, `idle~`, `mixed-`). Case does not matter.
 
-use crate::model::{JobState, NodeState};
+use crate::model::{Job, JobState, NodeState};
 
 /// The unified job state for Slurm's state tokens (base state plus flags).
 ///
@@ -299,5 +299,13 @@ mod tests {
         assert_eq!(node(&["failing"]), (NodeState::Draining, vec!["FAIL".into()]));
         assert_eq!(node(&["idle$"]).0, NodeState::Maintenance);
         assert_eq!(node(&["*"]), (NodeState::Unknown, vec!["NOT_RESPONDING".into()]));
+    }
+}
+
+/// A waiting job's end is the scheduler's estimate, and 22.05 may print garbage there: kept
+/// only when it follows a known start.
+pub(crate) fn drop_unsure_end(job: &mut Job) {
+    if job.state.is_waiting() && !matches!((job.start_time, job.end_time), (Some(start), Some(end)) if end >= start) {
+        job.end_time = None;
     }
 }
