@@ -196,6 +196,14 @@ pub fn node_state_from_slurm(states: &[&str]) -> (NodeState, Vec<String>) {
     (state, flags)
 }
 
+/// A waiting job's end is the scheduler's estimate, and 22.05 may print garbage there: kept
+/// only when it follows a known start.
+pub(crate) fn drop_unsure_end(job: &mut Job) {
+    if job.state.is_waiting() && !matches!((job.start_time, job.end_time), (Some(start), Some(end)) if end >= start) {
+        job.end_time = None;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,13 +307,5 @@ mod tests {
         assert_eq!(node(&["failing"]), (NodeState::Draining, vec!["FAIL".into()]));
         assert_eq!(node(&["idle$"]).0, NodeState::Maintenance);
         assert_eq!(node(&["*"]), (NodeState::Unknown, vec!["NOT_RESPONDING".into()]));
-    }
-}
-
-/// A waiting job's end is the scheduler's estimate, and 22.05 may print garbage there: kept
-/// only when it follows a known start.
-pub(crate) fn drop_unsure_end(job: &mut Job) {
-    if job.state.is_waiting() && !matches!((job.start_time, job.end_time), (Some(start), Some(end)) if end >= start) {
-        job.end_time = None;
     }
 }
