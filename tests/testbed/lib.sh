@@ -117,7 +117,7 @@ fd24() {
 # contain, the check for records older than the start time. The start time, not the cmdline,
 # comes first: servers retitle themselves (SkyPilot's setproctitle), so a live server of ours
 # would read as gone and be started twice.
-cmdline_of() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null; }
+cmdline_of() { tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline"; }
 
 start_time_of() { # PID -> its start time in clock ticks since boot (field 22 of stat)
     local stat rest

@@ -679,10 +679,10 @@ EOF
 # start_sshd NAME PORT RUNNER CFG ROOTPREFIX PIDFILE LOGFILE CHANGED (paths as seen by sshd)
 start_sshd() {
     local name=$1 port=$2 run=$3 cfg=$4 r=$5 pidf=$6 logf=$7 changed=$8 i
-    if ! running_pid "$name" >/dev/null && [[ -s $r$pidf ]]; then
-        # adopt one started earlier whose bookkeeping got lost
-        record_pid "$name" "$cfg" "$r$pidf"
-    fi
+    # Adopt one started earlier whose bookkeeping got lost, but only if the pidfile's pid is
+    # an sshd on this config: the chroot's /run is a plain directory that outlives a reboot,
+    # and a stale pid there may now be any other process (then no sshd was started at all).
+    adopt_pidfile "$name" "$cfg" "$r$pidf"
     if running_pid "$name" >/dev/null; then
         ((changed)) || return 0
         log "$name config changed: restarting"
