@@ -103,9 +103,17 @@ async fn submit_on(b: &SlurmBackend, jobs: &mut Jobs, node: &str, gpus: u32, arr
     r
 }
 
+/// The same cluster listed with `squeue --json`, whose `gres_detail` gives every running
+/// job's device indices. The field listing (what `b` and the poller read) indexes a node's
+/// GPUs only where one job holds them all; the scenarios wait on and expect from this one.
+fn json_twin(b: &SlurmBackend) -> SlurmBackend {
+    SlurmBackend::json_listing(&slurm_config(b.name()))
+}
+
 /// A snapshot in which every job of `ids` runs with its device indices known, cut down to
 /// those jobs (whatever else runs on the cluster is not this scenario's to measure).
 async fn running(b: &SlurmBackend, ids: &[String]) -> Snapshot {
+    let b = &json_twin(b);
     let ready = |s: &Snapshot| {
         ids.iter().all(|id| {
             s.jobs.iter().any(|j| {
@@ -123,6 +131,7 @@ async fn running(b: &SlurmBackend, ids: &[String]) -> Snapshot {
 
 /// The running array tasks of array job `base` (`base_0`, `base_1`, …).
 async fn running_tasks(b: &SlurmBackend, base: &str, count: usize) -> Snapshot {
+    let b = &json_twin(b);
     let prefix = format!("{base}_");
     let ready = |s: &Snapshot| {
         s.jobs
@@ -153,6 +162,19 @@ fn expected(snap: &Snapshot, nodes: &[&str]) -> Vec<GpuSample> {
     want.into_values().collect()
 }
 
+/// What the poller hands telemetry: `b`'s own (field) listing of `ids`, which leaves the GPUs
+/// of jobs sharing a node unindexed (asserted, so the lookup by JSON is what is exercised).
+async fn listed(b: &SlurmBackend, ids: &[String]) -> Snapshot {
+    let mut snap = b.snapshot().await.expect("a snapshot");
+    snap.jobs.retain(|j| ids.contains(&j.job_ref.id));
+    assert_eq!(snap.jobs.len(), ids.len(), "{:?}", snap.jobs);
+    assert!(
+        snap.jobs.iter().all(|j| j.gpu_allocations.iter().all(|a| a.indices.is_empty())),
+        "the field listing cannot tell which of a shared node's GPUs each job holds"
+    );
+    snap
+}
+
 async fn read(b: &SlurmBackend, snap: &Snapshot) -> Telemetry {
     b.telemetry(snap).await.expect("a reading").expect("Slurm measures its GPUs")
 }
@@ -175,7 +197,7 @@ async fn srun_reads_exactly_the_jobs_gpus_under_their_node_indices(cluster: &str
         indices(&one),
         indices(&two)
     );
-    let t = read(&b, &snap).await;
+    let t = read(&b, &listed(&b, &jobs.ids).await).await;
     assert_eq!(t.source, "nvidia-smi via srun");
     assert!(t.notes.is_empty(), "{:?}", t.notes);
     assert_eq!(t.gpus, expected(&snap, &[node]), "exactly the jobs' GPUs, under their node indices");
@@ -197,7 +219,9 @@ async fn array_tasks_are_stepped_into_through_their_own_job_id(cluster: &str) {
     let mut jobs = Jobs { cluster: cluster.into(), ids: Vec::new() };
     let array = submit_on(&b, &mut jobs, node, 1, Some("0-1")).await;
     let snap = running_tasks(&b, &array.id, 2).await;
-    let t = read(&b, &snap).await;
+    let tasks: Vec<String> = snap.jobs.iter().map(|j| j.job_ref.id.clone()).collect();
+    let seen = listed(&b, &tasks).await;
+    let t = read(&b, &seen).await;
     assert!(t.notes.is_empty(), "{:?}", t.notes);
     let want = expected(&snap, &[node]);
     assert_eq!(want.len(), 2);
@@ -213,9 +237,9 @@ async fn array_tasks_are_stepped_into_through_their_own_job_id(cluster: &str) {
     let mut sorted = owners.clone();
     sorted.sort();
     assert_eq!(sorted, [format!("{}_0", array.id), format!("{}_1", array.id)]);
-    // The second reading asks squeue nothing new: the ids are remembered.
+    // The second reading asks squeue nothing new: the ids and indices are remembered.
     let before = b.transport().commands_run();
-    read(&b, &snap).await;
+    read(&b, &seen).await;
     assert_eq!(b.transport().commands_run() - before, 2, "two sruns, no squeue");
 }
 

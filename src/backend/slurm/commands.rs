@@ -282,6 +282,22 @@ pub fn array_task_ids(tasks: &[&str]) -> Result<Vec<String>, BackendError> {
     ])
 }
 
+/// The JSON records of `jobs` only (`squeue --json --jobs=…`): their `gres_detail`, the
+/// device indices each holds per node, which the field listing does not carry.
+pub fn jobs_json_of(jobs: &[&str]) -> Result<Vec<String>, BackendError> {
+    let mut ids = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        ids.push(checked_job_id(j)?);
+    }
+    Ok(vec![
+        "squeue".into(),
+        "--all".into(),
+        "--states=all".into(),
+        format!("--jobs={}", ids.join(",")),
+        "--json".into(),
+    ])
+}
+
 pub fn srun_help() -> Vec<String> {
     argv(&["srun", "--help"])
 }

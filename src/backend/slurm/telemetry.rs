@@ -44,6 +44,9 @@ pub struct GpuReader {
     cursor: AtomicUsize,
     /// Array tasks' numeric job ids (`123_4` → `130`), learnt once per task.
     task_ids: Mutex<HashMap<String, String>>,
+    /// Device indices looked up for running jobs the listing left unindexed, by (job, node):
+    /// a running job's devices never change, so each is asked for once.
+    device_indices: Mutex<HashMap<(String, String), Vec<u32>>>,
     last: Mutex<Option<LastReading>>,
     /// Time between the last two readings: the schedule telemetry runs on.
     cadence: Mutex<Option<chrono::Duration>>,
@@ -93,6 +96,7 @@ impl GpuReader {
             nvidia_smi: nvidia_smi.to_string(),
             cursor: AtomicUsize::new(0),
             task_ids: Mutex::new(HashMap::new()),
+            device_indices: Mutex::new(HashMap::new()),
             last: Mutex::new(None),
             cadence: Mutex::new(None),
         }
@@ -176,18 +180,22 @@ impl GpuReader {
         last_notes: &mut Vec<String>,
     ) -> Result<(Telemetry, usize, usize), BackendError> {
         let mut telemetry = Telemetry { taken_at, source: self.source(), gpus: Vec::new(), notes: Vec::new() };
-        let busy = busy_nodes(snapshot);
+        let mut busy = busy_nodes(snapshot);
         if busy.is_empty() {
             telemetry.notes.push("no running job holds GPUs: nothing to measure".into());
             last_notes.clone_from(&telemetry.notes);
             return Ok((telemetry, 0, 0));
         }
-        let names: Vec<&String> = busy.keys().collect();
+        // Owned: the nodes' jobs get their device indices filled in below.
+        let owned: Vec<String> = busy.keys().cloned().collect();
+        let names: Vec<&String> = owned.iter().collect();
         let start = self.cursor.fetch_add(self.max_nodes, Ordering::Relaxed);
         let (chosen, skipped) = rotate(&names, start, self.max_nodes);
         if !skipped.is_empty() {
             telemetry.notes.push(skipped_note(&skipped, names.len(), self.max_nodes));
         }
+        let (cache, cluster) = (&self.device_indices, snapshot.cluster.as_str());
+        fill_device_indices(cache, transport, timeout, cluster, &chosen, &mut busy, &mut telemetry.notes).await;
         let limit = commands::node_command_limit(timeout);
         let program = self.program();
         let mut planned = Vec::new();
@@ -321,6 +329,70 @@ impl GpuReader {
             Err(why) => notes.push(format!("array tasks' job ids could not be looked up: {why}")),
         }
         ids
+    }
+}
+
+/// Device indices for the jobs on `chosen` nodes that the snapshot left without them (the
+/// field listing indexes a node's GPUs only where one job holds them all): one
+/// `squeue --json --jobs=…` for just those jobs, whose `gres_detail` lists them. A job it
+/// cannot index stays without, and its reading says so.
+async fn fill_device_indices(
+    cache: &Mutex<HashMap<(String, String), Vec<u32>>>,
+    transport: &Transport,
+    timeout: Duration,
+    cluster: &str,
+    chosen: &[&String],
+    busy: &mut BTreeMap<String, Vec<JobOnNode>>,
+    notes: &mut Vec<String>,
+) {
+    let mut missing: Vec<String> = Vec::new();
+    {
+        let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+        // Only jobs still running are kept: the cache never outgrows the queue.
+        cache.retain(|(job, node), _| busy.get(node).is_some_and(|jobs| jobs.iter().any(|j| &j.id == job)));
+        for node in chosen {
+            for job in busy.get_mut(*node).into_iter().flatten().filter(|j| j.indices.is_empty()) {
+                match cache.get(&(job.id.clone(), node.to_string())) {
+                    Some(known) => job.indices.clone_from(known),
+                    None if !missing.contains(&job.id) => missing.push(job.id.clone()),
+                    None => {}
+                }
+            }
+        }
+    }
+    if missing.is_empty() {
+        return;
+    }
+    let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
+    let read = match commands::jobs_json_of(&missing) {
+        Ok(argv) => match transport.output(&argv, None, timeout).await {
+            Ok(out) if out.success() => {
+                super::parse::parse_jobs_json(cluster, &out.stdout).map_err(|e| format!("cannot read it: {e}"))
+            }
+            Ok(out) => Err(failure_text(&out, timeout.as_secs())),
+            Err(e) => Err(one_line(&e.to_string())),
+        },
+        Err(e) => Err(e.to_string()),
+    };
+    let doc = match read {
+        Ok(doc) => doc,
+        Err(why) => {
+            notes.push(format!("the jobs' device indices could not be looked up (squeue --json): {why}"));
+            return;
+        }
+    };
+    let chosen: HashSet<&str> = chosen.iter().map(|n| n.as_str()).collect();
+    for job in &doc.jobs {
+        for alloc in job.gpu_allocations.iter().filter(|a| !a.indices.is_empty() && chosen.contains(a.node.as_str())) {
+            let Some(on_node) = busy.get_mut(&alloc.node) else { continue };
+            if let Some(j) = on_node.iter_mut().find(|j| j.id == job.job_ref.id && j.indices.is_empty()) {
+                j.indices = alloc.indices.clone();
+                j.indices.sort_unstable();
+                j.indices.dedup();
+                let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+                cache.insert((j.id.clone(), alloc.node.clone()), j.indices.clone());
+            }
+        }
     }
 }
 
