@@ -101,7 +101,9 @@ fn config_file(dir: &std::path::Path, retry: bool) -> PathBuf {
 
 #[tokio::test]
 async fn an_empty_server_lists_no_machines_and_doctor_says_what_it_is() {
-    let _lock = server_lock(false);
+    // Exclusive: "no run is active" is about the whole server, and another scenario's
+    // no-capacity run waits (active) while it is listed.
+    let _lock = server_lock(true);
     let b = backend(None);
     let snap = b.snapshot().await.unwrap();
     assert_eq!(snap.release.as_deref(), Some("0.22.5"));
