@@ -12,6 +12,7 @@ pub mod form;
 pub mod help;
 pub mod history;
 pub mod input;
+pub mod latest;
 pub mod lists;
 pub mod log;
 
@@ -28,6 +29,7 @@ use self::dialog::Dialog;
 use self::form::{Field, SubmitForm};
 use self::history::HistoryView;
 use self::input::{Edit, TextInput, plain_char};
+use self::latest::Latest;
 use self::lists::{ClusterKeep, Cursor, GpuList, GpuSort, JobColumn, JobList, NodeColumn, NodeList, STATE_CYCLE};
 use self::log::{LOG_FETCH_BYTES, LogBuffer, LogChunk, LogStream};
 use super::TuiOptions;
@@ -245,13 +247,9 @@ pub struct Detail {
     /// For a workload, the pod (index into its `pods`) whose log is read; `None` reads the
     /// job's own log (its leader, master or head: see the backend's `stdout`).
     pub pod: Option<usize>,
-    /// What the backend added about the job's turn (see [`Command::FetchTurn`]), and the
-    /// number of the question still open.
+    /// What the backend added about the job's turn (see [`Command::FetchTurn`]).
     pub turn: Vec<String>,
-    pub turn_seq: Option<u64>,
     pub log: LogBuffer,
-    /// The read in flight answers a tail read (`from: None`).
-    pub first_read: bool,
     pub follow: bool,
     /// Lines scrolled up from the end (0: the end is shown).
     pub scroll: usize,
@@ -336,9 +334,13 @@ pub struct App {
     /// Fuzzy matchers, one per filtering thread.
     matchers: Vec<Matcher>,
     generation: u64,
-    log_seq: u64,
-    plan_seq: u64,
-    history_seq: u64,
+    /// The detail's log read in flight; what it asked: a read from the tail (`from: None`).
+    /// Kept on the App, not the detail, so that a new detail never takes an old one's answer.
+    pub(crate) log_read: Latest<bool>,
+    /// The detail's question about the job's turn ([`Command::FetchTurn`]).
+    pub(crate) turn_ask: Latest<()>,
+    /// The migration dialog's plan ([`Command::PlanMigration`]).
+    pub(crate) plan: Latest<()>,
     /// Jobs watched with `w`, in the order asked, and what was last seen of them.
     pub(crate) watched: Vec<JobRef>,
     follow: crate::fleet::follow::Watcher,
@@ -382,9 +384,9 @@ impl App {
             pending: Vec::new(),
             matchers: vec![Matcher::new(nucleo::Config::DEFAULT)],
             generation: 1,
-            log_seq: 0,
-            plan_seq: 0,
-            history_seq: 0,
+            log_read: Latest::default(),
+            turn_ask: Latest::default(),
+            plan: Latest::default(),
         }
     }
 
@@ -589,14 +591,14 @@ impl App {
             }
             Msg::Log { seq, result } => self.on_log(seq, result),
             Msg::Turn { seq, result } => {
-                if let Some(d) = self.detail.as_mut().filter(|d| d.turn_seq == Some(seq)) {
-                    d.turn_seq = None;
+                if let Some(d) = self.detail.as_mut()
+                    && self.turn_ask.answer(seq).is_some()
+                {
                     d.turn = result.unwrap_or_else(|e| vec![format!("not asked: {e}")]);
                 }
             }
             Msg::History { seq, results } => {
-                if self.history.waiting == Some(seq) {
-                    self.history.waiting = None;
+                if self.history.read.answer(seq).is_some() {
                     self.history.load(results, self.cluster.as_deref());
                     self.touch();
                 }
@@ -618,8 +620,8 @@ impl App {
                 self.touch();
             }
             Msg::Planned { seq, plan } => {
-                if let Some(Dialog::Migrate { seq: asked, plan: slot, .. }) = &mut self.dialog
-                    && *asked == seq
+                if let Some(Dialog::Migrate { plan: slot, .. }) = &mut self.dialog
+                    && self.plan.answer(seq).is_some()
                 {
                     *slot = Some(*plan);
                     self.touch();
@@ -807,7 +809,7 @@ impl App {
             && self
                 .detail
                 .as_ref()
-                .is_some_and(|d| d.follow && d.log.waiting.is_none() && d.retry_at.is_none_or(|t| now >= t))
+                .is_some_and(|d| d.follow && !self.log_read.is_open() && d.retry_at.is_none_or(|t| now >= t))
         {
             self.fetch_log(out, false);
         }
@@ -815,10 +817,8 @@ impl App {
 
     fn on_log(&mut self, seq: u64, result: Result<LogChunk, String>) {
         let Some(d) = &mut self.detail else { return };
-        if d.log.waiting != Some(seq) {
-            return; // an answer for a log no longer shown
-        }
-        d.log.waiting = None;
+        // `None`: an answer for a log no longer shown.
+        let Some(first_read) = self.log_read.answer(seq) else { return };
         match &result {
             Ok(_) => (d.failures, d.retry_at) = (0, None),
             Err(_) => {
@@ -829,8 +829,8 @@ impl App {
         }
         match result {
             Ok(chunk) => {
-                let grew = !chunk.data.is_empty() || chunk.dropped > 0 || d.first_read;
-                d.log.push(chunk, d.first_read);
+                let grew = !chunk.data.is_empty() || chunk.dropped > 0 || first_read;
+                d.log.push(chunk, first_read);
                 if grew {
                     self.touch();
                 }
@@ -1108,7 +1108,7 @@ impl App {
                     _ => self.cluster.clone(),
                 };
                 out.push(Command::Refresh(cluster));
-                if self.screen == Screen::Detail && self.detail.as_ref().is_some_and(|d| d.log.waiting.is_none()) {
+                if self.screen == Screen::Detail && self.detail.is_some() && !self.log_read.is_open() {
                     self.fetch_log(out, true);
                 }
             }
@@ -1356,8 +1356,7 @@ impl App {
             self.toast("no other cluster here takes submissions: nowhere to move these jobs".into(), true);
             return;
         };
-        self.plan_seq += 1;
-        let seq = self.plan_seq;
+        let seq = self.plan.issue(());
         out.push(Command::PlanMigration {
             sources: sources.clone(),
             to: to.clone(),
@@ -1365,7 +1364,7 @@ impl App {
             gpu_type: None,
             seq,
         });
-        self.dialog = Some(Dialog::Migrate { sources, to, running: false, gpu_type: None, plan: None, seq });
+        self.dialog = Some(Dialog::Migrate { sources, to, running: false, gpu_type: None, plan: None });
     }
 
     /// Plan the open migration again, for another target (`step`) or with running jobs
@@ -1379,8 +1378,7 @@ impl App {
         // Another target has other models: the choice made for the last one is dropped.
         let gpu_type = if next == *to { gpu_type.clone() } else { None };
         let (sources, running) = (sources.clone(), *running != toggle_running);
-        self.plan_seq += 1;
-        let seq = self.plan_seq;
+        let seq = self.plan.issue(());
         out.push(Command::PlanMigration {
             sources: sources.clone(),
             to: next.clone(),
@@ -1388,7 +1386,7 @@ impl App {
             gpu_type: gpu_type.clone(),
             seq,
         });
-        self.dialog = Some(Dialog::Migrate { sources, to: next, running, gpu_type, plan: None, seq });
+        self.dialog = Some(Dialog::Migrate { sources, to: next, running, gpu_type, plan: None });
     }
 
     /// The GPU model the open migration asks for on its target, one step on: as the source
@@ -1403,8 +1401,7 @@ impl App {
         let at = choices.iter().position(|c| c == gpu_type).unwrap_or(0);
         let next = choices[(at + 1) % choices.len()].clone();
         let (sources, to, running) = (sources.clone(), to.clone(), *running);
-        self.plan_seq += 1;
-        let seq = self.plan_seq;
+        let seq = self.plan.issue(());
         out.push(Command::PlanMigration {
             sources: sources.clone(),
             to: to.clone(),
@@ -1412,7 +1409,7 @@ impl App {
             gpu_type: next.clone(),
             seq,
         });
-        self.dialog = Some(Dialog::Migrate { sources, to, running, gpu_type: next, plan: None, seq });
+        self.dialog = Some(Dialog::Migrate { sources, to, running, gpu_type: next, plan: None });
     }
 
     /// The identity `job` has in the data on screen (see [`crate::model::Job::uid`]).
@@ -1658,15 +1655,16 @@ impl App {
             stream: LogStream::Stdout,
             pod: None,
             turn: Vec::new(),
-            turn_seq: None,
             log: LogBuffer::default(),
-            first_read: true,
             follow: false,
             scroll: 0,
             failures: 0,
             retry_at: None,
         });
         self.screen = Screen::Detail;
+        // The last detail's questions are not this one's.
+        self.log_read.forget();
+        self.turn_ask.forget();
         self.fetch_log(out, true);
         self.fetch_turn(out);
     }
@@ -1677,9 +1675,8 @@ impl App {
         if d.gone || !crate::fleet::why::asks_its_turn(d.last.state, d.last.reason.as_deref()) {
             return;
         }
-        self.log_seq += 1;
-        d.turn_seq = Some(self.log_seq);
-        out.push(Command::FetchTurn { job: Box::new(d.last.clone()), seq: self.log_seq });
+        let seq = self.turn_ask.issue(());
+        out.push(Command::FetchTurn { job: Box::new(d.last.clone()), seq });
     }
 
     /// Ask for the detail's current log: from the tail (`first`) or on from the last offset.
@@ -1688,16 +1685,14 @@ impl App {
         let Ok(log) = d.log_handle() else { return };
         let log = log.clone();
         let from = if first { None } else { d.log.offset };
-        self.log_seq += 1;
-        d.log.waiting = Some(self.log_seq);
-        d.first_read = from.is_none();
+        let seq = self.log_read.issue(from.is_none());
         out.push(Command::FetchLog {
             job: d.job.clone(),
             stream: d.stream,
             log,
             from,
             max_bytes: LOG_FETCH_BYTES,
-            seq: self.log_seq,
+            seq,
         });
     }
 
@@ -1722,7 +1717,7 @@ impl App {
                 d.follow = !d.follow;
                 if d.follow {
                     d.scroll = 0;
-                    if d.log.waiting.is_none() {
+                    if !self.log_read.is_open() {
                         let first = d.log.offset.is_none();
                         self.fetch_log(out, first);
                     }
@@ -1732,6 +1727,7 @@ impl App {
                 d.stream = d.stream.other();
                 d.log = LogBuffer::default();
                 d.scroll = 0;
+                self.log_read.forget();
                 self.fetch_log(out, true);
             }
             UiAction::NextPod => {
@@ -1744,6 +1740,7 @@ impl App {
                 d.stream = LogStream::Stdout;
                 d.log = LogBuffer::default();
                 d.scroll = 0;
+                self.log_read.forget();
                 self.fetch_log(out, true);
             }
             _ => {
@@ -1768,10 +1765,9 @@ impl App {
     /// Ask every cluster for its finished jobs since the history's age before now.
     fn fetch_history(&mut self, out: &mut Vec<Command>) {
         let since = self.now - self.history.age();
-        self.history_seq += 1;
-        self.history.waiting = Some(self.history_seq);
+        let seq = self.history.read.issue(());
         self.history.since = Some(since);
-        out.push(Command::FetchHistory { since, seq: self.history_seq });
+        out.push(Command::FetchHistory { since, seq });
     }
 
     fn history_action(&mut self, action: UiAction, out: &mut Vec<Command>) {

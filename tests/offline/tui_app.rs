@@ -691,13 +691,13 @@ fn submit_form_validates_on_the_field_and_confirms() {
     let sent = typed(&mut app, "G");
     let [Command::Render { cluster, spec, seq }] = sent.as_slice() else { panic!("no render asked: {sent:?}") };
     assert_eq!((cluster.as_str(), spec.gpus, spec.memory.as_deref()), ("fd22", 2, Some("64G")));
-    assert!(app.form().rendering);
+    assert!(app.form().render.is_open());
     // An older answer is dropped; the one asked for is shown.
     app.update(Msg::Rendered { seq: seq - 1, result: Ok(native("old")) });
     assert!(app.form().preview.is_err());
     app.update(Msg::Rendered { seq: *seq, result: Ok(native("#SBATCH --gres=gpu:a100:2")) });
     assert_eq!(app.form().preview.as_ref().unwrap().text, "#SBATCH --gres=gpu:a100:2");
-    assert!(!app.form().rendering);
+    assert!(!app.form().render.is_open());
     // Nothing changed: nothing asked again.
     assert!(app.update(Msg::Tick(t0())).iter().all(|c| !matches!(c, Command::Render { .. })));
     // The cluster field cycles the configured clusters with left/right.
@@ -1663,8 +1663,7 @@ fn migrate_shows_the_plan_first_switches_targets_and_sends_exactly_the_planned_m
     assert!(lines.contains("Kubernetes Job manifest of fd22/1:") && lines.contains("kind: Job"), "{lines}");
     // `r`: running jobs too, planned again.
     let asked = ch(&mut app, 'r');
-    assert!(matches!(asked.as_slice(), [Command::PlanMigration { running: true, .. }]), "{asked:?}");
-    let Some(Dialog::Migrate { seq, .. }) = app.dialog() else { panic!() };
+    let [Command::PlanMigration { running: true, seq, .. }] = asked.as_slice() else { panic!("{asked:?}") };
     let seq = *seq;
     app.update(Msg::Planned { seq, plan: Box::new(plan_of(&refs("fd22", &["1", "2"]), "k8s")) });
     let sent = ch(&mut app, 'y');
@@ -1875,7 +1874,7 @@ fn the_history_key_opens_the_screen_with_one_read_and_no_refresh() {
     let mut app = app();
     let seq = on_history(&mut app);
     assert_eq!(app.screen(), Screen::History);
-    assert_eq!(app.history().waiting, Some(seq));
+    assert_eq!(app.history().read.ticket(), Some(seq));
     assert!(app.visible_history().is_empty());
     // Fleet refreshes do not read the history again.
     assert!(history_reads(&app.update(fleet(2, vec![("fd22", jobs("fd22", &["1", "2"]), vec![])]))).is_empty());
@@ -1894,7 +1893,7 @@ fn history_rows_come_newest_first_across_clusters_with_each_failure_named() {
         seq: seq + 7,
         results: vec![("fd22".into(), Ok(history_of(vec![record("fd22", "5", JobState::Completed, 1)])))],
     });
-    assert!(app.visible_history().is_empty() && app.history().waiting == Some(seq), "a stale answer is ignored");
+    assert!(app.visible_history().is_empty() && app.history().read.ticket() == Some(seq), "a stale answer is ignored");
 
     let mut fd24 =
         history_of(vec![record("fd24", "30", JobState::Failed, 5), record("fd24", "31", JobState::Timeout, 90)]);
@@ -1914,7 +1913,7 @@ fn history_rows_come_newest_first_across_clusters_with_each_failure_named() {
             ("lab".into(), Err("sacct: Slurm accounting storage is disabled".into())),
         ],
     });
-    assert_eq!(app.history().waiting, None);
+    assert_eq!(app.history().read.ticket(), None);
     let order: Vec<String> = app.visible_history().iter().map(ToString::to_string).collect();
     assert_eq!(order, ["fd22/7", "fd24/30", "fd22/6", "fd24/31"]);
     assert_eq!(app.history().errors, ["lab: sacct: Slurm accounting storage is disabled"]);
@@ -1960,7 +1959,7 @@ fn r_on_the_history_reads_again_and_only_the_newest_answer_counts() {
     // The first read's answer arriving late changes nothing.
     app.update(answer(first, &["9"]));
     assert_eq!(app.visible_history(), refs("fd22", &["1", "2"]));
-    assert_eq!(app.history().waiting, Some(second));
+    assert_eq!(app.history().read.ticket(), Some(second));
     // The new one keeps the cursor on the job it was on.
     app.update(answer(second, &["3", "1", "2"]));
     assert_eq!(app.visible_history(), refs("fd22", &["3", "1", "2"]));

@@ -19,7 +19,7 @@ pub enum Dialog {
     Submit { cluster: String, spec: Box<JobSpec> },
     /// A destructive node action that needs no typed input (tear down a cloud cluster).
     Nodes { action: NodeAction, targets: Vec<NodeRef> },
-    /// Move these jobs to cluster `to`: the plan (asked of the fleet as [`seq`]) is shown
+    /// Move these jobs to cluster `to`: the plan (asked of the fleet, see `App::plan`) is shown
     /// before anything happens, and confirming sends exactly the moves it holds.
     Migrate {
         sources: Vec<JobRef>,
@@ -28,7 +28,6 @@ pub enum Dialog {
         /// The GPU model asked for on the target instead of the source's (`g` cycles it).
         gpu_type: Option<GpuChoice>,
         plan: Option<MigrationPlan>,
-        seq: u64,
     },
 }
 

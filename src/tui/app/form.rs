@@ -11,6 +11,7 @@
 //! (no network, no estimate), again only when the spec's placement or the state changed.
 
 use super::input::TextInput;
+use super::latest::Latest;
 use crate::fleet::advice::{self, Advice};
 use crate::model::{FieldUse, FleetState, Native, Need, ShapeFields, SpecFields};
 use crate::spec::{JobSpec, SpecError};
@@ -197,10 +198,8 @@ pub struct SubmitForm {
     pub wanted: Option<(String, JobSpec)>,
     /// What the last preview was asked for; differs from `wanted` until it is asked again.
     pub requested: Option<(String, JobSpec)>,
-    /// The number of the last preview asked for; older answers are ignored.
-    pub render_seq: u64,
-    /// A preview was asked for and has not come back.
-    pub rendering: bool,
+    /// The preview asked for and not come back; older answers are ignored.
+    pub render: Latest<()>,
     /// Every cluster ranked for the spec being edited (empty until a field is filled in).
     pub advice: Vec<Advice>,
     /// What the advice was computed for: the fleet state (its address and version), the
@@ -223,8 +222,7 @@ impl Default for SubmitForm {
             preview: Err(String::new()),
             wanted: None,
             requested: None,
-            render_seq: 0,
-            rendering: false,
+            render: Latest::default(),
             advice: Vec::new(),
             advised: None,
             waiting: None,
@@ -359,7 +357,7 @@ impl SubmitForm {
                 self.problem = Some(problem);
                 self.wanted = None;
                 self.requested = None;
-                self.rendering = false;
+                self.render.forget();
             }
         }
         self.readvise(fleet);
@@ -404,16 +402,13 @@ impl SubmitForm {
             return None;
         }
         self.requested = Some(wanted.clone());
-        self.render_seq += 1;
-        self.rendering = true;
-        Some((self.render_seq, wanted.0, wanted.1))
+        Some((self.render.issue(()), wanted.0, wanted.1))
     }
 
     /// The fleet's answer to preview number `seq`; a stale one is dropped.
     pub fn rendered(&mut self, seq: u64, result: Result<Native, String>) {
-        if seq == self.render_seq && self.wanted.is_some() {
+        if self.wanted.is_some() && self.render.answer(seq).is_some() {
             self.preview = result;
-            self.rendering = false;
         }
     }
 

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
+use super::latest::Latest;
 use super::lists::Cursor;
 use crate::columns::Shape;
 use crate::model::{History, JobRecord, JobRef};
@@ -38,8 +39,8 @@ pub struct HistoryView {
     pub age: Option<Duration>,
     /// Jobs that ended at or after this were asked for.
     pub since: Option<DateTime<Utc>>,
-    /// The read in flight, by its sequence number.
-    pub waiting: Option<u64>,
+    /// The read in flight.
+    pub read: Latest<()>,
     /// Whether any answer has come yet.
     pub loaded: bool,
     /// Every cluster's records, newest end first.

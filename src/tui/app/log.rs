@@ -30,8 +30,6 @@ pub struct LogBuffer {
     pub skipped_before: u64,
     /// Where the next read starts; `None` before the first answer.
     pub offset: Option<u64>,
-    /// The sequence number of the read in flight.
-    pub waiting: Option<u64>,
     pub error: Option<String>,
 }
 

@@ -262,7 +262,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         fields.push(("size", line));
     }
     // What the backend added about the job's turn (a Kueue position, priority parts).
-    if d.turn_seq.is_some() {
+    if app.turn_ask.is_open() {
         fields.push(("turn", "asking…".into()));
     } else if !d.turn.is_empty() {
         fields.push(("turn", d.turn.join(" · ")));
@@ -434,7 +434,7 @@ fn render_log(app: &App, d: &Detail, frame: &mut Frame, area: Rect) {
     if d.follow {
         title.push_str(" · following");
     }
-    if d.log.waiting.is_some() {
+    if app.log_read.is_open() {
         title.push_str(" · reading…");
     }
     title.push(' ');
@@ -474,7 +474,7 @@ fn render_log(app: &App, d: &Detail, frame: &mut Frame, area: Rect) {
         let n = d.log.len();
         let end = n - d.scroll.min(n);
         let start = end.saturating_sub(height);
-        if n == 0 && d.log.waiting.is_none() && d.log.error.is_none() && d.log.offset.is_some() {
+        if n == 0 && !app.log_read.is_open() && d.log.error.is_none() && d.log.offset.is_some() {
             lines.push(Line::styled("(empty)", theme.style(Slot::Dim)));
         }
         for i in start..end {

@@ -41,7 +41,7 @@ pub fn title(app: &App) -> String {
 pub fn info_lines(app: &App) -> Vec<(String, Slot)> {
     let h = app.history();
     let mut lines = Vec::new();
-    if h.waiting.is_some() {
+    if h.read.is_open() {
         lines.push(("reading finished jobs…".to_string(), Slot::Warning));
     }
     lines.extend(h.errors.iter().map(|e| (e.clone(), Slot::Error)));

@@ -164,7 +164,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         }
     }
 
-    let updating = if form.rendering { " · updating" } else { "" };
+    let updating = if form.render.is_open() { " · updating" } else { "" };
     let (ptitle, lines) = match &form.preview {
         Ok(native) => {
             let mut lines: Vec<Line> = native
@@ -177,7 +177,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             );
             (format!(" {}{updating} ", native.dialect.title()), lines)
         }
-        Err(e) if e.is_empty() && form.rendering => {
+        Err(e) if e.is_empty() && form.render.is_open() => {
             let cluster = text::clean(form.value(Field::Cluster)).into_owned();
             (" preview ".to_string(), vec![Line::styled(format!("asking {cluster}…"), theme.style(Slot::Dim))])
         }
