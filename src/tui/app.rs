@@ -346,70 +346,10 @@ impl App {
 
     pub fn update(&mut self, msg: Msg) -> Vec<Command> {
         let mut out = Vec::new();
-        match msg {
-            Msg::Key(key) => {
-                if key.kind != KeyEventKind::Release {
-                    self.on_key(key, &mut out);
-                    self.touch();
-                }
-            }
-            Msg::Paste(text) => {
-                self.on_paste(&text);
-                self.touch();
-            }
-            Msg::Fleet(state) => {
-                self.on_data(Data::new(state));
-                self.follow_watched(&mut out);
-            }
-            Msg::Prepared(data) => {
-                self.on_data(*data);
-                self.follow_watched(&mut out);
-            }
-            Msg::PrepareFailed(why) => self.toast(why, true),
-            Msg::Outcome(outcome) => self.on_batch(&BatchOutcome { outcomes: vec![outcome] }),
-            Msg::Batch(batch) => self.on_batch(&batch),
-            Msg::OutcomesLost(n) => {
-                let results = crate::model::words::counted(n, "action result", "action results");
-                self.toast(format!("{results} not shown: too many finished at once (see the audit log)"), true)
-            }
-            Msg::Log { seq, result } => self.on_log(seq, result),
-            Msg::Turn { seq, result } => {
-                if let Some(d) = self.detail.as_mut()
-                    && self.turn_ask.answer(seq).is_some()
-                {
-                    d.turn = result.unwrap_or_else(|e| vec![format!("not asked: {e}")]);
-                }
-            }
-            Msg::History { seq, results } => {
-                if self.history.read.answer(seq).is_some() {
-                    self.history.load(results, self.cluster.as_deref());
-                    self.touch();
-                }
-            }
-            Msg::SpecLoaded { path, result } => match result {
-                Ok(spec) => {
-                    self.form.load(*spec, path.clone(), &self.data.fleet);
-                    self.toast(format!("loaded {path}"), false);
-                }
-                Err(e) => self.toast(e, true),
-            },
-            Msg::Resize(w, h) => {
-                self.size = (w, h);
-                self.touch();
-            }
-            Msg::Tick(now) => self.on_tick(now, &mut out),
-            Msg::Rendered { seq, result } => {
-                self.form.rendered(seq, result);
-                self.touch();
-            }
-            Msg::Planned { seq, plan } => {
-                if let Some(Dialog::Migrate { plan: slot, .. }) = &mut self.dialog
-                    && self.plan.answer(seq).is_some()
-                {
-                    *slot = Some(*plan);
-                    self.touch();
-                }
-            }
+        // The one place that marks a redraw: each message says whether it changed what is
+        // drawn (an idle tick or a stale answer does not).
+        if self.handle(msg, &mut out) {
+            self.generation += 1;
         }
         // The submit form's preview comes from the target cluster itself: ask again when
         // the spec or the cluster changed.
@@ -421,8 +361,83 @@ impl App {
         out
     }
 
-    fn touch(&mut self) {
-        self.generation += 1;
+    /// Carry out `msg`: true when what is drawn may have changed. Every key, paste and
+    /// resize counts; an answer counts when it was still wanted; a tick only when something
+    /// on screen expired or aged.
+    fn handle(&mut self, msg: Msg, out: &mut Vec<Command>) -> bool {
+        match msg {
+            Msg::Key(key) => {
+                if key.kind == KeyEventKind::Release {
+                    return false;
+                }
+                self.on_key(key, out);
+                true
+            }
+            Msg::Paste(text) => {
+                self.on_paste(&text);
+                true
+            }
+            // Both run: `|`, not `||`.
+            Msg::Fleet(state) => self.on_data(Data::new(state)) | self.follow_watched(out),
+            Msg::Prepared(data) => self.on_data(*data) | self.follow_watched(out),
+            Msg::PrepareFailed(why) => {
+                self.toast(why, true);
+                true
+            }
+            Msg::Outcome(outcome) => {
+                self.on_batch(&BatchOutcome { outcomes: vec![outcome] });
+                true
+            }
+            Msg::Batch(batch) => {
+                self.on_batch(&batch);
+                true
+            }
+            Msg::OutcomesLost(n) => {
+                let results = crate::model::words::counted(n, "action result", "action results");
+                self.toast(format!("{results} not shown: too many finished at once (see the audit log)"), true);
+                true
+            }
+            Msg::Log { seq, result } => self.on_log(seq, result),
+            Msg::Turn { seq, result } => {
+                let Some(d) = self.detail.as_mut() else { return false };
+                if self.turn_ask.answer(seq).is_none() {
+                    return false;
+                }
+                d.turn = result.unwrap_or_else(|e| vec![format!("not asked: {e}")]);
+                true
+            }
+            Msg::History { seq, results } => {
+                if self.history.read.answer(seq).is_none() {
+                    return false;
+                }
+                self.history.load(results, self.cluster.as_deref());
+                true
+            }
+            Msg::SpecLoaded { path, result } => {
+                match result {
+                    Ok(spec) => {
+                        self.form.load(*spec, path.clone(), &self.data.fleet);
+                        self.toast(format!("loaded {path}"), false);
+                    }
+                    Err(e) => self.toast(e, true),
+                }
+                true
+            }
+            Msg::Resize(w, h) => {
+                self.size = (w, h);
+                true
+            }
+            Msg::Tick(now) => self.on_tick(now, out),
+            Msg::Rendered { seq, result } => self.form.rendered(seq, result),
+            Msg::Planned { seq, plan } => {
+                let Some(Dialog::Migrate { plan: slot, .. }) = &mut self.dialog else { return false };
+                if self.plan.answer(seq).is_none() {
+                    return false;
+                }
+                *slot = Some(*plan);
+                true
+            }
+        }
     }
 
     fn cluster_keep(&self) -> ClusterKeep {
@@ -435,9 +450,10 @@ impl App {
         self.retired.take()
     }
 
-    fn on_data(&mut self, data: Data) {
+    /// A new row cache; false when it holds the state already shown.
+    fn on_data(&mut self, data: Data) -> bool {
         if Arc::ptr_eq(&self.data.fleet, &data.fleet) {
-            return;
+            return false;
         }
         self.retired = Some(Box::new(std::mem::replace(&mut self.data, data)));
         let keep = self.cluster_keep();
@@ -459,22 +475,19 @@ impl App {
             }
         }
         self.form.recheck(&self.data.fleet);
-        self.touch();
+        true
     }
 
-    fn on_tick(&mut self, now: DateTime<Utc>, out: &mut Vec<Command>) {
+    /// The clock moved: true when a toast expired or an age on screen turned a minute.
+    fn on_tick(&mut self, now: DateTime<Utc>, out: &mut Vec<Command>) -> bool {
         let before = self.now;
         self.now = now;
         let n = self.toasts.len();
         self.toasts.retain(|t| t.sticky || t.until > now);
-        if self.toasts.len() != n {
-            self.touch();
-        }
+        let expired = self.toasts.len() != n;
         // Ages on screen are whole minutes: redraw when the minute turns, and only then.
         let ages_shown = self.data.fleet.clusters.iter().any(|c| !c.health.is_fresh());
-        if ages_shown && before.timestamp().div_euclid(60) != now.timestamp().div_euclid(60) {
-            self.touch();
-        }
+        let aged = ages_shown && before.timestamp().div_euclid(60) != now.timestamp().div_euclid(60);
         if self.screen == Screen::Detail
             && self
                 .detail
@@ -483,6 +496,7 @@ impl App {
         {
             self.fetch_log(out, false);
         }
+        expired || aged
     }
 
     fn on_paste(&mut self, text: &str) {

@@ -692,11 +692,14 @@ fn submit_form_validates_on_the_field_and_confirms() {
     let [Command::Render { cluster, spec, seq }] = sent.as_slice() else { panic!("no render asked: {sent:?}") };
     assert_eq!((cluster.as_str(), spec.gpus, spec.memory.as_deref()), ("fd22", 2, Some("64G")));
     assert!(app.form().render.is_open());
-    // An older answer is dropped; the one asked for is shown.
+    // An older answer is dropped (and asks no redraw); the one asked for is shown.
+    let generation = app.generation();
     app.update(Msg::Rendered { seq: seq - 1, result: Ok(native("old")) });
     assert!(app.form().preview.is_err());
+    assert_eq!(app.generation(), generation, "a stale preview asks no redraw");
     app.update(Msg::Rendered { seq: *seq, result: Ok(native("#SBATCH --gres=gpu:a100:2")) });
     assert_eq!(app.form().preview.as_ref().unwrap().text, "#SBATCH --gres=gpu:a100:2");
+    assert!(app.generation() > generation);
     assert!(!app.form().render.is_open());
     // Nothing changed: nothing asked again.
     assert!(app.update(Msg::Tick(t0())).iter().all(|c| !matches!(c, Command::Render { .. })));
@@ -2290,10 +2293,13 @@ fn a_waiting_jobs_detail_asks_once_for_its_turn() {
         })
         .collect();
     assert_eq!(asked.len(), 1, "{sent:?}");
+    let generation = app.generation();
     app.update(Msg::Turn { seq: asked[0] + 1, result: Ok(vec!["stale".into()]) });
     assert!(app.detail().unwrap().turn.is_empty(), "an answer to another question is dropped");
+    assert_eq!(app.generation(), generation, "a stale answer asks no redraw");
     app.update(Msg::Turn { seq: asked[0], result: Ok(vec!["position 2 of 3 in ClusterQueue gpu".into()]) });
     assert_eq!(app.detail().unwrap().turn, ["position 2 of 3 in ClusterQueue gpu"]);
+    assert!(app.generation() > generation, "the answer is drawn");
     assert!(app.update(Msg::Tick(t0())).iter().all(|c| !matches!(c, Command::FetchTurn { .. })), "asked once");
 
     code(&mut app, KeyCode::Esc);

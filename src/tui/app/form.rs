@@ -405,11 +405,13 @@ impl SubmitForm {
         Some((self.render.issue(()), wanted.0, wanted.1))
     }
 
-    /// The fleet's answer to preview number `seq`; a stale one is dropped.
-    pub fn rendered(&mut self, seq: u64, result: Result<Native, String>) {
-        if self.wanted.is_some() && self.render.answer(seq).is_some() {
+    /// The fleet's answer to preview number `seq`; a stale one is dropped (false).
+    pub fn rendered(&mut self, seq: u64, result: Result<Native, String>) -> bool {
+        let wanted = self.wanted.is_some() && self.render.answer(seq).is_some();
+        if wanted {
             self.preview = result;
         }
+        wanted
     }
 
     /// The message to show on `field`, if the current problem is there.

@@ -53,17 +53,12 @@ impl App {
                 None => break,
             }
         }
-        self.touch();
     }
 
     /// `esc` on a screen with toasts to dismiss: they go first.
     pub(in crate::tui::app) fn dismiss_toasts(&mut self) -> bool {
         let n = self.toasts.len();
         self.toasts.retain(|t| !t.sticky && !t.error);
-        let dismissed = self.toasts.len() != n;
-        if dismissed {
-            self.touch();
-        }
-        dismissed
+        self.toasts.len() != n
     }
 }

@@ -23,10 +23,11 @@ impl App {
     }
 
     /// What each watched job is now, against what was seen: a toast and a
-    /// [`Command::Notify`] per change; an ended job stops being watched.
-    pub(in crate::tui::app) fn follow_watched(&mut self, out: &mut Vec<Command>) {
+    /// [`Command::Notify`] per change; an ended job stops being watched. True when any
+    /// changed.
+    pub(in crate::tui::app) fn follow_watched(&mut self, out: &mut Vec<Command>) -> bool {
         if self.watched.is_empty() {
-            return;
+            return false;
         }
         let fleet = self.data.fleet.clone();
         let looked: Vec<(JobRef, Option<&Job>)> = self
@@ -40,7 +41,7 @@ impl App {
             .collect();
         let events = self.follow.observe(&looked, self.now);
         if events.is_empty() {
-            return;
+            return false;
         }
         for event in events {
             let failed = matches!(event.to, Some(JobState::Failed | JobState::Timeout | JobState::NodeFail) | None);
@@ -55,7 +56,7 @@ impl App {
             }
             !ended
         });
-        self.touch();
+        true
     }
 
     /// `w`: watch these jobs, or stop watching them if all already are.

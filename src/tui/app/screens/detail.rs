@@ -138,10 +138,10 @@ impl App {
         });
     }
 
-    pub(in crate::tui::app) fn on_log(&mut self, seq: u64, result: Result<LogChunk, String>) {
-        let Some(d) = &mut self.detail else { return };
+    pub(in crate::tui::app) fn on_log(&mut self, seq: u64, result: Result<LogChunk, String>) -> bool {
+        let Some(d) = &mut self.detail else { return false };
         // `None`: an answer for a log no longer shown.
-        let Some(first_read) = self.log_read.answer(seq) else { return };
+        let Some(first_read) = self.log_read.answer(seq) else { return false };
         match &result {
             Ok(_) => (d.failures, d.retry_at) = (0, None),
             Err(_) => {
@@ -154,15 +154,14 @@ impl App {
             Ok(chunk) => {
                 let grew = !chunk.data.is_empty() || chunk.dropped > 0 || first_read;
                 d.log.push(chunk, first_read);
-                if grew {
-                    self.touch();
-                }
+                grew
             }
             Err(e) => {
-                if d.log.error.as_deref() != Some(e.as_str()) {
+                let new = d.log.error.as_deref() != Some(e.as_str());
+                if new {
                     d.log.error = Some(e);
-                    self.touch();
                 }
+                new
             }
         }
     }
