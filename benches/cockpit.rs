@@ -17,7 +17,7 @@ use chrono::{TimeZone, Utc};
 use criterion::Criterion;
 use flightdeck::fleet::{ClusterState, FleetState};
 use flightdeck::model::{GpuAllocation, GpuSlot, Health, Job, JobRef, JobState, Node, NodeState, Snapshot};
-use flightdeck::tui::app::data::Data;
+use flightdeck::tui::app::row_cache::RowCache;
 use flightdeck::tui::keymap::Keymap;
 use flightdeck::tui::terminal::Painter;
 use flightdeck::tui::theme::{ColorDepth, Theme};
@@ -243,11 +243,11 @@ fn main() {
         }
     };
     g.bench_function("refresh/build_rows", |b| {
-        b.iter_batched(&mut next_state, Data::new, criterion::BatchSize::LargeInput)
+        b.iter_batched(&mut next_state, RowCache::new, criterion::BatchSize::LargeInput)
     });
     g.bench_function("refresh/apply", |b| {
         b.iter_batched(
-            || Box::new(Data::new(next_state())),
+            || Box::new(RowCache::new(next_state())),
             |data| {
                 app.update(Msg::Prepared(data));
                 app.take_retired()
@@ -262,7 +262,7 @@ fn main() {
         _ => unreachable!(),
     };
     app.update(Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
-    app.update(Msg::Prepared(Box::new(Data::new(telemetry.clone()))));
+    app.update(Msg::Prepared(Box::new(RowCache::new(telemetry.clone()))));
     g.bench_function("render/jobs_160x48_telemetry", |b| {
         b.iter(|| terminal.draw(|f| views::render(black_box(&app), f)).map(drop))
     });
@@ -272,11 +272,11 @@ fn main() {
     });
     app.update(key('2'));
     g.bench_function("refresh/build_rows_telemetry", |b| {
-        b.iter_batched(|| telemetry.clone(), Data::new, criterion::BatchSize::LargeInput)
+        b.iter_batched(|| telemetry.clone(), RowCache::new, criterion::BatchSize::LargeInput)
     });
     g.bench_function("refresh/apply_telemetry", |b| {
         b.iter_batched(
-            || Box::new(Data::new(telemetry.clone())),
+            || Box::new(RowCache::new(telemetry.clone())),
             |data| {
                 app.update(Msg::Prepared(data));
                 app.take_retired()

@@ -6,7 +6,6 @@
 //! plain unit test (`tests/offline/tui_app.rs`).
 
 pub mod command_line;
-pub mod data;
 pub mod dialog;
 pub mod form;
 pub mod help;
@@ -16,6 +15,7 @@ pub mod latest;
 pub mod lists;
 pub mod log;
 mod messages;
+pub mod row_cache;
 mod screens;
 mod toasts;
 mod watch;
@@ -26,13 +26,13 @@ use chrono::{DateTime, Utc};
 use nucleo::Matcher;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use self::data::{Cell as GpuCell, Data};
 use self::dialog::Dialog;
 use self::form::{Field, SubmitForm};
 use self::history::HistoryView;
 use self::input::TextInput;
 use self::latest::Latest;
 use self::lists::{ClusterKeep, Cursor, GpuList, JobColumn, JobList, NodeColumn, NodeList};
+use self::row_cache::{Cell as GpuCell, RowCache};
 use super::TuiOptions;
 use super::action::{Mode, UiAction};
 use super::keymap::{Keymap, Resolution};
@@ -106,9 +106,9 @@ pub struct App {
     pub(crate) no_clusters: Vec<String>,
     pub(crate) now: DateTime<Utc>,
     pub(crate) size: (u16, u16),
-    pub(crate) data: Data,
+    pub(crate) rows: RowCache,
     /// The row cache a refresh replaced, for the event loop to free off the UI thread.
-    retired: Option<Box<Data>>,
+    retired: Option<Box<RowCache>>,
     pub(crate) screen: Screen,
     /// Where Back goes from the detail or the submit form.
     pub(crate) back_to: Screen,
@@ -162,7 +162,7 @@ impl App {
             notify: crate::notify::NotifySettings::default(),
             now: DateTime::<Utc>::UNIX_EPOCH,
             size: (80, 24),
-            data: Data::empty(),
+            rows: RowCache::empty(),
             retired: None,
             screen: Screen::Overview,
             back_to: Screen::Jobs,
@@ -213,12 +213,12 @@ impl App {
     }
 
     pub fn fleet(&self) -> &FleetState {
-        &self.data.fleet
+        &self.rows.fleet
     }
 
     /// Read-only, by the options or by the fleet.
     pub fn read_only(&self) -> bool {
-        self.read_only || self.data.fleet.read_only
+        self.read_only || self.rows.fleet.read_only
     }
 
     pub fn cluster_filter(&self) -> Option<&str> {
@@ -243,9 +243,9 @@ impl App {
     }
 
     /// The jobs table's rows, in order (builds a list: for tests and small tables). An
-    /// array's parent row is its [`data::array_key`] (`cluster/12_[*]`).
+    /// array's parent row is its [`row_cache::array_key`] (`cluster/12_[*]`).
     pub fn visible_jobs(&self) -> Vec<JobRef> {
-        self.jobs.cursor.visible.iter().map(|r| self.data.row_ref(*r).clone()).collect()
+        self.jobs.cursor.visible.iter().map(|r| self.rows.row_ref(*r).clone()).collect()
     }
 
     /// The jobs the filters keep (an array's tasks counted one by one, folded or not).
@@ -253,14 +253,14 @@ impl App {
         self.jobs.matched.len()
     }
 
-    /// The row under the jobs table's cursor: a job, or an array's [`data::array_key`].
+    /// The row under the jobs table's cursor: a job, or an array's [`row_cache::array_key`].
     pub fn cursor_job(&self) -> Option<&JobRef> {
-        self.jobs.cursor.current().map(|r| self.data.row_ref(r))
+        self.jobs.cursor.current().map(|r| self.rows.row_ref(r))
     }
 
-    /// An array's parent row, by its [`data::array_key`], as the jobs table shows it.
+    /// An array's parent row, by its [`row_cache::array_key`], as the jobs table shows it.
     pub fn array_parent(&self, key: &JobRef) -> Option<&Job> {
-        self.data.array_index.get(key).map(|g| &self.data.arrays[*g as usize].job)
+        self.rows.array_index.get(key).map(|g| &self.rows.arrays[*g as usize].job)
     }
 
     /// The arrays shown unfolded, by key.
@@ -273,22 +273,22 @@ impl App {
     }
 
     pub fn visible_nodes(&self) -> Vec<NodeRef> {
-        self.nodes.cursor.visible.iter().map(|r| lists::node_ref(&self.data, *r)).collect()
+        self.nodes.cursor.visible.iter().map(|r| lists::node_ref(&self.rows, *r)).collect()
     }
 
     pub fn cursor_node(&self) -> Option<NodeRef> {
-        self.nodes.cursor.current().map(|r| lists::node_ref(&self.data, r))
+        self.nodes.cursor.current().map(|r| lists::node_ref(&self.rows, r))
     }
 
     /// The GPU map's selected node, cell index, and what the cell holds (with the job).
     pub fn gpu_selection(&self) -> Option<(NodeRef, usize, GpuCell, Option<&Job>)> {
-        let g = &self.data.gpu_nodes[self.gpus.cursor.current()? as usize];
+        let g = &self.rows.gpu_nodes[self.gpus.cursor.current()? as usize];
         let cell = *g.cells.get(self.gpus.cell)?;
         let job = match cell {
-            GpuCell::Allocated(Some(row)) => Some(self.data.job(row)),
+            GpuCell::Allocated(Some(row)) => Some(self.rows.job(row)),
             _ => None,
         };
-        Some((lists::node_ref(&self.data, g.node), self.gpus.cell, cell, job))
+        Some((lists::node_ref(&self.rows, g.node), self.gpus.cell, cell, job))
     }
 
     pub fn dialog(&self) -> Option<&Dialog> {
@@ -378,8 +378,8 @@ impl App {
                 true
             }
             // Both run: `|`, not `||`.
-            Msg::Fleet(state) => self.on_data(Data::new(state)) | self.follow_watched(out),
-            Msg::Prepared(data) => self.on_data(*data) | self.follow_watched(out),
+            Msg::Fleet(state) => self.on_rows(RowCache::new(state)) | self.follow_watched(out),
+            Msg::Prepared(rows) => self.on_rows(*rows) | self.follow_watched(out),
             Msg::PrepareFailed(why) => {
                 self.toast(why, true);
                 true
@@ -416,7 +416,7 @@ impl App {
             Msg::SpecLoaded { path, result } => {
                 match result {
                     Ok(spec) => {
-                        self.form.load(*spec, path.clone(), &self.data.fleet);
+                        self.form.load(*spec, path.clone(), &self.rows.fleet);
                         self.toast(format!("loaded {path}"), false);
                     }
                     Err(e) => self.toast(e, true),
@@ -441,40 +441,40 @@ impl App {
     }
 
     fn cluster_keep(&self) -> ClusterKeep {
-        ClusterKeep::resolve(&self.data, self.cluster.as_deref())
+        ClusterKeep::resolve(&self.rows, self.cluster.as_deref())
     }
 
     /// The row cache replaced by the last refresh, if any; dropping it frees every row and,
     /// often, the last reference to the old snapshots, so the event loop drops it elsewhere.
-    pub fn take_retired(&mut self) -> Option<Box<Data>> {
+    pub fn take_retired(&mut self) -> Option<Box<RowCache>> {
         self.retired.take()
     }
 
     /// A new row cache; false when it holds the state already shown.
-    fn on_data(&mut self, data: Data) -> bool {
-        if Arc::ptr_eq(&self.data.fleet, &data.fleet) {
+    fn on_rows(&mut self, rows: RowCache) -> bool {
+        if Arc::ptr_eq(&self.rows.fleet, &rows.fleet) {
             return false;
         }
-        self.retired = Some(Box::new(std::mem::replace(&mut self.data, data)));
+        self.retired = Some(Box::new(std::mem::replace(&mut self.rows, rows)));
         let keep = self.cluster_keep();
-        self.jobs.resort(&self.data);
-        self.jobs.refilter(&self.data, keep, &mut self.matchers, false);
-        self.jobs.prune(&self.data);
-        self.nodes.resort(&self.data);
-        self.nodes.refilter(&self.data, keep, &mut self.matchers, false);
-        self.nodes.prune(&self.data);
-        self.gpus.refilter(&self.data, keep);
+        self.jobs.resort(&self.rows);
+        self.jobs.refilter(&self.rows, keep, &mut self.matchers, false);
+        self.jobs.prune(&self.rows);
+        self.nodes.resort(&self.rows);
+        self.nodes.refilter(&self.rows, keep, &mut self.matchers, false);
+        self.nodes.prune(&self.rows);
+        self.gpus.refilter(&self.rows, keep);
         if let Some(d) = &mut self.detail {
-            match self.data.job_index.get(&d.job) {
+            match self.rows.job_index.get(&d.job) {
                 Some(row) => {
-                    d.last = self.data.job(*row).clone();
-                    d.taken_at = self.data.taken_at(self.data.jobs[*row as usize].snap);
+                    d.last = self.rows.job(*row).clone();
+                    d.taken_at = self.rows.taken_at(self.rows.jobs[*row as usize].snap);
                     d.gone = false;
                 }
                 None => d.gone = true,
             }
         }
-        self.form.recheck(&self.data.fleet);
+        self.form.recheck(&self.rows.fleet);
         true
     }
 
@@ -486,7 +486,7 @@ impl App {
         self.toasts.retain(|t| t.sticky || t.until > now);
         let expired = self.toasts.len() != n;
         // Ages on screen are whole minutes: redraw when the minute turns, and only then.
-        let ages_shown = self.data.fleet.clusters.iter().any(|c| !c.health.is_fresh());
+        let ages_shown = self.rows.fleet.clusters.iter().any(|c| !c.health.is_fresh());
         let aged = ages_shown && before.timestamp().div_euclid(60) != now.timestamp().div_euclid(60);
         if self.screen == Screen::Detail
             && self
@@ -526,7 +526,7 @@ impl App {
             } else if !(self.form.focused() == Field::Command && self.form.script.is_some()) {
                 let f = self.form.focused();
                 self.form.input_mut(f).insert_str(text);
-                self.form.recheck(&self.data.fleet);
+                self.form.recheck(&self.rows.fleet);
             }
         }
     }
@@ -681,12 +681,12 @@ impl App {
 
     fn refilter_jobs(&mut self) {
         let keep = self.cluster_keep();
-        self.jobs.refilter(&self.data, keep, &mut self.matchers, false);
+        self.jobs.refilter(&self.rows, keep, &mut self.matchers, false);
     }
 
     fn refilter_nodes(&mut self) {
         let keep = self.cluster_keep();
-        self.nodes.refilter(&self.data, keep, &mut self.matchers, false);
+        self.nodes.refilter(&self.rows, keep, &mut self.matchers, false);
     }
 
     fn refilter_all(&mut self) {
@@ -694,7 +694,7 @@ impl App {
         self.refilter_nodes();
         self.history.refilter(self.cluster.as_deref(), None);
         let keep = self.cluster_keep();
-        self.gpus.refilter(&self.data, keep);
+        self.gpus.refilter(&self.rows, keep);
     }
 
     fn set_cluster(&mut self, cluster: Option<String>) {
@@ -704,7 +704,7 @@ impl App {
 
     /// The next cluster filter: all → first → … → last → all.
     fn cycle_cluster(&mut self) {
-        let names = self.data.cluster_names();
+        let names = self.rows.cluster_names();
         let next = match self.cluster.as_ref().and_then(|c| names.iter().position(|n| n == c)) {
             None => names.first().cloned(),
             Some(i) => names.get(i + 1).cloned(),
@@ -730,7 +730,7 @@ impl App {
     /// The targets whose cluster can do `verb`; for the rest a toast says which cluster
     /// cannot, in the words the CLI and the fleet use.
     fn permitted<T>(&mut self, verb: Verb, targets: Vec<T>, cluster_of: impl Fn(&T) -> &str) -> Vec<T> {
-        let state = self.data.fleet.clone();
+        let state = self.rows.fleet.clone();
         let mut refused: Vec<String> = Vec::new();
         let mut left_out = 0usize;
         let kept: Vec<T> = targets
@@ -778,6 +778,6 @@ impl App {
         }
         let verb = action.verb()?;
         let cluster = self.selected_cluster()?;
-        self.data.fleet.check(&cluster, verb).err()
+        self.rows.fleet.check(&cluster, verb).err()
     }
 }

@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 
 use super::App;
-use super::app::data::Data;
+use super::app::row_cache::RowCache;
 use super::app::{Command, Msg};
 use crate::fleet::{Action, ActionOutcome, BatchOutcome, Fleet, FleetState};
 use crate::spec::JobSpec;
@@ -121,7 +121,7 @@ fn prepare(state: Arc<FleetState>, tx: &mpsc::UnboundedSender<Msg>) {
     let tx = tx.clone();
     tokio::task::spawn_blocking(move || {
         // A bug in building the cache must not leave the cockpit waiting for it forever.
-        let msg = match std::panic::catch_unwind(|| Data::new(state)) {
+        let msg = match std::panic::catch_unwind(|| RowCache::new(state)) {
             Ok(data) => Msg::Prepared(Box::new(data)),
             Err(_) => {
                 Msg::PrepareFailed("could not read the new fleet state (see the log); showing the last one".into())

@@ -12,10 +12,10 @@ use flightdeck::model::{
 };
 use flightdeck::spec::JobSpec;
 use flightdeck::tui::action::{Mode, UiAction};
-use flightdeck::tui::app::data::Cell;
 use flightdeck::tui::app::dialog::Dialog;
 use flightdeck::tui::app::form::Field;
 use flightdeck::tui::app::log::LogStream;
+use flightdeck::tui::app::row_cache::Cell;
 use flightdeck::tui::keymap::Keymap;
 use flightdeck::tui::theme::{ColorDepth, Theme};
 use flightdeck::tui::{App, Command, Msg, Screen, TuiOptions};
@@ -2092,7 +2092,7 @@ fn array_app() -> App {
 }
 
 fn array12() -> JobRef {
-    flightdeck::tui::app::data::array_key("fd22", "12")
+    flightdeck::tui::app::row_cache::array_key("fd22", "12")
 }
 
 #[test]
@@ -2107,7 +2107,7 @@ fn an_array_folds_into_one_parent_row_with_its_counts() {
     assert_eq!(parent.gpus(), 3 * 2 + 5, "live tasks' GPUs, the pending range per task");
     assert_eq!(parent.nodes, vec!["gpu-00", "gpu-01", "gpu-02"]);
     assert_eq!(app.visible_job_count(), 8, "the title counts jobs, not rows");
-    assert!(app.array_parent(&flightdeck::tui::app::data::array_key("fd22", "20")).is_none(), "one row: no fold");
+    assert!(app.array_parent(&flightdeck::tui::app::row_cache::array_key("fd22", "20")).is_none(), "one row: no fold");
 }
 
 #[test]

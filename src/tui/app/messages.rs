@@ -9,8 +9,8 @@ use ratatui::crossterm::event::KeyEvent;
 use crate::fleet::{Action, ActionOutcome, BatchOutcome, FleetState};
 use crate::model::{History, Job, JobRef, LogHandle, Native};
 use crate::spec::JobSpec;
-use crate::tui::app::data::Data;
 use crate::tui::app::log::{LogChunk, LogStream};
+use crate::tui::app::row_cache::RowCache;
 
 /// Something that happened.
 #[derive(Debug)]
@@ -22,7 +22,7 @@ pub enum Msg {
     Fleet(Arc<FleetState>),
     /// A new fleet state with its row cache already built (off the UI thread: at 100,000
     /// jobs that takes longer than a keystroke may wait).
-    Prepared(Box<Data>),
+    Prepared(Box<RowCache>),
     /// Building that row cache failed (a bug); the last one stays.
     PrepareFailed(String),
     /// An action finished.

@@ -29,7 +29,7 @@ impl App {
         if self.watched.is_empty() {
             return false;
         }
-        let fleet = self.data.fleet.clone();
+        let fleet = self.rows.fleet.clone();
         let looked: Vec<(JobRef, Option<&Job>)> = self
             .watched
             .iter()
@@ -72,7 +72,7 @@ impl App {
             self.toast(format!("stopped watching {}", names(&jobs)), false);
             return;
         }
-        let fleet = self.data.fleet.clone();
+        let fleet = self.rows.fleet.clone();
         let mut looked = Vec::new();
         let new: Vec<JobRef> = jobs.iter().filter(|r| !self.watched.contains(r)).cloned().collect();
         for r in &new {

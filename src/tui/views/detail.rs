@@ -257,7 +257,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let theme = app.theme();
     let mut fields = fields(&d.last, d.taken_at);
     // A waiting job's size against the nodes that could hold it (`why`'s first line).
-    let snapshot = app.data.fleet.clusters.iter().find(|c| c.name == d.job.cluster).and_then(|c| c.snapshot.as_deref());
+    let snapshot = app.rows.fleet.clusters.iter().find(|c| c.name == d.job.cluster).and_then(|c| c.snapshot.as_deref());
     if let Some(line) = snapshot.and_then(|s| crate::fleet::why::size_line(s, &d.last)) {
         fields.push(("size", line));
     }
@@ -367,7 +367,7 @@ const MAX_GPU_LINES: usize = 8;
 
 /// The measured GPUs serving the job, in node and device order.
 fn job_readings<'a>(app: &'a App, d: &Detail) -> Vec<&'a GpuReading> {
-    let cluster = app.data.fleet.clusters.iter().find(|c| c.name == d.job.cluster);
+    let cluster = app.rows.fleet.clusters.iter().find(|c| c.name == d.job.cluster);
     let Some(used) = cluster.and_then(|c| c.gpu_use.as_deref()) else { return Vec::new() };
     used.gpus.iter().filter(|r| r.job.as_deref() == Some(d.job.id.as_str())).collect()
 }
@@ -377,7 +377,7 @@ fn job_readings<'a>(app: &'a App, d: &Detail) -> Vec<&'a GpuReading> {
 fn render_gpus(app: &App, readings: &[&GpuReading], frame: &mut Frame, area: Rect) {
     let theme = app.theme();
     let cluster = app.detail().map(|d| d.job.cluster.as_str()).unwrap_or_default();
-    let used = app.data.fleet.clusters.iter().find(|c| c.name == cluster).and_then(|c| c.gpu_use.as_deref());
+    let used = app.rows.fleet.clusters.iter().find(|c| c.name == cluster).and_then(|c| c.gpu_use.as_deref());
     let mut title = format!(" GPUs · {}", used.map_or("", |u| u.source.as_str()));
     if let Some(u) = used {
         title.push_str(&format!(" · {} ago", text::age((app.now() - u.taken_at).num_seconds().max(0))));

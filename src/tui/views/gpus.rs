@@ -10,7 +10,7 @@ use ratatui::widgets::Paragraph;
 use super::{block, put, put_spans};
 use crate::model::{GpuReading, JobGpuUse};
 use crate::tui::app::App;
-use crate::tui::app::data::Cell;
+use crate::tui::app::row_cache::Cell;
 use crate::tui::theme::Slot;
 use crate::tui::widgets::table;
 use crate::tui::widgets::text;
@@ -111,7 +111,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let [map, info] = Layout::vertical([Constraint::Min(1), Constraint::Length(3)]).areas(inner);
 
     // Headings interleaved with node lines: indices only; only visible lines are formatted.
-    let data = &app.data;
+    let data = &app.rows;
     let mut lines: Vec<MapLine> = Vec::with_capacity(list.cursor.len() + 8);
     let mut last_snap = None;
     let mut cursor_line = 0;

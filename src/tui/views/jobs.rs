@@ -10,14 +10,14 @@ use ratatui::layout::Rect;
 use super::block;
 use crate::columns::{JobColumn, JobContext};
 use crate::tui::app::App;
-use crate::tui::app::data::NO_ARRAY;
+use crate::tui::app::row_cache::NO_ARRAY;
 use crate::tui::theme::Slot;
 use crate::tui::widgets::table::{self, RowCells};
 use crate::tui::widgets::text;
 
 /// The title line: counts and every filter in force.
 pub fn title(app: &App) -> String {
-    let total = app.data.jobs.len();
+    let total = app.rows.jobs.len();
     let shown = app.visible_job_count();
     let mut t = format!(" Jobs {} of {} ", text::thousands(shown), text::thousands(total));
     let (col, rev) = app.job_sort();
@@ -66,11 +66,11 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         .iter()
         .enumerate()
         .map(|(i, &row)| {
-            let array = app.data.array_at(row);
-            let job = app.data.row_job(row);
+            let array = app.rows.array_at(row);
+            let job = app.rows.row_job(row);
             let cx = match array {
-                Some(a) => JobContext { taken_at: app.data.taken_at(a.snap), gpu_use: None },
-                None => app.data.job_context(row),
+                Some(a) => JobContext { taken_at: app.rows.taken_at(a.snap), gpu_use: None },
+                None => app.rows.job_context(row),
             };
             let mut cells: Vec<Cow<str>> = JobColumn::COCKPIT.iter().map(|c| c.cell(job, cx)).collect();
             let id = &mut cells[JobColumn::Id as usize];
@@ -78,14 +78,14 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             if let Some(a) = array {
                 let sign = if list.expanded.contains(&a.key) { '▾' } else { '▸' };
                 *id = Cow::Owned(format!("{sign} {id}"));
-            } else if app.data.job_array.get(row as usize).is_some_and(|g| *g != NO_ARRAY) {
+            } else if app.rows.job_array.get(row as usize).is_some_and(|g| *g != NO_ARRAY) {
                 *id = Cow::Owned(format!("  └ {id}"));
             }
             let is_cursor = offset + i == list.cursor.pos;
             // A parent row is marked when every task is (`+`: some are).
             let (marked, some_marked) = match array {
                 Some(a) if !list.marked.is_empty() => {
-                    let mut tasks = a.rows.iter().map(|r| list.marked.contains(&app.data.job(*r).job_ref));
+                    let mut tasks = a.rows.iter().map(|r| list.marked.contains(&app.rows.job(*r).job_ref));
                     let first = tasks.next().unwrap_or(false);
                     let mixed = tasks.any(|m| m != first);
                     (first && !mixed, first || mixed)
@@ -130,10 +130,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             }
         })
         .collect();
-    let empty = list.cursor.is_empty().then_some(if app.data.jobs.is_empty() {
+    let empty = list.cursor.is_empty().then_some(if app.rows.jobs.is_empty() {
         "no jobs"
     } else {
         "no job matches the filters"
     });
-    super::draw_table(app, frame, inner, &JobColumn::COCKPIT_SHAPES, &app.data.job_widths, &rows, empty);
+    super::draw_table(app, frame, inner, &JobColumn::COCKPIT_SHAPES, &app.rows.job_widths, &rows, empty);
 }

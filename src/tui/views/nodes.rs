@@ -16,7 +16,7 @@ use crate::tui::widgets::text;
 
 pub fn title(app: &App) -> String {
     let mut t =
-        format!(" Nodes {} of {} ", text::thousands(app.nodes.cursor.len()), text::thousands(app.data.nodes.len()));
+        format!(" Nodes {} of {} ", text::thousands(app.nodes.cursor.len()), text::thousands(app.rows.nodes.len()));
     let (col, rev) = app.node_sort();
     t.push_str(&format!("· sort {}{} ", col.title().to_lowercase(), if rev { "↓" } else { "↑" }));
     if app.problem_nodes_only() {
@@ -51,11 +51,11 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         .iter()
         .enumerate()
         .map(|(i, &row)| {
-            let node = app.data.node(row);
+            let node = app.rows.node(row);
             let bad = node.gpus_unhealthy();
             let mut cells: Vec<Cow<str>> = NodeColumn::COCKPIT.iter().map(|c| c.cell(node)).collect();
             // What telemetry says of the node's GPUs is evidence beside the scheduler's reason.
-            let gpu_problems = app.data.gpu_problems(row);
+            let gpu_problems = app.rows.gpu_problems(row);
             if !gpu_problems.is_empty() {
                 let reason = &mut cells[NodeColumn::Reason as usize];
                 let evidence = gpu_problems.join(" · ");
@@ -102,10 +102,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             }
         })
         .collect();
-    let empty = list.cursor.is_empty().then_some(if app.data.nodes.is_empty() {
+    let empty = list.cursor.is_empty().then_some(if app.rows.nodes.is_empty() {
         "no nodes"
     } else {
         "no node matches the filters"
     });
-    super::draw_table(app, frame, inner, &NodeColumn::COCKPIT_SHAPES, &app.data.node_widths, &rows, empty);
+    super::draw_table(app, frame, inner, &NodeColumn::COCKPIT_SHAPES, &app.rows.node_widths, &rows, empty);
 }

@@ -14,7 +14,7 @@ use super::block;
 use crate::model::gpu_totals::GpuTotals;
 use crate::model::{Health, JobState};
 use crate::tui::app::App;
-use crate::tui::app::data::{ClusterSummary, ModelTotals};
+use crate::tui::app::row_cache::{ClusterSummary, ModelTotals};
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::widgets::bar::{self, Segment};
 use crate::tui::widgets::text;
@@ -205,7 +205,7 @@ fn cluster_lines<'a>(
 }
 
 /// `  telemetry (nvidia-smi via srun): 16 GPUs read, mean 41% · 12 GPUs idle-allocated: 3 jobs`.
-fn telemetry_line(t: &crate::tui::app::data::TelemetryLine, theme: &crate::tui::theme::Theme) -> Line<'static> {
+fn telemetry_line(t: &crate::tui::app::row_cache::TelemetryLine, theme: &crate::tui::theme::Theme) -> Line<'static> {
     let mut spans = vec![Span::raw(text::clean(&format!("  telemetry ({}): ", t.source)).into_owned())];
     if t.gpus_read > 0 || t.error.is_none() {
         let mean = t.mean_utilisation.map(|m| format!(", mean {m:.0}%")).unwrap_or_default();
@@ -232,11 +232,11 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     frame.render_widget(b, area);
     let now = app.now();
     let shown: Vec<&ClusterSummary> =
-        app.data.summaries.iter().filter(|c| app.cluster_filter().is_none_or(|f| f == c.name)).collect();
+        app.rows.summaries.iter().filter(|c| app.cluster_filter().is_none_or(|f| f == c.name)).collect();
     let mut lines: Vec<Line> = Vec::new();
     // Two clusters or more, none singled out: the fleet first.
-    if app.cluster_filter().is_none() && app.data.summaries.len() > 1 {
-        lines.extend(fleet_lines(&app.data.fleet_gpus, app.data.summaries.len(), theme));
+    if app.cluster_filter().is_none() && app.rows.summaries.len() > 1 {
+        lines.extend(fleet_lines(&app.rows.fleet_gpus, app.rows.summaries.len(), theme));
         lines.push(Line::raw(""));
     }
     let before_banners = lines.len();
@@ -253,7 +253,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     if shown.is_empty() {
         lines.push(Line::styled("no clusters configured", theme.style(Slot::Dim)));
         // No cluster at all (not one filtered away): what was looked for, how to add one.
-        if app.data.summaries.is_empty() {
+        if app.rows.summaries.is_empty() {
             for help in &app.no_clusters {
                 for line in wrap(&text::clean(help), inner.width as usize) {
                     lines.push(Line::styled(line, theme.style(Slot::Dim)));

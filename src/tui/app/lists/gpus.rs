@@ -3,7 +3,7 @@
 use super::{ClusterKeep, Cursor, node_ref};
 use crate::columns::natural_cmp;
 use crate::model::NodeRef;
-use crate::tui::app::data::{Cell as GpuCell, Data};
+use crate::tui::app::row_cache::{Cell as GpuCell, RowCache};
 
 /// Sort keys of the GPU map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +27,7 @@ impl GpuSort {
     }
 }
 
-/// The GPU map's state: a cursor over nodes (indices into `Data::gpu_nodes`) and a cell.
+/// The GPU map's state: a cursor over nodes (indices into `RowCache::gpu_nodes`) and a cell.
 pub struct GpuList {
     pub cursor: Cursor,
     pub cell: usize,
@@ -51,7 +51,7 @@ impl Default for GpuList {
 }
 
 impl GpuList {
-    pub fn refilter(&mut self, data: &Data, cluster: ClusterKeep) {
+    pub fn refilter(&mut self, data: &RowCache, cluster: ClusterKeep) {
         let anchor_row = self.anchor.as_ref().and_then(|r| {
             let node_row = data.node_index.get(r)?;
             data.gpu_nodes.iter().position(|g| g.node == *node_row).map(|p| p as u32)
@@ -88,7 +88,7 @@ impl GpuList {
         self.sync(data);
     }
 
-    pub fn sync(&mut self, data: &Data) {
+    pub fn sync(&mut self, data: &RowCache) {
         self.anchor = self.cursor.current().map(|i| node_ref(data, data.gpu_nodes[i as usize].node));
         let cells = self.cursor.current().map_or(0, |i| data.gpu_nodes[i as usize].cells.len());
         self.cell = self.cell.min(cells.saturating_sub(1));

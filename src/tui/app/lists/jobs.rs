@@ -8,7 +8,7 @@ use super::filter::{Fuzzy, filter_rows};
 use super::{ClusterKeep, Cursor};
 use crate::columns::{JobColumn, JobContext};
 use crate::model::{JobRef, JobState};
-use crate::tui::app::data::{ARRAY_ROW, Data, NO_ARRAY};
+use crate::tui::app::row_cache::{ARRAY_ROW, NO_ARRAY, RowCache};
 
 /// The jobs table's state.
 pub struct JobList {
@@ -28,7 +28,7 @@ pub struct JobList {
     /// jobs: marking an array's parent row marks its tasks.
     pub marked: BTreeSet<JobRef>,
     /// The row under the cursor, followed across refreshes: a job, or an array's parent
-    /// row by its [`crate::tui::app::data::array_key`].
+    /// row by its [`crate::tui::app::row_cache::array_key`].
     pub anchor: Option<JobRef>,
     /// The jobs the filters keep, in sort order, before arrays fold (what a narrowing
     /// filter starts from).
@@ -62,7 +62,7 @@ impl JobList {
     /// Sort every row: live jobs (waiting or running) first, finished ones after them, each
     /// group by the sort column (reversed or not), then cluster and natural id. Finished jobs
     /// are history; mixed in, they bury the live queue.
-    pub fn resort(&mut self, data: &Data) {
+    pub fn resort(&mut self, data: &RowCache) {
         let mut rows: Vec<u32> = (0..data.jobs.len() as u32).collect();
         let key = self.sort;
         let reverse = self.reverse;
@@ -83,7 +83,7 @@ impl JobList {
     }
 
     /// Recompute the visible rows. `narrow`: only the rows matching now can still match.
-    pub fn refilter(&mut self, data: &Data, cluster: ClusterKeep, matchers: &mut Vec<Matcher>, narrow: bool) {
+    pub fn refilter(&mut self, data: &RowCache, cluster: ClusterKeep, matchers: &mut Vec<Matcher>, narrow: bool) {
         let fuzzy = Fuzzy::new(&self.fuzzy);
         let source = if narrow { std::mem::take(&mut self.matched) } else { std::mem::take(&mut self.sorted) };
         let user = self.user.as_deref();
@@ -110,7 +110,7 @@ impl JobList {
 
     /// Fold the matching jobs into the visible rows: each array's parent row where its
     /// first matching task sorts, followed, when unfolded, by its matching tasks. One pass.
-    pub fn refold(&mut self, data: &Data) {
+    pub fn refold(&mut self, data: &RowCache) {
         if data.arrays.is_empty() {
             self.cursor.visible.clone_from(&self.matched);
         } else {
@@ -164,7 +164,7 @@ impl JobList {
 
     /// Fold or unfold the array of the row under the cursor (its parent row or one of its
     /// tasks); the cursor goes to the parent row. False when the row is no array's.
-    pub fn toggle_fold(&mut self, data: &Data) -> bool {
+    pub fn toggle_fold(&mut self, data: &RowCache) -> bool {
         let Some(row) = self.cursor.current() else { return false };
         let g = if row & ARRAY_ROW != 0 { row & !ARRAY_ROW } else { data.job_array[row as usize] };
         let Some(array) = data.arrays.get(g as usize) else { return false };
@@ -176,12 +176,12 @@ impl JobList {
         true
     }
 
-    pub fn sync_anchor(&mut self, data: &Data) {
+    pub fn sync_anchor(&mut self, data: &RowCache) {
         self.anchor = self.cursor.current().map(|r| data.row_ref(r).clone());
     }
 
     /// Drop marks of jobs that are gone.
-    pub fn prune(&mut self, data: &Data) {
+    pub fn prune(&mut self, data: &RowCache) {
         self.marked.retain(|r| data.job_index.contains_key(r));
     }
 }

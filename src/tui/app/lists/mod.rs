@@ -15,7 +15,7 @@ pub use self::filter::{Fuzzy, filter_rows, narrows};
 pub use self::gpus::{GpuList, GpuSort};
 pub use self::jobs::JobList;
 pub use self::nodes::NodeList;
-use super::data::Data;
+use super::row_cache::RowCache;
 pub use crate::columns::{JobColumn, NodeColumn};
 use crate::model::{JobState, NodeRef};
 
@@ -40,7 +40,7 @@ pub enum ClusterKeep {
 }
 
 impl ClusterKeep {
-    pub fn resolve(data: &Data, name: Option<&str>) -> ClusterKeep {
+    pub fn resolve(data: &RowCache, name: Option<&str>) -> ClusterKeep {
         match name {
             None => ClusterKeep::All,
             Some(name) => ClusterKeep::One(
@@ -58,7 +58,7 @@ impl ClusterKeep {
 }
 
 /// The identity of the node at `row` of the row cache.
-pub fn node_ref(data: &Data, row: u32) -> NodeRef {
+pub fn node_ref(data: &RowCache, row: u32) -> NodeRef {
     let n = data.node(row);
     NodeRef { cluster: n.cluster.clone(), name: n.name.clone() }
 }

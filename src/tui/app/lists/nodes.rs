@@ -8,7 +8,7 @@ use super::filter::{Fuzzy, filter_rows};
 use super::{ClusterKeep, Cursor, node_ref};
 use crate::columns::NodeColumn;
 use crate::model::NodeRef;
-use crate::tui::app::data::Data;
+use crate::tui::app::row_cache::RowCache;
 
 /// The nodes table's state.
 pub struct NodeList {
@@ -38,7 +38,7 @@ impl Default for NodeList {
 }
 
 impl NodeList {
-    pub fn resort(&mut self, data: &Data) {
+    pub fn resort(&mut self, data: &RowCache) {
         let mut rows: Vec<u32> = (0..data.nodes.len() as u32).collect();
         let key = self.sort;
         let by = |a: &u32, b: &u32| key.compare(data.node(*a), data.node(*b));
@@ -46,7 +46,7 @@ impl NodeList {
         self.sorted = rows;
     }
 
-    pub fn refilter(&mut self, data: &Data, cluster: ClusterKeep, matchers: &mut Vec<Matcher>, narrow: bool) {
+    pub fn refilter(&mut self, data: &RowCache, cluster: ClusterKeep, matchers: &mut Vec<Matcher>, narrow: bool) {
         let anchor_row = self.anchor.as_ref().and_then(|r| data.node_index.get(r).copied());
         let fuzzy = Fuzzy::new(&self.fuzzy);
         let source = if narrow { std::mem::take(&mut self.cursor.visible) } else { std::mem::take(&mut self.sorted) };
@@ -64,11 +64,11 @@ impl NodeList {
         self.sync_anchor(data);
     }
 
-    pub fn sync_anchor(&mut self, data: &Data) {
+    pub fn sync_anchor(&mut self, data: &RowCache) {
         self.anchor = self.cursor.current().map(|r| node_ref(data, r));
     }
 
-    pub fn prune(&mut self, data: &Data) {
+    pub fn prune(&mut self, data: &RowCache) {
         self.marked.retain(|r| data.node_index.contains_key(r));
     }
 }

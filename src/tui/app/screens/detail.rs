@@ -74,8 +74,8 @@ impl Detail {
 
 impl App {
     pub(in crate::tui::app) fn open_detail(&mut self, row: u32, out: &mut Vec<Command>) {
-        let job = self.data.job(row).clone();
-        let taken_at = self.data.taken_at(self.data.jobs[row as usize].snap);
+        let job = self.rows.job(row).clone();
+        let taken_at = self.rows.taken_at(self.rows.jobs[row as usize].snap);
         self.open_detail_of(job, taken_at, false, out);
     }
 

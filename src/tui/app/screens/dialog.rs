@@ -61,7 +61,7 @@ impl App {
     /// Clusters a migration of `sources` can go to: they take submissions, and are not the
     /// one cluster every source is on.
     pub(in crate::tui::app) fn migration_targets(&self, sources: &[JobRef]) -> Vec<String> {
-        self.data
+        self.rows
             .fleet
             .clusters
             .iter()
@@ -120,7 +120,7 @@ impl App {
     pub(in crate::tui::app) fn cycle_gpu_type(&mut self, out: &mut Vec<Command>) {
         use crate::fleet::migrate::{GpuChoice, gpu_models};
         let Some(Dialog::Migrate { sources, to, running, gpu_type, .. }) = &self.dialog else { return };
-        let models = self.data.fleet.cluster(to).map(gpu_models).unwrap_or_default();
+        let models = self.rows.fleet.cluster(to).map(gpu_models).unwrap_or_default();
         let mut choices: Vec<Option<GpuChoice>> = vec![None];
         choices.extend(models.into_iter().map(|m| Some(GpuChoice::Model(m))));
         choices.push(Some(GpuChoice::Any));

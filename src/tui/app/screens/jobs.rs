@@ -10,24 +10,24 @@ use crate::tui::app::{App, Command};
 impl App {
     pub(in crate::tui::app) fn jobs_action(&mut self, action: UiAction, out: &mut Vec<Command>) {
         if Self::move_cursor(&mut self.jobs.cursor, action) {
-            self.jobs.sync_anchor(&self.data);
+            self.jobs.sync_anchor(&self.rows);
             return;
         }
         match action {
             UiAction::Open => {
                 // An array's parent row opens its first task.
                 if let Some(row) = self.jobs.cursor.current() {
-                    let row = self.data.array_at(row).map_or(row, |a| a.rows[0]);
+                    let row = self.rows.array_at(row).map_or(row, |a| a.rows[0]);
                     self.open_detail(row, out);
                 }
             }
             UiAction::ToggleFold => {
-                self.jobs.toggle_fold(&self.data);
+                self.jobs.toggle_fold(&self.rows);
             }
             UiAction::ToggleSelect => {
                 // An array's parent row marks (or, when all are marked, unmarks) every task.
                 if let Some(row) = self.jobs.cursor.current() {
-                    let jobs = self.data.row_targets(row);
+                    let jobs = self.rows.row_targets(row);
                     if jobs.iter().all(|j| self.jobs.marked.contains(j)) {
                         for j in &jobs {
                             self.jobs.marked.remove(j);
@@ -36,15 +36,15 @@ impl App {
                         self.jobs.marked.extend(jobs);
                     }
                     self.jobs.cursor.move_by(1);
-                    self.jobs.sync_anchor(&self.data);
+                    self.jobs.sync_anchor(&self.rows);
                 }
             }
             UiAction::SelectAll => {
                 for &row in &self.jobs.cursor.visible {
-                    if let Some(a) = self.data.array_at(row) {
-                        self.jobs.marked.extend(a.rows.iter().map(|r| self.data.job(*r).job_ref.clone()));
+                    if let Some(a) = self.rows.array_at(row) {
+                        self.jobs.marked.extend(a.rows.iter().map(|r| self.rows.job(*r).job_ref.clone()));
                     } else {
-                        self.jobs.marked.insert(self.data.job(row).job_ref.clone());
+                        self.jobs.marked.insert(self.rows.job(row).job_ref.clone());
                     }
                 }
             }
@@ -57,13 +57,13 @@ impl App {
                     let columns = JobColumn::COCKPIT;
                     let at = columns.iter().position(|c| *c == self.jobs.sort).unwrap_or(0);
                     let shown =
-                        |i: usize| !columns[i].shape().optional || self.data.job_widths.get(i).is_some_and(|w| *w > 0);
+                        |i: usize| !columns[i].shape().optional || self.rows.job_widths.get(i).is_some_and(|w| *w > 0);
                     let next = (1..=columns.len()).map(|k| (at + k) % columns.len()).find(|i| shown(*i));
                     self.jobs.sort = columns[next.unwrap_or(0)];
                 } else {
                     self.jobs.reverse = !self.jobs.reverse;
                 }
-                self.jobs.resort(&self.data);
+                self.jobs.resort(&self.rows);
                 self.refilter_jobs();
             }
             UiAction::FilterMine => {
@@ -104,7 +104,7 @@ impl App {
     /// (an array's parent row: every task of the array).
     pub(in crate::tui::app) fn job_targets(&self) -> Vec<JobRef> {
         if self.jobs.marked.is_empty() {
-            self.jobs.cursor.current().map(|r| self.data.row_targets(r)).unwrap_or_default()
+            self.jobs.cursor.current().map(|r| self.rows.row_targets(r)).unwrap_or_default()
         } else {
             self.marked_jobs()
         }
@@ -112,8 +112,8 @@ impl App {
 
     /// The identity `job` has in the data on screen (see [`crate::model::Job::uid`]).
     pub(in crate::tui::app) fn job_uid(&self, job: &JobRef) -> Option<String> {
-        let row = *self.data.job_index.get(job)?;
-        self.data.job(row).uid.clone()
+        let row = *self.rows.job_index.get(job)?;
+        self.rows.job(row).uid.clone()
     }
 
     /// Ask for `action` on `targets`: left out (and said why) where the job's cluster cannot

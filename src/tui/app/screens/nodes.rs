@@ -11,7 +11,7 @@ use crate::tui::app::{App, Command, Screen, lists};
 impl App {
     pub(in crate::tui::app) fn nodes_action(&mut self, action: UiAction, out: &mut Vec<Command>) {
         if Self::move_cursor(&mut self.nodes.cursor, action) {
-            self.nodes.sync_anchor(&self.data);
+            self.nodes.sync_anchor(&self.rows);
             return;
         }
         match action {
@@ -21,7 +21,7 @@ impl App {
                         self.nodes.marked.insert(node);
                     }
                     self.nodes.cursor.move_by(1);
-                    self.nodes.sync_anchor(&self.data);
+                    self.nodes.sync_anchor(&self.rows);
                 }
             }
             UiAction::SelectAll => {
@@ -36,7 +36,7 @@ impl App {
                 } else {
                     self.nodes.reverse = !self.nodes.reverse;
                 }
-                self.nodes.resort(&self.data);
+                self.nodes.resort(&self.rows);
                 self.refilter_nodes();
             }
             UiAction::FilterCluster => self.cycle_cluster(),
@@ -47,12 +47,12 @@ impl App {
             UiAction::Open => {
                 // The node's GPUs on the map.
                 if let Some(row) = self.nodes.cursor.current()
-                    && let Some(pos) = self.data.gpu_nodes.iter().position(|g| g.node == row)
+                    && let Some(pos) = self.rows.gpu_nodes.iter().position(|g| g.node == row)
                 {
-                    self.gpus.anchor = Some(lists::node_ref(&self.data, self.data.gpu_nodes[pos].node));
+                    self.gpus.anchor = Some(lists::node_ref(&self.rows, self.rows.gpu_nodes[pos].node));
                     self.gpus.problems_only = false;
                     let keep = self.cluster_keep();
-                    self.gpus.refilter(&self.data, keep);
+                    self.gpus.refilter(&self.rows, keep);
                     self.switch(Screen::Gpus);
                 }
             }

@@ -32,9 +32,9 @@ impl App {
                 self.run_command(&line, out);
             }
             (Input::Command { text, candidates }, KeyCode::Tab) => {
-                let users = &self.data.users;
+                let users = &self.rows.users;
                 let (new, found) =
-                    command_line::complete(text.text(), &self.data.cluster_names(), users, Theme::names());
+                    command_line::complete(text.text(), &self.rows.cluster_names(), users, Theme::names());
                 text.set(new);
                 *candidates = found;
             }
@@ -56,11 +56,11 @@ impl App {
         match screen {
             Screen::Nodes => {
                 self.nodes.fuzzy = text.text().to_string();
-                self.nodes.refilter(&self.data, keep, &mut self.matchers, narrow);
+                self.nodes.refilter(&self.rows, keep, &mut self.matchers, narrow);
             }
             _ => {
                 self.jobs.fuzzy = text.text().to_string();
-                self.jobs.refilter(&self.data, keep, &mut self.matchers, narrow);
+                self.jobs.refilter(&self.rows, keep, &mut self.matchers, narrow);
             }
         }
     }
@@ -75,10 +75,10 @@ impl App {
             }),
             Ok(Parsed::Cluster(None)) => self.set_cluster(None),
             Ok(Parsed::Cluster(Some(name))) => {
-                if self.data.fleet.cluster(&name).is_some() {
+                if self.rows.fleet.cluster(&name).is_some() {
                     self.set_cluster(Some(name));
                 } else {
-                    let names = self.data.cluster_names().join(", ");
+                    let names = self.rows.cluster_names().join(", ");
                     self.toast(format!("no cluster named `{name}` (clusters: {names})"), true);
                 }
             }

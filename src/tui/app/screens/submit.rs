@@ -21,7 +21,7 @@ impl App {
         {
             self.form.input_mut(Field::Cluster).set(c.clone());
         }
-        self.form.recheck(&self.data.fleet);
+        self.form.recheck(&self.rows.fleet);
         self.screen = Screen::Submit;
     }
 
@@ -48,19 +48,19 @@ impl App {
         if field == Field::Command && self.form.script.is_some() {
             if key.code == KeyCode::Backspace {
                 self.form.script = None;
-                self.form.recheck(&self.data.fleet);
+                self.form.recheck(&self.rows.fleet);
                 return true;
             }
             return plain_char(key).is_some();
         }
         if field == Field::Cluster && matches!(key.code, KeyCode::Left | KeyCode::Right) {
-            self.form.cycle_cluster(&self.data.cluster_names(), if key.code == KeyCode::Left { -1 } else { 1 });
-            self.form.recheck(&self.data.fleet);
+            self.form.cycle_cluster(&self.rows.cluster_names(), if key.code == KeyCode::Left { -1 } else { 1 });
+            self.form.recheck(&self.rows.fleet);
             return true;
         }
         match self.form.input_mut(field).edit(key) {
             Edit::Changed => {
-                self.form.recheck(&self.data.fleet);
+                self.form.recheck(&self.rows.fleet);
                 true
             }
             Edit::Moved => true,
@@ -78,7 +78,7 @@ impl App {
                 self.form.path_prompt = Some(TextInput::new(last));
             }
             UiAction::SubmitForm => {
-                self.form.recheck(&self.data.fleet);
+                self.form.recheck(&self.rows.fleet);
                 match (self.form.wanted.clone(), self.form.problem.clone()) {
                     (Some((cluster, spec)), _) => {
                         if let Some(cluster) = self.permitted(Verb::Submit, vec![cluster], |c| c).pop() {

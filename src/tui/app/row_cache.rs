@@ -24,7 +24,7 @@ type Holder<'a> = (u32, Option<&'a str>, u32, &'a [u32]);
 
 /// One job of the flattened list.
 pub struct JobRow {
-    /// Index into [`Data::snaps`].
+    /// Index into [`RowCache::snaps`].
     pub snap: u16,
     /// Index into that snapshot's `jobs`.
     pub index: u32,
@@ -33,10 +33,10 @@ pub struct JobRow {
 }
 
 /// A job list's visible row that is an array's own (parent) row: `ARRAY_ROW | index into
-/// [`Data::arrays`]`; rows without this bit are job rows.
+/// [`RowCache::arrays`]`; rows without this bit are job rows.
 pub const ARRAY_ROW: u32 = 1 << 31;
 
-/// [`Data::job_array`] of a job that belongs to no folded array.
+/// [`RowCache::job_array`] of a job that belongs to no folded array.
 pub const NO_ARRAY: u32 = u32::MAX;
 
 /// The stable identity of an array's parent row: `cluster/ARRAY_[*]` (the shown id,
@@ -128,7 +128,7 @@ pub struct NodeRow {
 /// One GPU slot on the map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cell {
-    /// Held by the job at this row of [`Data::jobs`], or by a job the map cannot name.
+    /// Held by the job at this row of [`RowCache::jobs`], or by a job the map cannot name.
     Allocated(Option<u32>),
     Free,
     /// Unhealthy, or on a node that cannot take work.
@@ -137,7 +137,7 @@ pub enum Cell {
 
 /// The GPUs of one node, in device order.
 pub struct GpuNode {
-    /// Row in [`Data::nodes`].
+    /// Row in [`RowCache::nodes`].
     pub node: u32,
     /// Model of each cell, as an index into the node's `gpus`.
     pub models: Vec<u16>,
@@ -224,7 +224,7 @@ impl TelemetryLine {
 }
 
 /// Everything derived from one `FleetState`.
-pub struct Data {
+pub struct RowCache {
     pub fleet: Arc<FleetState>,
     /// Clusters that have a snapshot, with their index in `fleet.clusters`.
     pub snaps: Vec<(usize, Arc<Snapshot>)>,
@@ -246,15 +246,15 @@ pub struct Data {
     pub node_widths: Vec<usize>,
     /// Every Slurm array with two rows or more (see [`ArrayGroup`]), in row order.
     pub arrays: Vec<ArrayGroup>,
-    /// Per job row, its index in [`Data::arrays`], or [`NO_ARRAY`].
+    /// Per job row, its index in [`RowCache::arrays`], or [`NO_ARRAY`].
     pub job_array: Vec<u32>,
-    /// Parent row identity ([`array_key`]) → index in [`Data::arrays`].
+    /// Parent row identity ([`array_key`]) → index in [`RowCache::arrays`].
     pub array_index: HashMap<JobRef, u32>,
 }
 
-impl std::fmt::Debug for Data {
+impl std::fmt::Debug for RowCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Data")
+        f.debug_struct("RowCache")
             .field("version", &self.fleet.version)
             .field("jobs", &self.jobs.len())
             .field("nodes", &self.nodes.len())
@@ -304,12 +304,12 @@ pub fn is_problem_node(node: &Node) -> bool {
             .any(|f| node.has_flag(f))
 }
 
-impl Data {
-    pub fn empty() -> Data {
-        Data::new(Arc::new(FleetState::default()))
+impl RowCache {
+    pub fn empty() -> RowCache {
+        RowCache::new(Arc::new(FleetState::default()))
     }
 
-    pub fn new(fleet: Arc<FleetState>) -> Data {
+    pub fn new(fleet: Arc<FleetState>) -> RowCache {
         let snaps: Vec<(usize, Arc<Snapshot>)> =
             fleet.clusters.iter().enumerate().filter_map(|(i, c)| c.snapshot.clone().map(|s| (i, s))).collect();
         let job_total: usize = snaps.iter().map(|(_, s)| s.jobs.len()).sum();
@@ -359,7 +359,7 @@ impl Data {
         users.sort();
         users.dedup();
         users.retain(|u| !u.is_empty());
-        let mut data = Data {
+        let mut data = RowCache {
             fleet,
             snaps,
             jobs,
