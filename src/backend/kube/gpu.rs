@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 pub const CPU: &str = "cpu";
@@ -206,7 +206,15 @@ impl Amounts {
 /// What one container asks for: its requests, and its limits where it sets no request.
 fn container_demand(resources: Option<&ResourceRequirements>) -> Amounts {
     let mut out = Amounts::default();
-    let Some(r) = resources else { return out };
+    add_container_demand(&mut out, resources);
+    out
+}
+
+/// [`container_demand`] added into `out`: each resource appears once per container, so this
+/// is the same sum as merging the container's own amounts, without building them first
+/// (every pod's containers are read at each snapshot).
+fn add_container_demand(out: &mut Amounts, resources: Option<&ResourceRequirements>) {
+    let Some(r) = resources else { return };
     if let Some(requests) = &r.requests {
         for (k, q) in requests {
             if is_tracked(k) {
@@ -221,7 +229,6 @@ fn container_demand(resources: Option<&ResourceRequirements>) -> Amounts {
             }
         }
     }
-    out
 }
 
 fn is_sidecar(c: &Container) -> bool {
@@ -230,11 +237,19 @@ fn is_sidecar(c: &Container) -> bool {
 
 /// What a pod asks of its node (see the module documentation), whether or not it is bound.
 pub fn pod_demand(pod: &Pod) -> Amounts {
-    let Some(spec) = &pod.spec else { return Amounts::default() };
-    let mut app = Amounts::default();
+    pod.spec.as_ref().map(spec_demand).unwrap_or_default()
+}
+
+/// [`pod_demand`] of a pod spec alone (a workload's pod template, read without making a pod
+/// of it).
+pub fn spec_demand(spec: &PodSpec) -> Amounts {
+    // Room for CPU, memory and a GPU resource or two without growing.
+    let mut app = Amounts(Vec::with_capacity(4));
     for c in &spec.containers {
-        app.merge(&container_demand(c.resources.as_ref()), 1);
+        add_container_demand(&mut app, c.resources.as_ref());
     }
+    // As `merge` leaves it: amounts that summed to zero go.
+    app.0.retain(|(_, v)| *v != 0);
     let mut sidecars = Amounts::default();
     let mut init_peak = Amounts::default();
     for c in spec.init_containers.iter().flatten() {
@@ -265,6 +280,29 @@ pub fn pod_demand(pod: &Pod) -> Amounts {
     }
     total.0.retain(|(_, v)| *v != 0);
     total
+}
+
+/// Whether two pods' demands are the same by construction: every field [`pod_demand`] reads
+/// is equal. Pods made from one template (a workload's replicas) are, and comparing those
+/// fields costs less than reading the quantities again.
+pub fn same_demand(a: &Pod, b: &Pod) -> bool {
+    match (&a.spec, &b.spec) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            let init = |s: &PodSpec| s.init_containers.as_deref().unwrap_or(&[]).len();
+            a.containers.len() == b.containers.len()
+                && a.containers.iter().zip(&b.containers).all(|(x, y)| x.resources == y.resources)
+                && init(a) == init(b)
+                && a.init_containers
+                    .iter()
+                    .flatten()
+                    .zip(b.init_containers.iter().flatten())
+                    .all(|(x, y)| x.resources == y.resources && x.restart_policy == y.restart_policy)
+                && a.resources == b.resources
+                && a.overhead == b.overhead
+        }
+        _ => false,
+    }
 }
 
 /// The phase says the pod will never run again.
@@ -484,6 +522,36 @@ mod tests {
         assert_eq!(d.get(NVIDIA_GPU), 2000);
         assert_eq!(d.get("example.com/foo"), 0, "untracked resources are left out");
         assert_eq!(d.gpus(), 2);
+    }
+
+    #[test]
+    fn same_demand_only_where_every_field_read_is_equal() {
+        let spec = |gpus: &str, extra: serde_json::Value| {
+            let mut v = json!({"metadata": {"name": "p"}, "spec": {"containers": [
+                {"name": "a", "resources": {"requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": gpus}}}
+            ]}});
+            for (k, x) in extra.as_object().into_iter().flatten() {
+                v["spec"][k] = x.clone();
+            }
+            pod(v)
+        };
+        let a = spec("8", json!({}));
+        assert!(same_demand(&a, &spec("8", json!({"nodeName": "elsewhere"}))), "fields it does not read differ");
+        assert!(!same_demand(&a, &spec("4", json!({}))));
+        assert!(!same_demand(&a, &spec("8", json!({"overhead": {"cpu": "100m"}}))));
+        let side = |policy: &str| {
+            spec(
+                "8",
+                json!({"initContainers": [{"name": "s", "restartPolicy": policy, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}),
+            )
+        };
+        assert!(same_demand(&side("Always"), &side("Always")));
+        assert!(!same_demand(&side("Always"), &side("Never")), "a sidecar and an init container charge apart");
+        assert!(!same_demand(&a, &side("Always")));
+        assert!(!same_demand(&a, &pod(json!({"metadata": {"name": "bare"}}))));
+        for (x, y) in [(&a, &a), (&side("Always"), &side("Always"))] {
+            assert!(same_demand(x, y) && pod_demand(x) == pod_demand(y));
+        }
     }
 
     #[test]

@@ -110,8 +110,10 @@ pub struct GpuKind {
 impl GpuKind {
     fn from_label(product: Option<String>, shared: bool) -> GpuKind {
         let name = product.as_deref().map(gpu_names::canonical);
-        let model = name.as_ref().map(|n| n.model.clone()).filter(|m| !m.is_empty()).unwrap_or_else(|| "gpu".into());
-        GpuKind { model, shared: shared || name.is_some_and(|n| n.shared), product }
+        let shared = shared || name.as_ref().is_some_and(|n| n.shared);
+        // The canonical name's model moved, not copied: this runs for every GPU pod mapped.
+        let model = name.map(|n| n.model).filter(|m| !m.is_empty()).unwrap_or_else(|| "gpu".into());
+        GpuKind { model, shared, product }
     }
 }
 
@@ -444,8 +446,15 @@ pub(crate) fn pod_exit(pod: &Pod) -> Option<ExitStatus> {
 
 /// Where a pod's output is read from: `pod/<namespace>/<name>/<container>`.
 pub fn log_path(pod: &Pod) -> Option<String> {
-    let container = pod.spec.as_ref()?.containers.first()?.name.clone();
-    Some(format!("pod/{}/{}/{container}", pod.metadata.namespace.as_deref()?, pod.metadata.name.as_deref()?))
+    let container = pod.spec.as_ref()?.containers.first()?.name.as_str();
+    let (ns, name) = (pod.metadata.namespace.as_deref()?, pod.metadata.name.as_deref()?);
+    // Pushed into one allocation, not `format!`ted: this runs for every pod of every workload
+    // mapped, where the formatting machinery was a visible share of the cost.
+    let mut path = String::with_capacity("pod///".len() + ns.len() + name.len() + container.len());
+    for part in ["pod/", ns, "/", name, "/", container] {
+        path.push_str(part);
+    }
+    Some(path)
 }
 
 /// Looks up facts the mapping needs beyond the object itself.

@@ -9,9 +9,11 @@
 //! An object or pod without a `resourceVersion` (never from a real API server) is never kept:
 //! nothing would tell that it changed.
 
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Mutex;
+
+// foldhash, not std's SipHash: every workload's key is looked up and stored at each snapshot.
+use foldhash::{HashMap, HashMapExt};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::DynamicObject;

@@ -49,7 +49,7 @@ fn members(pods: &[&Pod], demands: &[Amounts], lookup: &dyn Lookup) -> Vec<Workl
             let name = p.metadata.name.clone().unwrap_or_default();
             let (state, native_state, reason) = map::pod_state(p, lookup.failed_scheduling(ns, &name));
             WorkloadPod {
-                role: pod_role(p),
+                role: pod_role(p).map(str::to_string),
                 state,
                 native_state,
                 node: p.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty()),
@@ -90,6 +90,21 @@ fn fill_from_pods(out: &mut Job, pods: &[&Pod], demands: &[Amounts], lookup: &dy
             _ => pods.iter().rev().find_map(|p| map::pod_exit(p)),
         };
     }
+}
+
+/// Each pod's demand (`gpu::pod_demand`, same order). A workload's pods come from a few
+/// templates, so a pod that asks what the one before it asks (`gpu::same_demand`) takes that
+/// pod's demand instead of reading its quantities again.
+fn demands(pods: &[&Pod]) -> Vec<Amounts> {
+    let mut out: Vec<Amounts> = Vec::with_capacity(pods.len());
+    for (i, p) in pods.iter().enumerate() {
+        let demand = match out.last() {
+            Some(last) if gpu::same_demand(pods[i - 1], p) => last.clone(),
+            _ => gpu::pod_demand(p),
+        };
+        out.push(demand);
+    }
+    out
 }
 
 fn sorted<'a>(pods: &[&'a Pod]) -> Vec<&'a Pod> {
@@ -195,13 +210,12 @@ pub fn workload_job(
     out.end_time = status.end.filter(|_| state.is_finished());
     out.priority = beside.kueue.and_then(|w| w.priority).map(|p| p.max(0) as u64);
     // The log shown first: the first pod of the first group (Master, Launcher, head, leader).
-    let first_role = status.groups.first().map(|g| g.name.to_ascii_lowercase());
-    let main = pods
-        .iter()
-        .find(|p| pod_role(p).map(|r| r.to_ascii_lowercase()) == first_role && first_role.is_some())
+    let first_role = status.groups.first().map(|g| g.name.as_str());
+    let main = first_role
+        .and_then(|first| pods.iter().find(|p| pod_role(p).is_some_and(|r| r.eq_ignore_ascii_case(first))))
         .or(pods.first());
     out.stdout = main.and_then(|p| map::log_path(p)).map(Into::into);
-    let demands: Vec<Amounts> = pods.iter().map(|p| gpu::pod_demand(p)).collect();
+    let demands = demands(&pods);
     fill_from_pods(&mut out, &pods, &demands, lookup);
 
     let ready = pods.iter().filter(|p| is_ready(p)).count() as u32;
@@ -262,7 +276,7 @@ pub fn owner_job(cluster: &str, key: &OwnerKey, pods: &[&Pod], lookup: &dyn Look
         .unwrap_or_else(|| key.namespace.clone());
     out.native_state = summary.join(", ");
     out.reason = if state == JobState::Pending { first_pending_reason(&pods, lookup) } else { None };
-    let demands: Vec<Amounts> = pods.iter().map(|p| gpu::pod_demand(p)).collect();
+    let demands = demands(&pods);
     out.gpus_requested = demands.iter().map(|d| map::saturating_u32(d.gpus())).fold(0, u32::saturating_add);
     out.cpus = demands.iter().map(|d| gpu::whole_units(d.get(gpu::CPU)) as u32).sum();
     out.node_count = pods.len() as u32;

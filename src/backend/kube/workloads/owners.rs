@@ -9,8 +9,11 @@
 //! LeaderWorkerSet's StatefulSets by the set's name label); pods without an owner, mirror
 //! pods and pods of a batch Job that is gone stay single.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+// foldhash, not std's SipHash: the index is built and read for every pod of every snapshot.
+use foldhash::{HashMap, HashMapExt};
 
 use k8s_openapi::api::batch::v1::Job as KJob;
 use k8s_openapi::api::core::v1::Pod;
@@ -96,7 +99,7 @@ impl<'o> Index<'o> {
         for (i, (kind, o)) in workloads.iter().enumerate() {
             add(&o.metadata, KindKey::Workload(*kind), Watched::Workload(i));
         }
-        Index { by_name, parent, top: HashMap::new() }
+        Index { by_name, parent, top: HashMap::with_capacity(jobs.len() + workloads.len()) }
     }
 
     /// The top owner of a watched object (itself when nothing watched owns it); each

@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use kube::core::DynamicObject;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::super::gpu::{self, Amounts};
@@ -89,9 +90,11 @@ fn condition_time(c: Option<&Value>) -> Option<DateTime<Utc>> {
 
 /// A group from a pod template (`{metadata, spec}`) run `pods` times.
 fn group(name: &str, pods: u32, template: Option<&Value>) -> Group {
-    let template: Option<PodTemplateSpec> = template.and_then(|t| serde_json::from_value(t.clone()).ok());
+    // Read in place from the object's JSON, and its demand from the spec itself: no copy of
+    // the template's JSON nor a pod made of the spec, once per group of every workload mapped.
+    let template = template.and_then(|t| PodTemplateSpec::deserialize(t).ok());
     let spec = template.and_then(|t| t.spec);
-    let demand = spec.as_ref().map(|s| gpu::pod_demand(&Pod { spec: Some(s.clone()), ..Pod::default() }));
+    let demand = spec.as_ref().map(gpu::spec_demand);
     Group { name: name.to_string(), pods, ready: None, demand: demand.unwrap_or_default(), template: spec }
 }
 
@@ -384,7 +387,9 @@ fn volcano_job(d: &Value) -> Status {
 }
 
 /// The replica group a pod belongs to, from the labels each operator sets on its pods.
-pub fn pod_role(pod: &Pod) -> Option<String> {
+/// Borrowed from the labels: the mapping compares it to a group's name and copies it only
+/// into the pod's row.
+pub fn pod_role(pod: &Pod) -> Option<&str> {
     let labels = pod.metadata.labels.as_ref()?;
     const ROLE_LABELS: [&str; 6] = [
         "training.kubeflow.org/replica-type",
@@ -395,11 +400,11 @@ pub fn pod_role(pod: &Pod) -> Option<String> {
         "replica-type",
     ];
     if let Some(v) = ROLE_LABELS.iter().find_map(|k| labels.get(*k)) {
-        return Some(v.clone());
+        return Some(v);
     }
     match labels.get("leaderworkerset.sigs.k8s.io/worker-index").map(String::as_str) {
-        Some("0") => Some("leader".into()),
-        Some(_) => Some("worker".into()),
+        Some("0") => Some("leader"),
+        Some(_) => Some("worker"),
         None => None,
     }
 }
