@@ -3,23 +3,31 @@
 //! cluster, holdings spread, failover after a stop, fencing before takeover when a replica
 //! loses the API server, and conditional writes.
 //!
+//! Last, a fleet gated by such flags polls and acts on a cluster only while its flag is true.
+//!
 //! Every keeper's "may poll" flags are recorded as they change; each test ends by checking that
 //! no two keepers ever had the flag of one cluster true at once. Waits are bounded and bounds
 //! generous: the machines running these are busy.
 
-use crate::kube_fake::FakeApi;
+use crate::kube_fake::{FakeApi, fixtures};
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use flightdeck::backend::kube::{KubeBackend, KubeConfig};
+use flightdeck::config::ClusterConfig;
+use flightdeck::fleet::gate::Gate;
+use flightdeck::fleet::{Fleet, FleetOptions, Member, TelemetryOptions};
 use flightdeck::hub::lease::{Identity, LeaseKeeper, LeaseSettings, Owner, cluster_lease_name};
+use flightdeck::model::{Action, NodeAction, NodeRef};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -305,4 +313,60 @@ async fn a_stale_resource_version_is_refused_and_the_holder_keeps_its_lease() {
     assert!(keeper.held().is_empty(), "a live foreign holder is left alone");
     assert_eq!(holder_on_server(&fake, "gpu-a").as_deref(), Some("intruder@10.9.9.9:1"));
     recorder.assert_never_two_at_once();
+}
+
+/// Two Kubernetes clusters (a fake each) in a fleet whose gates the test holds.
+fn gated_fleet(dir: &std::path::Path, fakes: &[FakeApi], gates: Vec<Option<Gate>>) -> Fleet {
+    let members = CLUSTERS
+        .iter()
+        .zip(fakes)
+        .map(|(name, fake)| {
+            let cfg = ClusterConfig::new(*name, KubeConfig::context_of(fake.kubeconfig(dir, name), *name))
+                .with_timeout(Duration::from_secs(5))
+                .with_refresh(Duration::from_millis(100));
+            let backend = Arc::new(KubeBackend::new(&cfg));
+            Member { backend, kind: "kubernetes".into(), refresh: cfg.refresh, timeout: cfg.timeout }
+        })
+        .collect();
+    let opts = FleetOptions { read_only: false, poll: true, audit: None, actor: "tester".into() };
+    Fleet::start_gated(members, opts, TelemetryOptions { off: true, ..TelemetryOptions::default() }, gates)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gated_fleet_polls_and_acts_only_while_its_gate_is_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let fakes = [FakeApi::start().await, FakeApi::start().await];
+    for fake in &fakes {
+        fake.put_all(fixtures::standard_cluster());
+    }
+    let (open_a, gate_a) = watch::channel(true);
+    let (open_b, gate_b) = watch::channel(false);
+    let fleet = gated_fleet(dir.path(), &fakes, vec![Some(gate_a), Some(gate_b)]);
+
+    let st = fleet.wait_for(WAIT, |st| st.clusters[0].attempts >= 3).await;
+    assert!(st.clusters[0].health.is_fresh(), "{:?}", st.clusters[0].health);
+    assert_eq!(st.clusters[1].attempts, 0, "a closed gate: never refreshed");
+    assert!(fakes[1].requests().is_empty(), "a closed gate: its API server never asked");
+    let cordon = |cluster: &str| Action::Node {
+        node: NodeRef { cluster: cluster.into(), name: fixtures::NODE_H100_A.into() },
+        action: NodeAction::Cordon,
+    };
+    let refused = fleet.perform(cordon("gpu-b")).await;
+    let why = refused.result.expect_err("acting on a cluster not held is refused");
+    assert!(why.contains("held by another hub replica"), "{why}");
+    assert!(fakes[1].requests().is_empty(), "the refused action reached nobody");
+
+    // The gate opens: polled; it closes: no more refreshes.
+    open_b.send_replace(true);
+    let st = fleet.wait_for(WAIT, |st| st.clusters[1].health.is_fresh()).await;
+    assert!(st.clusters[1].health.is_fresh(), "{:?}", st.clusters[1].health);
+    assert!(fleet.perform(cordon("gpu-b")).await.is_ok(), "held: the action is carried out");
+    open_a.send_replace(false);
+    // A refresh under way when it closed is dropped; give it a moment, then count.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = fleet.state().clusters[0].attempts;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(fleet.state().clusters[0].attempts, before, "a closed gate stops refreshes at once");
+    assert!(fleet.state().clusters[1].attempts > 0);
+    drop(open_a);
 }
