@@ -11,13 +11,15 @@
 
 use crate::kube_fake::{FakeApi, fixtures};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use flightdeck::backend::Registry;
 use flightdeck::backend::kube::{KubeBackend, KubeConfig};
-use flightdeck::config::ClusterConfig;
+use flightdeck::config::{ClusterConfig, Config};
 use flightdeck::fleet::gate::Gate;
 use flightdeck::fleet::{Fleet, FleetOptions, Member, TelemetryOptions};
 use flightdeck::hub::lease::{Identity, LeaseKeeper, LeaseSettings, Owner, cluster_lease_name};
@@ -369,4 +371,35 @@ async fn a_gated_fleet_polls_and_acts_only_while_its_gate_is_open() {
     assert_eq!(fleet.state().clusters[0].attempts, before, "a closed gate stops refreshes at once");
     assert!(fleet.state().clusters[1].attempts > 0);
     drop(open_a);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_built_gated_polls_only_the_entries_given_an_open_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let fakes = [FakeApi::start().await, FakeApi::start().await];
+    let mut text = String::new();
+    for (name, fake) in CLUSTERS.iter().zip(&fakes) {
+        fake.put_all(fixtures::standard_cluster());
+        let kubeconfig = fake.kubeconfig(dir.path(), name);
+        text.push_str(&format!(
+            "[[cluster]]\nname = \"{name}\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"{name}\"\n\
+             refresh_seconds = 1\ntimeout_seconds = 5\n",
+            kubeconfig.display()
+        ));
+    }
+    let config = Config::from_toml_str(&text, Path::new("/test/config.toml"), &Registry::builtin()).unwrap();
+    // What `serve --replicas-via` does: one gate per configured entry; gpu-b has none here.
+    let (_open, gate) = watch::channel(true);
+    let opts = FleetOptions { read_only: false, poll: true, audit: None, actor: "tester".into() };
+    let fleet = Fleet::builder(&config)
+        .without_telemetry()
+        .gated(HashMap::from([("gpu-a".to_owned(), gate)]))
+        .connect(opts)
+        .await
+        .unwrap();
+    let st = fleet.wait_for(WAIT, |st| st.clusters[0].health.is_fresh()).await;
+    assert!(st.clusters[0].health.is_fresh(), "{:?}", st.clusters[0].health);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(fleet.state().clusters[1].attempts, 0, "an entry without a gate is never polled");
+    assert!(fakes[1].requests().is_empty(), "its API server never asked");
 }
