@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ListParams, PostParams};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -39,6 +39,9 @@ pub use self::rules::{
 pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
 /// How often the holder renews, and how often the others look for a Lease to take.
 pub const DEFAULT_RENEW_PERIOD: Duration = Duration::from_secs(5);
+/// A replica's own Lease run out this many lease durations ago is deleted: a Deployment's
+/// pods get new names on every restart, and their Leases would otherwise pile up.
+const FORGET_AFTER_TERMS: i64 = 10;
 
 /// Who holds what, where, and for how long.
 #[derive(Clone, Debug)]
@@ -341,6 +344,7 @@ impl Shared {
         let share = fair_share(self.slots.len(), live_replicas(holders, &mine));
 
         self.renew_presence(&listed, &mine).await;
+        self.forget_departed(&listed, now).await;
 
         let lease_of = |slot: &Slot| listed.iter().find(|l| l.metadata.name.as_deref() == Some(&slot.lease_name));
         let mut held = Vec::new();
@@ -491,6 +495,34 @@ impl Shared {
                 slot.set_owner(Owner::Free);
             }
             Err(e) => tracing::warn!(cluster = %slot.cluster, error = %e, "cannot give lease back; it runs out"),
+        }
+    }
+
+    /// Deletes other replicas' own Leases long run out (conditionally: one renewed meanwhile
+    /// stays). Failures are left for the next round; another replica may have deleted it.
+    async fn forget_departed(&self, listed: &[Lease], now: Timestamp) {
+        let own = replica_lease_name(self.settings.identity.replica());
+        let grace = SignedDuration::from_secs(i64::from(self.settings.duration_seconds()) * FORGET_AFTER_TERMS);
+        for lease in listed {
+            let Some(name) = lease.metadata.name.as_deref() else { continue };
+            if !name.starts_with(REPLICA_LEASE_PREFIX) || name == own {
+                continue;
+            }
+            let departed = lease
+                .spec
+                .as_ref()
+                .and_then(expiry)
+                .and_then(|e| e.checked_add(grace).ok())
+                .is_some_and(|forget_at| forget_at < now);
+            if !departed {
+                continue;
+            }
+            let preconditions = Preconditions { resource_version: lease.metadata.resource_version.clone(), uid: None };
+            let params = DeleteParams { preconditions: Some(preconditions), ..DeleteParams::default() };
+            match self.leases.delete(name, &params).await {
+                Ok(_) => tracing::info!(lease = name, "deleted a departed replica's lease"),
+                Err(e) => tracing::debug!(lease = name, error = %e, "cannot delete a departed replica's lease"),
+            }
         }
     }
 

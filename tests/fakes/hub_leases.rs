@@ -28,6 +28,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
+use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -402,4 +403,30 @@ async fn a_fleet_built_gated_polls_only_the_entries_given_an_open_gate() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(fleet.state().clusters[1].attempts, 0, "an entry without a gate is never polled");
     assert!(fakes[1].requests().is_empty(), "its API server never asked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_departed_replica_s_own_lease_is_deleted_long_after_it_ran_out() {
+    let fake = FakeApi::start().await;
+    let lease = |name: &str, renewed: &str| {
+        json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"holderIdentity": "old@10.0.0.1:1", "leaseDurationSeconds": 2, "renewTime": renewed},
+        })
+    };
+    fake.put(lease("flightdeck-replica-departed", "2020-01-01T00:00:00.000000Z"));
+    let recent = Timestamp::now().to_string();
+    fake.put(lease("flightdeck-replica-recent", &recent));
+    let keeper = LeaseKeeper::start(fake.client().await, settings("hub-a"), clusters());
+    eventually("the departed replica's lease deleted", || {
+        fake.get("coordination.k8s.io/v1", "Lease", Some(NAMESPACE), "flightdeck-replica-departed").is_none()
+    })
+    .await;
+    assert!(
+        fake.get("coordination.k8s.io/v1", "Lease", Some(NAMESPACE), "flightdeck-replica-recent").is_some(),
+        "a lease run out only just now is kept"
+    );
+    assert!(fake.get("coordination.k8s.io/v1", "Lease", Some(NAMESPACE), "flightdeck-replica-hub-a").is_some());
+    drop(keeper);
 }
