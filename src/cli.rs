@@ -22,6 +22,7 @@ mod history;
 pub mod init;
 mod logs;
 mod migrate;
+mod replicas;
 mod spec;
 pub mod usage;
 mod watch;
@@ -310,6 +311,20 @@ pub enum Command {
         /// The most subscriptions one user holds open at once.
         #[arg(long, default_value_t = crate::hub::limits::SubscriberLimits::default().per_caller)]
         max_subscriptions_per_user: usize,
+        /// Run as one of several replicas sharing the clusters: `kubernetes` holds one Lease
+        /// per configured cluster (`flightdeck-hub-<cluster>`); this replica polls and acts
+        /// only on the clusters whose Lease it holds.
+        #[arg(long, value_enum)]
+        replicas_via: Option<replicas::ReplicasVia>,
+        /// The namespace of the Leases (default: the Kubernetes client's, in a pod its own).
+        #[arg(long, requires = "replicas_via")]
+        lease_namespace: Option<String>,
+        /// Where the other replicas reach this one (default: --listen).
+        #[arg(long, requires = "replicas_via")]
+        peer_address: Option<String>,
+        /// This replica's id among the others (default: the host's name, in a pod its name).
+        #[arg(long, requires = "replicas_via")]
+        replica_id: Option<String>,
     },
     /// Print the audit log: every action, who asked, and how it ended (`unknown`: it was
     /// under way when flightdeck stopped).
@@ -503,12 +518,31 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             metrics_listen,
             max_subscriptions,
             max_subscriptions_per_user,
+            replicas_via,
+            lease_namespace,
+            peer_address,
+            replica_id,
         }) => {
             let subscribers = crate::hub::limits::SubscriberLimits {
                 per_caller: max_subscriptions_per_user,
                 total: max_subscriptions,
             };
-            let ask = ServeRequest { listen, tokens, tls_cert, tls_key, health_listen, metrics_listen, subscribers };
+            let replicas = replicas_via.map(|via| replicas::Replicas {
+                via,
+                namespace: lease_namespace,
+                peer_address,
+                replica_id,
+            });
+            let ask = ServeRequest {
+                listen,
+                tokens,
+                tls_cert,
+                tls_key,
+                health_listen,
+                metrics_listen,
+                subscribers,
+                replicas,
+            };
             serve(&config, read_only, ask).await
         }
         Some(Command::Audit { since, output }) => audit(since.as_deref(), output),
@@ -559,6 +593,8 @@ struct ServeRequest {
     health_listen: Option<std::net::SocketAddr>,
     metrics_listen: String,
     subscribers: crate::hub::limits::SubscriberLimits,
+    /// One replica of several (`--replicas-via`), else the only hub.
+    replicas: Option<replicas::Replicas>,
 }
 
 /// Where `flightdeck serve` answers `/metrics` unless told: loopback, Prometheus's
@@ -591,7 +627,24 @@ async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<Ex
     // Checked before any cluster is touched: a hub that cannot start polls nothing.
     crate::hub::listen::check_tls(&listen, tls.as_ref()).map_err(Failure)?;
     let metrics_listen = metrics_listen(&ask.metrics_listen)?;
-    let fleet = std::sync::Arc::new(start_fleet(config, read_only, &[], true).await?);
+    let keeper = match &ask.replicas {
+        Some(replicas) => Some(replicas::lease_keeper(config, replicas, &ask.listen).await?),
+        None => None,
+    };
+    let fleet = match &keeper {
+        None => start_fleet(config, read_only, &[], true).await?,
+        Some(keeper) => {
+            let opts = FleetOptions {
+                read_only,
+                poll: true,
+                audit: Some(audit_log()),
+                actor: crate::fleet::audit::current_actor(),
+            };
+            let builder = Fleet::builder(config).gated(replicas::gates(keeper));
+            builder.connect(opts).await.map_err(|e| Failure(e.to_string()))?
+        }
+    };
+    let fleet = std::sync::Arc::new(fleet);
     let opts = crate::hub::ServeOptions {
         listen,
         tls,
@@ -605,6 +658,10 @@ async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<Ex
     for action in &unknown {
         let action = output::printable(action);
         eprintln!("flightdeck: {action} was still under way; its outcome is unknown (see `flightdeck audit`)");
+    }
+    // Give the Leases back so the other replicas need not wait for them to run out.
+    if let Some(keeper) = keeper {
+        keeper.stop().await;
     }
     served.map_err(Failure)?;
     Ok(ExitCode::SUCCESS)

@@ -26,6 +26,8 @@ pub struct FleetBuilder<'c> {
     only: Vec<String>,
     /// Read GPU telemetry beside polling (the default).
     telemetry: bool,
+    /// Poll each entry only while its gate is open (a hub replica's Leases); `None`: always.
+    gates: Option<std::collections::HashMap<String, super::gate::Gate>>,
 }
 
 impl Fleet {
@@ -37,7 +39,7 @@ impl Fleet {
 
     /// A fleet over `config`, to restrict to some clusters or build with other kinds first.
     pub fn builder(config: &Config) -> FleetBuilder<'_> {
-        FleetBuilder { config, registry: Registry::builtin(), only: Vec::new(), telemetry: true }
+        FleetBuilder { config, registry: Registry::builtin(), only: Vec::new(), telemetry: true, gates: None }
     }
 }
 
@@ -53,6 +55,19 @@ impl FleetBuilder<'_> {
     pub fn without_telemetry(mut self) -> Self {
         self.telemetry = false;
         self
+    }
+
+    /// Poll each configured entry (all the clusters a hub entry stands for) only while its
+    /// gate here is open; an entry without one is never polled.
+    pub fn gated(mut self, gates: std::collections::HashMap<String, super::gate::Gate>) -> Self {
+        self.gates = Some(gates);
+        self
+    }
+
+    /// The gate of the members of `entry`.
+    fn gate_of(&self, entry: &str) -> Option<super::gate::Gate> {
+        let gates = self.gates.as_ref()?;
+        Some(gates.get(entry).cloned().unwrap_or_else(super::gate::closed))
     }
 
     /// Build backends with this registry (the one the configuration was read with).
@@ -84,7 +99,8 @@ impl FleetBuilder<'_> {
     pub fn start(self, opts: FleetOptions) -> Result<Fleet, BuildError> {
         let members = self.members()?;
         let telemetry = self.telemetry(members.iter().map(|m| (m, m.backend.name())))?;
-        Ok(Fleet::start_with_telemetry(members, opts, telemetry))
+        let gates = members.iter().map(|m| self.gate_of(m.backend.name())).collect();
+        Ok(Fleet::start_gated(members, opts, telemetry, gates))
     }
 
     /// How the members' GPUs are read: the configuration's idle rule, each entry's cadence
@@ -142,7 +158,8 @@ impl FleetBuilder<'_> {
             return Err(BuildError::UnknownCluster { name: name.clone(), config: config.source.to_string() });
         }
         let telemetry = self.telemetry(members.iter().map(|(m, entry)| (m, *entry)))?;
-        Ok(Fleet::start_with_telemetry(members.into_iter().map(|(m, _)| m).collect(), opts, telemetry))
+        let gates = members.iter().map(|(_, entry)| self.gate_of(entry)).collect();
+        Ok(Fleet::start_gated(members.into_iter().map(|(m, _)| m).collect(), opts, telemetry, gates))
     }
 
     /// The members one config entry stands for, and whether its clusters could be listed:

@@ -8,6 +8,7 @@ pub mod advice;
 pub mod audit;
 pub mod build;
 pub mod follow;
+pub mod gate;
 pub mod migrate;
 pub mod poller;
 pub mod telemetry;
@@ -123,6 +124,19 @@ impl Fleet {
     /// [`Fleet::start`], with GPU telemetry read as `telemetry` says (beside each poller,
     /// when polling).
     pub fn start_with_telemetry(members: Vec<Member>, opts: FleetOptions, telemetry: TelemetryOptions) -> Fleet {
+        let gates = members.iter().map(|_| None).collect();
+        Self::start_gated(members, opts, telemetry, gates)
+    }
+
+    /// [`Fleet::start_with_telemetry`], each member polled (and its GPUs read) only while its
+    /// gate is open (`gates[i]` for `members[i]`; `None` or a missing one: always).
+    pub fn start_gated(
+        members: Vec<Member>,
+        opts: FleetOptions,
+        telemetry: TelemetryOptions,
+        mut gates: Vec<Option<gate::Gate>>,
+    ) -> Fleet {
+        gates.resize_with(members.len(), || None);
         let initial = FleetState {
             clusters: members
                 .iter()
@@ -145,7 +159,11 @@ impl Fleet {
         let mut limits = HashMap::new();
         let mut intervals = HashMap::new();
         let mut tasks = Vec::new();
-        for (index, m) in members.into_iter().enumerate() {
+        let mut action_gates = HashMap::new();
+        for (index, (m, gate)) in members.into_iter().zip(gates).enumerate() {
+            if let Some(g) = &gate {
+                action_gates.insert(m.backend.name().to_string(), g.clone());
+            }
             limits.insert(m.backend.name().to_string(), Arc::new(Semaphore::new(ACTIONS_PER_CLUSTER)));
             intervals.insert(m.backend.name().to_string(), m.refresh);
             let wake = Arc::new(Notify::new());
@@ -164,6 +182,7 @@ impl Fleet {
                 timeout: poller::refresh_bound(m.timeout).max(every.saturating_mul(4)),
                 rule: telemetry.idle,
                 state: state_tx.clone(),
+                gate: gate.clone(),
             };
             let poller = poller::Poller {
                 index,
@@ -172,6 +191,7 @@ impl Fleet {
                 timeout: poller::refresh_bound(m.timeout),
                 state: state_tx.clone(),
                 wake,
+                gate,
             };
             if opts.poll {
                 tasks.push(tokio::spawn(poller.run()));
@@ -192,6 +212,7 @@ impl Fleet {
             opts,
             outcomes: out_tx.clone(),
             state: state_rx.clone(),
+            gates: action_gates,
         };
         tasks.push(tokio::spawn(runner.run(req_rx)));
         // The state sender lives as long as the pollers; keep one so an empty fleet still has a state.
@@ -487,6 +508,8 @@ struct Runner {
     outcomes: broadcast::Sender<Arc<BatchOutcome>>,
     /// The published picture: a migration waits in it for the target to list its job.
     state: watch::Receiver<Arc<FleetState>>,
+    /// Clusters acted on only while their gate is open (a hub replica's Leases).
+    gates: HashMap<String, gate::Gate>,
 }
 
 /// One backend call of a batch: the indices (into the batch) of the actions it carries out.
@@ -750,6 +773,16 @@ impl Runner {
         let Some(backend) = self.backends.get(action.cluster()) else {
             return Err(format!("no cluster named `{}` is configured", action.cluster()));
         };
+        let touched = match action {
+            Action::Migrate { source, .. } => vec![source.cluster.as_str(), action.cluster()],
+            _ => vec![action.cluster()],
+        };
+        // A hub replica acts only on the clusters whose Lease it holds (fencing, `hub::lease`).
+        if let Some(other) = touched.into_iter().find(|c| self.gates.get(*c).is_some_and(|g| !*g.borrow())) {
+            return Err(format!(
+                "cluster {other} is held by another hub replica now (this one does not hold its Lease)"
+            ));
+        }
         // Front ends check too; this is the check that holds whoever asks.
         if !backend.capabilities().allows(action.verb()) {
             let kind = self.kinds.get(action.cluster()).map_or("unknown", ClusterKind::as_str);

@@ -28,6 +28,8 @@ pub(crate) struct Poller {
     pub state: watch::Sender<Arc<FleetState>>,
     /// Wakes the poller early (after an action, or on a user's refresh key).
     pub wake: Arc<Notify>,
+    /// Polls only while open (a hub replica holding the cluster's Lease); `None`: always.
+    pub gate: Option<super::gate::Gate>,
 }
 
 /// The bound on one whole refresh for a cluster whose commands are bounded by `command`:
@@ -84,14 +86,21 @@ impl Poller {
         }
     }
 
-    pub async fn run(self) {
+    pub async fn run(mut self) {
         let mut failures = 0u32;
         // A watching backend says when its picture moved; refresh then rather than waiting
         // for the interval (at most every `MIN_GAP`, so a burst of events costs one refresh).
         let mut changes = self.backend.changes();
         loop {
+            if !super::gate::opened(&mut self.gate).await {
+                return;
+            }
             let started = Instant::now();
-            let result = self.refresh_once().await;
+            let mut gate = self.gate.take();
+            let result = super::gate::while_open(&mut gate, self.refresh_once()).await;
+            self.gate = gate;
+            // The gate closed under way: another replica polls now; this answer is not ours to show.
+            let Some(result) = result else { continue };
             let took = started.elapsed().as_millis() as u64;
             let rate_limited = matches!(result, Err(BackendError::RateLimited { .. }));
             let result = match result {

@@ -26,6 +26,8 @@ pub(crate) struct TelemetryPoller {
     pub timeout: Duration,
     pub rule: IdleRule,
     pub state: watch::Sender<Arc<FleetState>>,
+    /// Reads only while open, like the cluster's poller; `None`: always.
+    pub gate: Option<super::gate::Gate>,
 }
 
 impl TelemetryPoller {
@@ -52,13 +54,20 @@ impl TelemetryPoller {
         }
     }
 
-    pub async fn run(self) {
+    pub async fn run(mut self) {
         let mut memory = TelemetryMemory::default();
         let mut failures = 0u32;
         loop {
+            if !super::gate::opened(&mut self.gate).await {
+                return;
+            }
             let Some(snapshot) = self.snapshot().await else { return };
             let index = self.index;
-            match self.read(&snapshot).await {
+            let mut gate = self.gate.take();
+            let read = super::gate::while_open(&mut gate, self.read(&snapshot)).await;
+            self.gate = gate;
+            let Some(read) = read else { continue };
+            match read {
                 // A relay (a hub's client) shows the other fleet's telemetry: nothing to
                 // read here, and nothing of it to overwrite.
                 Ok(None) if self.backend.relayed_telemetry().is_some() => return,

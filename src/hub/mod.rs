@@ -8,6 +8,7 @@
 pub mod access;
 pub mod auth;
 pub mod diagnose_cache;
+pub mod lease;
 pub mod limits;
 pub mod listen;
 pub mod metrics;

@@ -8,6 +8,8 @@ mod kube_fake;
 mod memory;
 
 mod dstack_stub;
+mod hub_leases;
+mod kube_leases;
 mod kube_protocol;
 mod kube_scenarios;
 mod kube_trim;

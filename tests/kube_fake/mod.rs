@@ -27,8 +27,8 @@
 //! * Paths `/api/v1/{plural}`, `/api/v1/namespaces/{ns}/{plural}[/{name}[/{sub}]]`,
 //!   `/apis/{group}/{version}/…`, cluster-scoped `…/{plural}/{name}[/{sub}]`. The resources known
 //!   out of the box are listed in `resources.rs` (core v1, apps/v1, batch/v1, policy/v1,
-//!   events.k8s.io/v1, scheduling.k8s.io/v1, node.k8s.io/v1, kueue.x-k8s.io/v1beta2); more with
-//!   [`FakeApi::add_resource`].
+//!   events.k8s.io/v1, scheduling.k8s.io/v1, node.k8s.io/v1, coordination.k8s.io/v1 Leases,
+//!   kueue.x-k8s.io/v1beta2); more with [`FakeApi::add_resource`].
 //! * Discovery: `/version`, `/api`, `/apis`, `/api/v1`, `/apis/{g}`, `/apis/{g}/{v}`, both the
 //!   classic documents and the aggregated `APIGroupDiscoveryList` (when `Accept` asks for it).
 //!   A kind disabled with status 404 disappears from discovery (an absent CRD).
