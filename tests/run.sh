@@ -15,12 +15,16 @@ fi
 
 bash tests/testbed/up.sh
 bash tests/testbed/skypilot.sh # SkyPilot API server: FD_SKYPILOT_URL in skypilot.env
+# A second one with fd24 as its Slurm infra (jobs really run): FD_SKYPILOT_SLURM_URL
+bash tests/testbed/skypilot.sh slurm
 bash tests/testbed/dstack.sh
 set -a
 # shellcheck disable=SC1091
 . /var/lib/flightdeck-testbed/env
 # shellcheck disable=SC1091
 . /var/lib/flightdeck-testbed/skypilot.env
+# shellcheck disable=SC1091
+. /var/lib/flightdeck-testbed/skypilot-slurm.env
 . /var/lib/flightdeck-testbed/dstack.env
 set +a
 # Leftovers from an earlier run would confuse the scenarios; start from an empty queue.

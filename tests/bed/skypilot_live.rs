@@ -3,7 +3,11 @@
 //! a seeded catalog). `FD_SKYPILOT_URL` must be set (source
 //! /var/lib/flightdeck-testbed/skypilot.env): a missing server fails, never skips.
 //!
-//! What the server cannot reach offline (UP clusters, running jobs, managed jobs) is in
+//! A second server (`skypilot.sh slurm`, 127.0.0.1:46591, `FD_SKYPILOT_SLURM_URL` in
+//! skypilot-slurm.env) has the bed's Slurm 24.11 cluster fd24 as its infra: there a submit
+//! really launches, runs, logs, cancels and tears down (the last test here).
+//!
+//! What neither reaches (clusters of the clouds, managed jobs, several nodes, STOPPED) is in
 //! `tests/fakes/skypilot_recorded.rs`.
 
 use std::process::Command;
@@ -14,7 +18,7 @@ use flightdeck::backend::Backend;
 use flightdeck::backend::skypilot::{SkyPilotBackend, SkyPilotConfig, api};
 use flightdeck::config::{ClusterConfig, KindSettings};
 use flightdeck::fleet::{Fleet, FleetOptions, Member};
-use flightdeck::model::{Health, JobAction, JobRef, NodeAction};
+use flightdeck::model::{Health, JobAction, JobRef, JobState, NodeAction};
 use flightdeck::spec::JobSpec;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/testbed/skypilot.sh");
@@ -302,4 +306,196 @@ async fn job_specs_of_missing_managed_jobs_and_of_cluster_jobs() {
     assert!(matches!(err, flightdeck::backend::BackendError::NotFound(_)), "{err}");
     let err = sky.job_spec(&JobRef::new("sky", "fd-x:1")).await.unwrap_err().to_string();
     assert!(err.contains("SkyPilot keeps no task for a job on a cluster"), "{err}");
+}
+
+// ---- The Slurm-infra server: a job that really runs ------------------------------------
+
+/// The cluster the Slurm-infra scenario launches (one sbatch allocation on fd24).
+const SLURM_CLUSTER: &str = "fd-live-slurm";
+
+fn slurm_url() -> String {
+    std::env::var("FD_SKYPILOT_SLURM_URL").unwrap_or_else(|_| {
+        panic!(
+            "FD_SKYPILOT_SLURM_URL is not set: the SkyPilot server with fd24 as its Slurm infra is not up. Run \
+             `bash tests/testbed/skypilot.sh slurm` (after up.sh), then `set -a; . /var/lib/flightdeck-testbed/skypilot-slurm.env; \
+             set +a` (tests/run.sh does both)"
+        )
+    })
+}
+
+fn slurm_backend() -> SkyPilotBackend {
+    let mut c = ClusterConfig::new("sky", SkyPilotConfig { url: slurm_url(), token: None });
+    c.timeout = Duration::from_secs(300);
+    SkyPilotBackend::new(&c).unwrap()
+}
+
+/// Tears the scenario's cluster down even when an assertion fails midway (its allocation
+/// would otherwise hold an fd24 GPU for the partition's time limit).
+struct TearDown;
+impl Drop for TearDown {
+    fn drop(&mut self) {
+        let _ = std::thread::spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async { slurm_backend().node_action(SLURM_CLUSTER, &NodeAction::Teardown).await })
+        })
+        .join();
+    }
+}
+
+/// Polls the server's listing until `pick` finds what it waits for, at most `within`.
+async fn wait_for<T>(
+    sky: &SkyPilotBackend,
+    within: Duration,
+    what: &str,
+    mut pick: impl FnMut(&flightdeck::model::Snapshot) -> Option<T>,
+) -> T {
+    let t = Instant::now();
+    let mut last = String::new();
+    while t.elapsed() < within {
+        match sky.snapshot().await {
+            Ok(s) => {
+                if let Some(v) = pick(&s) {
+                    return v;
+                }
+                last = format!(
+                    "jobs {:?}, nodes {:?}",
+                    s.jobs.iter().map(|j| (&j.job_ref.id, &j.native_state)).collect::<Vec<_>>(),
+                    s.nodes.iter().map(|n| (&n.name, &n.native_state)).collect::<Vec<_>>()
+                );
+            }
+            Err(e) => last = e.to_string(),
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    panic!("{what}: not within {within:?}; last seen: {last}");
+}
+
+/// SkyPilot's success path, for real: `flightdeck submit --cluster sky` launches a cluster on
+/// the Slurm infra (an sbatch allocation on fd24 holding one L40S), the cluster shows UP with
+/// the job RUNNING, its log holds the stand-in nvidia-smi's answer, cancel ends the job and
+/// teardown removes the cluster and its allocation.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_launched_on_the_slurm_infra_runs_logs_cancels_and_is_torn_down() {
+    // The allocation is an fd24 job: no other scenario of fd24 may see it or count its RPCs.
+    let _fd24 = crate::common::cluster_lock("fd24");
+    let _quiet = crate::common::cluster_quiet("fd24");
+    let url = slurm_url();
+    let sky = slurm_backend();
+    let _down = TearDown;
+    // A cluster left by an interrupted run: gone first (a missing one is an error, ignored).
+    let _ = sky.node_action(SLURM_CLUSTER, &NodeAction::Teardown).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[[cluster]]\nname = \"sky\"\nkind = \"skypilot\"\nurl = \"{url}\"\ntimeout_seconds = 480\n"),
+    )
+    .unwrap();
+    let spec = dir.path().join("job.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name = \"fd-live-slurm-job\"\npartition = \"{SLURM_CLUSTER}\"\ngpus = 1\ngpu_type = \"l40s\"\ncpus = 1\nmemory = \"1G\"\n\
+             command = \"echo fd-sky-start; /var/lib/flightdeck-testbed/bin/nvidia-smi --query-gpu=index,name --format=csv,noheader; sleep 600\"\n"
+        ),
+    )
+    .unwrap();
+    let t = Instant::now();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .args([
+                "--config",
+                &config.display().to_string(),
+                "submit",
+                &spec.display().to_string(),
+                "--cluster",
+                "sky",
+            ])
+            .env("XDG_STATE_HOME", dir.path())
+            .env_remove("FLIGHTDECK_CONFIG")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "submit: {}{stdout}", String::from_utf8_lossy(&out.stderr));
+    let job_ref = stdout.trim().to_string();
+    assert!(job_ref.starts_with(&format!("sky/{SLURM_CLUSTER}:")), "{job_ref}");
+    let job_id = job_ref.trim_start_matches("sky/").to_string();
+    eprintln!("launched {job_ref} in {:.0} s", t.elapsed().as_secs_f64());
+
+    // UP, its job RUNNING, the GPU held on the cluster's node.
+    let (job, node) = wait_for(&sky, Duration::from_secs(120), "the job RUNNING on an UP cluster", |s| {
+        let job = s.jobs.iter().find(|j| j.job_ref.id == job_id && j.native_state == "RUNNING")?;
+        let node = s.nodes.iter().find(|n| n.name == SLURM_CLUSTER && n.native_state == "UP")?;
+        Some((job.clone(), node.clone()))
+    })
+    .await;
+    assert_eq!(job.state, JobState::Running);
+    assert_eq!(job.partition, SLURM_CLUSTER);
+    assert_eq!(job.gpus_requested, 1);
+    assert_eq!(node.gpus_total(), 1, "{node:?}");
+    assert!(node.features.iter().any(|f| f.eq_ignore_ascii_case("slurm")), "{:?}", node.features);
+    // And as Slurm sees it: the allocation is a job on fd24 named after the cluster.
+    let squeue = Command::new("chroot")
+        .args([
+            std::env::var("FD_TESTBED_CHROOT").unwrap_or("/var/lib/flightdeck-testbed/trixie".into()).as_str(),
+            "squeue",
+            "-h",
+            "-o",
+            "%j %T %b",
+        ])
+        .output()
+        .unwrap();
+    let squeue = String::from_utf8_lossy(&squeue.stdout).to_string();
+    assert!(
+        squeue.lines().any(|l| l.starts_with(SLURM_CLUSTER) && l.contains("RUNNING") && l.contains("l40s")),
+        "{squeue}"
+    );
+
+    // The log holds the stand-in nvidia-smi's answer: the job's one GPU, an L40S.
+    let handle = job.stdout.clone().expect("a log handle");
+    let t = Instant::now();
+    let log = loop {
+        let chunk = sky.read_log(&handle, None, 1 << 20).await.expect("the job's log");
+        if chunk.data.contains("L40S") || t.elapsed() > Duration::from_secs(60) {
+            break chunk.data;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    };
+    assert!(log.contains("fd-sky-start") && log.contains("0, NVIDIA L40S"), "{log}");
+
+    // Cancel: the job ends CANCELLED, the cluster stays UP.
+    sky.job_action(&JobRef::new("sky", &job_id), JobAction::Cancel).await.expect("cancel");
+    wait_for(&sky, Duration::from_secs(60), "the job CANCELLED", |s| {
+        s.jobs.iter().find(|j| j.job_ref.id == job_id && j.state == JobState::Cancelled).map(drop)
+    })
+    .await;
+
+    // Teardown: the cluster is gone from the server and its allocation from fd24.
+    let said = sky.node_action(SLURM_CLUSTER, &NodeAction::Teardown).await.expect("teardown");
+    assert!(said.contains("torn down"), "{said}");
+    let s = sky.snapshot().await.unwrap();
+    assert!(!s.nodes.iter().any(|n| n.name == SLURM_CLUSTER), "{:?}", s.nodes);
+    let t = Instant::now();
+    loop {
+        let out = Command::new("chroot")
+            .args([
+                std::env::var("FD_TESTBED_CHROOT").unwrap_or("/var/lib/flightdeck-testbed/trixie".into()).as_str(),
+                "squeue",
+                "-h",
+                "-o",
+                "%j",
+            ])
+            .output()
+            .unwrap();
+        let names = String::from_utf8_lossy(&out.stdout).to_string();
+        if !names.lines().any(|l| l.starts_with(SLURM_CLUSTER)) {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(90), "the allocation outlived the teardown: {names}");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
 }

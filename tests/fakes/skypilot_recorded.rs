@@ -39,7 +39,7 @@ struct Stub {
     seen: Mutex<Vec<(String, Value)>>,
     /// Answer every request with this status instead (401: a refused token).
     refuse: Option<u16>,
-    /// What `/api/stream` prints for a request.
+    /// What the streaming `/logs` and `/jobs/logs` answer: the log itself.
     stream: Mutex<String>,
     /// Request id → the operation it was made for.
     ids: Mutex<HashMap<String, String>>,
@@ -84,15 +84,21 @@ async fn api_get(State(s): State<Arc<Stub>>, Query(q): Query<HashMap<String, Str
     (StatusCode::from_u16(status).unwrap(), axum::Json(record)).into_response()
 }
 
-async fn api_stream(State(s): State<Arc<Stub>>) -> String {
-    s.stream.lock().unwrap().clone()
+/// `POST /logs`, `POST /jobs/logs`: streaming endpoints, the body is the log (seen live).
+async fn logs(State(s): State<Arc<Stub>>, uri: Uri, body: axum::body::Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    s.seen.lock().unwrap().push((uri.path().to_string(), body));
+    let mut h = HeaderMap::new();
+    h.insert("X-Skypilot-Request-ID", "req-logs".parse().unwrap());
+    (StatusCode::OK, h, s.stream.lock().unwrap().clone()).into_response()
 }
 
 async fn serve(stub: Stub) -> (SkyPilotBackend, Arc<Stub>) {
     let stub = Arc::new(stub);
     let app = Router::new()
         .route("/api/get", get(api_get))
-        .route("/api/stream", get(api_stream))
+        .route("/logs", post(logs))
+        .route("/jobs/logs", post(logs))
         .route("/api/health", get(|| async { axum::Json(fixture("health.json")) }))
         .route("/api/cancel", post(|| async { "null" }))
         .fallback(operation)
@@ -337,12 +343,11 @@ async fn cancel_and_teardown_go_to_the_right_operation() {
     assert!(err.to_string().contains("not a SkyPilot job id"), "{err}");
 }
 
-// The log of a job is the /logs request's own output, read through /api/stream.
+// The log of a job is the body of the streaming POST /logs (as the real server answers it:
+// tests/bed/skypilot_live.rs reads one from a job running on the Slurm infra).
 #[tokio::test]
-async fn logs_come_from_the_request_stream_bounded_and_without_colours() {
+async fn logs_come_from_the_streaming_answer_bounded_and_without_colours() {
     let stub = Stub::default();
-    stub.answer("/logs", 200, fixture("get_status_empty.json"));
-    stub.answer("/jobs/logs", 200, fixture("get_status_empty.json"));
     *stub.stream.lock().unwrap() = "\u{1b}[32mline one\u{1b}[0m\nline two\nline three\n".into();
     let (sky, stub) = serve(stub).await;
     let handle = LogHandle::new("skypilot/train-h100/2");

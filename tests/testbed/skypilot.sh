@@ -2,12 +2,32 @@
 # The SkyPilot API server of the test bed: pinned skypilot==0.14.1 in its own virtual
 # environment (cached between runs), its own HOME, loopback port 46590 (not the default
 # 46580, so a developer's own server is never touched), a seeded catalog so GPU names and
-# `/list_accelerators` answer offline. Writes FD_SKYPILOT_URL into
-# /var/lib/flightdeck-testbed/skypilot.env.
+# `/list_accelerators` answer offline, no infra: every launch there ends NoCloudAccessError.
+# Writes FD_SKYPILOT_URL into /var/lib/flightdeck-testbed/skypilot.env.
 #
-#   skypilot.sh [up]   install if needed, start if not running, wait until it answers (idempotent)
-#   skypilot.sh start  the same (tests restart a server they stopped mid-run with it)
-#   skypilot.sh stop   stop the server (the venv, HOME and catalog stay)
+# A second server of the same venv (port 46591, HOME skypilot-slurm-home) has the test bed's
+# Slurm 24.11 cluster fd24 as its one infra (SkyPilot's Slurm cloud: ~/.slurm/config, an
+# ssh-config Host per cluster; a cluster is one sbatch allocation, its jobs run under srun):
+# there a launch really reaches UP and a RUNNING job. Writes FD_SKYPILOT_SLURM_URL into
+# /var/lib/flightdeck-testbed/skypilot-slurm.env. It needs, on fd24 (the trixie chroot, login
+# node and compute nodes alike), what `prepare_fd24` below puts there:
+#   * rsync, python3, python3-venv, curl, ca-certificates (Debian packages): SkyPilot rsyncs
+#     its sbatch script to the login node and runs its runtime (skylet) in a Python venv;
+#   * the host's extra CA certificates, so the node reaches PyPI where the host does;
+#   * uv from PyPI, as /opt/fd-sky/uv-real, and two stand-ins for what SkyPilot downloads
+#     from outside the package registries: `curl https://astral.sh/uv/install.sh` (a curl
+#     wrapper in /usr/local/bin answers that one URL with an installer of the bed's uv) and
+#     the CPython 3.10 that `uv venv --python 3.10` downloads from GitHub (the bed's uv maps
+#     that request to the chroot's python3, 3.13);
+#   * the node names in /etc/hosts (skylet resolves each node of $SLURM_JOB_NODELIST).
+# The runtime's Python packages come from PyPI when a cluster is first launched (about a
+# minute; uv keeps them in /tmp/uv_cache_0 of the chroot for the next launch).
+#
+#   skypilot.sh [up]     install if needed, start if not running, wait until it answers (idempotent)
+#   skypilot.sh start    the same (tests restart a server they stopped mid-run with it)
+#   skypilot.sh stop     stop the server (the venv, HOME and catalog stay)
+#   skypilot.sh slurm    prepare fd24, start the Slurm-infra server (idempotent; after up.sh)
+#   skypilot.sh slurm-stop  stop the Slurm-infra server
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
@@ -23,6 +43,13 @@ SKY_ENV=$FD_ROOT/skypilot.env
 SKY_URL=http://127.0.0.1:$SKY_PORT
 SKY_NAME=skypilot-api
 SKY_CATALOG=$SKY_HOME/.sky/catalogs/v8
+SKY_SLURM_PORT=46591
+SKY_SLURM_HOME=$FD_ROOT/skypilot-slurm-home
+SKY_SLURM_ENV=$FD_ROOT/skypilot-slurm.env
+SKY_SLURM_URL=http://127.0.0.1:$SKY_SLURM_PORT
+SKY_SLURM_NAME=skypilot-slurm-api
+UV_VERSION=0.13.9
+FD_SKY_DIR=/opt/fd-sky # in the chroot
 
 install_venv() {
     # Importing sky writes ~/.sky: under the server's HOME, never the caller's.
@@ -40,7 +67,8 @@ install_venv() {
 
 # The catalog SkyPilot would download: the GPU names (common/), and one cloud's offers
 # (Lambda) so the accelerator listing answers. Prices are Lambda's public list prices.
-seed_catalog() {
+seed_catalog() { # [CATALOG_DIR]
+    local SKY_CATALOG=${1:-$SKY_CATALOG}
     mkdir -p "$SKY_CATALOG/common" "$SKY_CATALOG/lambda"
     cat >"$SKY_CATALOG/common/accelerators.csv" <<'EOF'
 AcceleratorName,Clouds
@@ -66,7 +94,7 @@ cpu_4x_general,,,4.0,16.0,0.10,us-east-1,,
 EOF
 }
 
-answers() { curl -fsS -m 2 "$SKY_URL/api/health" >/dev/null 2>&1; }
+answers() { curl -fsS -m 2 "${1:-$SKY_URL}/api/health" >/dev/null 2>&1; }
 
 # One asynchronous request end to end (the first one starts the server's workers: 8-10 s).
 warm_up() {
@@ -105,16 +133,157 @@ start_server() {
     printf 'FD_SKYPILOT_URL=%s\n' "$SKY_URL" >"$SKY_ENV"
 }
 
-stop_server() {
+stop_server() { # [NAME]
     # `sky api start --foreground` runs the server and its workers as children: stop the
     # whole tree of the recorded pid, leaves included.
-    local pid pids
-    if pid=$(running_pid "$SKY_NAME"); then
+    local name=${1:-$SKY_NAME} pid pids
+    if pid=$(running_pid "$name"); then
         mapfile -t pids < <(echo "$pid"; descendants "$pid")
-        log "stopping $SKY_NAME (pids ${pids[*]})"
+        log "stopping $name (pids ${pids[*]})"
         stop_pids "${pids[@]}"
     fi
-    rm -f "$FD_PIDS/$SKY_NAME".{pid,tag,start}
+    rm -f "$FD_PIDS/$name".{pid,tag,start}
+}
+
+# ---- the Slurm-infra server --------------------------------------------------------------
+
+# fd24's side of SkyPilot's Slurm cloud (see the header): packages, CA, uv and its stand-ins,
+# node names. Idempotent; every file is replaced only when it changed.
+prepare_fd24() {
+    [[ -d $FD_CHROOT/etc/slurm ]] || die "no fd24 chroot at $FD_CHROOT: run tests/testbed/up.sh first"
+    local miss
+    miss=$(missing_pkgs --admindir "$FD_CHROOT/var/lib/dpkg" rsync python3 python3-venv curl ca-certificates | xargs)
+    if [[ -n $miss ]]; then
+        log "apt-get install (chroot, for SkyPilot): $miss"
+        # shellcheck disable=SC2086
+        if ! { in_chroot timeout --kill-after=30 "$FD_APT_TIMEOUT" apt-get update -qq &&
+            in_chroot env DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes \
+                timeout --kill-after=30 "$FD_APT_TIMEOUT" apt-get install -y -qq --no-install-recommends $miss; } \
+            >>"$FD_LOGS/apt-chroot.log" 2>&1; then
+            tail -n 30 "$FD_LOGS/apt-chroot.log" >&2
+            die "apt-get install in the chroot failed (log: $FD_LOGS/apt-chroot.log)"
+        fi
+        in_chroot apt-get clean
+    fi
+    # The host's own CA certificates (an egress proxy's, where there is one).
+    local crt changed=0
+    for crt in /usr/local/share/ca-certificates/*.crt; do
+        [[ -f $crt ]] || continue
+        cmp -s "$crt" "$FD_CHROOT$crt" && continue
+        mkdir -p "$(dirname "$FD_CHROOT$crt")"
+        cp "$crt" "$FD_CHROOT$crt"
+        changed=1
+    done
+    ((changed == 0)) || in_chroot update-ca-certificates >/dev/null 2>&1 || die "update-ca-certificates in the chroot failed"
+
+    local d=$FD_CHROOT$FD_SKY_DIR
+    mkdir -p "$d"
+    if [[ ! -x $d/uv-real ]] || [[ $("$d/uv-real" -V 2>/dev/null) != "uv $UV_VERSION"* ]]; then
+        log "fetching uv==$UV_VERSION from PyPI for fd24"
+        local tmp
+        tmp=$(mktemp -d)
+        if ! HOME=$SKY_SLURM_HOME bounded "$FD_PIP_TIMEOUT" "$SKY_VENV/bin/pip" download -q --disable-pip-version-check \
+            --timeout 60 --no-deps --only-binary :all: --platform "manylinux_2_17_$(uname -m)" -d "$tmp" "uv==$UV_VERSION"; then
+            rm -rf "$tmp"
+            die "pip download uv==$UV_VERSION failed"
+        fi
+        "$SKY_VENV/bin/python" -m zipfile -e "$tmp"/uv-*.whl "$tmp/x"
+        install -m 755 "$tmp/x/uv-$UV_VERSION.data/scripts/uv" "$d/uv-real"
+        rm -rf "$tmp"
+    fi
+    write_if_changed "$d/uv" 755 <<EOF
+#!/bin/sh
+# flightdeck test bed (tests/testbed/skypilot.sh): SkyPilot's runtime setup runs
+# \`uv venv --python 3.10\`, and uv would download that CPython from GitHub; here the chroot's
+# python3 stands in. Otherwise the real uv (uv==$UV_VERSION from PyPI), unchanged.
+export UV_PYTHON_DOWNLOADS=never SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+prev=
+for a in "\$@"; do
+    if [ "\$prev" = --python ] && [ "\$a" = 3.10 ]; then a=/usr/bin/python3; fi
+    set -- "\$@" "\$a"
+    prev=\$a
+done
+shift \$((\$# / 2))
+exec $FD_SKY_DIR/uv-real "\$@"
+EOF
+    write_if_changed "$FD_CHROOT/usr/local/bin/curl" 755 <<EOF
+#!/bin/sh
+# flightdeck test bed (tests/testbed/skypilot.sh): SkyPilot installs uv with
+# \`curl -LsSf https://astral.sh/uv/install.sh | UV_INSTALL_DIR=... sh\`; that host is not
+# reachable here, so that one URL answers an installer of the bed's uv. Anything else: curl.
+for a in "\$@"; do
+    case \$a in
+    https://astral.sh/uv/install.sh)
+        echo 'mkdir -p "\${UV_INSTALL_DIR:?}" && ln -sf $FD_SKY_DIR/uv "\$UV_INSTALL_DIR/uv"'
+        exit 0
+        ;;
+    esac
+done
+exec /usr/bin/curl "\$@"
+EOF
+    # up.sh copies the host's /etc/hosts into the chroot; the node names come after it.
+    local names
+    names="127.0.0.1 ${FD24_NODES//,/ } # flightdeck test bed: SkyPilot's skylet resolves its nodes"
+    grep -qxF "$names" "$FD_CHROOT/etc/hosts" || echo "$names" >>"$FD_CHROOT/etc/hosts"
+}
+
+write_if_changed() { # FILE MODE < CONTENT
+    local f=$1 mode=$2
+    cat >"$f.new"
+    chmod "$mode" "$f.new"
+    if cmp -s "$f.new" "$f"; then rm -f "$f.new"; else mv "$f.new" "$f"; fi
+}
+
+# The server's view of fd24: the login sshd of the chroot, the test bed's key.
+slurm_home() {
+    mkdir -p "$SKY_SLURM_HOME/.slurm" "$SKY_SLURM_HOME/.sky"
+    # The GPU names a launch looks up (SkyPilot would download them).
+    seed_catalog "$SKY_SLURM_HOME/.sky/catalogs/v8"
+    write_if_changed "$SKY_SLURM_HOME/.slurm/config" 600 <<EOF
+Host fd24
+  HostName 127.0.0.1
+  Port $FD24_SSH_PORT
+  User root
+  IdentityFile $FD_KEY
+  UserKnownHostsFile $FD_KNOWN_HOSTS
+EOF
+    # The partition has no MaxTime: a --time keeps SkyPilot's allocation from outliving a test.
+    write_if_changed "$SKY_SLURM_HOME/.sky/config.yaml" 644 <<EOF
+allowed_clouds: [slurm]
+slurm:
+  allowed_clusters: [fd24]
+  sbatch_options:
+    time: "60"
+EOF
+}
+
+start_slurm_server() {
+    if running_pid "$SKY_SLURM_NAME" >/dev/null && answers "$SKY_SLURM_URL"; then
+        log "skypilot slurm-infra server already up on $SKY_SLURM_URL"
+    else
+        stop_server "$SKY_SLURM_NAME"
+        port_open "$SKY_SLURM_PORT" && die "port $SKY_SLURM_PORT is taken by something else"
+        local t0=$SECONDS
+        log "starting skypilot slurm-infra server on $SKY_SLURM_URL"
+        start_daemon "$SKY_SLURM_NAME" "$SKY_VENV" env HOME="$SKY_SLURM_HOME" PATH="$SKY_VENV/bin:$FD_STD_PATH" \
+            SKYPILOT_DISABLE_USAGE_COLLECTION=1 SKYPILOT_DEBUG=0 \
+            "$SKY_VENV/bin/sky" api start --host 127.0.0.1 --port "$SKY_SLURM_PORT" --foreground
+        for _ in $(seq 120); do
+            answers "$SKY_SLURM_URL" && break
+            running_pid "$SKY_SLURM_NAME" >/dev/null || die "skypilot slurm-infra server exited (see $FD_LOGS/$SKY_SLURM_NAME.out)"
+            sleep 0.5
+        done
+        answers "$SKY_SLURM_URL" || die "skypilot slurm-infra server does not answer on $SKY_SLURM_URL (see $FD_LOGS/$SKY_SLURM_NAME.out)"
+        log "skypilot slurm-infra server answers after $((SECONDS - t0)) s"
+    fi
+    # `sky check` records the enabled infra (launches read it); it also proves the login works.
+    local out
+    out=$(cd "$SKY_SLURM_HOME" && bounded 180 env HOME="$SKY_SLURM_HOME" PATH="$SKY_VENV/bin:$FD_STD_PATH" \
+        SKYPILOT_DISABLE_USAGE_COLLECTION=1 SKYPILOT_API_SERVER_ENDPOINT="$SKY_SLURM_URL" \
+        "$SKY_VENV/bin/sky" check slurm 2>&1) || die "sky check slurm failed: $out"
+    out=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$out")
+    grep -q 'fd24: enabled' <<<"$out" || die "sky check slurm does not enable fd24: $out"
+    printf 'FD_SKYPILOT_SLURM_URL=%s\n' "$SKY_SLURM_URL" >"$SKY_SLURM_ENV"
 }
 
 case ${1:-up} in
@@ -124,5 +293,16 @@ up | start)
     start_server
     ;;
 stop) stop_server ;;
-*) die "usage: $0 [up|start|stop]" ;;
+slurm)
+    ensure_host_pkgs curl python3-venv
+    [[ -s $FD_ROOT/env ]] || die "no $FD_ROOT/env: run tests/testbed/up.sh first"
+    # shellcheck disable=SC1091
+    . "$FD_ROOT/env"
+    install_venv
+    prepare_fd24
+    slurm_home
+    start_slurm_server
+    ;;
+slurm-stop) stop_server "$SKY_SLURM_NAME" ;;
+*) die "usage: $0 [up|start|stop|slurm|slurm-stop]" ;;
 esac

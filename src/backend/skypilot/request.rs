@@ -247,15 +247,14 @@ impl Requests {
         self.api.decode(&what, reply)
     }
 
-    /// What a finished request printed (`GET /api/stream`, plain, not followed), ANSI
+    /// `POST path` of a streaming endpoint (`/logs`): the answer's body as text, ANSI
     /// escapes removed, line breaks kept. Bounded by the deadline and the body cap.
-    pub async fn stream_text(&self, id: &str) -> Result<String, BackendError> {
+    pub async fn post_text(&self, path: &str, body: &Value) -> Result<String, BackendError> {
         let deadline = Instant::now() + self.bound;
-        let path = format!("/api/stream?request_id={id}&follow=false&format=plain");
-        let what = "GET /api/stream";
-        let reply = self.send(Method::GET, &path, None, deadline, what).await.map_err(Failure::into_backend)?;
+        let what = format!("POST {path}");
+        let reply = self.send(Method::POST, path, Some(body), deadline, &what).await.map_err(Failure::into_backend)?;
         if !reply.status.is_success() {
-            return Err(status_error(&self.api.cluster, what, reply.status, &reply.body));
+            return Err(status_error(&self.api.cluster, &what, reply.status, &reply.body));
         }
         Ok(crate::backend::http::strip_ansi(&String::from_utf8_lossy(&reply.body)))
     }
