@@ -107,26 +107,33 @@ warm_up() {
         die "the seeded catalog does not answer /list_accelerators (see $FD_LOGS/$SKY_NAME.out)"
 }
 
+# launch_server NAME HOME PORT URL WHAT: start `sky api start` for HOME on PORT and wait until
+# it answers on URL (both servers of the bed, the cloudless one and the Slurm-infra one).
+launch_server() {
+    local name=$1 home=$2 port=$3 url=$4 what=$5 t0=$SECONDS
+    port_open "$port" && die "port $port is taken by something else"
+    log "starting $what on $url"
+    start_daemon "$name" "$SKY_VENV" env HOME="$home" PATH="$SKY_VENV/bin:$FD_STD_PATH" \
+        SKYPILOT_DISABLE_USAGE_COLLECTION=1 SKYPILOT_DEBUG=0 \
+        "$SKY_VENV/bin/sky" api start --host 127.0.0.1 --port "$port" --foreground
+    for _ in $(seq 120); do
+        answers "$url" && break
+        running_pid "$name" >/dev/null || die "$what exited (see $FD_LOGS/$name.out)"
+        sleep 0.5
+    done
+    answers "$url" || die "$what does not answer on $url (see $FD_LOGS/$name.out)"
+    log "$what answers after $((SECONDS - t0)) s"
+}
+
 start_server() {
     if running_pid "$SKY_NAME" >/dev/null && answers; then
         log "skypilot api server already up on $SKY_URL"
     else
         stop_server
-        port_open "$SKY_PORT" && die "port $SKY_PORT is taken by something else"
         mkdir -p "$SKY_HOME"
         seed_catalog
         local t0=$SECONDS
-        log "starting skypilot api server on $SKY_URL"
-        start_daemon "$SKY_NAME" "$SKY_VENV" env HOME="$SKY_HOME" PATH="$SKY_VENV/bin:$FD_STD_PATH" \
-            SKYPILOT_DISABLE_USAGE_COLLECTION=1 SKYPILOT_DEBUG=0 \
-            "$SKY_VENV/bin/sky" api start --host 127.0.0.1 --port "$SKY_PORT" --foreground
-        for _ in $(seq 120); do
-            answers && break
-            running_pid "$SKY_NAME" >/dev/null || die "skypilot api server exited (see $FD_LOGS/$SKY_NAME.out)"
-            sleep 0.5
-        done
-        answers || die "skypilot api server does not answer on $SKY_URL (see $FD_LOGS/$SKY_NAME.out)"
-        log "skypilot api server answers after $((SECONDS - t0)) s"
+        launch_server "$SKY_NAME" "$SKY_HOME" "$SKY_PORT" "$SKY_URL" "skypilot api server"
         warm_up
         log "skypilot api server warm after $((SECONDS - t0)) s"
     fi
@@ -262,19 +269,8 @@ start_slurm_server() {
         log "skypilot slurm-infra server already up on $SKY_SLURM_URL"
     else
         stop_server "$SKY_SLURM_NAME"
-        port_open "$SKY_SLURM_PORT" && die "port $SKY_SLURM_PORT is taken by something else"
-        local t0=$SECONDS
-        log "starting skypilot slurm-infra server on $SKY_SLURM_URL"
-        start_daemon "$SKY_SLURM_NAME" "$SKY_VENV" env HOME="$SKY_SLURM_HOME" PATH="$SKY_VENV/bin:$FD_STD_PATH" \
-            SKYPILOT_DISABLE_USAGE_COLLECTION=1 SKYPILOT_DEBUG=0 \
-            "$SKY_VENV/bin/sky" api start --host 127.0.0.1 --port "$SKY_SLURM_PORT" --foreground
-        for _ in $(seq 120); do
-            answers "$SKY_SLURM_URL" && break
-            running_pid "$SKY_SLURM_NAME" >/dev/null || die "skypilot slurm-infra server exited (see $FD_LOGS/$SKY_SLURM_NAME.out)"
-            sleep 0.5
-        done
-        answers "$SKY_SLURM_URL" || die "skypilot slurm-infra server does not answer on $SKY_SLURM_URL (see $FD_LOGS/$SKY_SLURM_NAME.out)"
-        log "skypilot slurm-infra server answers after $((SECONDS - t0)) s"
+        launch_server "$SKY_SLURM_NAME" "$SKY_SLURM_HOME" "$SKY_SLURM_PORT" "$SKY_SLURM_URL" \
+            "skypilot slurm-infra server"
     fi
     # `sky check` records the enabled infra (launches read it); it also proves the login works.
     local out

@@ -269,33 +269,19 @@ fn checked_program(program: &[String]) -> Result<&[String], BackendError> {
 
 /// The numeric job ids of array tasks (`123_4` → `130`), one `ID|JOBID` line each.
 pub fn array_task_ids(tasks: &[&str]) -> Result<Vec<String>, BackendError> {
-    let mut ids = Vec::with_capacity(tasks.len());
-    for t in tasks {
-        ids.push(checked_job_id(t)?);
-    }
-    Ok(vec![
-        "squeue".into(),
-        "--all".into(),
-        "--noheader".into(),
-        format!("--jobs={}", ids.join(",")),
-        "--format=%i|%A".into(),
-    ])
+    Ok(vec!["squeue".into(), "--all".into(), "--noheader".into(), jobs_option(tasks)?, "--format=%i|%A".into()])
+}
+
+/// `--jobs=A,B,…` with every id checked (no option or shell text can ride in on one).
+fn jobs_option(jobs: &[&str]) -> Result<String, BackendError> {
+    let ids = jobs.iter().map(|j| checked_job_id(j)).collect::<Result<Vec<_>, _>>()?;
+    Ok(format!("--jobs={}", ids.join(",")))
 }
 
 /// The JSON records of `jobs` only (`squeue --json --jobs=…`): their `gres_detail`, the
 /// device indices each holds per node, which the field listing does not carry.
 pub fn jobs_json_of(jobs: &[&str]) -> Result<Vec<String>, BackendError> {
-    let mut ids = Vec::with_capacity(jobs.len());
-    for j in jobs {
-        ids.push(checked_job_id(j)?);
-    }
-    Ok(vec![
-        "squeue".into(),
-        "--all".into(),
-        "--states=all".into(),
-        format!("--jobs={}", ids.join(",")),
-        "--json".into(),
-    ])
+    Ok(vec!["squeue".into(), "--all".into(), "--states=all".into(), jobs_option(jobs)?, "--json".into()])
 }
 
 pub fn srun_help() -> Vec<String> {
