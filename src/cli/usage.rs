@@ -12,13 +12,9 @@ use futures_util::future::join_all;
 use super::{Failure, OutputFormat, exit, first_refresh, first_telemetry};
 use crate::config::Config;
 use crate::fleet::{Fleet, FleetOptions};
-use crate::model::usage::{self, Usage, UsageAsk, UsageBy, UsageRow, WindowSource};
+use crate::model::usage::{self, Usage, UsageAsk, UsageBy, UsageRow};
 use crate::model::{History, HistoryQuery};
 use crate::output;
-
-/// The most finished jobs read per cluster for a window: more are counted as left out, and
-/// the window is then a lower bound.
-pub const WINDOW_LIMIT: usize = 100_000;
 
 /// `--by`: what the rows are.
 #[derive(Debug, Clone, Copy, Default, clap::ValueEnum)]
@@ -64,27 +60,14 @@ pub(super) async fn usage(config: &Config, read_only: bool, ask: UsageRequest<'_
     let longest = config.clusters.iter().map(|c| c.timeout).max().unwrap_or(Duration::from_secs(30));
     let state = first_telemetry(&fleet, longest, false).await;
     // Every end state, every user the source shows; one call per cluster, all at once.
-    let query = HistoryQuery { since, user: None, states: Vec::new(), limit: WINDOW_LIMIT };
+    let query = HistoryQuery { since, user: None, states: Vec::new(), limit: usage::WINDOW_LIMIT };
     let names = fleet.cluster_names();
     let answers = join_all(names.iter().map(|name| fleet.history(name, &query))).await;
-    let windows: Vec<(String, History, Option<String>)> = names
-        .into_iter()
-        .zip(answers)
-        .map(|(name, answer)| match answer {
-            Ok(history) => {
-                let gap = window_gap(&history);
-                (name, history, gap)
-            }
-            Err(e) => {
-                failed = true;
-                (name, History::default(), Some(format!("history: {e}")))
-            }
-        })
-        .collect();
-    let sources: Vec<WindowSource> = windows
-        .iter()
-        .map(|(name, history, gap)| WindowSource { cluster: name, records: &history.records, gap: gap.as_deref() })
-        .collect();
+    let answers: Vec<(String, Result<History, String>)> =
+        names.into_iter().zip(answers).map(|(name, answer)| (name, answer.map_err(|e| e.to_string()))).collect();
+    failed |= answers.iter().any(|(_, a)| a.is_err());
+    let windows = usage::window_answers(answers);
+    let sources = usage::window_sources(&windows);
     let idle_below_percent = Some(config.idle.below_percent);
     let computed = usage::compute(
         &state,
@@ -102,61 +85,11 @@ pub(super) async fn usage(config: &Config, read_only: bool, ask: UsageRequest<'_
 
 /// What a cluster's history cannot say of the window: jobs past the limit, lines it could
 /// not read, or (a kind without accounting) the finished jobs it no longer lists.
-fn window_gap(history: &History) -> Option<String> {
-    let mut gaps: Vec<String> = Vec::new();
-    if history.source != "sacct" {
-        gaps.push(format!("finished jobs counted only as {} still lists them", history.source));
-    }
-    if history.left_out > 0 {
-        gaps.push(format!("{} older finished jobs past {WINDOW_LIMIT} left out", history.left_out));
-    }
-    gaps.extend(history.notes.iter().filter(|n| n.contains("did not read")).cloned());
-    (!gaps.is_empty()).then(|| gaps.join("; "))
-}
-
-/// The usage table: one row per key, most held first, then the total. `?` is not known;
-/// `>=` a lower bound (a source could not say all of it).
 pub fn table(u: &Usage) -> String {
-    let key = match u.by {
-        UsageBy::User => "USER",
-        UsageBy::Account => "ACCOUNT",
-        UsageBy::Cluster => "CLUSTER",
-        UsageBy::Model => "MODEL",
-    };
-    let header = [key, "JOBS", "GPUS", "IDLE", "$/H", "GPU-H", "MODELS"];
-    let mut rows: Vec<Vec<String>> = u.rows.iter().map(cells).collect();
-    let mut total = cells(&u.total);
+    let header = usage::header(u.by);
+    let mut rows: Vec<Vec<String>> = u.rows.iter().map(UsageRow::cells).collect();
+    let mut total = u.total.cells();
     total[0] = "TOTAL".into();
     rows.push(total);
     output::table(&header, &rows)
-}
-
-fn cells(r: &UsageRow) -> Vec<String> {
-    let idle = match (r.gpus_now, r.unmeasured_gpus_now) {
-        (0, _) => "-".to_string(),
-        (held, unmeasured) if unmeasured >= held => "?".to_string(),
-        (_, 0) => r.idle_gpus_now.to_string(),
-        _ => format!("{}+?", r.idle_gpus_now),
-    };
-    let cost = match (r.cost_per_hour, r.gpus_now) {
-        (Some(c), _) => format!("{c:.2}"),
-        (None, 0) => "-".to_string(),
-        (None, _) => "?".to_string(),
-    };
-    let hours = match r.gpu_hours {
-        None => "-".to_string(),
-        Some(h) if r.gpu_hours_complete => format!("{h:.2}"),
-        Some(h) if h > 0.0 => format!(">={h:.2}"),
-        Some(_) => "?".to_string(),
-    };
-    let models: Vec<String> = r.models.iter().map(|m| format!("{}×{}", m.model, m.gpus)).collect();
-    vec![
-        if r.key.is_empty() { "-".into() } else { r.key.clone() },
-        r.jobs_now.to_string(),
-        r.gpus_now.to_string(),
-        idle,
-        cost,
-        hours,
-        if models.is_empty() { "-".into() } else { models.join(",") },
-    ]
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{FleetState, GpuUse, Job, JobRecord};
+use super::{FleetState, GpuUse, History, Job, JobRecord};
 use crate::columns::natural::natural_cmp;
 
 /// The row key of a job without an account.
@@ -72,7 +72,7 @@ pub struct ModelCount {
 }
 
 /// One user's (account's, cluster's, model's) GPUs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageRow {
     pub key: String,
     /// Jobs holding GPUs now.
@@ -94,7 +94,7 @@ pub struct UsageRow {
 }
 
 /// The rows, most held first, and their total.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
     pub by: UsageBy,
     pub now: DateTime<Utc>,
@@ -331,6 +331,123 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
             .then_with(|| natural_cmp(&a.key, &b.key))
     });
     Usage { by, now, since, rows, total: total.row("total".into(), windowed), not_known }
+}
+
+/// Finished jobs a window reads per cluster at most; past it the oldest are left out and the
+/// window says so.
+pub const WINDOW_LIMIT: usize = 100_000;
+
+/// What one cluster's history cannot say of a window: finished jobs only as far as the
+/// backend still lists them, older ones left out past [`WINDOW_LIMIT`], accounting not read.
+pub fn window_gap(history: &History) -> Option<String> {
+    let mut gaps: Vec<String> = Vec::new();
+    if history.source != "sacct" {
+        gaps.push(format!("finished jobs counted only as {} still lists them", history.source));
+    }
+    if history.left_out > 0 {
+        gaps.push(format!("{} older finished jobs past {WINDOW_LIMIT} left out", history.left_out));
+    }
+    gaps.extend(history.notes.iter().filter(|n| n.contains("did not read")).cloned());
+    (!gaps.is_empty()).then(|| gaps.join("; "))
+}
+
+/// Each cluster's answer for a window (its history, or why it has none) as the window's
+/// sources: a failed read is an empty history whose gap says why.
+pub fn window_answers(answers: Vec<(String, Result<History, String>)>) -> Vec<(String, History, Option<String>)> {
+    answers
+        .into_iter()
+        .map(|(name, answer)| match answer {
+            Ok(history) => {
+                let gap = window_gap(&history);
+                (name, history, gap)
+            }
+            Err(e) => (name, History::default(), Some(format!("history: {e}"))),
+        })
+        .collect()
+}
+
+/// The sources [`compute`] reads, borrowed from [`window_answers`].
+pub fn window_sources(answers: &[(String, History, Option<String>)]) -> Vec<WindowSource<'_>> {
+    answers
+        .iter()
+        .map(|(name, history, gap)| WindowSource { cluster: name, records: &history.records, gap: gap.as_deref() })
+        .collect()
+}
+
+/// The column titles of a usage table whose rows are `by`.
+pub fn header(by: UsageBy) -> [&'static str; 7] {
+    let key = match by {
+        UsageBy::User => "USER",
+        UsageBy::Account => "ACCOUNT",
+        UsageBy::Cluster => "CLUSTER",
+        UsageBy::Model => "MODEL",
+    };
+    [key, "JOBS", "GPUS", "IDLE", "$/H", "GPU-H", "MODELS"]
+}
+
+impl UsageRow {
+    /// The cells under [`header`]: `?` where a figure is not known, `-` where there is none,
+    /// `>=N` for GPU-hours some source could not fully say.
+    pub fn cells(&self) -> Vec<String> {
+        let idle = match (self.gpus_now, self.unmeasured_gpus_now) {
+            (0, _) => "-".to_string(),
+            (held, unmeasured) if unmeasured >= held => "?".to_string(),
+            (_, 0) => self.idle_gpus_now.to_string(),
+            _ => format!("{}+?", self.idle_gpus_now),
+        };
+        let cost = match (self.cost_per_hour, self.gpus_now) {
+            (Some(c), _) => format!("{c:.2}"),
+            (None, 0) => "-".to_string(),
+            (None, _) => "?".to_string(),
+        };
+        let hours = match self.gpu_hours {
+            None => "-".to_string(),
+            Some(h) if self.gpu_hours_complete => format!("{h:.2}"),
+            Some(h) if h > 0.0 => format!(">={h:.2}"),
+            Some(_) => "?".to_string(),
+        };
+        let models: Vec<String> = self.models.iter().map(|m| format!("{}×{}", m.model, m.gpus)).collect();
+        vec![
+            if self.key.is_empty() { "-".into() } else { self.key.clone() },
+            self.jobs_now.to_string(),
+            self.gpus_now.to_string(),
+            idle,
+            cost,
+            hours,
+            if models.is_empty() { "-".into() } else { models.join(",") },
+        ]
+    }
+}
+
+/// What is held now (`now`, taken afresh at every refresh) beside the GPU-hours of the last
+/// window read (`window`, read on demand): one row per key of either, in `now`'s order, then
+/// the keys only the window knows (nothing held now), most hours first.
+pub fn merge_window(now: &Usage, window: Option<&Usage>) -> Vec<UsageRow> {
+    let Some(window) = window else { return now.rows.clone() };
+    let hours: HashMap<&str, &UsageRow> = window.rows.iter().map(|r| (r.key.as_str(), r)).collect();
+    let mut rows: Vec<UsageRow> = now
+        .rows
+        .iter()
+        .map(|r| {
+            let mut row = r.clone();
+            let known = hours.get(r.key.as_str());
+            row.gpu_hours = Some(known.and_then(|w| w.gpu_hours).unwrap_or(0.0));
+            // A key the window has no row for was in no source: as complete as the window.
+            row.gpu_hours_complete = known.map_or(window.total.gpu_hours_complete, |w| w.gpu_hours_complete);
+            row
+        })
+        .collect();
+    let held: std::collections::HashSet<&str> = now.rows.iter().map(|r| r.key.as_str()).collect();
+    for w in window.rows.iter().filter(|w| !held.contains(w.key.as_str())) {
+        // Nothing held now.
+        rows.push(UsageRow {
+            key: w.key.clone(),
+            gpu_hours: w.gpu_hours,
+            gpu_hours_complete: w.gpu_hours_complete,
+            ..UsageRow::default()
+        });
+    }
+    rows
 }
 
 #[cfg(test)]

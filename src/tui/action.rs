@@ -16,6 +16,7 @@ pub enum Mode {
     Jobs,
     Nodes,
     Gpus,
+    Usage,
     History,
     Detail,
     Submit,
@@ -23,12 +24,13 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub const ALL: [Mode; 9] = [
+    pub const ALL: [Mode; 10] = [
         Mode::Global,
         Mode::Overview,
         Mode::Jobs,
         Mode::Nodes,
         Mode::Gpus,
+        Mode::Usage,
         Mode::History,
         Mode::Detail,
         Mode::Submit,
@@ -42,6 +44,7 @@ impl Mode {
             Mode::Jobs => "jobs",
             Mode::Nodes => "nodes",
             Mode::Gpus => "gpus",
+            Mode::Usage => "usage",
             Mode::History => "history",
             Mode::Detail => "detail",
             Mode::Submit => "submit",
@@ -94,6 +97,7 @@ ui_actions! {
     ScreenJobs => "screen_jobs", "jobs screen", false;
     ScreenNodes => "screen_nodes", "nodes screen", false;
     ScreenGpus => "screen_gpus", "GPU map screen", false;
+    ScreenUsage => "screen_usage", "usage screen: who holds the GPUs, now and over 7 d", false;
     ScreenHistory => "screen_history", "finished jobs of the last 24 h (sacct)", false;
     ReloadHistory => "reload_history", "read the finished jobs again (one call per cluster)", false;
     NextScreen => "next_screen", "next screen", false;

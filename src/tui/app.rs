@@ -18,6 +18,7 @@ mod messages;
 pub mod row_cache;
 mod screens;
 mod toasts;
+pub mod usage;
 mod watch;
 
 use std::sync::Arc;
@@ -52,6 +53,8 @@ pub enum Screen {
     Jobs,
     Nodes,
     Gpus,
+    /// Who holds the GPUs, per user.
+    Usage,
     /// Finished jobs (`sacct`), read on demand; not in the Tab cycle.
     History,
     Detail,
@@ -60,7 +63,7 @@ pub enum Screen {
 
 impl Screen {
     /// The screens Tab cycles through, in order.
-    pub const MAIN: [Screen; 4] = [Screen::Overview, Screen::Jobs, Screen::Nodes, Screen::Gpus];
+    pub const MAIN: [Screen; 5] = [Screen::Overview, Screen::Jobs, Screen::Nodes, Screen::Gpus, Screen::Usage];
 
     pub fn mode(self) -> Mode {
         match self {
@@ -68,6 +71,7 @@ impl Screen {
             Screen::Jobs => Mode::Jobs,
             Screen::Nodes => Mode::Nodes,
             Screen::Gpus => Mode::Gpus,
+            Screen::Usage => Mode::Usage,
             Screen::History => Mode::History,
             Screen::Detail => Mode::Detail,
             Screen::Submit => Mode::Submit,
@@ -80,6 +84,7 @@ impl Screen {
             Screen::Jobs => "Jobs",
             Screen::Nodes => "Nodes",
             Screen::Gpus => "GPUs",
+            Screen::Usage => "Usage",
             Screen::History => "History",
             Screen::Detail => "Detail",
             Screen::Submit => "Submit",
@@ -121,6 +126,7 @@ pub struct App {
     pub(crate) gpus: GpuList,
     pub(crate) overview_scroll: usize,
     pub(crate) history: HistoryView,
+    pub(crate) usage: usage::UsageView,
     pub(crate) detail: Option<Detail>,
     pub(crate) form: SubmitForm,
     /// The help overlay, with its scroll position.
@@ -173,6 +179,7 @@ impl App {
             gpus: GpuList::default(),
             overview_scroll: 0,
             history: HistoryView::default(),
+            usage: usage::UsageView::default(),
             detail: None,
             form,
             help: None,
@@ -312,6 +319,10 @@ impl App {
         &self.history
     }
 
+    pub fn usage(&self) -> &usage::UsageView {
+        &self.usage
+    }
+
     /// The history table's rows, in order (the cluster filter applied).
     pub fn visible_history(&self) -> Vec<JobRef> {
         self.history.cursor.visible.iter().map(|i| self.history.records[*i as usize].job.job_ref.clone()).collect()
@@ -413,6 +424,17 @@ impl App {
                 self.history.load(results, self.cluster.as_deref());
                 true
             }
+            Msg::Usage { seq, result } => {
+                if self.usage.read.answer(seq).is_none() {
+                    return false;
+                }
+                match result {
+                    Ok(window) => self.usage.window = Some(*window),
+                    Err(e) => self.toast(format!("GPU-hours not read: {e}"), true),
+                }
+                self.usage.rebuild(&self.rows.usage);
+                true
+            }
             Msg::SpecLoaded { path, result } => {
                 match result {
                     Ok(spec) => {
@@ -464,6 +486,7 @@ impl App {
         self.nodes.refilter(&self.rows, keep, &mut self.matchers, false);
         self.nodes.prune(&self.rows);
         self.gpus.refilter(&self.rows, keep);
+        self.usage.rebuild(&self.rows.usage);
         if let Some(d) = &mut self.detail {
             match self.rows.job_index.get(&d.job) {
                 Some(row) => {
@@ -584,8 +607,12 @@ impl App {
             UiAction::CommandMode => {
                 self.input = Some(Input::Command { text: TextInput::default(), candidates: Vec::new() })
             }
-            UiAction::Filter if matches!(self.screen, Screen::Jobs | Screen::Nodes) => {
-                let current = if self.screen == Screen::Nodes { &self.nodes.fuzzy } else { &self.jobs.fuzzy };
+            UiAction::Filter if matches!(self.screen, Screen::Jobs | Screen::Nodes | Screen::Usage) => {
+                let current = match self.screen {
+                    Screen::Nodes => &self.nodes.fuzzy,
+                    Screen::Usage => &self.usage.filter,
+                    _ => &self.jobs.fuzzy,
+                };
                 self.input = Some(Input::Filter { screen: self.screen, text: TextInput::new(current.clone()) });
             }
             UiAction::Back => self.back(),
@@ -603,6 +630,7 @@ impl App {
             UiAction::ScreenJobs => self.switch(Screen::Jobs),
             UiAction::ScreenNodes => self.switch(Screen::Nodes),
             UiAction::ScreenGpus => self.switch(Screen::Gpus),
+            UiAction::ScreenUsage => self.open_usage(None, out),
             UiAction::ScreenHistory => self.open_history(None, out),
             UiAction::NextScreen | UiAction::PrevScreen => {
                 let from = if Screen::MAIN.contains(&self.screen) { self.screen } else { self.back_to };
@@ -621,6 +649,7 @@ impl App {
                 Screen::Jobs => self.jobs_action(action, out),
                 Screen::Nodes => self.nodes_action(action, out),
                 Screen::Gpus => self.gpus_action(action, out),
+                Screen::Usage => self.usage_action(action, out),
                 Screen::History => self.history_action(action, out),
                 Screen::Overview => self.overview_action(action),
                 Screen::Detail => self.detail_action(action, out),
@@ -675,6 +704,10 @@ impl App {
                 self.refilter_nodes();
             }
             Screen::Nodes if !self.nodes.marked.is_empty() => self.nodes.marked.clear(),
+            Screen::Usage if !self.usage.filter.is_empty() => {
+                self.usage.filter.clear();
+                self.usage.rebuild(&self.rows.usage);
+            }
             _ => {}
         }
     }

@@ -341,26 +341,32 @@ where
                     let fleet = fleet.clone();
                     let tx = results_tx.clone();
                     tokio::spawn(async move {
-                        let query = crate::model::HistoryQuery {
-                            since,
-                            user: None,
-                            states: Vec::new(),
-                            limit: crate::model::history::DEFAULT_LIMIT,
-                        };
-                        // One read per cluster, all at once: a slow one holds up no other.
-                        let reads = fleet.cluster_names().into_iter().map(|name| {
-                            let (fleet, query) = (fleet.clone(), &query);
-                            async move {
-                                let read = fleet.history(&name, query);
-                                let result = match tokio::time::timeout(HISTORY_TIMEOUT, read).await {
-                                    Ok(r) => r.map_err(|e| e.to_string()),
-                                    Err(_) => Err(format!("no answer in {} s", HISTORY_TIMEOUT.as_secs())),
-                                };
-                                (name, result)
-                            }
-                        });
-                        let results = futures_util::future::join_all(reads).await;
+                        let results = read_histories(&fleet, since, crate::model::history::DEFAULT_LIMIT).await;
                         let _ = tx.send(Msg::History { seq, results });
+                    });
+                }
+                Command::FetchUsage { since, seq } => {
+                    let fleet = fleet.clone();
+                    let tx = results_tx.clone();
+                    tokio::spawn(async move {
+                        use crate::model::usage::{self, UsageAsk, UsageBy};
+                        let answers = read_histories(&fleet, since, usage::WINDOW_LIMIT).await;
+                        // Summed off the UI thread: up to a window limit of records per cluster.
+                        let summed = tokio::task::spawn_blocking(move || {
+                            let windows = usage::window_answers(answers);
+                            let sources = usage::window_sources(&windows);
+                            let state = fleet.state();
+                            let ask = UsageAsk {
+                                by: UsageBy::User,
+                                now: chrono::Utc::now(),
+                                window: Some((since, &sources)),
+                                idle_below_percent: None,
+                            };
+                            Box::new(usage::compute(&state, &ask))
+                        })
+                        .await
+                        .map_err(|e| format!("the sum failed: {e}"));
+                        let _ = tx.send(Msg::Usage { seq, result: summed });
                     });
                 }
                 Command::LoadSpec(path) => {
@@ -373,4 +379,27 @@ where
             }
         }
     }
+}
+
+/// Every cluster's jobs that ended since `since` (at most `limit` each), one read per
+/// cluster, all at once, so a slow one holds up no other; each bounded by
+/// [`HISTORY_TIMEOUT`].
+async fn read_histories(
+    fleet: &Fleet,
+    since: chrono::DateTime<chrono::Utc>,
+    limit: usize,
+) -> Vec<(String, Result<crate::model::History, String>)> {
+    let query = crate::model::HistoryQuery { since, user: None, states: Vec::new(), limit };
+    let reads = fleet.cluster_names().into_iter().map(|name| {
+        let query = &query;
+        async move {
+            let read = fleet.history(&name, query);
+            let result = match tokio::time::timeout(HISTORY_TIMEOUT, read).await {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(_) => Err(format!("no answer in {} s", HISTORY_TIMEOUT.as_secs())),
+            };
+            (name, result)
+        }
+    });
+    futures_util::future::join_all(reads).await
 }

@@ -2308,3 +2308,91 @@ fn a_waiting_jobs_detail_asks_once_for_its_turn() {
     assert_eq!(app.detail().unwrap().job, JobRef::new("k8s", "train:llm"));
     assert!(!sent.iter().any(|c| matches!(c, Command::FetchTurn { .. })), "{sent:?}");
 }
+
+/// A running job of `user` holding `gpus`.
+fn holding(cluster: &str, id: &str, user: &str, gpus: u32) -> Job {
+    let mut j = job(cluster, id, JobState::Running, user, &format!("job-{id}"));
+    j.gpus_allocated = gpus;
+    j.gpus_requested = gpus;
+    j.start_time = Some(t0() - chrono::Duration::hours(1));
+    j
+}
+
+/// The usage reads among `commands`, as `(since, seq)`.
+fn usage_reads(commands: &[Command]) -> Vec<(DateTime<Utc>, u64)> {
+    commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::FetchUsage { since, seq } => Some((*since, *seq)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn usage_keys(app: &App) -> Vec<String> {
+    let u = app.usage();
+    u.cursor.visible.iter().map(|i| u.rows[*i as usize].key.clone()).collect()
+}
+
+#[test]
+fn the_usage_screen_reads_its_window_once_and_follows_every_refresh_for_what_is_held_now() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", vec![holding("fd22", "1", "bob", 2), holding("fd22", "2", "ann", 8)], vec![])]));
+    let sent = ch(&mut app, '5');
+    assert_eq!(app.screen(), Screen::Usage);
+    let reads = usage_reads(&sent);
+    assert_eq!(reads.len(), 1, "one window read: {sent:?}");
+    assert_eq!(reads[0].0, t0() - chrono::Duration::days(7), "seven days back by default");
+    assert_eq!(usage_keys(&app), ["ann", "bob"], "most GPUs held first, before any window came");
+
+    // A refresh changes what is held now, with no new read.
+    app.update(fleet(2, vec![("fd22", vec![holding("fd22", "1", "bob", 16), holding("fd22", "2", "ann", 8)], vec![])]));
+    assert_eq!(usage_keys(&app), ["bob", "ann"]);
+    assert!(usage_reads(&ch(&mut app, 'j')).is_empty());
+
+    // A stale answer is dropped; the open one fills the GPU-hours, a user holding nothing now
+    // comes in from the window.
+    let window = |hours: &[(&str, f64)]| flightdeck::model::usage::Usage {
+        rows: hours
+            .iter()
+            .map(|(k, h)| flightdeck::model::usage::UsageRow {
+                key: (*k).into(),
+                gpu_hours: Some(*h),
+                gpu_hours_complete: true,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    app.update(Msg::Usage { seq: reads[0].1 + 7, result: Ok(Box::new(window(&[("zed", 1.0)]))) });
+    assert!(app.usage().window.is_none(), "an answer to no open read is stale");
+    app.update(Msg::Usage { seq: reads[0].1, result: Ok(Box::new(window(&[("cat", 90.0), ("ann", 3.0)]))) });
+    assert_eq!(usage_keys(&app), ["bob", "ann", "cat"]);
+    ch(&mut app, 's');
+    assert_eq!(usage_keys(&app), ["cat", "ann", "bob"], "by GPU-hours");
+
+    // `r` reads the window again; opening the screen again does not.
+    assert_eq!(usage_reads(&ch(&mut app, 'r')).len(), 1);
+    ch(&mut app, '2');
+    assert!(usage_reads(&ch(&mut app, '5')).is_empty(), "a read is still open");
+
+    // `/` narrows the rows to names holding the words; esc clears it.
+    ch(&mut app, '/');
+    typed(&mut app, "AN");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(usage_keys(&app), ["ann"]);
+    code(&mut app, KeyCode::Esc);
+    assert_eq!(usage_keys(&app).len(), 3);
+}
+
+#[test]
+fn enter_on_a_user_in_the_usage_screen_shows_just_their_jobs() {
+    let mut app = app();
+    app.update(fleet(1, vec![("fd22", vec![holding("fd22", "1", "bob", 2), holding("fd22", "2", "ann", 8)], vec![])]));
+    ch(&mut app, '5');
+    ch(&mut app, 'j');
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.screen(), Screen::Jobs);
+    assert_eq!(app.user_filter(), Some("bob"));
+    assert_eq!(app.visible_jobs(), refs("fd22", &["1"]));
+}

@@ -510,6 +510,43 @@ fn history() {
     });
 }
 
+/// The usage screen after its window came back: what each user holds now from the fleet,
+/// the GPU-hours of the window from one cluster's finished jobs, and a cluster that could
+/// not say (its hours then a lower bound, named above the table).
+fn usage_app() -> App {
+    use flightdeck::model::usage::{self, UsageAsk, UsageBy};
+    let mut app = new_app(false);
+    let sent = keys(&mut app, "5");
+    let Some(&Command::FetchUsage { seq, since }) = sent.last() else { panic!("no usage read: {sent:?}") };
+    let mut done = job("fd22", "990", "sweep", "carol", JobState::Completed, None, 4, Some("a100"), &["gpu-01"]);
+    done.start_time = Some(at(1, 0, 0));
+    done.end_time = Some(at(3, 30, 0));
+    done.gpus_allocated = 4;
+    let record =
+        flightdeck::model::JobRecord { job: done, elapsed_secs: Some(9000), max_rss_mb: None, gpu_hours: None };
+    let fd22 = flightdeck::model::History { records: vec![record], source: "sacct".into(), left_out: 0, notes: vec![] };
+    let answers = usage::window_answers(vec![
+        ("fd22".into(), Ok(fd22)),
+        ("fd24".into(), Err("sacct: Slurm accounting storage is disabled".into())),
+    ]);
+    let sources = usage::window_sources(&answers);
+    let ask =
+        UsageAsk { by: UsageBy::User, now: at(12, 0, 0), window: Some((since, &sources)), idle_below_percent: None };
+    let window = usage::compute(app.fleet(), &ask);
+    app.update(Msg::Usage { seq, result: Ok(Box::new(window)) });
+    app
+}
+
+#[test]
+fn usage() {
+    both("usage", usage_app);
+    both("usage_reading", || {
+        let mut app = new_app(false);
+        keys(&mut app, "5");
+        app
+    });
+}
+
 #[test]
 fn cancel_dialog() {
     both("cancel_dialog", || {

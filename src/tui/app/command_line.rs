@@ -6,6 +6,7 @@ pub const COMMANDS: &[(&str, bool, &str)] = &[
     ("jobs", false, "jobs screen"),
     ("nodes", false, "nodes screen"),
     ("gpus", false, "GPU map screen"),
+    ("usage", true, "who holds the GPUs, now and the GPU-hours of the last 7 d (`:usage 1d` for another span)"),
     ("history", true, "finished jobs of the last 24 h (`:history 6h`, `2d`, `1w` for another span)"),
     ("cluster", true, "show one cluster (`:cluster all` for every one)"),
     ("user", true, "show one user's jobs (`:user all` for everyone)"),
@@ -23,6 +24,8 @@ pub enum Parsed {
     Screen(&'static str),
     /// The history screen, looking back this far (`None`: as far as last time, else 24 h).
     History(Option<chrono::Duration>),
+    /// The usage screen, its GPU-hours looking back this far (`None`: as last time, else 7 d).
+    Usage(Option<chrono::Duration>),
     /// `None`: every cluster.
     Cluster(Option<String>),
     /// `None`: every user.
@@ -79,6 +82,8 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     let all_or = |a: &str| if a.is_empty() || a == "all" || a == "*" { None } else { Some(a.to_string()) };
     Ok(match name {
         "overview" | "jobs" | "nodes" | "gpus" => Parsed::Screen(name),
+        "usage" if arg.is_empty() => Parsed::Usage(None),
+        "usage" => Parsed::Usage(Some(super::history::parse_age(arg)?)),
         "history" if arg.is_empty() => Parsed::History(None),
         "history" => Parsed::History(Some(super::history::parse_age(arg)?)),
         "cluster" => Parsed::Cluster(all_or(arg)),
@@ -115,7 +120,7 @@ pub fn complete(text: &str, clusters: &[String], users: &[String], themes: &[&st
         "cluster" => clusters.iter().cloned().chain(std::iter::once("all".to_string())).collect(),
         "user" => users.iter().cloned().chain(std::iter::once("all".to_string())).collect(),
         "keymap" => crate::tui::keymap::Keymap::names().iter().map(|k| k.to_string()).collect(),
-        "history" => ["1h", "6h", "24h", "2d", "1w"].iter().map(|a| a.to_string()).collect(),
+        "history" | "usage" => ["1h", "6h", "24h", "2d", "1w"].iter().map(|a| a.to_string()).collect(),
         _ => themes.iter().map(|t| t.to_string()).collect(),
     };
     let arg = arg.trim_start();

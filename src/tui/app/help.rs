@@ -27,6 +27,7 @@ pub fn mode_title(mode: Mode) -> &'static str {
         Mode::Jobs => "Jobs",
         Mode::Nodes => "Nodes",
         Mode::Gpus => "GPU map",
+        Mode::Usage => "Usage",
         Mode::History => "History",
         Mode::Detail => "Job detail",
         Mode::Submit => "Submit form",

@@ -57,6 +57,12 @@ pub enum Msg {
         seq: u64,
         results: Vec<(String, Result<History, String>)>,
     },
+    /// The answer to [`Command::FetchUsage`] number `seq`: every user's GPU-hours over the
+    /// window (and what it could not say), or why none could be computed.
+    Usage {
+        seq: u64,
+        result: Result<Box<crate::model::usage::Usage>, String>,
+    },
     /// The answer to [`Command::LoadSpec`].
     SpecLoaded {
         path: String,
@@ -114,6 +120,13 @@ pub enum Command {
     /// Read the jobs that ended since `since` of every cluster (one call each, at once, on a
     /// task: `sacct` on Slurm); answer with [`Msg::History`] carrying `seq`.
     FetchHistory {
+        since: DateTime<Utc>,
+        seq: u64,
+    },
+    /// Read every cluster's finished jobs since `since` (as [`Command::FetchHistory`]) and
+    /// compute each user's GPU-hours over the window with the fleet's picture of now, off
+    /// the UI thread; answer with [`Msg::Usage`] carrying `seq`.
+    FetchUsage {
         since: DateTime<Utc>,
         seq: u64,
     },

@@ -13,6 +13,7 @@ use nucleo::Utf32String;
 use crate::columns::{JobColumn, JobContext, NodeColumn};
 use crate::fleet::FleetState;
 use crate::model::gpu_totals::{GpuTotals, gpu_totals};
+use crate::model::usage::{self, Usage, UsageAsk, UsageBy};
 use crate::model::{GpuReading, GpuUse, Health, Job, JobGpuUse, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
 use crate::tui::widgets::text;
 
@@ -250,6 +251,9 @@ pub struct RowCache {
     pub job_array: Vec<u32>,
     /// Parent row identity ([`array_key`]) → index in [`RowCache::arrays`].
     pub array_index: HashMap<JobRef, u32>,
+    /// What each user holds now ([`usage::compute`] by user, no window): the usage
+    /// screen's rows, taken here so a refresh costs the UI thread nothing for them.
+    pub usage: Usage,
 }
 
 impl std::fmt::Debug for RowCache {
@@ -375,11 +379,15 @@ impl RowCache {
             arrays: Vec::new(),
             job_array: Vec::new(),
             array_index: HashMap::new(),
+            usage: Usage::default(),
         };
         data.build_arrays();
         data.gpu_nodes = data.build_gpu_map();
         data.summaries = data.build_summaries();
         data.fleet_gpus = gpu_totals(data.snaps.iter().map(|(_, s)| &**s));
+        let now = data.snaps.iter().filter_map(|(_, s)| s.taken_at).max().unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
+        let ask = UsageAsk { by: UsageBy::User, now, window: None, idle_below_percent: None };
+        data.usage = usage::compute(&data.fleet, &ask);
         data
     }
 

@@ -329,7 +329,7 @@ fn unknown_table() {
         shown,
         format!(
             "{FILE}:3: unknown table [job] (did you mean \"jobs\"?) (expected inherit, or one of the tables: global, \
-             overview, jobs, nodes, gpus, history, detail, submit, dialog)"
+             overview, jobs, nodes, gpus, usage, history, detail, submit, dialog)"
         )
     );
     let shown = refused("name = \"mine\"\n", 1, "name");

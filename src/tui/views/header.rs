@@ -27,6 +27,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         (Screen::Jobs, UiAction::ScreenJobs),
         (Screen::Nodes, UiAction::ScreenNodes),
         (Screen::Gpus, UiAction::ScreenGpus),
+        (Screen::Usage, UiAction::ScreenUsage),
     ] {
         let key = app.keymap().hint(Mode::Global, action).map(|k| format!("{k}:")).unwrap_or_default();
         if current == Some(screen) {

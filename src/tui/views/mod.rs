@@ -14,6 +14,7 @@ pub mod nodes;
 pub mod overview;
 pub mod submit;
 pub mod toasts;
+pub mod usage;
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
@@ -51,6 +52,7 @@ pub fn render(app: &App, frame: &mut Frame) {
         Screen::Jobs => jobs::render(app, frame, body),
         Screen::Nodes => nodes::render(app, frame, body),
         Screen::Gpus => gpus::render(app, frame, body),
+        Screen::Usage => usage::render(app, frame, body),
         Screen::History => history::render(app, frame, body),
         Screen::Detail => detail::render(app, frame, body),
         Screen::Submit => submit::render(app, frame, body),

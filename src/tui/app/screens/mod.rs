@@ -11,3 +11,4 @@ mod nodes;
 mod overview;
 mod prompt;
 mod submit;
+mod usage;

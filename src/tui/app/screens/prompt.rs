@@ -54,6 +54,10 @@ impl App {
         let Some(Input::Filter { screen, text }) = &self.input else { return };
         let keep = self.cluster_keep();
         match screen {
+            Screen::Usage => {
+                self.usage.filter = text.text().to_string();
+                self.usage.rebuild(&self.rows.usage);
+            }
             Screen::Nodes => {
                 self.nodes.fuzzy = text.text().to_string();
                 self.nodes.refilter(&self.rows, keep, &mut self.matchers, narrow);
@@ -109,6 +113,7 @@ impl App {
                 None => self.toast(format!("no keymap named `{name}` (keymaps: {})", Keymap::names().join(", ")), true),
             },
             Ok(Parsed::History(age)) => self.open_history(age, out),
+            Ok(Parsed::Usage(age)) => self.open_usage(age, out),
             Ok(Parsed::Submit) => self.open_form(),
             Ok(Parsed::Help) => self.help = Some(0),
             Ok(Parsed::Quit) => out.push(Command::Quit),

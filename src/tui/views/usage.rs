@@ -1,0 +1,105 @@
+//! The usage screen: who holds the GPUs, one row per user, as `flightdeck usage` prints
+//! them: jobs and GPUs held now, how many of those read idle, $/h where every holder has a
+//! price, GPU-hours over the window (`>=` where a source could not say all), and the models.
+//! Above the table: the read in flight and what the window could not say.
+
+use std::borrow::Cow;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
+use super::{block, put};
+use crate::columns::Shape;
+use crate::tui::app::App;
+use crate::tui::app::history::age_text;
+use crate::tui::theme::Slot;
+use crate::tui::widgets::table::{self, RowCells};
+use crate::tui::widgets::text;
+
+/// The columns of [`crate::model::usage::header`] by user.
+pub const COLUMNS: [Shape; 7] = [
+    Shape::new("USER", 6, 24, 0).content_first(),
+    Shape::new("JOBS", 4, 7, 2).right(),
+    Shape::new("GPUS", 4, 7, 0).right(),
+    Shape::new("IDLE", 4, 7, 1).right(),
+    Shape::new("$/H", 4, 10, 4).right(),
+    Shape::new("GPU-H", 5, 12, 1).right(),
+    Shape::new("MODELS", 6, 40, 3),
+];
+
+/// The title line: the window, the order, the counts, the filter.
+pub fn title(app: &App) -> String {
+    let u = app.usage();
+    let mut t = format!(" Usage · GPU-hours of the last {} ", age_text(u.age()));
+    t.push_str(&format!("· by {}{} ", u.sort.title(), if u.reverse { " (least first)" } else { "" }));
+    let (shown, total) = (u.cursor.len(), u.rows.len());
+    let users = if total == 1 { "user" } else { "users" };
+    if shown == total {
+        t.push_str(&format!("· {} {users} ", text::thousands(total)));
+    } else {
+        t.push_str(&format!("· {} of {} {users} ", text::thousands(shown), text::thousands(total)));
+    }
+    if !u.filter.is_empty() {
+        t.push_str(&format!("· /{} ", u.filter));
+    }
+    text::clean(&t).into_owned()
+}
+
+pub fn render(app: &App, frame: &mut Frame, area: Rect) {
+    let theme = app.theme();
+    let b = block(app, title(app), true);
+    let inner = b.inner(area);
+    frame.render_widget(b, area);
+    if inner.height < 2 || inner.width <= table::GUTTER {
+        return;
+    }
+    let u = app.usage();
+    // The lines take at most half the room; the table keeps a header and a row.
+    let lines = u.info_lines();
+    let room = usize::from(inner.height.saturating_sub(2) / 2);
+    let shown = lines.len().min(room);
+    for (i, (line, busy)) in lines.iter().take(shown).enumerate() {
+        let slot = if *busy { Slot::Warning } else { Slot::Dim };
+        let line = text::clean(line);
+        put(frame.buffer_mut(), inner.x + 1, inner.y + i as u16, inner.width - 1, &line, theme.style(slot));
+    }
+    let table_area = Rect { y: inner.y + shown as u16, height: inner.height - shown as u16, ..inner };
+    if table_area.height < 2 {
+        return;
+    }
+    let list = &u.cursor;
+    let height = (table_area.height - 1) as usize;
+    let (offset, window) = table::window(&list.visible, list.pos, list.offset.get(), height);
+    list.offset.set(offset);
+    list.height.set(height);
+    let mut widths: Vec<usize> = COLUMNS.iter().map(|c| text::width(c.title)).collect();
+    let cells: Vec<Vec<String>> = list
+        .visible
+        .iter()
+        .map(|&i| u.rows[i as usize].cells().into_iter().map(|c| text::clean(&c).into_owned()).collect())
+        .collect();
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(text::width(c));
+        }
+    }
+    let base = theme.style(Slot::Base);
+    let rows: Vec<RowCells> = window
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            let is_cursor = offset + i == list.pos;
+            let row = &cells[offset + i];
+            RowCells {
+                cells: row.iter().map(|c| Cow::Borrowed(c.as_str())).collect(),
+                style: if is_cursor { theme.style(Slot::Selection) } else { base },
+                cell_styles: vec![None; row.len()],
+                gutter: [if is_cursor { '>' } else { ' ' }, ' '],
+            }
+        })
+        .collect();
+    let why =
+        if u.rows.is_empty() { "no job holds a GPU, and none did in the window" } else { "no user matches the filter" };
+    let empty = list.is_empty().then_some(why);
+    super::draw_table(app, frame, table_area, &COLUMNS, &widths, &rows, empty);
+}
