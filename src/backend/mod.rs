@@ -146,6 +146,11 @@ pub trait Backend: Send + Sync {
         let _ = query;
         Ok(None)
     }
+    /// Each account's and user's fair share as the scheduler weighs it (Slurm: one `sshare`),
+    /// asked by `usage` only, never per refresh. `None`: the scheduler has no fair share.
+    async fn fair_share(&self) -> Result<Option<Vec<crate::model::usage::FairShare>>, BackendError> {
+        Ok(None)
+    }
     /// Its GPUs measured through the backend's own reach (`nvidia-smi` on the nodes that hold
     /// the running jobs of `snapshot`, over the cluster's link; NVML on this machine), at the
     /// telemetry cadence, not per refresh. `None`: the backend cannot measure its GPUs (a

@@ -69,10 +69,22 @@ pub(super) async fn usage(config: &Config, read_only: bool, ask: UsageRequest<'_
     let windows = usage::window_answers(answers);
     let sources = usage::window_sources(&windows);
     let idle_below_percent = Some(config.idle.below_percent);
-    let computed = usage::compute(
+    let mut computed = usage::compute(
         &state,
         &UsageAsk { by: ask.by, now: Utc::now(), window: Some((since, &sources)), idle_below_percent },
     );
+    // Fair share beside the usage: one sshare per Slurm cluster, all at once.
+    let shares = join_all(windows.iter().map(|(name, _, _)| fleet.fair_share(name))).await;
+    for ((name, _, _), share) in windows.iter().zip(shares) {
+        match share {
+            Ok(Some(rows)) => computed.fair_share.extend(rows),
+            Ok(None) => {}
+            Err(e) => {
+                failed = true;
+                computed.not_known.push(format!("{name}: fair share: {e}"));
+            }
+        }
+    }
     for line in &computed.not_known {
         eprintln!("{}", output::printable(&format!("flightdeck: not known: {line}")));
     }
@@ -91,5 +103,11 @@ pub fn table(u: &Usage) -> String {
     let mut total = u.total.cells();
     total[0] = "TOTAL".into();
     rows.push(total);
-    output::table(&header, &rows)
+    let mut text = output::table(&header, &rows);
+    if !u.fair_share.is_empty() {
+        let shares: Vec<Vec<String>> = u.fair_share.iter().map(usage::FairShare::cells).collect();
+        text.push_str("\nFair share (the scheduler's sshare):\n");
+        text.push_str(&output::table(&usage::FAIR_SHARE_HEADER, &shares));
+    }
+    text
 }

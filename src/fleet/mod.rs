@@ -428,6 +428,14 @@ impl Fleet {
         Ok(History::newest("the cluster's current jobs", records, query.limit))
     }
 
+    /// A cluster's fair share (see [`Backend::fair_share`]); `None` where it has none.
+    pub async fn fair_share(&self, cluster: &str) -> Result<Option<Vec<crate::model::usage::FairShare>>, BackendError> {
+        let Some(backend) = self.backends.get(cluster) else {
+            return Err(BackendError::NotFound(format!("no cluster named `{cluster}` is configured")));
+        };
+        backend.fair_share().await
+    }
+
     /// The portable spec of a live job, read from its backend (see [`Backend::job_spec`]):
     /// a read, not an action; allowed read-only.
     pub async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {

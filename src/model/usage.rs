@@ -93,6 +93,47 @@ pub struct UsageRow {
     pub gpu_hours_complete: bool,
 }
 
+/// One association's fair share as the scheduler weighs it (Slurm's `sshare`): an account
+/// row (`user` empty) or a user's row under its account. A figure the scheduler leaves out is
+/// `None`, never zero.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FairShare {
+    pub cluster: String,
+    pub account: String,
+    pub user: Option<String>,
+    /// Shares granted (`RawShares`).
+    pub raw_shares: Option<u64>,
+    /// Those shares as a fraction of the siblings' (`NormShares`).
+    pub norm_shares: Option<f64>,
+    /// Decayed usage in CPU-seconds (`RawUsage`).
+    pub raw_usage: Option<u64>,
+    /// Usage as a fraction of the cluster's (`EffectvUsage`).
+    pub effective_usage: Option<f64>,
+    /// The fair-share factor, 0 to 1: higher, sooner (`FairShare`).
+    pub fair_share: Option<f64>,
+}
+
+impl FairShare {
+    /// The cells under [`FAIR_SHARE_HEADER`], `-` where a figure is not known.
+    pub fn cells(&self) -> Vec<String> {
+        let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+        vec![
+            self.cluster.clone(),
+            self.account.clone(),
+            or_dash(self.user.clone()),
+            or_dash(self.raw_shares.map(|v| v.to_string())),
+            or_dash(self.norm_shares.map(|v| format!("{v:.3}"))),
+            or_dash(self.raw_usage.map(|v| v.to_string())),
+            or_dash(self.effective_usage.map(|v| format!("{v:.3}"))),
+            or_dash(self.fair_share.map(|v| format!("{v:.3}"))),
+        ]
+    }
+}
+
+/// The column titles of the fair-share table.
+pub const FAIR_SHARE_HEADER: [&str; 8] =
+    ["CLUSTER", "ACCOUNT", "USER", "RAW-SHARES", "NORM-SHARES", "RAW-USAGE", "EFFECTIVE", "FAIRSHARE"];
+
 /// The rows, most held first, and their total.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
@@ -104,6 +145,9 @@ pub struct Usage {
     /// What the window lacks, per source (`fd22: …`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_known: Vec<String>,
+    /// Each scheduler's fair share beside the usage (Slurm's `sshare`), where asked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fair_share: Vec<FairShare>,
 }
 
 #[derive(Default)]
@@ -330,7 +374,7 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
             .then_with(|| b.gpu_hours.unwrap_or(0.0).total_cmp(&a.gpu_hours.unwrap_or(0.0)))
             .then_with(|| natural_cmp(&a.key, &b.key))
     });
-    Usage { by, now, since, rows, total: total.row("total".into(), windowed), not_known }
+    Usage { by, now, since, rows, total: total.row("total".into(), windowed), not_known, fair_share: Vec::new() }
 }
 
 /// Finished jobs a window reads per cluster at most; past it the oldest are left out and the

@@ -109,4 +109,25 @@ async fn the_gpus_held_now_and_the_windows_hours_agree_with_sacct(cluster: &str)
     remote(&b, &["scancel", &id]).await;
 }
 
-on_both_clusters!(the_gpus_held_now_and_the_windows_hours_agree_with_sacct);
+/// The fair share beside the usage is the scheduler's own: the same associations and
+/// figures as `sshare -a -P -n` run on the login node.
+async fn the_fair_share_is_the_schedulers_sshare(cluster: &str) {
+    let b = backend(cluster);
+    let by_user = usage(cluster, "user");
+    let ours = by_user["fair_share"].as_array().unwrap_or_else(|| panic!("no fair_share: {by_user}"));
+    let text = remote(&b, &["sshare", "-a", "-P", "-n", "-o", "Account,User,RawShares,FairShare"]).await;
+    let theirs: Vec<Vec<&str>> = text.lines().map(|l| l.split('|').map(str::trim).collect()).collect();
+    assert_eq!(ours.len(), theirs.len(), "ours {ours:?}, sshare {text}");
+    for (row, line) in ours.iter().zip(&theirs) {
+        assert_eq!(row["cluster"], cluster);
+        assert_eq!(row["account"], line[0], "{row} against {line:?}");
+        assert_eq!(row["user"].as_str().unwrap_or(""), line[1], "{row} against {line:?}");
+        assert_eq!(row["raw_shares"].as_u64().map(|v| v.to_string()).unwrap_or_default(), line[2]);
+        let factor: Option<f64> = line[3].parse().ok();
+        assert_eq!(row["fair_share"].as_f64(), factor, "{row} against {line:?}");
+    }
+    let root = ours.iter().find(|r| r["user"] == "root").unwrap_or_else(|| panic!("root's association: {ours:?}"));
+    assert!(root["fair_share"].as_f64().is_some_and(|f| (0.0..=1.0).contains(&f)), "{root}");
+}
+
+on_both_clusters!(the_gpus_held_now_and_the_windows_hours_agree_with_sacct, the_fair_share_is_the_schedulers_sshare);

@@ -18,6 +18,7 @@ pub mod parse;
 pub mod priority;
 pub mod script;
 pub mod sdiag;
+pub mod sshare;
 pub mod telemetry;
 pub mod transport;
 
@@ -578,6 +579,16 @@ impl Backend for SlurmBackend {
 
     async fn history(&self, query: &crate::model::HistoryQuery) -> Result<Option<crate::model::History>, BackendError> {
         history::read(self, query).await.map(Some)
+    }
+
+    async fn fair_share(&self) -> Result<Option<Vec<crate::model::usage::FairShare>>, BackendError> {
+        let argv = sshare::argv();
+        let out = self.transport.output(&argv, None, self.timeout).await?.into_result(&argv)?;
+        let (rows, skipped) = sshare::parse(&self.name, &String::from_utf8_lossy(&out.stdout));
+        if skipped > 0 {
+            tracing::warn!(cluster = %self.name, skipped, "sshare lines with another number of fields were skipped");
+        }
+        Ok(Some(rows))
     }
 
     async fn telemetry(&self, snapshot: &Snapshot) -> Result<Option<crate::model::Telemetry>, BackendError> {
