@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use flightdeck::fleet::{Fleet, FleetOptions};
-use flightdeck::hub::auth::{self, Auth, sha256_hex};
-use flightdeck::hub::metrics::Metrics;
-use flightdeck::hub::publish::Publisher;
-use flightdeck::hub::service::HubService;
-use flightdeck::hub::wire::pb;
 use flightdeck::model::{ClusterState, FleetState, Health, Job, JobRef, JobState, LogHandle, Snapshot};
+use flightdeck::serve::auth::{self, Auth, sha256_hex};
+use flightdeck::serve::metrics::Metrics;
+use flightdeck::serve::publish::Publisher;
+use flightdeck::serve::service::HubService;
+use flightdeck::wire::pb;
 use prost::Message;
 use tokio::sync::Semaphore;
 
@@ -290,7 +290,7 @@ fn fanout(c: &mut Criterion) {
         new.jobs[7].priority = Some(99);
         b.iter(|| {
             let mut update = pb::ClusterUpdate::default();
-            flightdeck::hub::publish::diff_snapshot(Some(&old), &new, &mut update);
+            flightdeck::serve::publish::diff_snapshot(Some(&old), &new, &mut update);
             update.encode_to_vec()
         })
     });

@@ -306,10 +306,10 @@ pub enum Command {
         #[arg(long, default_value = DEFAULT_METRICS_LISTEN)]
         metrics_listen: String,
         /// The most subscriptions (cockpits, watching scripts) open at once.
-        #[arg(long, default_value_t = crate::hub::limits::SubscriberLimits::default().total)]
+        #[arg(long, default_value_t = crate::serve::limits::SubscriberLimits::default().total)]
         max_subscriptions: usize,
         /// The most subscriptions one user holds open at once.
-        #[arg(long, default_value_t = crate::hub::limits::SubscriberLimits::default().per_caller)]
+        #[arg(long, default_value_t = crate::serve::limits::SubscriberLimits::default().per_caller)]
         max_subscriptions_per_user: usize,
         /// Run as one of several replicas sharing the clusters: `kubernetes` holds one Lease
         /// per configured cluster (`flightdeck-hub-<cluster>`); this replica polls and acts
@@ -523,7 +523,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             peer_address,
             replica_id,
         }) => {
-            let subscribers = crate::hub::limits::SubscriberLimits {
+            let subscribers = crate::serve::limits::SubscriberLimits {
                 per_caller: max_subscriptions_per_user,
                 total: max_subscriptions,
             };
@@ -592,7 +592,7 @@ struct ServeRequest {
     tls_key: Option<PathBuf>,
     health_listen: Option<std::net::SocketAddr>,
     metrics_listen: String,
-    subscribers: crate::hub::limits::SubscriberLimits,
+    subscribers: crate::serve::limits::SubscriberLimits,
     /// One replica of several (`--replicas-via`), else the only hub.
     replicas: Option<replicas::Replicas>,
 }
@@ -618,14 +618,14 @@ fn metrics_listen(text: &str) -> Result<Option<std::net::SocketAddr>, Failure> {
 /// `flightdeck serve`: the configured fleet, polled once, served until SIGTERM or Ctrl-C;
 /// then, like the cockpit, up to 30 s for actions under way.
 async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<ExitCode, Failure> {
-    use crate::hub::listen::{ListenAddr, TlsFiles};
+    use crate::serve::listen::{ListenAddr, TlsFiles};
     let listen: ListenAddr = ask.listen.parse().map_err(|e| Failure(format!("--listen {:?}: {e}", ask.listen)))?;
     let tls = match (ask.tls_cert, ask.tls_key) {
         (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
         _ => None,
     };
     // Checked before any cluster is touched: a hub that cannot start polls nothing.
-    crate::hub::listen::check_tls(&listen, tls.as_ref()).map_err(Failure)?;
+    crate::serve::listen::check_tls(&listen, tls.as_ref()).map_err(Failure)?;
     let metrics_listen = metrics_listen(&ask.metrics_listen)?;
     let keeper = match &ask.replicas {
         Some(replicas) => Some(replicas::lease_keeper(config, replicas, &ask.listen).await?),
@@ -645,7 +645,7 @@ async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<Ex
         }
     };
     let fleet = std::sync::Arc::new(fleet);
-    let opts = crate::hub::ServeOptions {
+    let opts = crate::serve::ServeOptions {
         listen,
         tls,
         tokens: ask.tokens,
@@ -653,7 +653,7 @@ async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<Ex
         metrics_listen,
         subscribers: ask.subscribers,
     };
-    let served = crate::hub::serve(fleet.clone(), opts, stop_signal()).await;
+    let served = crate::serve::serve(fleet.clone(), opts, stop_signal()).await;
     let unknown = fleet.settle(Duration::from_secs(30)).await;
     for action in &unknown {
         let action = output::printable(action);

@@ -8,6 +8,7 @@
 
 pub mod action;
 pub mod diagnosis;
+pub mod estimate;
 pub mod fleet_state;
 pub mod gpu_names;
 pub mod gpu_totals;
@@ -22,11 +23,12 @@ pub mod workload;
 
 pub use self::action::{Action, ActionOutcome, BatchOutcome, Capabilities, JobAction, NodeAction, Verb};
 pub use self::diagnosis::{Diagnosis, Fact};
+pub use self::estimate::StartEstimate;
 pub use self::fleet_state::{ClusterState, FleetState};
 pub use self::history::{History, HistoryQuery, JobRecord};
 pub use self::log::{LogChunk, LogHandle, LogStream};
 pub use self::native::{Dialect, FieldUse, Native, Need, ShapeFields, SpecFields};
-pub use self::telemetry::{GpuOwner, GpuProcess, GpuReading, GpuSample, GpuUse, JobGpuUse, Telemetry};
+pub use self::telemetry::{GpuOwner, GpuProcess, GpuReading, GpuSample, GpuUse, JobGpuUse, Relayed, Telemetry};
 pub use self::workload::{ReplicaGroup, Workload, WorkloadPod};
 
 use std::collections::BTreeMap;

@@ -16,10 +16,8 @@ pub mod slurm;
 pub mod telemetry;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
-pub use crate::model::{Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
+pub use crate::model::{Capabilities, Diagnosis, JobAction, LogChunk, NodeAction, StartEstimate};
 use crate::model::{Health, JobRef, LogHandle, Native, Snapshot, SpecFields, Telemetry};
 use crate::spec::{Imported, JobSpec};
 
@@ -63,20 +61,6 @@ pub enum BackendError {
     /// the user reads (`hub: authentication failed`, the cluster's error as the hub saw it).
     #[error("{0}")]
     Remote(String),
-}
-
-/// When a scheduler expects a job to start, as it says when asked (Slurm's `sbatch
-/// --test-only`, `squeue --start`): an estimate from its backfill plan, not a promise.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StartEstimate {
-    pub at: DateTime<Utc>,
-    /// The nodes it would start on, as the scheduler writes them (`gpu-[01-02]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nodes: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partition: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub processors: Option<u32>,
 }
 
 /// How many single-job requests [`Backend::job_actions`] keeps in flight by default: enough
@@ -207,7 +191,7 @@ pub trait Backend: Send + Sync {
     /// The same for GPU telemetry: the other fleet's reading, joined there (its idle clocks
     /// and histories are the ones that count), shown as it is. `None`: the fleet's own
     /// telemetry loop reads the cluster.
-    fn relayed_telemetry(&self) -> Option<crate::hub::wire::Relayed> {
+    fn relayed_telemetry(&self) -> Option<crate::model::Relayed> {
         None
     }
     /// Requests sent to the cluster so far (commands run, HTTP calls), where the backend

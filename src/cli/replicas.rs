@@ -10,7 +10,7 @@ use clap::ValueEnum;
 use super::Failure;
 use crate::config::Config;
 use crate::fleet::gate::Gate;
-use crate::hub::lease::{Identity, LeaseKeeper, LeaseSettings};
+use crate::serve::lease::{Identity, LeaseKeeper, LeaseSettings};
 
 /// How replicas find and share the clusters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

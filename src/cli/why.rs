@@ -101,7 +101,7 @@ mod tests {
             meaning: Some("jobs of higher priority are ahead of it in the partition".into()),
             outlook: Some("waits"),
             evidence: vec!["3 pending jobs in partition gpu have a higher priority than its 10\u{1b}[2J".into()],
-            expected_start: Some(crate::backend::StartEstimate {
+            expected_start: Some(crate::model::StartEstimate {
                 at: chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
                 nodes: Some("gpu-[01-02]".into()),
                 partition: None,

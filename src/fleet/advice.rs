@@ -32,8 +32,8 @@ use std::collections::{BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::backend::StartEstimate;
 use crate::backend::skypilot::map::MANAGED_QUEUE;
+use crate::model::StartEstimate;
 use crate::model::{
     ClusterKind, ClusterState, FleetState, Health, Job, JobRef, JobState, Need, Node, Queue, Snapshot, Verb, gpu_names,
 };

@@ -8,7 +8,6 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::model::{Job, JobRef, JobState};
-use crate::output;
 
 /// One change of one job, as `--exec` reads it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -134,7 +133,7 @@ impl Event {
             line.push_str(&format!("  exit {code}"));
         }
         if let Some(reason) = e.reason.as_deref().filter(|r| !r.is_empty() && *r != "None") {
-            line.push_str(&format!("  ({})", output::printable(reason)));
+            line.push_str(&format!("  ({})", crate::safe_text::printable(reason)));
         }
         line
     }

@@ -27,9 +27,9 @@ use futures_util::FutureExt;
 use tokio::sync::{Notify, Semaphore, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::backend::{Backend, BackendError, StartEstimate};
+use crate::backend::{Backend, BackendError};
 use crate::model::{
-    ClusterKind, Diagnosis, History, HistoryQuery, JobRecord, JobRef, LogChunk, LogHandle, Native, Verb,
+    ClusterKind, Diagnosis, History, HistoryQuery, JobRecord, JobRef, LogChunk, LogHandle, Native, StartEstimate, Verb,
 };
 use crate::spec::{Imported, JobSpec};
 
@@ -785,7 +785,7 @@ impl Runner {
             Action::Migrate { source, .. } => vec![source.cluster.as_str(), action.cluster()],
             _ => vec![action.cluster()],
         };
-        // A hub replica acts only on the clusters whose Lease it holds (fencing, `hub::lease`).
+        // A hub replica acts only on the clusters whose Lease it holds (fencing, `serve::lease`).
         if let Some(other) = touched.into_iter().find(|c| self.gates.get(*c).is_some_and(|g| !*g.borrow())) {
             return Err(format!(
                 "cluster {other} is held by another hub replica now (this one does not hold its Lease)"

@@ -13,12 +13,8 @@ use foldhash::{HashMap, HashMapExt};
 use chrono::{DateTime, Utc};
 
 use crate::config::IdleRule;
+use crate::model::telemetry::{HISTORY, HISTORY_POINTS};
 use crate::model::{GpuOwner, GpuReading, GpuUse, Job, JobGpuUse, Snapshot, Telemetry};
-
-/// How far back each GPU's utilisation is kept (the job detail's sparklines).
-pub const HISTORY: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
-/// Most points kept per GPU, whatever the cadence: bounds memory at 10k GPUs.
-pub const HISTORY_POINTS: usize = 90;
 
 /// What one cluster's earlier readings leave for the next: GPU histories and since when each
 /// job has been under the threshold.

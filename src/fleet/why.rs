@@ -16,7 +16,7 @@ use scheduler::scheduling_counts;
 pub use scheduler::waiting_words;
 use size::{SIZE_CODES, larger_than_any_node, size};
 
-use crate::backend::StartEstimate;
+use crate::model::StartEstimate;
 use crate::model::slurm_reasons::{self, Outlook};
 use crate::model::words::{counted, verb};
 use crate::model::workload::GangWait;

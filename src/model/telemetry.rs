@@ -8,6 +8,11 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+/// How far back each GPU's utilisation is kept (the job detail's sparklines).
+pub const HISTORY: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
+/// Most points kept per GPU, whatever the cadence: bounds memory at 10k GPUs.
+pub const HISTORY_POINTS: usize = 90;
+
 /// What the source says uses a GPU, when it says (dcgm-exporter's pod mapping, its HPC job
 /// mapping); the join falls back to the scheduler's own allocation otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,4 +167,12 @@ impl GpuUse {
     pub fn idle(&self) -> (usize, u32) {
         self.jobs.iter().filter(|j| j.idle).fold((0, 0), |(jobs, gpus), j| (jobs + 1, gpus + j.gpus))
     }
+}
+
+/// What a client mirrors of a cluster's telemetry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Relayed {
+    pub gpu_use: Option<std::sync::Arc<GpuUse>>,
+    pub error: Option<String>,
+    pub tried: bool,
 }

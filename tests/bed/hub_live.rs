@@ -11,11 +11,11 @@ use flightdeck::backend::Backend;
 use flightdeck::backend::hub::link::Mirror;
 use flightdeck::backend::slurm::SlurmBackend;
 use flightdeck::fleet::{Fleet, FleetOptions, Member};
-use flightdeck::hub::listen::ListenAddr;
-use flightdeck::hub::wire::pb;
-use flightdeck::hub::{ServeOptions, auth::sha256_hex};
 use flightdeck::model::{Job, Node};
+use flightdeck::serve::listen::ListenAddr;
+use flightdeck::serve::{ServeOptions, auth::sha256_hex};
 use flightdeck::spec::JobSpec;
+use flightdeck::wire::pb;
 use tokio::sync::oneshot;
 
 use common::*;
@@ -87,7 +87,7 @@ async fn two_hundred_subscribers_cost_the_controller_one_poller() {
         subscribers: Default::default(),
         tokens: Some(tokens),
     };
-    let served = tokio::spawn(flightdeck::hub::serve(fleet.clone(), opts, async move {
+    let served = tokio::spawn(flightdeck::serve::serve(fleet.clone(), opts, async move {
         let _ = stopped.await;
     }));
     for _ in 0..100 {

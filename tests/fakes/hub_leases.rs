@@ -1,4 +1,4 @@
-//! The hub's replicas sharing clusters through Leases (`hub::lease::LeaseKeeper`) against the
+//! The hub's replicas sharing clusters through Leases (`serve::lease::LeaseKeeper`) against the
 //! Kubernetes fake, with short timings (2 s Leases renewed every 500 ms): one holder per
 //! cluster, holdings spread, failover after a stop, fencing before takeover when a replica
 //! loses the API server, and conditional writes.
@@ -22,8 +22,8 @@ use flightdeck::backend::kube::{KubeBackend, KubeConfig};
 use flightdeck::config::{ClusterConfig, Config};
 use flightdeck::fleet::gate::Gate;
 use flightdeck::fleet::{Fleet, FleetOptions, Member, TelemetryOptions};
-use flightdeck::hub::lease::{Identity, LeaseKeeper, LeaseSettings, Owner, cluster_lease_name};
 use flightdeck::model::{Action, NodeAction, NodeRef};
+use flightdeck::serve::lease::{Identity, LeaseKeeper, LeaseSettings, Owner, cluster_lease_name};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;

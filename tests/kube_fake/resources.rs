@@ -101,7 +101,7 @@ pub(crate) fn builtin_resources() -> Vec<ResourceDef> {
         def("events.k8s.io/v1", "Event", "events", true, &["ev"], &[]),
         def("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", false, &["pc"], &[]),
         def("node.k8s.io/v1", "RuntimeClass", "runtimeclasses", false, &[], &[]),
-        // The hub's replicas hold one Lease per cluster (`src/hub/lease.rs`).
+        // The hub's replicas hold one Lease per cluster (`src/serve/lease.rs`).
         def("coordination.k8s.io/v1", "Lease", "leases", true, &[], &[]),
         def("kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues", false, &["cq"], &["status"]),
         def("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues", true, &["queue", "queues", "lq"], &["status"]),

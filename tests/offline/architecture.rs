@@ -1,71 +1,115 @@
 //! The module map's import rules (ARCHITECTURE.md, "Rules the code keeps"), checked on the
-//! source itself: a forbidden `crate::…` path fails the build's tests, naming file and line.
+//! source itself: a forbidden path fails the build's tests, naming file and line.
 //!
-//! * `backend` never reaches `tui` or `cli` (adapters know nothing of front ends);
+//! * `backend` never reaches `tui`, `cli`, `output`, `fleet` or `serve` (adapters know
+//!   nothing of front ends, of the fleet above them, or of the hub's server: a hub client
+//!   speaks `wire`);
+//! * `wire` (the hub's protobuf vocabulary) never reaches `serve`, `fleet`, `cli`, `tui` or
+//!   `output`, so the client side needs nothing of the server;
 //! * `model`, `spec`, `config` and `tomlfile` reach none of `backend`, `tui`, `fleet` (the
-//!   vocabulary and the files stand on their own);
+//!   vocabulary and the files stand on their own), and `model` none of `serve`, `cli` or
+//!   `output` either;
+//! * `system` (what the operating system says) reaches nothing above it;
 //! * `tui` never reaches `backend` (the cockpit speaks to the fleet only);
-//! * `fleet` never reaches `tui` or `cli`.
+//! * `fleet` and `serve` never reach `tui` or `cli`.
+//!
+//! A path names a module through `crate::` or through a `super::` chain that climbs to the
+//! crate root (`super::serve` in `src/backend/mod.rs`, `super::super::super::fleet` in
+//! `src/backend/kube/map.rs`).
 
 use std::path::{Path, PathBuf};
 
 /// (module, the modules it must not import).
 const RULES: &[(&str, &[&str])] = &[
-    ("backend", &["tui", "cli"]),
-    ("model", &["backend", "tui", "fleet"]),
+    ("backend", &["tui", "cli", "output", "fleet", "serve"]),
+    ("wire", &["serve", "fleet", "cli", "tui", "output"]),
+    ("model", &["backend", "tui", "fleet", "serve", "cli", "output"]),
     ("spec", &["backend", "tui", "fleet"]),
     ("config", &["backend", "tui", "fleet"]),
     ("tomlfile", &["backend", "tui", "fleet"]),
+    ("system", &["backend", "wire", "serve", "fleet", "cli", "tui", "output"]),
     ("tui", &["backend"]),
     ("fleet", &["tui", "cli"]),
-    ("hub", &["tui", "cli"]),
+    ("serve", &["tui", "cli"]),
 ];
 
-/// The top-level module a source file belongs to: `src/tui/app/form.rs` → `tui`,
-/// `src/model.rs` → `model`.
-fn module_of(relative: &Path) -> Option<String> {
-    let first = relative.components().next()?.as_os_str().to_str()?;
-    Some(first.strip_suffix(".rs").unwrap_or(first).to_string())
+/// The module path a source file is: `src/backend/kube/map.rs` → `backend::kube::map`,
+/// `src/backend/mod.rs` → `backend`, `src/model.rs` → `model`, `src/lib.rs` → the root.
+fn module_path(relative: &Path) -> Vec<String> {
+    let mut path: Vec<String> = relative
+        .components()
+        .filter_map(|c| c.as_os_str().to_str())
+        .map(|c| c.trim_end_matches(".rs").to_string())
+        .collect();
+    if path.last().is_some_and(|last| last == "mod") || (path.len() == 1 && (path[0] == "lib" || path[0] == "main")) {
+        path.pop();
+    }
+    path
 }
 
-/// Every top-level module a line names through `crate::`: `crate::backend::X`,
-/// `crate::{backend, model::Job}`. Comments are not code and are skipped.
-fn crate_paths(line: &str) -> Vec<String> {
+/// The identifiers a path continues with after the root it was resolved to: one
+/// (`serve::X`) or, for a group, the first identifier of each comma-separated item at depth
+/// 0 (`{serve, model::Job}`).
+fn heads(rest: &str) -> Vec<String> {
+    let ident = |text: &str| -> String { text.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+    let Some(group) = rest.strip_prefix('{') else {
+        return Some(ident(rest)).filter(|i| !i.is_empty()).into_iter().collect();
+    };
+    let mut found = Vec::new();
+    let mut depth = 0usize;
+    let mut item_start = true;
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => item_start = true,
+            c if item_start && (c.is_alphanumeric() || c == '_') => {
+                item_start = false;
+                found.push(ident(&group[i..]));
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Every top-level module a line of the file at `file` (its module path) names: through
+/// `crate::` (`crate::backend::X`, `crate::{backend, model::Job}`), or through `super::`
+/// chains that reach the crate root. Comments are not code and are skipped. A `super` inside
+/// an inline `mod` (a test module) is counted from the file, which can only make a path look
+/// nearer the root than it is: a rule may be reported wrongly, never missed.
+fn crate_paths(file: &[String], line: &str) -> Vec<String> {
     let code = line.split("//").next().unwrap_or("");
     let mut found = Vec::new();
-    let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
-        // `flightdeck_crate::` or `my_crate::` are other names.
-        let before = rest[..at].chars().next_back();
-        rest = &rest[at + "crate::".len()..];
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+    let mut at = 0;
+    while at < code.len() {
+        let rest = &code[at..];
+        let Some(offset) = rest.find(|c: char| c.is_alphanumeric() || c == '_') else { break };
+        let start = at + offset;
+        let word: String = code[start..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        at = start + word.len();
+        // `flightdeck_crate::` or `my_crate::` are other names; the second `super` of a
+        // chain is read with the first.
+        let before = code[..start].chars().next_back();
+        if before.is_some_and(|c| c == ':') || (word != "crate" && word != "super") {
             continue;
         }
-        if let Some(group) = rest.strip_prefix('{') {
-            // A group: the first identifier of each comma-separated item at depth 0.
-            let mut depth = 0usize;
-            let mut item_start = true;
-            for (i, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => item_start = true,
-                    c if item_start && (c.is_alphanumeric() || c == '_') => {
-                        item_start = false;
-                        let ident: String =
-                            group[i..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                        found.push(ident);
-                    }
-                    _ => {}
-                }
+        let mut after = &code[at..];
+        let Some(tail) = after.strip_prefix("::") else { continue };
+        after = tail;
+        let mut climbed = 1;
+        if word == "super" {
+            while let Some(tail) = after.strip_prefix("super::") {
+                after = tail;
+                climbed += 1;
             }
-        } else {
-            let ident: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-            if !ident.is_empty() {
-                found.push(ident);
+            // Below the root, a path stays inside the file's own top-level module.
+            if climbed != file.len() {
+                continue;
             }
         }
+        found.extend(heads(after));
     }
     found
 }
@@ -74,10 +118,11 @@ fn crate_paths(line: &str) -> Vec<String> {
 fn violations(files: &[(PathBuf, String)]) -> Vec<String> {
     let mut out = Vec::new();
     for (relative, text) in files {
-        let Some(module) = module_of(relative) else { continue };
-        let Some((_, forbidden)) = RULES.iter().find(|(m, _)| *m == module) else { continue };
+        let file = module_path(relative);
+        let Some(module) = file.first() else { continue };
+        let Some((_, forbidden)) = RULES.iter().find(|(m, _)| m == module) else { continue };
         for (n, line) in text.lines().enumerate() {
-            for target in crate_paths(line) {
+            for target in crate_paths(&file, line) {
                 if forbidden.contains(&target.as_str()) {
                     out.push(format!(
                         "src/{}:{}: `{module}` imports `{target}`, which it must not ({})",
@@ -128,6 +173,14 @@ fn a_forbidden_import_is_named_with_file_and_line() {
         ),
         (PathBuf::from("fleet/mod.rs"), "use crate::model::Job;\nuse crate::backend::Backend;\n".to_string()),
         (PathBuf::from("model/action.rs"), "use crate::spec::JobSpec;\nlet x = my_crate::tui::X;\n".to_string()),
+        (
+            PathBuf::from("backend/kube/map.rs"),
+            "use super::super::gpu::Amounts;\nuse super::super::super::serve::auth;\n".to_string(),
+        ),
+        (PathBuf::from("backend/mod.rs"), "use super::{model::Job, fleet::Fleet};\n".to_string()),
+        (PathBuf::from("wire/state.rs"), "use super::pb;\nuse crate::{model::Job, serve};\n".to_string()),
+        (PathBuf::from("model/usage.rs"), "let s = crate::output::printable(x);\n".to_string()),
+        (PathBuf::from("lib.rs"), "pub mod serve;\nuse crate::tui;\n".to_string()),
     ];
     assert_eq!(
         violations(&files),
@@ -135,6 +188,10 @@ fn a_forbidden_import_is_named_with_file_and_line() {
             "src/config.rs:2: `config` imports `tui`, which it must not (use crate::tui::theme::Theme;)",
             "src/tui/app/form.rs:2: `tui` imports `backend`, which it must not (use crate::{model::Job, backend::slurm::script};)",
             "src/backend/kube/mod.rs:1: `backend` imports `cli`, which it must not (fn f() { crate::cli::run(); })",
+            "src/backend/kube/map.rs:2: `backend` imports `serve`, which it must not (use super::super::super::serve::auth;)",
+            "src/backend/mod.rs:1: `backend` imports `fleet`, which it must not (use super::{model::Job, fleet::Fleet};)",
+            "src/wire/state.rs:2: `wire` imports `serve`, which it must not (use crate::{model::Job, serve};)",
+            "src/model/usage.rs:1: `model` imports `output`, which it must not (let s = crate::output::printable(x);)",
         ]
     );
 }

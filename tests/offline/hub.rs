@@ -1,4 +1,4 @@
-//! The hub in-process over real sockets: `flightdeck::hub::serve` over a fleet of in-memory
+//! The hub in-process over real sockets: `flightdeck::serve::serve` over a fleet of in-memory
 //! clusters, reached by the real tonic client, by a `kind = "hub"` fleet and by the real
 //! binary. What the real Slurm test bed adds (one poller's RPCs for 200 clients) is in
 //! `hub_live.rs`.
@@ -13,14 +13,14 @@ use flightdeck::backend::hub::link::Mirror;
 use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction, Registry};
 use flightdeck::config::Config;
 use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
-use flightdeck::hub::limits::SubscriberLimits;
-use flightdeck::hub::listen::ListenAddr;
-use flightdeck::hub::wire::pb;
-use flightdeck::hub::{ServeOptions, auth::sha256_hex};
 use flightdeck::model::{
     Dialect, GpuOwner, GpuSample, Health, Job, JobRef, JobState, LogHandle, Native, Snapshot, Telemetry,
 };
+use flightdeck::serve::limits::SubscriberLimits;
+use flightdeck::serve::listen::ListenAddr;
+use flightdeck::serve::{ServeOptions, auth::sha256_hex};
 use flightdeck::spec::{Imported, JobSpec};
+use flightdeck::wire::pb;
 use prost::Message;
 use tokio::sync::oneshot;
 
@@ -233,7 +233,7 @@ impl Hub {
             tokens: Some(tokens_file(dir.path())),
         };
         let (stop, stopped) = oneshot::channel::<()>();
-        let done = tokio::spawn(flightdeck::hub::serve(fleet.clone(), opts, async move {
+        let done = tokio::spawn(flightdeck::serve::serve(fleet.clone(), opts, async move {
             let _ = stopped.await;
         }));
         // Until it answers.
@@ -714,7 +714,7 @@ async fn a_viewers_refused_request_is_one_audit_record_with_its_fields_capped() 
 async fn messages_are_bounded_both_ways() {
     let toy = Toy::new("hpc", 1);
     let hub = Hub::start(&toy, free_port()).await;
-    let limit = flightdeck::hub::wire::MAX_MESSAGE;
+    let limit = flightdeck::wire::MAX_MESSAGE;
     let big = JobSpec { name: "big".into(), command: Some("x".repeat(limit + 1024)), ..JobSpec::default() };
     // A client that would send anything: the hub refuses to read it.
     let mut client = raw(&hub).await;
@@ -861,7 +861,7 @@ async fn a_large_cluster_arrives_in_chunks_and_is_shown_only_whole() {
         client.subscribe(authed(pb::SubscribeRequest::default(), OPERATOR_TOKEN)).await.unwrap().into_inner();
     let mut mirror = Mirror::default();
     let first = stream.message().await.unwrap().unwrap();
-    let chunk = flightdeck::hub::publish::FULL_CHUNK;
+    let chunk = flightdeck::serve::publish::FULL_CHUNK;
     assert!(first.full && first.clusters[0].replace && first.clusters[0].more);
     assert_eq!(first.clusters[0].jobs.len(), chunk);
     assert!(mirror.apply(first));

@@ -1,6 +1,6 @@
 //! The hub's networking over real sockets: a tonic server with the standard health service
-//! as the RPC under test, behind `hub::auth`, served on loopback TCP, with TLS from a
-//! self-signed certificate, and on a Unix socket bound by `hub::listen::bind_unix`; reached
+//! as the RPC under test, behind `serve::auth`, served on loopback TCP, with TLS from a
+//! self-signed certificate, and on a Unix socket bound by `serve::listen::bind_unix`; reached
 //! through the client's `channel()`.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flightdeck::hub::auth::{self, Auth, Caller, Role, sha256_hex};
-use flightdeck::hub::listen::{ListenAddr, TlsFiles, bind_unix, check_tls, server_tls};
+use flightdeck::serve::auth::{self, Auth, Caller, Role, sha256_hex};
+use flightdeck::serve::listen::{ListenAddr, TlsFiles, bind_unix, check_tls, server_tls};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::Router;
 use tonic::transport::{Channel, Server, ServerTlsConfig};
@@ -209,7 +209,7 @@ async fn a_unix_socket_in_a_private_directory_serves_token_callers() {
     // name; root (and the hub's own user) are operators.
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    let me = auth::user_name(uid).unwrap_or_else(|| format!("uid:{uid}"));
+    let me = flightdeck::system::user::user_name(uid).unwrap_or_else(|| format!("uid:{uid}"));
     assert_eq!(check(channel, None).await.unwrap(), ServingStatus::Serving);
     assert_eq!(seen.lock().unwrap().last(), Some(&Caller { user: me, role: Role::Operator }));
 
@@ -233,7 +233,7 @@ async fn unix_peers_are_known_by_their_uid_and_tcp_is_refused() {
 
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    let me = auth::user_name(uid).unwrap_or_else(|| format!("uid:{uid}"));
+    let me = flightdeck::system::user::user_name(uid).unwrap_or_else(|| format!("uid:{uid}"));
     assert_eq!(*seen.lock().unwrap(), vec![Caller { user: me, role: Role::Operator }]);
 
     let (router, seen) = hub(Auth::unix_peers(), None);

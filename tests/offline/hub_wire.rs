@@ -1,4 +1,4 @@
-//! The hub's wire (`flightdeck::hub::wire`): everything the hub sends comes back as it left,
+//! The hub's wire (`flightdeck::wire`): everything the hub sends comes back as it left,
 //! through the conversions alone and through prost's bytes too; every action and error
 //! crosses as itself; what a peer may send (any bytes at all) never panics a reader.
 //!
@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, TimeZone, Utc};
 use flightdeck::backend::BackendError;
-use flightdeck::hub::wire::{self, pb};
 use flightdeck::model::{
     Action, ActionOutcome, ArrayInfo, Capabilities, ExitStatus, GpuAllocation, GpuSlot, Health, Job, JobAction, JobRef,
     JobState, LogHandle, Node, NodeAction, NodeRef, NodeState, Queue, QueueQuota, ReplicaGroup, Snapshot, Verb,
     Workload, WorkloadPod,
 };
 use flightdeck::spec::JobSpec;
+use flightdeck::wire::{self, pb};
 use proptest::prelude::*;
 use prost::Message;
 use tonic::Code;

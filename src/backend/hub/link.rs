@@ -13,11 +13,11 @@ use tonic::transport::Channel;
 use super::channel::HubUrl;
 use crate::backend::BackendError;
 use crate::backend::http::TokenSource;
-use crate::hub::wire::{self, ClusterInfo, pb};
 use crate::model::{Health, Job, Node, Snapshot};
+use crate::wire::{self, ClusterInfo, pb};
 
 /// The largest message the client sends or accepts.
-pub use crate::hub::wire::MAX_MESSAGE;
+pub use crate::wire::MAX_MESSAGE;
 
 /// Reconnect back-off: from the first to the last, doubling.
 const RETRY_FIRST: Duration = Duration::from_millis(500);
@@ -68,7 +68,7 @@ pub struct Mirrored {
     /// A full state is arriving in chunks: the cluster is not whole yet.
     pub partial: bool,
     /// The cluster's GPU telemetry as the hub joined it.
-    pub telemetry: wire::Relayed,
+    pub telemetry: crate::model::Relayed,
     /// The snapshot built at `version`, shared until the next change.
     built: Option<(u64, Arc<Snapshot>)>,
 }
@@ -83,7 +83,7 @@ impl Mirrored {
             jobs: BTreeMap::new(),
             nodes: BTreeMap::new(),
             partial: false,
-            telemetry: wire::Relayed::default(),
+            telemetry: crate::model::Relayed::default(),
             built: None,
         }
     }

@@ -21,9 +21,9 @@ use crate::backend::{
     Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction, StartEstimate,
 };
 use crate::config::ClusterConfig;
-use crate::hub::wire::{self, pb};
 use crate::model::{Action, Health, JobRef, LogHandle, Native, NodeRef, Snapshot, SpecFields};
 use crate::spec::{Imported, JobSpec};
+use crate::wire::{self, pb};
 
 /// The registry's line: the config section, and the expansion of one entry into the hub's
 /// clusters. Built without the hub (a fleet started without connecting), the entry is
@@ -191,7 +191,7 @@ impl Backend for HubCluster {
         mirror.clusters.get(&self.name).map(|c| c.health.clone())
     }
 
-    fn relayed_telemetry(&self) -> Option<wire::Relayed> {
+    fn relayed_telemetry(&self) -> Option<crate::model::Relayed> {
         self.link.lock().clusters.get(&self.name).map(|c| c.telemetry.clone())
     }
 

@@ -74,7 +74,7 @@ fn read_bounded(path: &Path) -> Option<Vec<u8>> {
 
 /// The login name of `uid`, else the number itself.
 fn user_of(uid: u32) -> String {
-    crate::hub::auth::user_name(uid).unwrap_or_else(|| uid.to_string())
+    crate::system::user::user_name(uid).unwrap_or_else(|| uid.to_string())
 }
 
 /// The real uid: the first number of `status`'s `Uid:` line.

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::state::{time_from_ns, time_to_ns};
 use super::{pb, serde_name, verb_from_name, verb_names};
-use crate::backend::StartEstimate;
+use crate::model::StartEstimate;
 use crate::model::{
     Action, ActionOutcome, Diagnosis, Dialect, Fact, JobAction, JobRef, LogChunk, Native, NodeAction, NodeRef, Verb,
 };

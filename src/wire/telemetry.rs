@@ -5,16 +5,8 @@ use std::collections::HashMap;
 
 use super::pb;
 use super::state::{time_from_ns, time_to_ns};
-use crate::fleet::telemetry::HISTORY_POINTS;
-use crate::model::{ClusterState, GpuOwner, GpuProcess, GpuReading, GpuSample, GpuUse, JobGpuUse};
-
-/// What a client mirrors of a cluster's telemetry.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Relayed {
-    pub gpu_use: Option<std::sync::Arc<GpuUse>>,
-    pub error: Option<String>,
-    pub tried: bool,
-}
+use crate::model::telemetry::HISTORY_POINTS;
+use crate::model::{ClusterState, GpuOwner, GpuProcess, GpuReading, GpuSample, GpuUse, JobGpuUse, Relayed};
 
 /// The cluster's telemetry; `full_history` sends every reading's whole history, else its
 /// newest point only.

@@ -14,8 +14,8 @@ use super::listen::{self, ListenAddr, TlsFiles};
 use super::metrics::Metrics;
 use super::publish::Publisher;
 use super::service::HubService;
-use super::wire::{self, pb};
 use crate::fleet::Fleet;
+use crate::wire::{self, pb};
 
 /// How often the server pings an idle connection, and how long it waits for the answer:
 /// a client gone without a goodbye (a laptop closed) is dropped within half a minute.

@@ -16,9 +16,9 @@ use super::diagnose_cache::DiagnoseCache;
 use super::limits::{Seat, SubscriberLimits, Subscribers};
 use super::metrics::{Metrics, SubscriberGuard};
 use super::publish::{Messages, Publisher};
-use super::wire::{self, pb};
 use crate::fleet::Fleet;
 use crate::model::{JobRef, LogHandle};
+use crate::wire::{self, pb};
 
 /// The most a single `ReadLog` returns, whatever the client asks: the cockpit's tail and
 /// `flightdeck logs` ask far less.

@@ -32,7 +32,7 @@ pub use self::state::{
     snapshot_from_pb, time_from_ns, time_to_ns,
 };
 pub use self::status::{MAX_STATUS_MESSAGE, error_from_status, status_from_error};
-pub use self::telemetry::{Relayed, telemetry_from_pb, telemetry_to_pb};
+pub use self::telemetry::{telemetry_from_pb, telemetry_to_pb};
 
 use crate::model::Verb;
 

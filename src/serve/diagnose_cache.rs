@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tonic::{Code, Status};
 
-use super::wire::pb;
+use crate::wire::pb;
 
 #[derive(Default)]
 pub struct DiagnoseCache {

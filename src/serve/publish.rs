@@ -17,8 +17,8 @@ use tokio::sync::{broadcast, watch};
 
 use super::auth::Caller;
 use super::metrics::Metrics;
-use super::wire::{self, pb};
 use crate::model::{ClusterState, FleetState, Snapshot};
+use crate::wire::{self, pb};
 
 /// Updates a subscriber may fall behind by before it is sent a full state instead.
 pub const SUBSCRIBER_BACKLOG: usize = 64;
@@ -453,8 +453,8 @@ fn diff_by<'a, T: PartialEq>(old: &'a [T], new: &'a [T], key: impl Fn(&T) -> &st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hub::auth::Role;
     use crate::model::{ClusterState, Job, JobRef, JobState};
+    use crate::serve::auth::Role;
 
     fn state(jobs: usize) -> FleetState {
         let mut c = ClusterState::new("hpc", "slurm");

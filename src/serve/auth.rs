@@ -25,14 +25,13 @@ use std::time::{Duration, Instant, SystemTime};
 use tonic::transport::server::UdsConnectInfo;
 use tonic::{Request, Status};
 
+use crate::system::user::{check_user, user_name};
+
 /// How often, at most, the token file is looked at for changes.
 const RECHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// The largest token file read: a line is about 100 bytes, so this is ten thousand users.
 const MAX_TOKEN_FILE_BYTES: u64 = 1 << 20;
-
-/// The longest user name accepted (audit lines and the cockpit's header show it).
-const MAX_USER_CHARS: usize = 64;
 
 /// What a caller may do: look (`viewer`) or also act (`operator`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -234,28 +233,6 @@ pub fn peer_caller(uid: u32, name: Option<String>, table: Option<&Table>, hub_ui
     }
 }
 
-/// The login name of `uid` from the password database, if it has one.
-pub fn user_name(uid: u32) -> Option<String> {
-    let mut buf = vec![0u8; 4096];
-    loop {
-        // SAFETY: `passwd` is plain old data that getpwuid_r fills in; `buf` outlives every
-        // pointer into it that `pwd` receives, and its length is passed along.
-        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr().cast(), buf.len(), &mut found) };
-        if rc == libc::ERANGE && buf.len() < 1 << 20 {
-            buf.resize(buf.len() * 4, 0);
-            continue;
-        }
-        if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
-            return None;
-        }
-        // SAFETY: on success pw_name points at a NUL-terminated string inside `buf`.
-        let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
-        return name.to_str().ok().filter(|n| check_user(n).is_ok()).map(str::to_string);
-    }
-}
-
 /// The token file and the table last read from it.
 struct TokenFile {
     path: PathBuf,
@@ -447,20 +424,6 @@ fn parse_hash(field: &str) -> Result<[u8; 32], String> {
         }
     }
     Ok(out)
-}
-
-/// A user name as the audit log will carry it: one word of printable characters.
-fn check_user(user: &str) -> Result<(), String> {
-    if user.is_empty() {
-        return Err("the user is empty".into());
-    }
-    if user.chars().count() > MAX_USER_CHARS {
-        return Err(format!("the user name is longer than {MAX_USER_CHARS} characters"));
-    }
-    if user.chars().any(|c| crate::safe_text::is_unsafe(c) || c.is_whitespace()) {
-        return Err(format!("the user {:?} holds a space or control character", crate::safe_text::printable(user)));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -661,13 +624,5 @@ mod tests {
         let status = Auth::unix_peers().check(&request_with(Some("Bearer x"))).unwrap_err();
         assert_eq!(status.code(), tonic::Code::Unauthenticated);
         assert!(status.message().contains("only local callers on its Unix socket"));
-    }
-
-    #[test]
-    fn uids_have_names() {
-        assert_eq!(user_name(0).as_deref(), Some("root"));
-        // SAFETY: getuid has no preconditions.
-        let me = unsafe { libc::getuid() };
-        assert!(user_name(me).is_some());
     }
 }
