@@ -325,6 +325,13 @@ pub enum Command {
         /// This replica's id among the others (default: the host's name, in a pod its name).
         #[arg(long, requires = "replicas_via")]
         replica_id: Option<String>,
+        /// The token this replica shows the others (an operator's line of the token file the
+        /// replicas share), to relay the clusters they hold and forward actions to them.
+        #[arg(long, requires = "replicas_via")]
+        peer_token_file: Option<PathBuf>,
+        /// The CA that signed the other replicas' certificates (default: the system roots).
+        #[arg(long, requires = "replicas_via")]
+        peer_ca_file: Option<PathBuf>,
     },
     /// Print the audit log: every action, who asked, and how it ended (`unknown`: it was
     /// under way when flightdeck stopped).
@@ -522,6 +529,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             lease_namespace,
             peer_address,
             replica_id,
+            peer_token_file,
+            peer_ca_file,
         }) => {
             let subscribers = crate::hub::limits::SubscriberLimits {
                 per_caller: max_subscriptions_per_user,
@@ -532,6 +541,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 namespace: lease_namespace,
                 peer_address,
                 replica_id,
+                peer_token_file,
+                peer_ca_file,
             });
             let ask = ServeRequest {
                 listen,
@@ -653,7 +664,16 @@ async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<Ex
         metrics_listen,
         subscribers: ask.subscribers,
     };
-    let served = crate::hub::serve(fleet.clone(), opts, stop_signal()).await;
+    let published = match &keeper {
+        // The clusters other replicas hold, relayed from them.
+        Some(keeper) => crate::hub::relay::start(
+            fleet.subscribe(),
+            std::sync::Arc::new(keeper.view()),
+            replicas::peer_options(ask.replicas.as_ref(), opts.tls.is_some())?,
+        ),
+        None => fleet.subscribe(),
+    };
+    let served = crate::hub::serve_published(fleet.clone(), published, opts, stop_signal()).await;
     let unknown = fleet.settle(Duration::from_secs(30)).await;
     for action in &unknown {
         let action = output::printable(action);

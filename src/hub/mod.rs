@@ -12,10 +12,12 @@ pub mod lease;
 pub mod limits;
 pub mod listen;
 pub mod metrics;
+pub mod peers;
 pub mod publish;
+pub mod relay;
 pub mod serve;
 pub mod service;
 pub mod strict_modes;
 pub mod wire;
 
-pub use self::serve::{ServeOptions, serve};
+pub use self::serve::{ServeOptions, serve, serve_published};

@@ -43,6 +43,18 @@ pub async fn serve(
     opts: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), String> {
+    let published = fleet.subscribe();
+    serve_published(fleet, published, opts, shutdown).await
+}
+
+/// [`serve`], publishing `published` rather than the fleet's own state: a replica's, where
+/// the clusters other replicas hold are relayed (`relay`).
+pub async fn serve_published(
+    fleet: Arc<Fleet>,
+    published: tokio::sync::watch::Receiver<Arc<crate::model::FleetState>>,
+    opts: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), String> {
     listen::check_tls(&opts.listen, opts.tls.as_ref())?;
     let auth = match (&opts.tokens, &opts.listen) {
         (Some(path), _) => Auth::tokens(path)?,
@@ -52,8 +64,8 @@ pub async fn serve(
         }
     };
     let metrics = Arc::new(Metrics::default());
-    let publisher = Publisher::new(&fleet.state(), metrics.clone());
-    tokio::spawn(publisher.clone().run(fleet.subscribe()));
+    let publisher = Publisher::new(&published.borrow().clone(), metrics.clone());
+    tokio::spawn(publisher.clone().run(published));
     // On shutdown, end the subscriptions first: a graceful stop waits for open streams.
     let closing = publisher.clone();
     let shutdown = async move {
