@@ -664,16 +664,19 @@ async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<Ex
         metrics_listen,
         subscribers: ask.subscribers,
     };
-    let published = match &keeper {
-        // The clusters other replicas hold, relayed from them.
-        Some(keeper) => crate::hub::relay::start(
-            fleet.subscribe(),
-            std::sync::Arc::new(keeper.view()),
-            replicas::peer_options(ask.replicas.as_ref(), opts.tls.is_some())?,
-        ),
-        None => fleet.subscribe(),
+    let replication = match &keeper {
+        // The clusters other replicas hold, relayed from them; calls on them forwarded there.
+        Some(keeper) => {
+            let peers = replicas::peer_options(ask.replicas.as_ref(), opts.tls.is_some())?;
+            let ownership: std::sync::Arc<dyn crate::hub::relay::Ownership> = std::sync::Arc::new(keeper.view());
+            crate::hub::Replication {
+                published: crate::hub::relay::start(fleet.subscribe(), ownership.clone(), peers.clone()),
+                forward: Some(crate::hub::forward::Forwarder::new(ownership, peers)),
+            }
+        }
+        None => crate::hub::Replication { published: fleet.subscribe(), forward: None },
     };
-    let served = crate::hub::serve_published(fleet.clone(), published, opts, stop_signal()).await;
+    let served = crate::hub::serve_published(fleet.clone(), replication, opts, stop_signal()).await;
     let unknown = fleet.settle(Duration::from_secs(30)).await;
     for action in &unknown {
         let action = output::printable(action);

@@ -8,6 +8,7 @@
 pub mod access;
 pub mod auth;
 pub mod diagnose_cache;
+pub mod forward;
 pub mod lease;
 pub mod limits;
 pub mod listen;
@@ -20,4 +21,4 @@ pub mod service;
 pub mod strict_modes;
 pub mod wire;
 
-pub use self::serve::{ServeOptions, serve, serve_published};
+pub use self::serve::{Replication, ServeOptions, serve, serve_published};

@@ -43,15 +43,23 @@ pub async fn serve(
     opts: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), String> {
-    let published = fleet.subscribe();
+    let published = Replication { published: fleet.subscribe(), forward: None };
     serve_published(fleet, published, opts, shutdown).await
 }
 
-/// [`serve`], publishing `published` rather than the fleet's own state: a replica's, where
-/// the clusters other replicas hold are relayed (`relay`).
+/// What one replica of several serves besides its fleet.
+pub struct Replication {
+    /// The state it publishes: its own clusters and the relayed ones (`relay`).
+    pub published: tokio::sync::watch::Receiver<Arc<crate::model::FleetState>>,
+    /// Where calls on clusters other replicas hold go (`forward`).
+    pub forward: Option<Arc<super::forward::Forwarder>>,
+}
+
+/// [`serve`] as one replica of several: publishing `replication.published` rather than the
+/// fleet's own state, forwarding calls as `replication.forward` says.
 pub async fn serve_published(
     fleet: Arc<Fleet>,
-    published: tokio::sync::watch::Receiver<Arc<crate::model::FleetState>>,
+    replication: Replication,
     opts: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), String> {
@@ -64,6 +72,7 @@ pub async fn serve_published(
         }
     };
     let metrics = Arc::new(Metrics::default());
+    let Replication { published, forward } = replication;
     let publisher = Publisher::new(&published.borrow().clone(), metrics.clone());
     tokio::spawn(publisher.clone().run(published));
     // On shutdown, end the subscriptions first: a graceful stop waits for open streams.
@@ -89,12 +98,10 @@ pub async fn serve_published(
         .map_err(|e| format!("cannot build the reflection service: {e}"))?;
     // Messages are bounded both ways (tonic would encode any size): a full state goes out in
     // chunks, so only a mistake or an attack comes near the bound.
-    let service = pb::hub_server::HubServer::new(HubService::with_limits(
-        fleet.clone(),
-        publisher.clone(),
-        metrics.clone(),
-        opts.subscribers,
-    ))
+    let service = pb::hub_server::HubServer::new(
+        HubService::with_limits(fleet.clone(), publisher.clone(), metrics.clone(), opts.subscribers)
+            .forwarding(forward),
+    )
     .max_decoding_message_size(wire::MAX_MESSAGE)
     .max_encoding_message_size(wire::MAX_MESSAGE);
     let hub = tonic::service::interceptor::InterceptedService::new(service, auth::interceptor(Arc::new(auth)));

@@ -14,14 +14,17 @@ use std::time::Duration;
 use flightdeck::backend::hub::link::Mirror;
 use flightdeck::backend::kube::{KubeBackend, KubeConfig};
 use flightdeck::config::ClusterConfig;
+use flightdeck::fleet::AuditLog;
 use flightdeck::fleet::{Fleet, FleetOptions, Member, TelemetryOptions};
 use flightdeck::hub::auth::sha256_hex;
+use flightdeck::hub::forward::Forwarder;
 use flightdeck::hub::lease::{Identity, LeaseKeeper, LeaseSettings};
 use flightdeck::hub::listen::ListenAddr;
 use flightdeck::hub::peers::PeerOptions;
 use flightdeck::hub::wire::pb;
-use flightdeck::hub::{ServeOptions, relay};
+use flightdeck::hub::{Replication, ServeOptions, relay};
 use flightdeck::model::Health;
+use flightdeck::model::{Action, NodeAction, NodeRef};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -32,6 +35,8 @@ const RENEW: Duration = Duration::from_millis(500);
 const WAIT: Duration = Duration::from_secs(30);
 const CLUSTERS: [&str; 2] = ["gpu-a", "gpu-b"];
 const TOKEN: &str = "replicas-share-this-token";
+const ALICE: &str = "alice-operator-token";
+const BOB: &str = "bob-viewer-token";
 
 /// One replica: its Lease keeper, its gated fleet, and its server.
 struct Replica {
@@ -41,6 +46,7 @@ struct Replica {
     stop: Option<oneshot::Sender<()>>,
     served: Option<JoinHandle<Result<(), String>>>,
     addr: SocketAddr,
+    audit: AuditLog,
 }
 
 impl Replica {
@@ -62,11 +68,17 @@ impl Replica {
             })
             .collect();
         let gates = CLUSTERS.iter().map(|c| keeper.may_poll(c)).collect();
-        let opts = FleetOptions { read_only: false, poll: true, audit: None, actor: format!("{id}@test") };
+        let audit = AuditLog::new(dir.join(id).join("audit.jsonl"));
+        let opts =
+            FleetOptions { read_only: false, poll: true, audit: Some(audit.clone()), actor: format!("{id}@test") };
         let telemetry = TelemetryOptions { off: true, ..TelemetryOptions::default() };
         let fleet = Arc::new(Fleet::start_gated(members, opts, telemetry, gates));
         let peers = PeerOptions { tls: false, ca_file: None, token: Some(token_file(dir)) };
-        let published = relay::start(fleet.subscribe(), Arc::new(keeper.view()), peers);
+        let ownership: Arc<dyn relay::Ownership> = Arc::new(keeper.view());
+        let replication = Replication {
+            published: relay::start(fleet.subscribe(), ownership.clone(), peers.clone()),
+            forward: Some(Forwarder::new(ownership, peers)),
+        };
         let opts = ServeOptions {
             listen: ListenAddr::Tcp(addr),
             tls: None,
@@ -76,7 +88,7 @@ impl Replica {
             tokens: Some(tokens(dir)),
         };
         let (stop, stopped) = oneshot::channel::<()>();
-        let served = tokio::spawn(flightdeck::hub::serve_published(fleet.clone(), published, opts, async move {
+        let served = tokio::spawn(flightdeck::hub::serve_published(fleet.clone(), replication, opts, async move {
             let _ = stopped.await;
         }));
         for _ in 0..200 {
@@ -92,6 +104,7 @@ impl Replica {
             stop: Some(stop),
             served: Some(served),
             addr,
+            audit,
         }
     }
 
@@ -118,7 +131,13 @@ impl Drop for Replica {
 
 fn tokens(dir: &Path) -> PathBuf {
     let path = dir.join("tokens");
-    std::fs::write(&path, format!("{} replicas operator\n", sha256_hex(TOKEN))).unwrap();
+    let lines = format!(
+        "{} replicas operator\n{} alice operator\n{} bob viewer\n",
+        sha256_hex(TOKEN),
+        sha256_hex(ALICE),
+        sha256_hex(BOB)
+    );
+    std::fs::write(&path, lines).unwrap();
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     path
 }
@@ -137,6 +156,7 @@ struct Seen {
     cluster: String,
     health: Health,
     jobs_or_nodes: usize,
+    version: u64,
 }
 
 /// A subscription's mirror, what it saw, and its task (ending only if the stream does).
@@ -166,6 +186,7 @@ fn subscriber(addr: SocketAddr) -> Subscriber {
                             cluster: name.clone(),
                             health: c.health.clone(),
                             jobs_or_nodes: c.jobs.len() + c.nodes.len(),
+                            version: c.version,
                         };
                         s.lock().unwrap().push(record);
                     }
@@ -240,7 +261,101 @@ async fn every_replica_serves_every_cluster_and_a_killed_owner_s_cluster_comes_b
     assert!(after[stale..].iter().any(|s| s.health.is_fresh()), "stale, then fresh: {after:?}");
     assert!(after.iter().all(|s| s.jobs_or_nodes > 0), "the last picture stays while stale: {after:?}");
     assert!(!stream.is_finished(), "the watcher's stream never ended: it did not reconnect");
+    // Versions only go up on the stream, across the change of owner.
+    let versions: Vec<u64> = after.iter().map(|s| s.version).collect();
+    assert!(versions.windows(2).all(|w| w[0] <= w[1]), "versions went back: {versions:?}");
+    // A client of the dead replica resuming on a survivor with what it held is sent every
+    // cluster in full (another replica's versions mean nothing there), and stays in step.
+    let (orphan, _, ended) = &subscribers[owner];
+    eventually("the dead replica's subscription ended", || ended.is_finished()).await;
+    let resume = orphan.lock().unwrap().resume();
+    assert!(resume.epoch != 0 && !resume.versions.is_empty());
+    let mut client = raw(replicas[watcher].addr).await;
+    let mut stream = client.subscribe(authed(resume, TOKEN)).await.unwrap().into_inner();
+    let first = stream.message().await.unwrap().unwrap();
+    assert!(first.full && first.clusters.iter().all(|c| c.replace), "a resume on another replica starts over");
+    assert!(orphan.lock().unwrap().apply(first));
     let elapsed = killed_at.elapsed();
     assert!(elapsed < LEASE + RENEW + Duration::from_secs(10), "failover took {elapsed:?}");
     eprintln!("gpu-a fresh again through a surviving replica {elapsed:?} after its owner was killed");
+}
+
+async fn raw(addr: SocketAddr) -> pb::hub_client::HubClient<tonic::transport::Channel> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+    pb::hub_client::HubClient::new(channel)
+}
+
+fn authed<T>(message: T, token: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
+
+/// The audit records of `replica` for `action`, as (who, outcome), intents left out.
+fn audited(replica: &Replica, action: &str) -> Vec<(String, String)> {
+    let records = replica.audit.read_all().unwrap_or_default();
+    records.into_iter().filter(|r| r.action == action && r.outcome != "intent").map(|r| (r.who, r.outcome)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_and_a_log_read_through_a_replica_that_does_not_hold_the_cluster_are_done_once_at_its_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let leases = FakeApi::start().await;
+    let clusters = [FakeApi::start().await, FakeApi::start().await];
+    for fake in &clusters {
+        fake.put_all(fixtures::standard_cluster());
+    }
+    let mut replicas = Vec::new();
+    for id in ["hub-a", "hub-b", "hub-c"] {
+        replicas.push(Replica::start(id, &leases, &clusters, dir.path()).await);
+    }
+    eventually("gpu-a held", || replicas.iter().any(|r| r.holds().contains(&"gpu-a".to_owned()))).await;
+    let owner = replicas.iter().position(|r| r.holds().contains(&"gpu-a".to_owned())).unwrap();
+    let entry = replicas.iter().position(|r| r.holds().is_empty()).expect("a replica holding nothing");
+    let (mirror, _, _) = subscriber(replicas[entry].addr);
+    eventually("both clusters fresh through the entry replica", || all_fresh(&mirror)).await;
+
+    let cordon = Action::Node {
+        node: NodeRef { cluster: "gpu-a".into(), name: fixtures::NODE_H100_A.into() },
+        action: NodeAction::Cordon,
+    };
+    let path = format!("/api/v1/nodes/{}", fixtures::NODE_H100_A);
+    clusters[0].clear_requests();
+    let mut client = raw(replicas[entry].addr).await;
+    let ask = pb::ActRequest { actions: vec![flightdeck::hub::wire::action_to_pb(&cordon)] };
+    let mut outcomes = client.act(authed(ask.clone(), ALICE)).await.unwrap().into_inner();
+    let outcome = outcomes.message().await.unwrap().expect("one outcome");
+    assert!(outcome.ok, "{outcome:?}");
+    assert_eq!(outcome.index, 0);
+    assert!(outcomes.message().await.unwrap().is_none(), "one outcome for one action");
+    assert_eq!(clusters[0].requests_to("PATCH", &path).len(), 1, "carried out once");
+    let via = format!("alice@hub via {}", replicas[entry].id);
+    assert_eq!(audited(&replicas[owner], "cordon"), vec![(via.clone(), "ok".to_owned())]);
+    for (i, r) in replicas.iter().enumerate().filter(|(i, _)| *i != owner) {
+        assert!(audited(r, "cordon").is_empty(), "replica {i} audited a cordon it did not carry out");
+    }
+
+    // A viewer is refused where it asked, and nothing reaches the owner.
+    let refused = client.act(authed(ask, BOB)).await.expect_err("a viewer's cordon");
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+    assert_eq!(clusters[0].requests_to("PATCH", &path).len(), 1);
+
+    // A client cannot pass itself off as a forwarding replica.
+    let mut forged = authed(pb::ActRequest::default(), ALICE);
+    forged.metadata_mut().insert_bin("x-flightdeck-via-bin", tonic::metadata::MetadataValue::from_bytes(b"hub-x"));
+    let forged = client.act(forged).await.expect_err("a forged forward");
+    assert_eq!(forged.code(), tonic::Code::PermissionDenied, "{forged:?}");
+
+    // A log read of a job on gpu-a, through the entry replica: read and audited at the owner.
+    let handle = {
+        let mirror = mirror.lock().unwrap();
+        let jobs = &mirror.clusters["gpu-a"].jobs;
+        jobs.values().find_map(|j| j.stdout.clone()).expect("a job with a log on gpu-a")
+    };
+    let ask =
+        pb::ReadLogRequest { cluster: "gpu-a".into(), handle: handle.as_str().into(), from: None, max_bytes: 4096 };
+    let read = client.read_log(authed(ask, ALICE)).await;
+    assert!(read.is_ok(), "{read:?}");
+    assert_eq!(audited(&replicas[owner], "read-log"), vec![(via, "allowed".to_owned())]);
+    assert!(audited(&replicas[entry], "read-log").is_empty(), "audited at the owner only");
 }
