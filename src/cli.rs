@@ -325,6 +325,13 @@ pub enum Command {
         /// This replica's id among the others (default: the host's name, in a pod its name).
         #[arg(long, requires = "replicas_via")]
         replica_id: Option<String>,
+        /// The token this replica shows the others (an operator's line of the token file the
+        /// replicas share), to relay the clusters they hold and forward actions to them.
+        #[arg(long, requires = "replicas_via")]
+        peer_token_file: Option<PathBuf>,
+        /// The CA that signed the other replicas' certificates (default: the system roots).
+        #[arg(long, requires = "replicas_via")]
+        peer_ca_file: Option<PathBuf>,
     },
     /// Print the audit log: every action, who asked, and how it ended (`unknown`: it was
     /// under way when flightdeck stopped).
@@ -522,6 +529,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             lease_namespace,
             peer_address,
             replica_id,
+            peer_token_file,
+            peer_ca_file,
         }) => {
             let subscribers = crate::serve::limits::SubscriberLimits {
                 per_caller: max_subscriptions_per_user,
@@ -532,6 +541,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 namespace: lease_namespace,
                 peer_address,
                 replica_id,
+                peer_token_file,
+                peer_ca_file,
             });
             let ask = ServeRequest {
                 listen,
@@ -653,7 +664,19 @@ async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<Ex
         metrics_listen,
         subscribers: ask.subscribers,
     };
-    let served = crate::serve::serve(fleet.clone(), opts, stop_signal()).await;
+    let replication = match &keeper {
+        // The clusters other replicas hold, relayed from them; calls on them forwarded there.
+        Some(keeper) => {
+            let peers = replicas::peer_options(ask.replicas.as_ref(), opts.tls.is_some())?;
+            let ownership: std::sync::Arc<dyn crate::serve::relay::Ownership> = std::sync::Arc::new(keeper.view());
+            crate::serve::Replication {
+                published: crate::serve::relay::start(fleet.subscribe(), ownership.clone(), peers.clone()),
+                forward: Some(crate::serve::forward::Forwarder::new(ownership, peers)),
+            }
+        }
+        None => crate::serve::Replication { published: fleet.subscribe(), forward: None },
+    };
+    let served = crate::serve::serve_published(fleet.clone(), replication, opts, stop_signal()).await;
     let unknown = fleet.settle(Duration::from_secs(30)).await;
     for action in &unknown {
         let action = output::printable(action);

@@ -1,16 +1,18 @@
 //! `flightdeck serve --replicas-via kubernetes`: this hub is one of several replicas sharing
-//! the configured clusters through Kubernetes Leases (`hub::lease`). Each configured entry's
-//! poller (and its actions) runs only while this replica holds that entry's Lease; relaying
-//! the other replicas' clusters comes later.
+//! the configured clusters through Kubernetes Leases (`serve::lease`). Each configured entry's
+//! poller (and its actions) runs only while this replica holds that entry's Lease; the other
+//! replicas' clusters are relayed from them (`serve::relay`, reached as `serve::peers` says).
 
 use std::collections::HashMap;
 
 use clap::ValueEnum;
 
 use super::Failure;
+use crate::backend::http::TokenSource;
 use crate::config::Config;
 use crate::fleet::gate::Gate;
 use crate::serve::lease::{Identity, LeaseKeeper, LeaseSettings};
+use crate::serve::peers::PeerOptions;
 
 /// How replicas find and share the clusters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -25,6 +27,19 @@ pub struct Replicas {
     pub namespace: Option<String>,
     pub peer_address: Option<String>,
     pub replica_id: Option<String>,
+    /// The token shown to the other replicas.
+    pub peer_token_file: Option<std::path::PathBuf>,
+    /// The CA of the other replicas' certificates.
+    pub peer_ca_file: Option<std::path::PathBuf>,
+}
+
+/// How this replica reaches the others: the scheme this hub serves (every replica serves
+/// alike), the CA and the token it was given.
+pub fn peer_options(ask: Option<&Replicas>, tls: bool) -> Result<PeerOptions, Failure> {
+    let Some(ask) = ask else { return Ok(PeerOptions { tls, ..PeerOptions::default() }) };
+    let token = TokenSource::from_keys(None, ask.peer_token_file.clone())
+        .map_err(|e| Failure(format!("--peer-token-file: {e}")))?;
+    Ok(PeerOptions { tls, ca_file: ask.peer_ca_file.clone(), token })
 }
 
 /// Starts holding the Leases of every configured entry, with the Kubernetes client the

@@ -1,5 +1,5 @@
 //! A poller's gate: a flag that says whether this process may poll a cluster now (a hub
-//! replica holding the cluster's Lease, `hub::lease`). Without a gate a cluster is always
+//! replica holding the cluster's Lease, `serve::lease`). Without a gate a cluster is always
 //! polled; with one, polling waits while the flag is false, and a refresh under way when it
 //! turns false is dropped unrecorded, so a replica that lost the cluster stops at once.
 

@@ -234,6 +234,11 @@ impl LeaseKeeper {
         self.shared.slots.iter().map(|s| (s.cluster.clone(), s.state().owner.clone())).collect()
     }
 
+    /// A handle that reads who holds what, for as long as anyone keeps it (the relay's).
+    pub fn view(&self) -> LeaseView {
+        LeaseView(self.shared.clone())
+    }
+
     /// Stops holding: every flag false first, then the held Leases given back (holder
     /// cleared) so another replica need not wait for them to run out. Errors are only logged:
     /// a Lease not given back runs out by itself.
@@ -254,6 +259,27 @@ impl LeaseKeeper {
                 shared.release(slot, lease).await;
             }
         }
+    }
+}
+
+/// Reads a [`LeaseKeeper`]'s holdings (it holds nothing itself: dropping the keeper still
+/// turns every flag false).
+#[derive(Clone)]
+pub struct LeaseView(Arc<Shared>);
+
+impl LeaseView {
+    pub fn identity(&self) -> &Identity {
+        &self.0.settings.identity
+    }
+
+    /// Each cluster's holder as last read.
+    pub fn owners(&self) -> BTreeMap<String, Owner> {
+        self.0.slots.iter().map(|s| (s.cluster.clone(), s.state().owner.clone())).collect()
+    }
+
+    /// Whether this replica's flag for `cluster` is true now.
+    pub fn holds(&self, cluster: &str) -> bool {
+        self.0.slot(cluster).is_some_and(|s| *s.may_poll.borrow())
     }
 }
 

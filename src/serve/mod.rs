@@ -8,13 +8,16 @@
 pub mod access;
 pub mod auth;
 pub mod diagnose_cache;
+pub mod forward;
 pub mod lease;
 pub mod limits;
 pub mod listen;
 pub mod metrics;
+pub mod peers;
 pub mod publish;
+pub mod relay;
 pub mod server;
 pub mod service;
 pub mod strict_modes;
 
-pub use self::server::{ServeOptions, serve};
+pub use self::server::{Replication, ServeOptions, serve, serve_published};

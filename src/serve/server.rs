@@ -43,6 +43,26 @@ pub async fn serve(
     opts: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), String> {
+    let published = Replication { published: fleet.subscribe(), forward: None };
+    serve_published(fleet, published, opts, shutdown).await
+}
+
+/// What one replica of several serves besides its fleet.
+pub struct Replication {
+    /// The state it publishes: its own clusters and the relayed ones (`relay`).
+    pub published: tokio::sync::watch::Receiver<Arc<crate::model::FleetState>>,
+    /// Where calls on clusters other replicas hold go (`forward`).
+    pub forward: Option<Arc<super::forward::Forwarder>>,
+}
+
+/// [`serve`] as one replica of several: publishing `replication.published` rather than the
+/// fleet's own state, forwarding calls as `replication.forward` says.
+pub async fn serve_published(
+    fleet: Arc<Fleet>,
+    replication: Replication,
+    opts: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), String> {
     listen::check_tls(&opts.listen, opts.tls.as_ref())?;
     let auth = match (&opts.tokens, &opts.listen) {
         (Some(path), _) => Auth::tokens(path)?,
@@ -52,8 +72,9 @@ pub async fn serve(
         }
     };
     let metrics = Arc::new(Metrics::default());
-    let publisher = Publisher::new(&fleet.state(), metrics.clone());
-    tokio::spawn(publisher.clone().run(fleet.subscribe()));
+    let Replication { published, forward } = replication;
+    let publisher = Publisher::new(&published.borrow().clone(), metrics.clone());
+    tokio::spawn(publisher.clone().run(published));
     // On shutdown, end the subscriptions first: a graceful stop waits for open streams.
     let closing = publisher.clone();
     let shutdown = async move {
@@ -77,12 +98,10 @@ pub async fn serve(
         .map_err(|e| format!("cannot build the reflection service: {e}"))?;
     // Messages are bounded both ways (tonic would encode any size): a full state goes out in
     // chunks, so only a mistake or an attack comes near the bound.
-    let service = pb::hub_server::HubServer::new(HubService::with_limits(
-        fleet.clone(),
-        publisher.clone(),
-        metrics.clone(),
-        opts.subscribers,
-    ))
+    let service = pb::hub_server::HubServer::new(
+        HubService::with_limits(fleet.clone(), publisher.clone(), metrics.clone(), opts.subscribers)
+            .forwarding(forward),
+    )
     .max_decoding_message_size(wire::MAX_MESSAGE)
     .max_encoding_message_size(wire::MAX_MESSAGE);
     let hub = tonic::service::interceptor::InterceptedService::new(service, auth::interceptor(Arc::new(auth)));

@@ -13,6 +13,7 @@ use tonic::{Request, Response, Status};
 use super::access::{self, Read};
 use super::auth::{self, Caller};
 use super::diagnose_cache::DiagnoseCache;
+use super::forward::{self, Asker, Forwarder, Route};
 use super::limits::{Seat, SubscriberLimits, Subscribers};
 use super::metrics::{Metrics, SubscriberGuard};
 use super::publish::{Messages, Publisher};
@@ -30,6 +31,8 @@ pub struct HubService {
     metrics: Arc<Metrics>,
     subscribers: Arc<Subscribers>,
     diagnoses: DiagnoseCache,
+    /// A replica's: calls on clusters another replica holds go there.
+    forward: Option<Arc<Forwarder>>,
 }
 
 impl HubService {
@@ -44,7 +47,31 @@ impl HubService {
         metrics: Arc<Metrics>,
         limits: SubscriberLimits,
     ) -> Self {
-        Self { fleet, publisher, metrics, subscribers: Subscribers::new(limits), diagnoses: DiagnoseCache::default() }
+        let subscribers = Subscribers::new(limits);
+        Self { fleet, publisher, metrics, subscribers, diagnoses: DiagnoseCache::default(), forward: None }
+    }
+
+    /// A replica's service: `Act` and `ReadLog` on a cluster another replica holds are
+    /// forwarded there, and calls other replicas forward are taken on behalf of their caller.
+    pub fn forwarding(self, forward: Option<Arc<Forwarder>>) -> Self {
+        Self { forward, ..self }
+    }
+
+    /// Who asks: the caller, or for a call another replica forwarded, the caller it names.
+    fn asker<T>(&self, request: &Request<T>, caller: Caller) -> Result<Asker, Status> {
+        match &self.forward {
+            Some(forward) => forward.asker(request, caller),
+            None => Ok(Asker { caller, via: None }),
+        }
+    }
+
+    /// Where a call on `cluster` from `asker` is carried out: a call forwarded once is
+    /// carried out here (or refused by the fleet's gate), never forwarded again.
+    fn route(&self, asker: &Asker, cluster: &str) -> Route {
+        match &self.forward {
+            Some(forward) if asker.via.is_none() => forward.route(cluster),
+            _ => Route::Here,
+        }
     }
 
     /// The caller of an authenticated request, counted.
@@ -64,8 +91,25 @@ impl HubService {
         detail: Option<String>,
         allowed: Result<(), String>,
     ) -> Result<(), Status> {
+        self.admit_as(None, caller, read, target, detail, allowed).await
+    }
+
+    /// [`HubService::admit`], the record naming `who` when given (a forwarded call's asker).
+    async fn admit_as(
+        &self,
+        who: Option<String>,
+        caller: &Caller,
+        read: Read,
+        target: &str,
+        detail: Option<String>,
+        allowed: Result<(), String>,
+    ) -> Result<(), Status> {
         let refused = allowed.as_ref().err().map(String::as_str);
-        let written = self.fleet.audit(vec![access::record(caller, read, target, detail, refused)]).await;
+        let mut record = access::record(caller, read, target, detail, refused);
+        if let Some(who) = who {
+            record.who = who;
+        }
+        let written = self.fleet.audit(vec![record]).await;
         if let Err(why) = allowed {
             self.metrics.refusal();
             tracing::warn!(user = %caller.user, read = read.as_str(), target, "refused: {why}");
@@ -110,6 +154,21 @@ fn refused_request(caller: &Caller, actions: &[crate::model::Action], why: &str)
         message: why.to_string(),
         spec: None,
     }
+}
+
+/// Every action of `actions` failed for `why`, indexed from 0.
+fn failed(actions: &[crate::model::Action], why: &str) -> Vec<pb::ActOutcome> {
+    actions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| pb::ActOutcome {
+            index: u32::try_from(i).unwrap_or(u32::MAX),
+            verb: a.verb().as_str().to_string(),
+            target: a.target(),
+            ok: false,
+            message: why.to_string(),
+        })
+        .collect()
 }
 
 /// How the audit log names a hub's caller.
@@ -194,8 +253,11 @@ impl pb::hub_server::Hub for HubService {
 
     async fn act(&self, request: Request<pb::ActRequest>) -> Result<Response<Self::ActStream>, Status> {
         let caller = self.caller(&request)?;
-        let mut actions = Vec::with_capacity(request.get_ref().actions.len());
-        for (i, action) in request.into_inner().actions.into_iter().enumerate() {
+        let asker = self.asker(&request, caller)?;
+        let caller = asker.caller.clone();
+        let asked = request.into_inner().actions;
+        let mut actions = Vec::with_capacity(asked.len());
+        for (i, action) in asked.iter().cloned().enumerate() {
             let action =
                 wire::action_from_pb(action).map_err(|e| Status::invalid_argument(format!("action {i}: {e}")))?;
             actions.push(action);
@@ -208,32 +270,52 @@ impl pb::hub_server::Hub for HubService {
             tracing::warn!(user = %caller.user, actions = actions.len(), "refused: a viewer asked for a change");
             // One record for the request, however many actions it carries: a viewer must
             // not be able to fill the log (and its disk) one refused action at a time.
-            if let Err(e) = self.fleet.audit(vec![refused_request(&caller, &actions, &why)]).await {
+            let mut record = refused_request(&caller, &actions, &why);
+            record.who = asker.actor();
+            if let Err(e) = self.fleet.audit(vec![record]).await {
                 tracing::error!("{e}");
             }
             return Err(Status::permission_denied(why));
         }
-        let outcome = self.fleet.perform_batch_as(&actor(&caller), actions).await;
-        let outcomes: Vec<Result<pb::ActOutcome, Status>> =
-            outcome.outcomes.iter().enumerate().map(|(i, o)| Ok(wire::outcome_to_pb(i, o))).collect();
+        let groups = forward::split(&actions, |a| a.cluster(), |c| self.route(&asker, c));
+        let outcomes = if groups.iter().all(|(to, _)| *to == Route::Here) {
+            let outcome = self.fleet.perform_batch_as(&asker.actor(), actions).await;
+            outcome.outcomes.iter().enumerate().map(|(i, o)| wire::outcome_to_pb(i, o)).collect()
+        } else {
+            self.act_spread(&asker, &asked, actions, groups).await
+        };
+        let outcomes: Vec<Result<pb::ActOutcome, Status>> = outcomes.into_iter().map(Ok).collect();
         Ok(Response::new(Box::pin(futures_util::stream::iter(outcomes))))
     }
 
     async fn read_log(&self, request: Request<pb::ReadLogRequest>) -> Result<Response<pb::LogChunk>, Status> {
         let caller = self.caller(&request)?;
+        let asker = self.asker(&request, caller)?;
+        let caller = asker.caller.clone();
         let ask = request.into_inner();
+        if let Route::Owner(owner) = self.route(&asker, &ask.cluster)
+            && let Some(forward) = &self.forward
+        {
+            // The owner holds the job's picture and its log: it checks, reads and audits.
+            return forward.read_log(&owner, &asker, ask).await.map(Response::new);
+        }
+        let who = asker.via.is_some().then(|| asker.actor());
         // Only a handle the hub itself put on a job is read, and with what the hub knows of
         // it (whose file it must be): a client cannot name a path of its own.
         let Some((handle, job)) = self.known_handle(&ask.cluster, &ask.handle) else {
             let why = format!("no job on cluster {} has the log handle {}", ask.cluster, ask.handle);
             let target = format!("{}:{}", ask.cluster, ask.handle);
-            let record = access::record(&caller, Read::ReadLog, &target, None, Some(&why));
+            let mut record = access::record(&caller, Read::ReadLog, &target, None, Some(&why));
+            if let Some(who) = &who {
+                record.who = who.clone();
+            }
             if let Err(e) = self.fleet.audit(vec![record]).await {
                 tracing::error!("{e}");
             }
             return Err(Status::not_found(why));
         };
-        self.admit_job(&caller, Read::ReadLog, &job).await?;
+        let allowed = access::may_read_job(&caller, &self.fleet.state(), &job);
+        self.admit_as(who, &caller, Read::ReadLog, &job.to_string(), None, allowed).await?;
         let max = ask.max_bytes.clamp(1, LOG_READ_MAX);
         let chunk =
             self.fleet.read_log(&ask.cluster, &handle, ask.from, max).await.map_err(|e| wire::status_from_error(&e))?;
@@ -303,6 +385,56 @@ impl pb::hub_server::Hub for HubService {
 }
 
 impl HubService {
+    /// A batch whose actions go to more than one replica: each part carried out where its
+    /// cluster is held, at once, the outcomes put back in the order asked. A part whose
+    /// owner cannot be reached fails whole, in words.
+    async fn act_spread(
+        &self,
+        asker: &Asker,
+        asked: &[pb::Action],
+        actions: Vec<crate::model::Action>,
+        groups: Vec<(Route, Vec<usize>)>,
+    ) -> Vec<pb::ActOutcome> {
+        let parts = groups.into_iter().map(|(to, places)| {
+            let mine: Vec<crate::model::Action> = places.iter().map(|&i| actions[i].clone()).collect();
+            let theirs: Vec<pb::Action> = places.iter().map(|&i| asked[i].clone()).collect();
+            async move {
+                let outcomes = match &to {
+                    Route::Here => {
+                        let outcome = self.fleet.perform_batch_as(&asker.actor(), mine).await;
+                        outcome.outcomes.iter().enumerate().map(|(i, o)| wire::outcome_to_pb(i, o)).collect()
+                    }
+                    Route::Owner(owner) => match &self.forward {
+                        Some(forward) => match forward.act(owner, asker, theirs).await {
+                            Ok(outcomes) => outcomes,
+                            Err(status) => failed(&mine, status.message()),
+                        },
+                        None => failed(&mine, "no replica to forward to"),
+                    },
+                };
+                (places, outcomes)
+            }
+        });
+        let mut all: Vec<Option<pb::ActOutcome>> = vec![None; actions.len()];
+        for (places, outcomes) in futures_util::future::join_all(parts).await {
+            for mut outcome in outcomes {
+                let Some(&place) = usize::try_from(outcome.index).ok().and_then(|j| places.get(j)) else { continue };
+                outcome.index = u32::try_from(place).unwrap_or(u32::MAX);
+                all[place] = Some(outcome);
+            }
+        }
+        all.into_iter()
+            .enumerate()
+            .map(|(i, o)| {
+                o.unwrap_or_else(|| {
+                    let mut missing = failed(&actions[i..=i], "the owning replica gave no outcome").remove(0);
+                    missing.index = u32::try_from(i).unwrap_or(u32::MAX);
+                    missing
+                })
+            })
+            .collect()
+    }
+
     /// The handle with locator `locator` on one of `cluster`'s jobs, as the hub holds it,
     /// and the job it is on (whose reader it must be).
     fn known_handle(&self, cluster: &str, locator: &str) -> Option<(LogHandle, JobRef)> {

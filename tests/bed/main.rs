@@ -15,6 +15,7 @@ mod cli_live;
 mod dstack_live;
 mod history_live;
 mod hub_live;
+mod hub_replicas_live;
 mod init_probe;
 mod kube_real;
 mod migrate_live;

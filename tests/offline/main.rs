@@ -8,6 +8,7 @@ mod memory;
 mod advice;
 mod architecture;
 mod config_spec;
+mod deploy;
 mod dialect_cloud;
 mod dialect_kube;
 mod dialect_slurm;

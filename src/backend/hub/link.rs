@@ -69,6 +69,9 @@ pub struct Mirrored {
     pub partial: bool,
     /// The cluster's GPU telemetry as the hub joined it.
     pub telemetry: crate::model::Relayed,
+    /// The hub's refresh attempts and the last one's duration (a replica relaying it shows them).
+    pub attempts: u64,
+    pub last_refresh_ms: Option<u64>,
     /// The snapshot built at `version`, shared until the next change.
     built: Option<(u64, Arc<Snapshot>)>,
 }
@@ -84,6 +87,8 @@ impl Mirrored {
             nodes: BTreeMap::new(),
             partial: false,
             telemetry: crate::model::Relayed::default(),
+            attempts: 0,
+            last_refresh_ms: None,
             built: None,
         }
     }
@@ -144,6 +149,8 @@ impl Mirrored {
             let node = wire::node_from_pb(name, node);
             self.nodes.insert(node.name.clone(), node);
         }
+        self.attempts = update.attempts;
+        self.last_refresh_ms = update.last_refresh_ms;
         self.version = update.version;
         self.partial = update.more;
         true
