@@ -5,6 +5,7 @@
 //! tasks, so a slow or dead backend never blocks a front end.
 
 pub mod dstack;
+pub mod exec;
 pub mod http;
 pub mod hub;
 pub mod kube;
