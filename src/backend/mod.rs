@@ -11,6 +11,7 @@ pub mod hub;
 pub mod kube;
 pub mod local;
 pub mod loose_value;
+pub mod naming;
 pub mod registry;
 pub mod skypilot;
 pub mod slurm;
