@@ -746,7 +746,7 @@ fn how_to_add_a_cluster(config: &Config) -> String {
 fn no_clusters_help(config: &Config) -> Vec<String> {
     let host = crate::backend::local::Host::this_machine();
     let mut lines = vec![String::new(), "Looked for on this machine:".to_string()];
-    lines.extend(crate::backend::local::config::looked_for_items(&host).into_iter().map(|item| format!("  {item}")));
+    lines.extend(crate::backend::registry::looked_for_items(&host).into_iter().map(|item| format!("  {item}")));
     lines.push(String::new());
     lines.push(how_to_add_a_cluster(config));
     lines
@@ -1051,7 +1051,7 @@ fn print_json_rows<T: serde::Serialize>(rows: &[T]) -> std::io::Result<()> {
 async fn doctor(config: &Config) -> Result<ExitCode, Failure> {
     if config.clusters.is_empty() {
         println!("No clusters configured ({}).", config.source);
-        println!("{}", crate::backend::local::config::looked_for_here());
+        println!("{}", crate::backend::registry::looked_for_here());
         println!("{}", how_to_add_a_cluster(config));
         return Ok(ExitCode::FAILURE);
     }

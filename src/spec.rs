@@ -29,6 +29,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::tomlfile::pos as tomlpos;
 
+mod units;
+pub use units::{duration_text, memory_text, parse_memory_mb, parse_time_limit_secs};
+
 /// A job as the user describes it, independent of where it runs.
 ///
 /// Read from TOML (`flightdeck submit job.toml`); `command` and `script` are exclusive.
@@ -385,124 +388,6 @@ pub fn parse_array(text: &str) -> Result<ArraySpec, String> {
     Ok(ArraySpec { ranges, max_running })
 }
 
-/// Memory as written in a spec, in MiB (rounded up).
-///
-/// A whole number with an optional binary unit: `K`, `M`, `G`, `T` (also `KB`/`KiB`/`Ki` …,
-/// any case); no unit means MiB, as in Slurm. Zero is refused.
-pub fn parse_memory_mb(text: &str) -> Result<u64, String> {
-    let bad = || {
-        format!(
-            "cannot read {text:?} as memory: write a whole number with an optional unit K, M, G or T (\"32G\", \"500M\")"
-        )
-    };
-    let trimmed = text.trim();
-    let digits_end = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
-    let (number, unit) = trimmed.split_at(digits_end);
-    if number.is_empty() {
-        return Err(bad());
-    }
-    let number: u64 = number.parse().map_err(|_| bad())?;
-    let unit = unit.trim().to_ascii_uppercase();
-    let unit =
-        unit.strip_suffix("IB").or_else(|| unit.strip_suffix('I')).or_else(|| unit.strip_suffix('B')).unwrap_or(&unit);
-    let mib = match unit {
-        "K" => number.div_ceil(1024),
-        "" | "M" => number,
-        "G" => number.checked_mul(1024).ok_or_else(bad)?,
-        "T" => number.checked_mul(1024 * 1024).ok_or_else(bad)?,
-        _ => return Err(bad()),
-    };
-    if mib == 0 {
-        return Err(format!("memory {text:?} is zero"));
-    }
-    Ok(mib)
-}
-
-/// A time limit as written in a spec, in seconds.
-///
-/// Unit form: one or more `<number><unit>` with units `d`, `h`, `m`, `s` (`2h`, `90m`, `30s`,
-/// `1h30m`). Slurm form: `MIN`, `MIN:SS`, `H:MM:SS`, `D-H`, `D-H:MM`, `D-H:MM:SS`, where only
-/// the leading field may exceed its usual range. Zero and `UNLIMITED` are refused.
-pub fn parse_time_limit_secs(text: &str) -> Result<u64, String> {
-    let bad = || {
-        format!(
-            "cannot read {text:?} as a time limit: write \"2h\", \"90m\", \"30s\", \"1-00:00:00\", \"HH:MM:SS\", \"MM:SS\" or minutes"
-        )
-    };
-    let t = text.trim();
-    if t.is_empty() {
-        return Err(bad());
-    }
-    let secs = if t.chars().last().is_some_and(|c| c.is_ascii_alphabetic()) {
-        parse_unit_time(t).ok_or_else(bad)?
-    } else {
-        parse_slurm_time(t).ok_or_else(bad)?
-    };
-    if secs == 0 {
-        return Err(format!("time limit {text:?} is zero"));
-    }
-    Ok(secs)
-}
-
-fn parse_unit_time(t: &str) -> Option<u64> {
-    let mut total: u64 = 0;
-    let mut rest = t;
-    let mut last_rank = usize::MAX;
-    while !rest.is_empty() {
-        let digits_end = rest.find(|c: char| !c.is_ascii_digit())?;
-        if digits_end == 0 {
-            return None;
-        }
-        let number: u64 = rest[..digits_end].parse().ok()?;
-        let unit = rest[digits_end..].chars().next()?;
-        let (rank, scale) = match unit.to_ascii_lowercase() {
-            'd' => (3, 86_400),
-            'h' => (2, 3_600),
-            'm' => (1, 60),
-            's' => (0, 1),
-            _ => return None,
-        };
-        // Units in falling order, each at most once (`1h30m`, not `30m1h` or `1h1h`).
-        if rank >= last_rank {
-            return None;
-        }
-        last_rank = rank;
-        total = total.checked_add(number.checked_mul(scale)?)?;
-        rest = &rest[digits_end + unit.len_utf8()..];
-    }
-    Some(total)
-}
-
-fn parse_slurm_time(t: &str) -> Option<u64> {
-    fn num(s: &str) -> Option<u64> {
-        (!s.is_empty() && s.chars().all(|c| c.is_ascii_digit())).then(|| s.parse().ok()).flatten()
-    }
-    fn below_60(s: &str) -> Option<u64> {
-        num(s).filter(|v| *v < 60)
-    }
-    if let Some((days, rest)) = t.split_once('-') {
-        let days = num(days)?;
-        let parts: Vec<&str> = rest.split(':').collect();
-        let hours = num(parts[0]).filter(|h| *h < 24)?;
-        let (minutes, seconds) = match parts.as_slice() {
-            [_] => (0, 0),
-            [_, m] => (below_60(m)?, 0),
-            [_, m, s] => (below_60(m)?, below_60(s)?),
-            _ => return None,
-        };
-        return days.checked_mul(86_400)?.checked_add(hours * 3_600 + minutes * 60 + seconds);
-    }
-    let parts: Vec<&str> = t.split(':').collect();
-    match parts.as_slice() {
-        [minutes] => num(minutes)?.checked_mul(60),
-        [minutes, seconds] => num(minutes)?.checked_mul(60)?.checked_add(below_60(seconds)?),
-        [hours, minutes, seconds] => {
-            num(hours)?.checked_mul(3_600)?.checked_add(below_60(minutes)? * 60 + below_60(seconds)?)
-        }
-        _ => None,
-    }
-}
-
 /// `[A-Za-z_][A-Za-z0-9_]*`
 pub fn is_identifier(key: &str) -> bool {
     let mut chars = key.chars();
@@ -698,75 +583,6 @@ SEED = 7
         assert_eq!(spec.memory.as_deref(), Some("4096"));
         assert_eq!(spec.memory_mb(), Some(4096));
         assert_eq!(spec.time_limit_secs(), Some(90 * 60));
-    }
-
-    #[test]
-    fn memory_forms() {
-        for (text, mib) in [
-            ("32G", 32 * 1024),
-            ("32g", 32 * 1024),
-            ("32GB", 32 * 1024),
-            ("32GiB", 32 * 1024),
-            ("32Gi", 32 * 1024),
-            ("500M", 500),
-            ("500", 500),
-            ("1T", 1024 * 1024),
-            ("1536K", 2),
-            ("1K", 1),
-            (" 8 G ", 8192),
-        ] {
-            assert_eq!(parse_memory_mb(text), Ok(mib), "{text}");
-        }
-        for text in ["", "G", "1.5G", "-1G", "32X", "0", "0G", "32 GBs", "99999999999999999999T", "18014398509481984T"]
-        {
-            assert!(parse_memory_mb(text).is_err(), "{text}");
-        }
-    }
-
-    #[test]
-    fn time_forms() {
-        for (text, secs) in [
-            ("2h", 7200),
-            ("90m", 5400),
-            ("30s", 30),
-            ("1d", 86_400),
-            ("1h30m", 5400),
-            ("1d2h3m4s", 93_784),
-            ("2H", 7200),
-            ("1-00:00:00", 86_400),
-            ("2-12", 2 * 86_400 + 12 * 3600),
-            ("1-2:30", 86_400 + 2 * 3600 + 30 * 60),
-            ("01:30:00", 5400),
-            ("100:00:00", 360_000),
-            ("90:30", 90 * 60 + 30),
-            ("05:00", 300),
-            ("60", 3600),
-            ("1", 60),
-        ] {
-            assert_eq!(parse_time_limit_secs(text), Ok(secs), "{text}");
-        }
-        for text in [
-            "",
-            "0",
-            "0s",
-            "00:00:00",
-            "2x",
-            "h",
-            "1h1h",
-            "30m1h",
-            "1:60",
-            "1:2:3:4",
-            "1-24:00:00",
-            "1-1:60",
-            "-1",
-            "1.5h",
-            "UNLIMITED",
-            "infinite",
-            "1 h",
-            "a-1",
-        ] {
-            assert!(parse_time_limit_secs(text).is_err(), "{text}");
-        }
     }
 
     #[test]

@@ -5,11 +5,13 @@
 //! tasks, so a slow or dead backend never blocks a front end.
 
 pub mod dstack;
+pub mod exec;
 pub mod http;
 pub mod hub;
 pub mod kube;
 pub mod local;
 pub mod loose_value;
+pub mod naming;
 pub mod registry;
 pub mod skypilot;
 pub mod slurm;

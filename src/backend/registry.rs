@@ -168,6 +168,30 @@ pub fn typed<T: KindSettings>(cluster: &ClusterConfig) -> Result<ClusterConfig<T
     })
 }
 
+/// What was looked for on this machine, in one line: the GPU sources, local Slurm's
+/// `squeue`, a kubeconfig context, the dstack and SkyPilot client configs. `flightdeck
+/// doctor` and the cockpit say it when there is no cluster to show.
+pub fn looked_for_here() -> String {
+    looked_for_on(&local::Host::this_machine())
+}
+
+/// [`looked_for_here`] with the GPU sources and `squeue` looked for on `host` (the other
+/// kinds read the user's own files).
+pub fn looked_for_on(host: &local::Host) -> String {
+    format!("looked for: {}", looked_for_items(host).join("; "))
+}
+
+/// What [`looked_for_on`] says, one item per source, for a front end that lists them. Each
+/// kind says its own; they are put together here, where the kinds are listed, so that no
+/// kind asks another.
+pub fn looked_for_items(host: &local::Host) -> Vec<String> {
+    let mut items = local::config::looked_for_items(host);
+    items.push(kube::config::looked_for_here());
+    items.push(dstack::config::looked_for_here());
+    items.push(skypilot::config::looked_for_here());
+    items
+}
+
 /// Reading config text through the shipped kinds, for the config tests of the registry and
 /// of each adapter's section.
 #[cfg(test)]
@@ -348,5 +372,24 @@ kind = "slurm"
         want.extend(here);
         assert_eq!(config.clusters, want);
         assert!(Config::embedded_default(&Registry::empty()).clusters.is_empty());
+    }
+
+    #[test]
+    fn what_was_looked_for_is_one_line_naming_every_source() {
+        let empty = tempfile::tempdir().unwrap();
+        let host = local::Host {
+            path: empty.path().as_os_str().to_owned(),
+            nvml_library: "/nonexistent/libnvidia-ml.so.1".into(),
+            proc_root: "/proc".into(),
+            hostname: "box".into(),
+        };
+        let said = looked_for_on(&host);
+        assert!(!said.contains('\n'), "{said}");
+        assert!(said.starts_with("looked for: NVML (/nonexistent/libnvidia-ml.so.1) not loadable: "), "{said}");
+        for part in
+            ["nvidia-smi not found on PATH", "Slurm's squeue not found on PATH", "kubeconfig", "dstack", "SkyPilot"]
+        {
+            assert!(said.contains(part), "{part}: {said}");
+        }
     }
 }

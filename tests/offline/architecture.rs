@@ -195,3 +195,223 @@ fn a_forbidden_import_is_named_with_file_and_line() {
         ]
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// A kind is one folder (issue #28): files under `src/backend/<kind>/` import only `backend`'s
+// shared modules and items, `model`, `spec`, `config` and `safe_text`, never another kind's
+// folder. Kept apart from the rules above, with its own path reader, so each can change alone.
+
+/// `backend`'s folders and files that every kind may use; every other folder under
+/// `src/backend/` is a kind.
+const BACKEND_SHARED: &[&str] = &["exec", "http", "loose_value", "naming", "registry", "telemetry"];
+
+/// What a kind may import outside `backend`. `wire` is the hub's vocabulary once it stands
+/// apart from the server (`src/wire/`): the hub kind speaks it; `system` is this machine's
+/// facts (user names by uid), below everything.
+const KIND_MAY_IMPORT: &[&str] = &["backend", "model", "spec", "config", "safe_text", "system", "wire"];
+
+/// Imports that break the rule today, left for a later step of issue #28, each with why:
+/// (the file, the path imported, cut to two segments). An entry that no longer matches
+/// anything fails the test, so this list only shrinks.
+const KIND_ALLOWED_FOR_NOW: &[(&str, &str)] = &[
+    // The hub kind maps protobuf through `hub::wire`, which leaves the server for `src/wire/`
+    // (issue #28, step 2); `crate::wire` is allowed above, so these go with that move.
+    ("backend/hub/mod.rs", "hub::wire"),
+    ("backend/hub/link.rs", "hub::wire"),
+    // `local` names a process's user by uid through `hub::auth::user_name`, which moves to
+    // a system module below the kinds in the same step.
+    ("backend/local/procs.rs", "hub::auth"),
+];
+
+/// The module path of a source file: `backend/kube/mod.rs` → `backend::kube`,
+/// `backend/kube/map.rs` → `backend::kube::map`.
+fn module_path(relative: &Path) -> Vec<String> {
+    let mut parts: Vec<String> =
+        relative.components().filter_map(|c| c.as_os_str().to_str()).map(str::to_string).collect();
+    if let Some(last) = parts.pop() {
+        let stem = last.strip_suffix(".rs").unwrap_or(&last).to_string();
+        if !matches!(stem.as_str(), "mod" | "lib" | "main") {
+            parts.push(stem);
+        }
+    }
+    parts
+}
+
+/// Every path a line names from the crate root, cut to its first two segments:
+/// `crate::backend::kube::manifest::x` → `backend::kube`; `crate::{model, backend::{exec,
+/// http}}` → `model`, `backend::exec`, `backend::http`; `super::` chains resolved against the
+/// file's `module` (`super::super::kube` in `backend/dstack/api.rs` → `backend::kube`).
+/// Comments are not code and are skipped.
+fn two_segment_paths(line: &str, module: &[String]) -> Vec<String> {
+    let code: Vec<char> = line.split("//").next().unwrap_or("").chars().collect();
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < code.len() {
+        let starts_word = at == 0 || !(code[at - 1].is_alphanumeric() || code[at - 1] == '_' || code[at - 1] == ':');
+        let rest: String = code[at..].iter().take(7).collect();
+        if starts_word && rest == "crate::" {
+            at += 7;
+            use_tree(&code, &mut at, Vec::new(), &mut found);
+        } else if starts_word && rest == "super::" {
+            let mut base = module.to_vec();
+            while code[at..].iter().take(7).collect::<String>() == "super::" {
+                base.pop();
+                at += 7;
+            }
+            use_tree(&code, &mut at, base, &mut found);
+        } else {
+            at += 1;
+        }
+    }
+    found.into_iter().map(|p| p.iter().take(2).cloned().collect::<Vec<_>>().join("::")).collect()
+}
+
+/// One use tree (`a::b::{c, d::e}`) read from `code[*at..]` under `prefix`, each whole path
+/// pushed to `out`.
+fn use_tree(code: &[char], at: &mut usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    let mut path = prefix;
+    loop {
+        if code.get(*at) == Some(&'{') {
+            *at += 1;
+            loop {
+                while code.get(*at).is_some_and(|c| c.is_whitespace() || *c == ',') {
+                    *at += 1;
+                }
+                match code.get(*at) {
+                    None => return,
+                    Some('}') => {
+                        *at += 1;
+                        return;
+                    }
+                    Some(_) => {
+                        let before = *at;
+                        use_tree(code, at, path.clone(), out);
+                        if *at == before {
+                            *at += 1; // `*` or another token that is no path
+                        }
+                    }
+                }
+            }
+        }
+        let ident: String = code[*at..].iter().take_while(|c| c.is_alphanumeric() || **c == '_').collect();
+        if ident.is_empty() {
+            break;
+        }
+        *at += ident.chars().count();
+        if ident != "self" {
+            path.push(ident);
+        }
+        if code.get(*at) == Some(&':') && code.get(*at + 1) == Some(&':') {
+            *at += 2;
+        } else {
+            break;
+        }
+    }
+    if !path.is_empty() {
+        out.push(path);
+    }
+}
+
+/// Every import by a kind's file of another kind's folder or of a module outside
+/// [`KIND_MAY_IMPORT`], as (file, line, path, message).
+fn kind_violations(files: &[(PathBuf, String)]) -> Vec<(String, usize, String, String)> {
+    let folder = |relative: &Path| -> Option<String> {
+        let mut parts = relative.components().filter_map(|c| c.as_os_str().to_str());
+        (parts.next()? == "backend").then_some(())?;
+        let second = parts.next()?;
+        parts.next().map(|_| second.to_string())
+    };
+    let kinds: std::collections::BTreeSet<String> =
+        files.iter().filter_map(|(p, _)| folder(p)).filter(|k| !BACKEND_SHARED.contains(&k.as_str())).collect();
+    let mut out = Vec::new();
+    for (relative, text) in files {
+        let Some(kind) = folder(relative).filter(|k| kinds.contains(k)) else { continue };
+        let module = module_path(relative);
+        for (n, line) in text.lines().enumerate() {
+            for path in two_segment_paths(line, &module) {
+                let mut segments = path.split("::");
+                let top = segments.next().unwrap_or_default();
+                let second = segments.next();
+                let why = if top == "backend" {
+                    match second {
+                        Some(other) if other != kind && kinds.contains(other) => "another kind's folder",
+                        _ => continue,
+                    }
+                } else if KIND_MAY_IMPORT.contains(&top) {
+                    continue;
+                } else {
+                    "not below the kinds"
+                };
+                let file = relative.display().to_string();
+                let shown = format!("src/{file}:{}: kind `{kind}` imports `{path}`, {why} ({})", n + 1, line.trim());
+                out.push((file, n + 1, path, shown));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn each_kind_imports_only_what_lies_below_the_kinds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    source_files(&root, &root, &mut files);
+    let found = kind_violations(&files);
+    let allowed = |file: &str, path: &str| KIND_ALLOWED_FOR_NOW.iter().any(|(f, p)| *f == file && *p == path);
+    let broken: Vec<&str> =
+        found.iter().filter(|(file, _, path, _)| !allowed(file, path)).map(|(.., shown)| shown.as_str()).collect();
+    assert!(broken.is_empty(), "a kind imports past its folder:\n{}", broken.join("\n"));
+    let stale: Vec<String> = KIND_ALLOWED_FOR_NOW
+        .iter()
+        .filter(|(f, p)| !found.iter().any(|(file, _, path, _)| file == f && path == p))
+        .map(|(f, p)| format!("src/{f}: `{p}`"))
+        .collect();
+    assert!(stale.is_empty(), "allowed for now but no longer imported; take them off the list:\n{}", stale.join("\n"));
+}
+
+#[test]
+fn paths_are_read_to_two_segments_through_groups_and_super() {
+    let module: Vec<String> = ["backend", "dstack", "api"].map(String::from).to_vec();
+    assert_eq!(two_segment_paths("let s = crate::backend::kube::manifest::name_suffix();", &module), ["backend::kube"]);
+    assert_eq!(
+        two_segment_paths("use crate::{model::Job, backend::{exec::{self, Transport}, http}, spec};", &module),
+        ["model::Job", "backend::exec", "backend::exec", "backend::http", "spec"]
+    );
+    assert_eq!(two_segment_paths("use super::super::kube::map;", &module), ["backend::kube"]);
+    assert_eq!(
+        two_segment_paths("use super::manifest::{run_name, Target};", &module),
+        ["backend::dstack", "backend::dstack"]
+    );
+    assert_eq!(two_segment_paths("use super::super::super::fleet::*;", &module), ["fleet"]);
+    assert!(two_segment_paths("// crate::backend::kube in a comment", &module).is_empty());
+    assert!(two_segment_paths("let x = my_crate::backend::kube::X;", &module).is_empty());
+}
+
+#[test]
+fn a_kind_reaching_past_its_folder_is_named_with_file_and_line() {
+    let file = |path: &str, text: &str| (PathBuf::from(path), text.to_string());
+    let files = vec![
+        file("backend/kube/mod.rs", "use crate::backend::{Backend, exec::Transport, naming};\n"),
+        file("backend/kube/workloads/job.rs", "use super::super::gpu;\nuse super::super::super::slurm::script;\n"),
+        file(
+            "backend/dstack/mod.rs",
+            "// crate::backend::kube::x is a comment\nlet s = crate::backend::kube::manifest::name_suffix();\n",
+        ),
+        file("backend/local/reader.rs", "use crate::{model::Job, backend::{exec::Transport, skypilot}};\n"),
+        file("backend/slurm/mod.rs", "use crate::fleet::Fleet;\nuse crate::{config::ClusterConfig, safe_text};\n"),
+        file("backend/skypilot/mod.rs", "use super::api;\n"),
+        file("backend/registry.rs", "use crate::backend::{dstack, kube, slurm};\n"),
+        file("backend/exec/mod.rs", "use crate::backend::slurm::X;\n"),
+        file("backend/telemetry/prometheus/query.rs", "use crate::backend::kube::X;\n"),
+    ];
+    let shown: Vec<String> = kind_violations(&files).into_iter().map(|(.., s)| s).collect();
+    assert_eq!(
+        shown,
+        vec![
+            "src/backend/kube/workloads/job.rs:2: kind `kube` imports `backend::slurm`, another kind's folder (use super::super::super::slurm::script;)",
+            "src/backend/dstack/mod.rs:2: kind `dstack` imports `backend::kube`, another kind's folder (let s = crate::backend::kube::manifest::name_suffix();)",
+            "src/backend/local/reader.rs:1: kind `local` imports `backend::skypilot`, another kind's folder (use crate::{model::Job, backend::{exec::Transport, skypilot}};)",
+            "src/backend/slurm/mod.rs:1: kind `slurm` imports `fleet::Fleet`, not below the kinds (use crate::fleet::Fleet;)",
+        ]
+    );
+}

@@ -308,3 +308,23 @@ fn sbatch_output_forms() {
     assert_eq!(parse_sbatch_output("4242\n").as_deref(), Some("4242"));
     assert_eq!(parse_sbatch_output("sbatch: error: Batch job submission failed\n"), None);
 }
+
+// One text per unit in the spec (`spec::memory_text`, `spec::duration_text`), whatever kind
+// read the value: every amount reads back as itself.
+mod unit_texts {
+    use flightdeck::spec::{duration_text, memory_text, parse_memory_mb, parse_time_limit_secs};
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn memory_and_time_limit_texts_read_back_as_themselves(
+            mib in prop_oneof![1u64..=1 << 24, (1u64..=1 << 30).prop_map(|g| g * 1024), 1u64..=u64::MAX],
+            secs in prop_oneof![1u64..=1 << 24, (1u64..=1 << 24).prop_map(|m| m * 60), 1u64..=u64::MAX],
+        ) {
+            let memory = memory_text(mib);
+            prop_assert_eq!(parse_memory_mb(&memory), Ok(mib), "{}", memory);
+            let limit = duration_text(secs);
+            prop_assert_eq!(parse_time_limit_secs(&limit), Ok(secs), "{}", limit);
+        }
+    }
+}

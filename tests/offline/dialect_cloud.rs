@@ -165,7 +165,7 @@ fn dstack_fixtures_import_to_these_specs() {
             gpus: 4,
             gpu_type: Some("a100-80gb".into()),
             memory: Some("500M".into()),
-            time_limit: Some("90m".into()),
+            time_limit: Some("1h30m".into()),
             image: Some("nvcr.io/nvidia/pytorch:24.01-py3".into()),
             env: env(&[("HF_HOME", "/cache/hf"), ("SEED", "42")]),
             ..JobSpec::default()

@@ -64,7 +64,7 @@ fn gres_with_a_model_and_env_through_export() {
     assert_eq!(s.name, "finetune-llama");
     assert_eq!((s.partition.as_deref(), s.account.as_deref()), (Some("gpu"), Some("ml-research")));
     assert_eq!((s.gpus, s.gpu_type.as_deref(), s.cpus), (4, Some("a100"), Some(32)));
-    assert_eq!((s.memory.as_deref(), s.time_limit.as_deref()), (Some("256G"), Some("1-12:00:00")));
+    assert_eq!((s.memory.as_deref(), s.time_limit.as_deref()), (Some("256G"), Some("1d12h")));
     assert_eq!(s.workdir.as_deref(), Some("/scratch/alice/finetune"));
     assert_eq!(s.env, env(&[("WANDB_MODE", "offline"), ("HF_HOME", "/scratch/alice/hf"), ("NCCL_DEBUG", "INFO")]));
     assert_eq!(s.command, None);
@@ -86,7 +86,7 @@ fn gpus_per_node_on_several_nodes() {
     assert_eq!((s.name.as_str(), s.partition.as_deref()), ("ddp-h100", Some("gpu")));
     assert_eq!((s.nodes, s.tasks_per_node, s.cpus), (Some(2), Some(4), Some(16)));
     assert_eq!((s.gpus, s.gpu_type.as_deref()), (4, Some("h100")));
-    assert_eq!((s.memory.as_deref(), s.time_limit.as_deref()), (Some("480G"), Some("2-12:00:00")));
+    assert_eq!((s.memory.as_deref(), s.time_limit.as_deref()), (Some("480G"), Some("2d12h")));
     // Its exports are not flightdeck's form (a command substitution, a bare word): script.
     assert!(s.env.is_empty());
     assert!(s.script.as_deref().unwrap().starts_with("#!/bin/bash -l\n#SBATCH --exclusive\n#SBATCH --constraint=ib\n"));
@@ -102,7 +102,7 @@ fn arrays_with_a_limit_and_memory_per_cpu() {
     assert_eq!((s.gpus, s.gpu_type.as_deref(), s.cpus), (1, None, Some(4)));
     assert_eq!(s.memory.as_deref(), Some("16G"), "4G per CPU × 4 CPUs");
     assert!(has_warning(&i, &["--mem-per-cpu=4G (line 6)", "converted", "4G per CPU × 4 = 16G"]), "{:?}", i.warnings);
-    assert_eq!(s.time_limit.as_deref(), Some("00:45:30"), "MM:SS");
+    assert_eq!(s.time_limit.as_deref(), Some("45m30s"), "MM:SS");
     assert!(has_warning(&i, &["--requeue (line 9)"]));
 }
 
@@ -115,7 +115,7 @@ fn a_pyxis_image_and_the_migration_tag() {
         ("nemo-pretrain", Some("proj42"), Some("batch"))
     );
     assert_eq!((s.nodes, s.tasks_per_node, s.gpus, s.gpu_type.as_deref()), (Some(4), Some(8), 8, None));
-    assert_eq!(s.time_limit.as_deref(), Some("04:00:00"));
+    assert_eq!(s.time_limit.as_deref(), Some("4h"));
     assert_eq!(s.image.as_deref(), Some("nvcr.io#nvidia/nemo:24.05"));
     assert_eq!(s.migrated_from.as_deref(), Some("hpc/4711"));
     assert!(has_warning(&i, &["--container-mounts=/lustre/proj42:/workspace/data (line 7)"]));
@@ -131,7 +131,7 @@ fn a_hostile_name_and_quoted_values_are_read_exactly() {
     let s = &i.spec;
     assert_eq!(s.name, "x'; touch /tmp/pwned; echo '$(id)");
     assert_eq!(s.workdir.as_deref(), Some("/tmp/dir with spaces"));
-    assert_eq!(s.time_limit.as_deref(), Some("01:30:00"));
+    assert_eq!(s.time_limit.as_deref(), Some("1h30m"));
     assert_eq!((s.gpus, s.gpu_type.as_deref()), (1, Some("h100")));
     assert_eq!(s.migrated_from, None, "another comment is not the tag");
     assert!(has_warning(
@@ -179,7 +179,7 @@ fn a_python_script_keeps_its_export_directive() {
             .starts_with("#!/usr/bin/env python3\n#SBATCH --export=ALL,PYTHONUNBUFFERED=1\n")
     );
     assert!(has_warning(&i, &["--export=ALL,PYTHONUNBUFFERED=1 (line 3)", "not a shell script"]));
-    assert_eq!(i.spec.time_limit.as_deref(), Some("00:10:00"));
+    assert_eq!(i.spec.time_limit.as_deref(), Some("10m"));
 }
 
 #[test]
@@ -191,7 +191,7 @@ fn defaults_are_said() {
     assert_eq!(i.spec.script.as_deref(), Some("#!/bin/bash\nhostname\n"));
     assert_eq!(
         (i.spec.partition.as_deref(), i.spec.nodes, i.spec.time_limit.as_deref()),
-        (Some("debug"), Some(1), Some("00:00:30"))
+        (Some("debug"), Some(1), Some("30s"))
     );
 }
 

@@ -14,8 +14,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use chrono::DateTime;
-use flightdeck::backend::local::config::{FALLBACK_NAME, default_clusters_on, looked_for_on};
+use flightdeck::backend::local::config::{FALLBACK_NAME, default_clusters_on};
 use flightdeck::backend::local::{Host, LocalBackend, LocalConfig, nvml};
+use flightdeck::backend::registry::looked_for_on;
 use flightdeck::backend::telemetry::nvidia_smi::{QUERY_APPS, QUERY_GPU};
 use flightdeck::backend::{Backend, BackendError, Registry};
 use flightdeck::config::{ClusterConfig, ClusterKind, Config, ConfigError, IdleRule};

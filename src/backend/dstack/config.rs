@@ -164,6 +164,15 @@ pub fn cli_projects(path: &Path) -> Option<Vec<CliProject>> {
     serde_saphyr::from_str::<CliFile>(&text).ok().map(|f| f.projects)
 }
 
+/// What the embedded default looked for, in words: the dstack CLI's `~/.dstack/config.yml`.
+pub fn looked_for_here() -> String {
+    let home = directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf());
+    match home.as_deref().and_then(|h| cli_default(&h.join(".dstack/config.yml"), &[])) {
+        Some(c) => format!("dstack project at {}", c.settings.url),
+        None => "no dstack config (~/.dstack/config.yml)".to_string(),
+    }
+}
+
 /// The embedded default's cluster for a dstack CLI config file: its default project (else
 /// its first), named `dstack-<project>` (or `dstack` when taken or unusable).
 pub fn cli_default(path: &Path, taken: &[ClusterConfig]) -> Option<ClusterConfig<DstackConfig>> {
@@ -261,7 +270,14 @@ mod tests {
 
     use super::*;
     use crate::backend::registry::testing::{parse, refused_naming_key as refused};
-    use crate::backend::slurm::config::SlurmConfig;
+
+    /// Another kind's section, made up here: a kind's tests name no other kind's folder.
+    #[derive(Debug, Clone, PartialEq)]
+    struct OtherKind;
+
+    impl crate::config::KindSettings for OtherKind {
+        const KIND: ClusterKind = ClusterKind::from_static("other");
+    }
 
     const BASE: &str = "[[cluster]]\nname = \"d\"\nkind = \"dstack\"\nurl = \"http://127.0.0.1:3000\"\n";
 
@@ -284,7 +300,7 @@ mod tests {
                 retry_secs: Some(3600),
             })
         );
-        assert!(main.section::<SlurmConfig>().is_none());
+        assert!(main.section::<OtherKind>().is_none());
         let other = config.clusters[1].section::<DstackConfig>().unwrap();
         assert_eq!(other.project, DEFAULT_PROJECT);
         assert_eq!(other.token, Some(TokenFrom::Source(TokenSource::File(PathBuf::from("/etc/dstack/token")))));
@@ -328,7 +344,7 @@ mod tests {
         assert_eq!(c.settings.url, "http://127.0.0.1:3300");
         assert_eq!(c.settings.project, "main");
         assert_eq!(c.settings.token, Some(TokenFrom::CliConfig { path: path.clone(), project: "main".into() }));
-        let taken = [ClusterConfig::new("dstack-main", SlurmConfig::default()).erase()];
+        let taken = [ClusterConfig::new("dstack-main", OtherKind).erase()];
         assert_eq!(cli_default(&path, &taken).unwrap().name, "dstack");
         std::fs::write(&path, "not: [yaml").unwrap();
         assert!(cli_default(&path, &[]).is_none());

@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 use super::manifest::{self, MIGRATED_FROM_TAG};
 use crate::backend::{BackendError, DialectEntry};
 use crate::model::{Dialect, Native, gpu_names};
-use crate::spec::{ImportError, Imported, JobSpec, is_identifier};
+use crate::spec::{ImportError, Imported, JobSpec, duration_text, is_identifier, memory_text};
 
 /// The name a configuration without one (and without a run spec around it) is given.
 const UNNAMED: &str = "dstack-task";
@@ -439,7 +439,7 @@ fn read_resources(r: &Map<String, Value>, spec: &mut JobSpec, w: &mut Vec<String
                 let mib = memory_range(value, "resources.memory", w).ok_or_else(|| {
                     ImportError::new(format!("`resources.memory`: {} is no memory size", brief(value)))
                 })?;
-                spec.memory = Some(mib_text(mib));
+                spec.memory = Some(memory_text(mib));
             }
             "disk" => {
                 let default = value.get("size").is_some_and(|s| {
@@ -491,10 +491,6 @@ fn memory_range(v: &Value, key: &str, w: &mut Vec<String>) -> Option<u64> {
     }
     let mib = (taken * 1024.0).ceil();
     (1.0..1e18).contains(&mib).then_some(mib as u64)
-}
-
-fn mib_text(mib: u64) -> String {
-    if mib.is_multiple_of(1024) { format!("{}G", mib / 1024) } else { format!("{mib}M") }
 }
 
 /// `resources.gpu`: `H100:8`, `A100:80GB:4`, `nvidia:H100:1..2`, `24GB..:2`, `A100,H100:2`,
@@ -618,16 +614,6 @@ fn duration_secs(v: &Value) -> Option<u64> {
     }
 }
 
-/// Seconds in the largest unit that divides them (`2h`, `90m`, `45s`, `1d`).
-fn duration_text(secs: u64) -> String {
-    for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60)] {
-        if secs.is_multiple_of(size) {
-            return format!("{}{unit}", secs / size);
-        }
-    }
-    format!("{secs}s")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -675,7 +661,7 @@ mod tests {
         let t = |d: &str| spec_of(&format!("type: task\nname: t1\ncommands: [x]\nmax_duration: {d}\n")).time_limit;
         assert_eq!(t("7200").as_deref(), Some("2h"));
         assert_eq!(t("2h").as_deref(), Some("2h"));
-        assert_eq!(t("90m").as_deref(), Some("90m"));
+        assert_eq!(t("90m").as_deref(), Some("1h30m"));
         assert_eq!(t("1w").as_deref(), Some("7d"));
         assert_eq!(t("off"), None);
         let s = import("type: task\nname: \"Train LLM!\"\ncommands: [x]\n").unwrap();

@@ -22,6 +22,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 
 use crate::backend::http::{Api, Secret, TokenSource};
+use crate::backend::naming::{self, PLACEHOLDER_SUFFIX, SUFFIX_LEN};
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
@@ -209,8 +210,7 @@ impl Backend for DstackBackend {
     }
 
     async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
-        let target =
-            manifest::Target { suffix: crate::backend::kube::manifest::name_suffix(), retry_secs: self.retry_secs };
+        let target = manifest::Target { suffix: naming::run_suffix(), retry_secs: self.retry_secs };
         let (run_spec, _) = manifest::run_spec(spec, &target)?;
         let run = self.bounded("submit", self.api.apply(&manifest::apply_body(&run_spec))).await?;
         let name = run
@@ -222,9 +222,11 @@ impl Backend for DstackBackend {
     }
 
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
-        let target = manifest::Target { suffix: "xxxxx".into(), retry_secs: self.retry_secs };
+        let target = manifest::Target { suffix: PLACEHOLDER_SUFFIX.into(), retry_secs: self.retry_secs };
         let (run_spec, mut warnings) = manifest::run_spec_of(spec, &target)?;
-        warnings.push("`name`: the run's name gets a random 5-character suffix (xxxxx here) at submit".into());
+        warnings.push(format!(
+            "`name`: the run's name gets a random {SUFFIX_LEN}-character suffix ({PLACEHOLDER_SUFFIX} here) at submit"
+        ));
         let text = serde_saphyr::to_string(&run_spec)
             .map_err(|e| BackendError::Parse { what: "the run spec".into(), message: e.to_string() })?;
         Ok(Native { dialect: Dialect::DstackRunSpec, text, warnings })

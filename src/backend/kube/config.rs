@@ -121,6 +121,14 @@ pub fn kind_config() -> KindConfig {
     }
 }
 
+/// What the embedded default looked for, in words: the kubeconfig's current context.
+pub fn looked_for_here() -> String {
+    match current_kube_context() {
+        Some(context) => format!("kubeconfig context {context}"),
+        None => "no kubeconfig context ($KUBECONFIG or ~/.kube/config)".to_string(),
+    }
+}
+
 /// The current context of the user's kubeconfig (`$KUBECONFIG`, else `~/.kube/config`), when
 /// one is set and names a context the file defines.
 pub fn current_kube_context() -> Option<String> {
@@ -206,7 +214,14 @@ mod tests {
 
     use super::*;
     use crate::backend::registry::testing::{parse, refused_naming_key as refused};
-    use crate::backend::slurm::config::SlurmConfig;
+
+    /// Another kind's section, made up here: a kind's tests name no other kind's folder.
+    #[derive(Debug, Clone, PartialEq)]
+    struct OtherKind;
+
+    impl crate::config::KindSettings for OtherKind {
+        const KIND: ClusterKind = ClusterKind::from_static("other");
+    }
 
     const BASE: &str = "[[cluster]]\nname = \"k\"\nkind = \"kubernetes\"\n";
 
@@ -229,7 +244,7 @@ mod tests {
                 multi_node: MultiNode::PyTorchJob,
             })
         );
-        assert!(prod.section::<SlurmConfig>().is_none(), "a kubernetes cluster has no slurm section");
+        assert!(prod.section::<OtherKind>().is_none(), "a kubernetes cluster has no other kind's section");
         assert_eq!(config.clusters[1], ClusterConfig::new("dev", KubeConfig::default()).erase());
         assert_eq!(ClusterKind::KUBERNETES.to_string(), "kubernetes");
     }
@@ -270,7 +285,7 @@ mod tests {
         let c = default_cluster("arn:aws:eks:us-west-2:1234:cluster/prod", &[]);
         assert_eq!(c.name, "arn-aws-eks-us-west-2-1234-cluster-prod");
         assert_eq!(c.settings.context.as_deref(), Some("arn:aws:eks:us-west-2:1234:cluster/prod"));
-        let local = ClusterConfig::new("local", SlurmConfig::default()).erase();
+        let local = ClusterConfig::new("local", OtherKind).erase();
         assert_eq!(default_cluster("local", std::slice::from_ref(&local)).name, "local-k8s");
         assert_eq!(default_cluster("///", &[]).name, "kubernetes");
     }

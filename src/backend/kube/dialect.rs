@@ -40,7 +40,7 @@ use super::manifest::{self, GpuPlacement, Target};
 use super::map::{AMD_PRODUCT, MIGRATED_FROM, NAME, NAME_SUFFIX, NVIDIA_PRODUCT, SUBMITTED_BY};
 use crate::backend::{BackendError, DialectEntry};
 use crate::model::{Dialect, Native, gpu_names};
-use crate::spec::{ImportError, Imported, JobSpec, SpecError, is_identifier, parse_array};
+use crate::spec::{ImportError, Imported, JobSpec, SpecError, duration_text, is_identifier, memory_text, parse_array};
 
 pub fn entry() -> DialectEntry {
     DialectEntry { dialect: Dialect::KubernetesJob, detect, import, export }
@@ -225,30 +225,6 @@ fn shown(text: &str) -> String {
         format!("{text:?}")
     } else {
         format!("{:?}…", text.chars().take(MAX).collect::<String>())
-    }
-}
-
-/// A whole number of seconds in the spec's unit form (`2h`, `1h30m`, `1d2h3m4s`).
-fn duration_text(secs: u64) -> String {
-    let mut out = String::new();
-    let mut rest = secs;
-    for (unit, size) in [('d', 86_400), ('h', 3_600), ('m', 60), ('s', 1)] {
-        if rest >= size {
-            out.push_str(&format!("{}{unit}", rest / size));
-            rest %= size;
-        }
-    }
-    out
-}
-
-/// MiB in the spec's form: `64G`, `1T`, `61036M`.
-fn memory_text(mib: u64) -> String {
-    if mib.is_multiple_of(1024 * 1024) {
-        format!("{}T", mib / (1024 * 1024))
-    } else if mib.is_multiple_of(1024) {
-        format!("{}G", mib / 1024)
-    } else {
-        format!("{mib}M")
     }
 }
 
@@ -1191,15 +1167,6 @@ mod tests {
 
     #[test]
     fn units() {
-        assert_eq!(duration_text(7200), "2h");
-        assert_eq!(duration_text(93_784), "1d2h3m4s");
-        assert_eq!(duration_text(59), "59s");
-        for secs in [1, 59, 60, 61, 3599, 3600, 86_399, 86_400, 1_000_000, u64::from(u32::MAX)] {
-            assert_eq!(crate::spec::parse_time_limit_secs(&duration_text(secs)), Ok(secs), "{secs}");
-        }
-        assert_eq!(memory_text(65536), "64G");
-        assert_eq!(memory_text(1024 * 1024), "1T");
-        assert_eq!(memory_text(61036), "61036M");
         assert_eq!(default_pull_policy("nvcr.io/nvidia/pytorch:24.01-py3"), "IfNotPresent");
         assert_eq!(default_pull_policy("localhost:5000/train"), "Always");
         assert_eq!(default_pull_policy("busybox:latest"), "Always");

@@ -90,19 +90,6 @@ pub fn dns_label(name: &str, max: usize) -> String {
     if out.is_empty() { "job".into() } else { out }
 }
 
-/// A short random-enough suffix (`x7k2p`): time and process id in base 36.
-pub fn name_suffix() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let mut n = (nanos ^ (u128::from(std::process::id()) << 40)) % 36u128.pow(5);
-    let mut s = String::new();
-    for _ in 0..5 {
-        let d = (n % 36) as u32;
-        s.push(char::from_digit(d, 36).unwrap_or('0'));
-        n /= 36;
-    }
-    s
-}
-
 /// The command line of the container: `sh -c COMMAND`, or the script under its interpreter.
 pub fn container_command(spec: &JobSpec) -> Vec<String> {
     if let Some(command) = &spec.command {
@@ -415,9 +402,6 @@ mod tests {
         assert_eq!(dns_label("ünïcode", 63), "n-code");
         assert_eq!(dns_label(&"a".repeat(100), 57).len(), 57);
         assert_eq!(dns_label("abc-def", 4), "abc");
-        let sfx = name_suffix();
-        assert_eq!(sfx.len(), 5);
-        assert!(sfx.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()));
     }
 
     #[test]

@@ -42,6 +42,7 @@ use k8s_openapi::api::core::v1::{Event, Node as KNode, Pod};
 use tokio::sync::OnceCell;
 use tokio::task::JoinHandle;
 
+use crate::backend::naming::{self, PLACEHOLDER_SUFFIX, SUFFIX_LEN};
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields, gpu_names};
@@ -1044,7 +1045,7 @@ impl Backend for KubeBackend {
 
     async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
         self.bounded("submit".into(), async {
-            let (planned, namespace, _) = self.plan_submission(spec, manifest::name_suffix()).await?;
+            let (planned, namespace, _) = self.plan_submission(spec, naming::run_suffix()).await?;
             let client = self.client().await?;
             let create_error = |what: &str, e: ::kube::Error| BackendError::Command {
                 command: format!("create {what} in {namespace}"),
@@ -1083,12 +1084,14 @@ impl Backend for KubeBackend {
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
         self.bounded("preview".into(), async {
             // The name's random suffix is drawn at submit; the preview shows where it goes.
-            let (planned, _, mut warnings) = self.plan_submission(spec, "xxxxx".into()).await?;
+            let (planned, _, mut warnings) = self.plan_submission(spec, PLACEHOLDER_SUFFIX.into()).await?;
             let (kind, text) = match &planned {
                 Planned::Job(job) => ("Job", serde_saphyr::to_string(job)),
                 Planned::Workload(built) => (built.kind.def().kind, serde_saphyr::to_string(&built.object)),
             };
-            warnings.push(format!("`name`: the {kind}'s name gets a random 5-character suffix (xxxxx here) at submit"));
+            warnings.push(format!(
+                "`name`: the {kind}'s name gets a random {SUFFIX_LEN}-character suffix ({PLACEHOLDER_SUFFIX} here) at submit"
+            ));
             let text =
                 text.map_err(|e| BackendError::Parse { what: format!("the {kind} manifest"), message: e.to_string() })?;
             Ok(Native { dialect: Dialect::KubernetesJob, text, warnings })

@@ -161,24 +161,12 @@ pub fn gpu_sources(host: &Host, nvidia_smi: &str) -> Sources {
     Sources { nvml: nvml::probe(&host.nvml_library), nvidia_smi: smi::locate(nvidia_smi, &host.path) }
 }
 
-/// What was looked for on this machine, in one line: the GPU sources, local Slurm's
-/// `squeue`, a kubeconfig context, the dstack and SkyPilot client configs. `flightdeck
-/// doctor` and the cockpit say it when there is no cluster to show.
-pub fn looked_for_here() -> String {
-    looked_for_on(&Host::this_machine())
-}
-
-/// [`looked_for_here`] with the GPU sources and `squeue` looked for on `host` (the other
-/// kinds read the user's own files).
-pub fn looked_for_on(host: &Host) -> String {
-    format!("looked for: {}", looked_for_items(host).join("; "))
-}
-
-/// What [`looked_for_on`] says, one item per source, for a front end that lists them.
+/// What was looked for on `host` for this kind, one item per source: the GPU sources and
+/// local Slurm's `squeue` (the registry's `looked_for_items` adds the other kinds' own).
 pub fn looked_for_items(host: &Host) -> Vec<String> {
     let found = gpu_sources(host, NVIDIA_SMI);
     let library = host.nvml_library.to_string_lossy();
-    let mut parts = vec![
+    vec![
         match &found.nvml {
             Ok(()) => format!("NVML ({library}) loadable"),
             Err(why) => why.to_string(),
@@ -191,28 +179,7 @@ pub fn looked_for_items(host: &Host) -> Vec<String> {
             Some(path) => format!("Slurm's squeue at {}", path.display()),
             None => "Slurm's squeue not found on PATH".to_string(),
         },
-    ];
-    parts.push(match crate::backend::kube::config::current_kube_context() {
-        Some(context) => format!("kubeconfig context {context}"),
-        None => "no kubeconfig context ($KUBECONFIG or ~/.kube/config)".to_string(),
-    });
-    let home = directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf());
-    let dstack =
-        home.as_deref().and_then(|h| crate::backend::dstack::config::cli_default(&h.join(".dstack/config.yml"), &[]));
-    parts.push(match dstack {
-        Some(c) => format!("dstack project at {}", c.settings.url),
-        None => "no dstack config (~/.dstack/config.yml)".to_string(),
-    });
-    let sky = home.as_deref().and_then(|h| crate::backend::skypilot::config::endpoint_in(&h.join(".sky/config.yaml")));
-    let port = crate::backend::skypilot::config::DEFAULT_PORT;
-    parts.push(match sky {
-        Some(url) => format!("SkyPilot API server {url}"),
-        None if crate::backend::skypilot::config::probe_local(port) => {
-            format!("SkyPilot API server http://127.0.0.1:{port}")
-        }
-        None => format!("no SkyPilot API server (~/.sky/config.yaml, 127.0.0.1:{port})"),
-    });
-    parts
+    ]
 }
 
 /// `nvidia_smi`: run without a shell, so only what `execve` would misread is refused: an
@@ -252,6 +219,14 @@ struct Raw {
 mod tests {
     use super::*;
     use crate::backend::registry::testing::{FILE, parse, refused_naming_key as refused};
+
+    /// Another kind's section, made up here: a kind's tests name no other kind's folder.
+    #[derive(Debug, Clone, PartialEq)]
+    struct OtherKind;
+
+    impl crate::config::KindSettings for OtherKind {
+        const KIND: crate::config::ClusterKind = crate::config::ClusterKind::from_static("slurm");
+    }
 
     const BASE: &str = "[[cluster]]\nname = \"box\"\nkind = \"local\"\n";
 
@@ -321,24 +296,11 @@ mod tests {
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
         let found = default_clusters_on(&host(bin.path(), "gpu-07"), &[]);
         assert_eq!(found, vec![ClusterConfig::new("gpu-07", LocalConfig::default()).erase()]);
-        let slurm_local = ClusterConfig::new("local", crate::backend::slurm::SlurmConfig::default()).erase();
+        let slurm_local = ClusterConfig::new("local", OtherKind).erase();
         let found = default_clusters_on(&host(bin.path(), "local"), std::slice::from_ref(&slurm_local));
         assert_eq!(found[0].name, FALLBACK_NAME, "the local Slurm has the name");
         assert_eq!(default_name("gpu box#1", &[]), "gpu-box-1");
         assert_eq!(default_name("--", &[]), FALLBACK_NAME);
         assert_eq!(default_name("..", &[]), FALLBACK_NAME);
-    }
-
-    #[test]
-    fn what_was_looked_for_is_one_line_naming_every_source() {
-        let empty = tempfile::tempdir().unwrap();
-        let said = looked_for_on(&host(empty.path(), "box"));
-        assert!(!said.contains('\n'), "{said}");
-        assert!(said.starts_with("looked for: NVML (/nonexistent/libnvidia-ml.so.1) not loadable: "), "{said}");
-        for part in
-            ["nvidia-smi not found on PATH", "Slurm's squeue not found on PATH", "kubeconfig", "dstack", "SkyPilot"]
-        {
-            assert!(said.contains(part), "{part}: {said}");
-        }
     }
 }

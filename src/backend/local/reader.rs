@@ -18,7 +18,7 @@ use super::host::Host;
 use super::procs::{self, ProcInfo};
 use super::{nvml, smi};
 use crate::backend::BackendError;
-use crate::backend::slurm::transport::Transport;
+use crate::backend::exec::Transport;
 use crate::model::GpuSample;
 
 /// Which source a reading came from.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::backend::BackendError;
-use crate::backend::slurm::transport::{CmdOutput, Transport, display_argv};
+use crate::backend::exec::{CmdOutput, Transport, display_argv};
 use crate::backend::telemetry::nvidia_smi;
 use crate::config::find_program_in;
 use crate::model::GpuSample;

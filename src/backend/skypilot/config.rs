@@ -114,6 +114,17 @@ pub fn check_url(url: &str) -> Result<String, String> {
     Ok(url.trim_end_matches('/').to_string())
 }
 
+/// What the embedded default looked for, in words: `~/.sky/config.yaml`'s endpoint, else a
+/// server on the default local port.
+pub fn looked_for_here() -> String {
+    let home = directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf());
+    match home.as_deref().and_then(|h| endpoint_in(&h.join(".sky/config.yaml"))) {
+        Some(url) => format!("SkyPilot API server {url}"),
+        None if probe_local(DEFAULT_PORT) => format!("SkyPilot API server http://127.0.0.1:{DEFAULT_PORT}"),
+        None => format!("no SkyPilot API server (~/.sky/config.yaml, 127.0.0.1:{DEFAULT_PORT})"),
+    }
+}
+
 /// `api_server: endpoint: URL` of a SkyPilot client config, when it has a usable one.
 pub fn endpoint_in(path: &Path) -> Option<String> {
     #[derive(Deserialize)]

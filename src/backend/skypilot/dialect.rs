@@ -23,12 +23,10 @@ use serde_json::{Map, Value};
 
 use super::map::MANAGED_QUEUE;
 use super::task::{self, MIGRATED_FROM_ENV, Workdir};
+use crate::backend::naming::PLACEHOLDER_SUFFIX;
 use crate::backend::{BackendError, DialectEntry};
 use crate::model::{Dialect, Native, gpu_names};
-use crate::spec::{ImportError, Imported, JobSpec, is_identifier};
-
-/// The suffix of a generated cluster name in a preview or an offline export.
-pub const PLACEHOLDER_SUFFIX: &str = "xxxxx";
+use crate::spec::{ImportError, Imported, JobSpec, is_identifier, memory_text};
 
 /// The name a task without one is given.
 const UNNAMED: &str = "skypilot-task";
@@ -294,7 +292,7 @@ fn read_resources(r: &Map<String, Value>, spec: &mut JobSpec, w: &mut Vec<String
                 let mib = memory_mib(value).ok_or_else(|| {
                     ImportError::new(format!("`resources.memory`: {} is no memory size (GB)", brief(value)))
                 })?;
-                let memory = if mib.is_multiple_of(1024) { format!("{}G", mib / 1024) } else { format!("{mib}M") };
+                let memory = memory_text(mib);
                 if at_least(value).is_some_and(|(_, plus)| plus) {
                     w.push(format!(
                         "`resources.memory`: {} asks for at least {memory}; {memory} is asked",

@@ -29,6 +29,7 @@ use chrono::Utc;
 use futures_util::StreamExt;
 
 use crate::backend::http::Api;
+use crate::backend::naming::{self, PLACEHOLDER_SUFFIX};
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
@@ -227,7 +228,7 @@ impl Backend for SkyPilotBackend {
     }
 
     async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
-        let task = self.plan(spec, &task::name_suffix())?;
+        let task = self.plan(spec, &naming::run_suffix())?;
         let id = match &task.placement {
             task::Placement::Cluster(cluster) => {
                 let id = api::launch(&self.req, cluster, &task.yaml).await?;
@@ -239,7 +240,7 @@ impl Backend for SkyPilotBackend {
     }
 
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
-        let task = self.plan(spec, dialect::PLACEHOLDER_SUFFIX)?;
+        let task = self.plan(spec, PLACEHOLDER_SUFFIX)?;
         let mut warnings = task.warnings.clone();
         warnings.extend(task::placement_note(spec));
         Ok(Native { dialect: Dialect::SkyPilotTask, text: task::render(&task), warnings })

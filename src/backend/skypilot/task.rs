@@ -182,21 +182,6 @@ pub fn generated_cluster(job_name: &str, suffix: &str) -> String {
     if base.is_empty() { format!("fd-{suffix}") } else { format!("fd-{base}-{suffix}") }
 }
 
-/// Five characters (`[0-9a-z]`) that make a generated cluster name new each time.
-pub fn name_suffix() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
-    let mut n = h.finish();
-    (0..5)
-        .map(|_| {
-            let d = (n % 36) as u32;
-            n /= 36;
-            char::from_digit(d, 36).unwrap_or('0')
-        })
-        .collect()
-}
-
 /// The task for `spec`; `suffix` names a generated cluster (random at submit, `xxxxx` in a
 /// preview).
 pub fn task(spec: &JobSpec, suffix: &str) -> Result<Task, BackendError> {

@@ -245,7 +245,7 @@ pub fn srun_on_node(
 /// standard input, and the remote command as one word, quoted by the transport's own rule,
 /// since ssh hands what follows the destination to the node's shell as one line.
 pub fn ssh_to_node(node: &str, program: &[String], limit_secs: u64) -> Result<Vec<String>, BackendError> {
-    let line = crate::backend::slurm::transport::shell_line(checked_program(program)?)?;
+    let line = crate::backend::exec::shell_line(checked_program(program)?)?;
     let mut v = timeout_prefix(limit_secs);
     v.extend(argv(&["ssh", "-n", "-T", "-o", "BatchMode=yes"]));
     v.push(format!("-oConnectTimeout={}", limit_secs.clamp(1, 10)));
@@ -363,7 +363,7 @@ mod tests {
                 }
             })
         };
-        let t = crate::backend::slurm::transport::Transport::local();
+        let t = crate::backend::exec::Transport::local();
         let me = whoami::username().unwrap();
         let argv = read_log(path.to_str().unwrap(), &me, None, 1024).unwrap();
         let mut slowest = std::time::Duration::ZERO;

@@ -20,6 +20,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use crate::backend::exec::KnownHosts;
+use crate::backend::exec::SshTarget;
 use crate::config::{
     ClusterConfig, ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, LOCAL_CLUSTER_NAME, Settings,
     find_program,
@@ -69,6 +71,20 @@ impl KindSettings for SlurmConfig {
 }
 
 impl SlurmConfig {
+    /// Where the exec transport connects, when the commands are not local: `timeout` is the
+    /// cluster's, and the connection gets at most 30 s of it.
+    pub fn ssh_target(&self, timeout: std::time::Duration) -> Option<SshTarget> {
+        Some(SshTarget {
+            host: self.host.clone()?,
+            user: self.user.clone(),
+            port: self.port,
+            identity_file: self.identity_file.clone(),
+            known_hosts: self.known_hosts,
+            known_hosts_file: self.known_hosts_file.clone(),
+            connect_timeout: timeout.min(std::time::Duration::from_secs(30)),
+        })
+    }
+
     /// The keys of the section, as written in the file.
     pub const KEYS: &'static [&'static str] = &[
         "host",
@@ -167,52 +183,6 @@ pub fn kind_config() -> KindConfig {
         keys: SlurmConfig::KEYS,
         parse: |section| SlurmConfig::parse(section).map(Settings::new),
         defaults: SlurmConfig::default_clusters,
-    }
-}
-
-/// How the ssh transport treats host keys it does not know yet.
-///
-/// The default is strict: an unknown or changed host key stops the connection. Nothing
-/// accepts keys silently unless the user wrote so.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum KnownHosts {
-    /// Only hosts already in known_hosts (`StrictHostKeyChecking=yes`).
-    #[default]
-    Strict,
-    /// Record keys of new hosts, refuse changed ones (`StrictHostKeyChecking=accept-new`).
-    AcceptNew,
-    /// No checking at all (`StrictHostKeyChecking=no`); for throw-away test beds only.
-    Off,
-}
-
-impl KnownHosts {
-    /// Every value the config file accepts, as written there.
-    pub const ACCEPTED: &'static [&'static str] = &["strict", "accept-new", "off"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KnownHosts::Strict => "strict",
-            KnownHosts::AcceptNew => "accept-new",
-            KnownHosts::Off => "off",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "strict" => Some(KnownHosts::Strict),
-            "accept-new" => Some(KnownHosts::AcceptNew),
-            "off" => Some(KnownHosts::Off),
-            _ => None,
-        }
-    }
-
-    /// The value of ssh's `StrictHostKeyChecking` option.
-    pub fn ssh_option_value(self) -> &'static str {
-        match self {
-            KnownHosts::Strict => "yes",
-            KnownHosts::AcceptNew => "accept-new",
-            KnownHosts::Off => "no",
-        }
     }
 }
 

@@ -28,11 +28,14 @@ use std::collections::BTreeMap;
 use crate::backend::slurm::parse::gres::{gpu_spec, split_top_level};
 use crate::backend::slurm::script::{
     DirectiveArg, SbatchOptions, directive_value, is_shell, leading_comment_block_len, migrated_from_of, read_export,
-    render_sbatch, slurm_time, split_directive,
+    render_sbatch, split_directive,
 };
 use crate::backend::{BackendError, DialectEntry};
 use crate::model::{Dialect, Native};
-use crate::spec::{ImportError, Imported, JobSpec, SpecError, parse_array, parse_memory_mb, parse_time_limit_secs};
+use crate::spec::{
+    ImportError, Imported, JobSpec, SpecError, duration_text, memory_text, parse_array, parse_memory_mb,
+    parse_time_limit_secs,
+};
 
 pub fn entry() -> DialectEntry {
     DialectEntry { dialect: Dialect::Sbatch, detect, import, export }
@@ -512,17 +515,6 @@ fn memory(g: &Given) -> Result<Option<u64>, ImportError> {
     parse_memory_mb(v).map(Some).map_err(|why| bad_value(g, &why))
 }
 
-/// Memory in MiB as the spec writes it: the largest unit that holds it exactly.
-pub(crate) fn memory_text(mib: u64) -> String {
-    if mib.is_multiple_of(1024 * 1024) {
-        format!("{}T", mib / (1024 * 1024))
-    } else if mib.is_multiple_of(1024) {
-        format!("{}G", mib / 1024)
-    } else {
-        format!("{mib}M")
-    }
-}
-
 /// Read a script's directives into a spec. `Ok` carries every option's fate, in order.
 fn apply(given: &[Given], shell: bool) -> Result<(Reading, Vec<Fate>), ImportError> {
     let mut r = Reading::default();
@@ -715,7 +707,7 @@ fn apply(given: &[Given], shell: bool) -> Result<(Reading, Vec<Fate>), ImportErr
             ));
         } else {
             let secs = parse_time_limit_secs(t).map_err(|why| bad_value(g, &why))?;
-            r.spec.time_limit = Some(slurm_time(secs));
+            r.spec.time_limit = Some(duration_text(secs));
             r.set_line("time_limit", g.line);
             fates[i] = Fate::Taken;
         }
@@ -1091,7 +1083,7 @@ mod tests {
     #[test]
     fn a_value_on_the_next_line_and_clustered_flags() {
         let i = imported("#!/bin/sh\n#SBATCH --time\n#SBATCH 10 -Hc4\ntrue\n");
-        assert_eq!(i.spec.time_limit.as_deref(), Some("00:10:00"));
+        assert_eq!(i.spec.time_limit.as_deref(), Some("10m"));
         assert_eq!(i.spec.cpus, Some(4));
         // -H (hold) stays, written again without the -c4 it shared a word with.
         assert_eq!(i.spec.script.as_deref(), Some("#!/bin/sh\n#SBATCH -H\ntrue\n"));

@@ -19,7 +19,7 @@ use crate::backend::{BackendError, StartEstimate};
 use crate::model::JobRef;
 use crate::spec::JobSpec;
 
-use super::transport::{command_error, display_argv};
+use crate::backend::exec::{command_error, display_argv};
 
 /// `env TZ=UTC sbatch --test-only …`: reads the script on standard input.
 pub fn test_only_argv(extra: &[String]) -> Vec<String> {

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use super::parse::sacct::{SACCT_FIELDS, read_sacct};
 use super::parse::text::record_mark;
-use super::transport::{Transport, display_argv};
 use crate::backend::BackendError;
+use crate::backend::exec::{Transport, display_argv};
 use crate::model::{History, HistoryQuery, JobState};
 
 /// sacct's codes for the end states a query names (every end state when it names none).

@@ -14,12 +14,12 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::dialect::{memory_text, read_script};
+use super::dialect::read_script;
 use super::parse::gpu_request;
-use super::script::{migrated_from_of, slurm_time};
+use super::script::migrated_from_of;
 use crate::backend::BackendError;
 use crate::model::JobRef;
-use crate::spec::{Imported, parse_array, parse_memory_mb, parse_time_limit_secs};
+use crate::spec::{Imported, duration_text, memory_text, parse_array, parse_memory_mb, parse_time_limit_secs};
 
 /// What one record of `scontrol show job` says about a job's request; `None` where it
 /// says nothing (or Slurm's "unset").
@@ -279,7 +279,7 @@ fn overlay(imported: &mut Imported, r: &JobRecord, kept: &[&str]) {
     if let Some(mins) = r.time_limit_mins.filter(|_| free("time"))
         && spec.time_limit_secs().map(|s| s.div_ceil(60)) != Some(mins)
     {
-        let t = slurm_time(mins * 60);
+        let t = duration_text(mins * 60);
         changed(warnings, "time_limit", spec.time_limit.clone(), &t);
         spec.time_limit = Some(t);
     }
@@ -512,7 +512,7 @@ mod tests {
         r[0].name = Some("probe".into());
         let i = job_spec(&job(), script, &r).unwrap();
         assert_eq!(i.spec.partition.as_deref(), Some("gpu"));
-        assert_eq!(i.spec.time_limit.as_deref(), Some("01:30:00"));
+        assert_eq!(i.spec.time_limit.as_deref(), Some("1h30m"));
         assert_eq!((i.spec.gpus, i.spec.gpu_type.as_deref()), (1, Some("a100")));
         assert_eq!((i.spec.cpus, i.spec.tasks_per_node, i.spec.memory.as_deref()), (Some(2), None, Some("1G")));
         assert_eq!(i.spec.workdir.as_deref(), Some("/tmp/a b"));

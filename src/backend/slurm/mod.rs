@@ -20,7 +20,6 @@ pub mod script;
 pub mod sdiag;
 pub mod sshare;
 pub mod telemetry;
-pub mod transport;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,7 +35,7 @@ use crate::spec::{Imported, JobSpec};
 
 pub use self::config::{KnownHosts, SlurmConfig, TelemetryVia};
 use self::parse::{JobsDoc, NodesDoc};
-use self::transport::{Transport, display_argv};
+use crate::backend::exec::{self as transport, Transport, display_argv};
 
 /// How the job list is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,11 +124,19 @@ pub fn kind_entry() -> KindEntry {
     }
 }
 
+/// How this cluster's commands run: on this machine without `host`, else over SSH to it.
+pub fn transport_for(cfg: &ClusterConfig<SlurmConfig>) -> Transport {
+    match cfg.settings.ssh_target(cfg.timeout) {
+        None => Transport::local(),
+        Some(target) => Transport::ssh(target),
+    }
+}
+
 impl SlurmBackend {
     pub fn new(cfg: &ClusterConfig<SlurmConfig>) -> Self {
         Self {
             name: cfg.name.clone(),
-            transport: Transport::for_cluster(cfg),
+            transport: transport_for(cfg),
             timeout: cfg.timeout,
             listing: Listing::Fields,
             probe: Mutex::new(None),

@@ -5,8 +5,8 @@
 
 use super::SlurmBackend;
 use super::commands::{checked_job_id, checked_user};
-use super::transport::command_error;
 use crate::backend::BackendError;
+use crate::backend::exec::command_error;
 use crate::model::Job;
 
 /// `sprio -h -j ID -o …`: id, priority, then its age, fair-share, job-size, partition and

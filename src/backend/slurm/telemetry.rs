@@ -18,7 +18,7 @@ use futures_util::StreamExt;
 
 use super::commands;
 use super::config::TelemetryVia;
-use super::transport::{CmdOutput, Transport};
+use crate::backend::exec::{CmdOutput, Transport};
 // The shared reader (`crate::backend::telemetry::nvidia_smi`) replaces the stand-in at the
 // merge: the same names, so this line is the whole swap.
 use crate::backend::BackendError;

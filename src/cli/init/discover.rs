@@ -3,9 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::backend::slurm::config::SlurmConfig;
-use crate::backend::slurm::transport::Transport;
-use crate::config::ClusterConfig;
+use crate::backend::exec::{KnownHosts, SshTarget, Transport};
 
 /// How long a probe or a local `squeue --version` may take: a login node that does not
 /// answer in this long is written commented out, with the reason.
@@ -117,17 +115,16 @@ async fn run_version(transport: &Transport) -> Result<String, String> {
 /// `squeue --version` on a login node over ssh, the way the Slurm backend would reach it
 /// (host keys checked strictly).
 async fn probe_login(probe: &Probe, host: &str) -> Finding {
-    let settings = SlurmConfig {
-        host: Some(host.to_string()),
+    let target = SshTarget {
+        host: host.to_string(),
         user: probe.user.clone(),
         port: probe.port,
         identity_file: probe.identity_file.clone(),
+        known_hosts: KnownHosts::Strict,
         known_hosts_file: probe.known_hosts_file.clone(),
-        ..SlurmConfig::default()
+        connect_timeout: PROBE_TIMEOUT,
     };
-    let mut cfg = ClusterConfig::new("probe", settings);
-    cfg.timeout = PROBE_TIMEOUT;
-    let release = run_version(&Transport::for_cluster(&cfg)).await;
+    let release = run_version(&Transport::ssh(target)).await;
     Finding::SlurmLogin {
         host: host.to_string(),
         user: probe.user.clone(),

@@ -1,24 +1,26 @@
-//! Running Slurm's CLI: as local processes, or on a login node over one multiplexed SSH master.
+//! Running commands: as local processes, or on a remote host over one multiplexed SSH master
+//! (`ssh`). Shared below the kinds: Slurm runs its CLI through it, `local` runs `nvidia-smi`,
+//! and `init` probes login nodes the way the Slurm backend would reach them.
 //!
 //! Every command is an argument vector. Locally it is executed without a shell; over SSH the
 //! remote side always has a shell, so each argument is quoted with `shlex` before the line
 //! leaves this module. Nothing else in the crate builds remote command lines.
 
-use std::path::PathBuf;
+mod ssh;
+
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use openssh::{KnownHosts as SshKnownHosts, Session, SessionBuilder};
+use openssh::Session;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_util::io::SyncIoBridge;
 
-use super::config::{KnownHosts, SlurmConfig};
+pub use self::ssh::{KnownHosts, SshTarget, SshTransport};
 use crate::backend::BackendError;
-use crate::config::ClusterConfig;
 
 /// sshd refuses more than `MaxSessions` (default 10) sessions on one connection, and the
 /// openssh crate reports that as an error rather than opening a second connection.
@@ -101,11 +103,9 @@ pub enum Transport {
 }
 
 impl Transport {
-    pub fn for_cluster(cfg: &ClusterConfig<SlurmConfig>) -> Self {
-        match &cfg.settings.host {
-            None => Transport::local(),
-            Some(host) => Transport::Ssh(SshTransport::new(cfg, host)),
-        }
+    /// Commands on `target`, over one ControlMaster made when the first command needs it.
+    pub fn ssh(target: SshTarget) -> Self {
+        Transport::Ssh(SshTransport::new(target))
     }
 
     /// Commands on this machine.
@@ -502,117 +502,6 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
-}
-
-/// One cluster's login node: one ControlMaster, reused by every command, replaced when it dies.
-pub struct SshTransport {
-    host: String,
-    user: Option<String>,
-    port: Option<u16>,
-    identity_file: Option<PathBuf>,
-    known_hosts: KnownHosts,
-    known_hosts_file: Option<PathBuf>,
-    connect_timeout: Duration,
-    session: Mutex<Option<Arc<Session>>>,
-    generation: std::sync::atomic::AtomicU64,
-    permits: Arc<Semaphore>,
-    commands: AtomicU64,
-}
-
-impl SshTransport {
-    fn new(cfg: &ClusterConfig<SlurmConfig>, host: &str) -> Self {
-        let ssh = &cfg.settings;
-        Self {
-            host: host.to_string(),
-            user: ssh.user.clone(),
-            port: ssh.port,
-            identity_file: ssh.identity_file.clone(),
-            known_hosts: ssh.known_hosts,
-            known_hosts_file: ssh.known_hosts_file.clone(),
-            connect_timeout: cfg.timeout.min(Duration::from_secs(30)),
-            session: Mutex::new(None),
-            generation: Default::default(),
-            commands: AtomicU64::new(0),
-            permits: Arc::new(Semaphore::new(MAX_CONCURRENT_SSH_COMMANDS)),
-        }
-    }
-
-    pub fn destination(&self) -> String {
-        let user = self.user.as_deref().map(|u| format!("{u}@")).unwrap_or_default();
-        let port = self.port.map(|p| format!(":{p}")).unwrap_or_default();
-        format!("{user}{}{port}", self.host)
-    }
-
-    /// The live master, connecting first when there is none.
-    async fn session(&self) -> Result<Arc<Session>, BackendError> {
-        let mut slot = self.session.lock().await;
-        if let Some(s) = slot.as_ref() {
-            return Ok(s.clone());
-        }
-        let started = Instant::now();
-        let session = Arc::new(self.connect().await?);
-        tracing::info!(target = %self.destination(), ms = started.elapsed().as_millis() as u64, "ssh master up");
-        *slot = Some(session.clone());
-        self.generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(session)
-    }
-
-    async fn connect(&self) -> Result<Session, BackendError> {
-        let mut b = SessionBuilder::default();
-        b.known_hosts_check(match self.known_hosts {
-            KnownHosts::Strict => SshKnownHosts::Strict,
-            KnownHosts::AcceptNew => SshKnownHosts::Add,
-            KnownHosts::Off => SshKnownHosts::Accept,
-        })
-        .connect_timeout(self.connect_timeout)
-        .server_alive_interval(Duration::from_secs(15))
-        .control_directory(std::env::temp_dir());
-        if let Some(user) = &self.user {
-            b.user(user.clone());
-        }
-        if let Some(port) = self.port {
-            b.port(port);
-        }
-        if let Some(key) = &self.identity_file {
-            b.keyfile(key);
-        }
-        if let Some(file) = &self.known_hosts_file {
-            b.user_known_hosts_file(file);
-        }
-        let connect = b.connect_mux(&self.host);
-        match tokio::time::timeout(self.connect_timeout + Duration::from_secs(5), connect).await {
-            Ok(Ok(session)) => Ok(session),
-            Ok(Err(e)) => Err(self.connect_error(e)),
-            Err(_) => Err(BackendError::Connect {
-                target: self.destination(),
-                message: format!("no answer within {} s", self.connect_timeout.as_secs()),
-            }),
-        }
-    }
-
-    fn connect_error(&self, e: openssh::Error) -> BackendError {
-        BackendError::Connect { target: self.destination(), message: error_chain(&e) }
-    }
-
-    /// After a failed command, find out whether the master is still alive; drop it if not,
-    /// so the next command reconnects.
-    async fn check_after_error(&self, session: &Arc<Session>) {
-        if session.check().await.is_err() {
-            self.forget_if_current(session).await;
-        }
-    }
-
-    async fn forget_if_current(&self, session: &Arc<Session>) {
-        let mut slot = self.session.lock().await;
-        if slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, session)) {
-            tracing::warn!(target = %self.destination(), "ssh master lost; will reconnect");
-            *slot = None;
-        }
-    }
-
-    async fn forget_session(&self) {
-        self.session.lock().await.take();
-    }
 }
 
 #[cfg(test)]
