@@ -213,29 +213,7 @@ const KIND_MAY_IMPORT: &[&str] = &["backend", "model", "spec", "config", "safe_t
 /// Imports that break the rule today, left for a later step of issue #28, each with why:
 /// (the file, the path imported, cut to two segments). An entry that no longer matches
 /// anything fails the test, so this list only shrinks.
-const KIND_ALLOWED_FOR_NOW: &[(&str, &str)] = &[
-    // The hub kind maps protobuf through `hub::wire`, which leaves the server for `src/wire/`
-    // (issue #28, step 2); `crate::wire` is allowed above, so these go with that move.
-    ("backend/hub/mod.rs", "hub::wire"),
-    ("backend/hub/link.rs", "hub::wire"),
-    // `local` names a process's user by uid through `hub::auth::user_name`, which moves to
-    // a system module below the kinds in the same step.
-    ("backend/local/procs.rs", "hub::auth"),
-];
-
-/// The module path of a source file: `backend/kube/mod.rs` → `backend::kube`,
-/// `backend/kube/map.rs` → `backend::kube::map`.
-fn module_path(relative: &Path) -> Vec<String> {
-    let mut parts: Vec<String> =
-        relative.components().filter_map(|c| c.as_os_str().to_str()).map(str::to_string).collect();
-    if let Some(last) = parts.pop() {
-        let stem = last.strip_suffix(".rs").unwrap_or(&last).to_string();
-        if !matches!(stem.as_str(), "mod" | "lib" | "main") {
-            parts.push(stem);
-        }
-    }
-    parts
-}
+const KIND_ALLOWED_FOR_NOW: &[(&str, &str)] = &[];
 
 /// Every path a line names from the crate root, cut to its first two segments:
 /// `crate::backend::kube::manifest::x` → `backend::kube`; `crate::{model, backend::{exec,
