@@ -3,7 +3,12 @@
 //! * `render/jobs_160x48`  – one frame of the jobs screen (targets < 2 ms);
 //! * `filter/keystroke`    – one `/` filter keystroke re-filtering every job (< 10 ms);
 //! * `refresh/build_rows`  – building the row cache for a new fleet state (off the UI thread);
-//! * `refresh/apply`       – what a refresh then costs the UI thread (re-sort, re-filter);
+//! * `refresh/build_lists` – sorting and filtering its lists for the App's view (off the UI
+//!   thread too);
+//! * `refresh/apply`       – what a refresh then costs the UI thread (`_unprepared`: as it
+//!   did before the lists were prepared off it: a re-sort and re-filter here);
+//! * `refresh/same_listing` – telling off the UI thread that a refresh lists what the last
+//!   one did, and `refresh/apply_unchanged` what such a refresh then costs the UI thread;
 //! * printed before criterion runs: the bytes one frame writes to the terminal after a
 //!   refresh in which one job changed (< 300), and after nothing changed (0).
 
@@ -17,7 +22,8 @@ use chrono::{TimeZone, Utc};
 use criterion::Criterion;
 use flightdeck::fleet::{ClusterState, FleetState};
 use flightdeck::model::{GpuAllocation, GpuSlot, Health, Job, JobRef, JobState, Node, NodeState, Snapshot};
-use flightdeck::tui::app::row_cache::RowCache;
+use flightdeck::tui::app::prepared::{Lists, Prepared};
+use flightdeck::tui::app::row_cache::{RowCache, same_listing};
 use flightdeck::tui::keymap::Keymap;
 use flightdeck::tui::terminal::Painter;
 use flightdeck::tui::theme::{ColorDepth, Theme};
@@ -245,11 +251,57 @@ fn main() {
     g.bench_function("refresh/build_rows", |b| {
         b.iter_batched(&mut next_state, RowCache::new, criterion::BatchSize::LargeInput)
     });
+    let view = app.list_view();
+    let rows = RowCache::new(next_state());
+    g.bench_function("refresh/build_lists", |b| b.iter(|| Lists::build(&rows, view.clone())));
+    drop(rows);
     g.bench_function("refresh/apply", |b| {
         b.iter_batched(
-            || Box::new(RowCache::new(next_state())),
+            || Box::new(Prepared::new(next_state(), Some(view.clone()))),
             |data| {
                 app.update(Msg::Prepared(data));
+                app.take_retired()
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    // As before the lists were prepared off the UI thread: the App sorts and filters.
+    g.bench_function("refresh/apply_unprepared", |b| {
+        b.iter_batched(
+            || Box::new(Prepared::new(next_state(), None)),
+            |data| {
+                app.update(Msg::Prepared(data));
+                app.take_retired()
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    // The same listing again, in new snapshots a few seconds later (what a quiet cluster
+    // sends every refresh).
+    let restamped = |state: &Arc<FleetState>, version: u64| {
+        let mut next = (**state).clone();
+        next.version = version;
+        for c in &mut next.clusters {
+            if let Some(s) = &c.snapshot {
+                let mut s = (**s).clone();
+                s.taken_at = s.taken_at.map(|t| t + chrono::Duration::seconds(version as i64 % 50));
+                c.snapshot = Some(Arc::new(s));
+            }
+        }
+        Arc::new(next)
+    };
+    let shown = app.fleet_state();
+    let again = restamped(&shown, version + 1);
+    g.bench_function("refresh/same_listing", |b| b.iter(|| same_listing(black_box(&shown), black_box(&again))));
+    let mut version = version + 2;
+    g.bench_function("refresh/apply_unchanged", |b| {
+        b.iter_batched(
+            || {
+                version += 1;
+                restamped(&shown, version)
+            },
+            |state| {
+                app.update(Msg::Restamped { base: app.fleet_state(), state });
                 app.take_retired()
             },
             criterion::BatchSize::LargeInput,
@@ -262,7 +314,7 @@ fn main() {
         _ => unreachable!(),
     };
     app.update(Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
-    app.update(Msg::Prepared(Box::new(RowCache::new(telemetry.clone()))));
+    app.update(Msg::Prepared(Box::new(Prepared::new(telemetry.clone(), None))));
     g.bench_function("render/jobs_160x48_telemetry", |b| {
         b.iter(|| terminal.draw(|f| views::render(black_box(&app), f)).map(drop))
     });
@@ -274,9 +326,29 @@ fn main() {
     g.bench_function("refresh/build_rows_telemetry", |b| {
         b.iter_batched(|| telemetry.clone(), RowCache::new, criterion::BatchSize::LargeInput)
     });
+    // Each a new state (as each refresh is), with the telemetry of the first.
+    let mut version = 1_000;
+    let view = app.list_view();
+    g.bench_function("refresh/apply_telemetry_unprepared", |b| {
+        b.iter_batched(
+            || {
+                version += 1;
+                Box::new(Prepared::new(Arc::new(FleetState { version, ..(*telemetry).clone() }), None))
+            },
+            |data| {
+                app.update(Msg::Prepared(data));
+                app.take_retired()
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
     g.bench_function("refresh/apply_telemetry", |b| {
         b.iter_batched(
-            || Box::new(RowCache::new(telemetry.clone())),
+            || {
+                version += 1;
+                let state = Arc::new(FleetState { version, ..(*telemetry).clone() });
+                Box::new(Prepared::new(state, Some(view.clone())))
+            },
             |data| {
                 app.update(Msg::Prepared(data));
                 app.take_retired()

@@ -14,6 +14,19 @@ pub fn duration(secs: u64) -> String {
     }
 }
 
+/// A running time as the tables show it, no finer than the eye needs: seconds only in the
+/// first minute (`42s`), then whole minutes (`7m`), hours and minutes (`5h07m`), days and
+/// hours (`3d04h`). A cell showing it changes at most once a minute after the first, so an
+/// idle cockpit sends a frame over the link only when a minute turns (squeue's `4:39`
+/// ticking every second would be a frame per refresh); JSON keeps the exact seconds.
+pub fn elapsed(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3_600 => format!("{}m", s / 60),
+        s => duration(s - s % 60),
+    }
+}
+
 /// Mebibytes as `0`, `3.5G` (below 10 GiB) or `512G`.
 pub fn gib(mb: u64) -> String {
     match mb {
@@ -30,4 +43,23 @@ pub fn cost(per_hour: f64) -> String {
         return "?".into();
     }
     if per_hour >= 1000.0 { format!("{per_hour:.0}") } else { format!("{per_hour:.2}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elapsed_times_are_coarse_past_the_first_minute() {
+        assert_eq!(elapsed(0), "0s");
+        assert_eq!(elapsed(59), "59s");
+        assert_eq!(elapsed(60), "1m");
+        assert_eq!(elapsed(4 * 60 + 39), "4m");
+        assert_eq!(elapsed(3_599), "59m");
+        assert_eq!(elapsed(3_600), "1h00m");
+        assert_eq!(elapsed(5 * 3_600 + 7 * 60 + 59), "5h07m");
+        assert_eq!(elapsed(3 * 86_400 + 4 * 3_600 + 59), "3d04h");
+        // Within a minute past the first, every second reads the same.
+        assert!((0..60).all(|s| elapsed(7 * 60 + s) == "7m"));
+    }
 }

@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use chrono::{DateTime, Utc};
 
 use super::Shape;
-use super::format::{cost, duration};
+use super::format::{cost, duration, elapsed};
 use super::natural::natural_cmp;
 use crate::model::{Job, JobGpuUse};
 
@@ -160,7 +160,7 @@ impl JobColumn {
             JobColumn::Reason => Cow::Borrowed(job.reason.as_deref().unwrap_or("")),
             JobColumn::Gpus => Cow::Owned(gpus_cell(job)),
             JobColumn::Nodes => Cow::Owned(nodes_cell(job)),
-            JobColumn::Elapsed => Cow::Owned(elapsed_secs(job, taken_at).map_or_else(|| "-".into(), duration)),
+            JobColumn::Elapsed => Cow::Owned(elapsed_secs(job, taken_at).map_or_else(|| "-".into(), elapsed)),
             JobColumn::Limit => Cow::Owned(limit_cell(job)),
             JobColumn::Ref => Cow::Owned(job.job_ref.to_string()),
             JobColumn::Cost => job.cost_per_hour.map_or(Cow::Borrowed(""), |c| Cow::Owned(cost(c))),

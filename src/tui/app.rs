@@ -15,6 +15,7 @@ pub mod latest;
 pub mod lists;
 pub mod log;
 mod messages;
+pub mod prepared;
 pub mod row_cache;
 mod screens;
 mod toasts;
@@ -32,7 +33,7 @@ use self::form::{Field, SubmitForm};
 use self::history::HistoryView;
 use self::input::TextInput;
 use self::latest::Latest;
-use self::lists::{ClusterKeep, Cursor, GpuList, JobColumn, JobList, NodeColumn, NodeList};
+use self::lists::{ClusterKeep, Cursor, GpuList, JobColumn, JobList, ListView, NodeColumn, NodeList};
 use self::row_cache::{Cell as GpuCell, RowCache};
 use super::TuiOptions;
 use super::action::{Mode, UiAction};
@@ -112,8 +113,11 @@ pub struct App {
     pub(crate) now: DateTime<Utc>,
     pub(crate) size: (u16, u16),
     pub(crate) rows: RowCache,
-    /// The row cache a refresh replaced, for the event loop to free off the UI thread.
-    retired: Option<Box<RowCache>>,
+    /// What a refresh replaced (a row cache, or a fleet state holding the last snapshots),
+    /// for the event loop to free off the UI thread.
+    retired: Option<Box<dyn std::any::Any + Send>>,
+    /// Times the lists were rebuilt for a new fleet state (see [`App::list_passes`]).
+    list_passes: u64,
     pub(crate) screen: Screen,
     /// Where Back goes from the detail or the submit form.
     pub(crate) back_to: Screen,
@@ -152,6 +156,12 @@ pub struct App {
     pub(crate) notify: crate::notify::NotifySettings,
 }
 
+/// Two healths the screen shows alike: a fresh cluster's refresh time is drawn nowhere.
+fn health_looks_the_same(a: &crate::model::Health, b: &crate::model::Health) -> bool {
+    use crate::model::Health::Fresh;
+    matches!((a, b), (Fresh { .. }, Fresh { .. })) || a == b
+}
+
 impl App {
     pub fn new(opts: TuiOptions) -> App {
         let mut form = SubmitForm::default();
@@ -170,6 +180,7 @@ impl App {
             size: (80, 24),
             rows: RowCache::empty(),
             retired: None,
+            list_passes: 0,
             screen: Screen::Overview,
             back_to: Screen::Jobs,
             detail_from_history: false,
@@ -203,6 +214,12 @@ impl App {
         self.generation
     }
 
+    /// How many times the lists were re-sorted and re-filtered for a new fleet state: a
+    /// refresh that lists what the last one did adds none (tests and benches read it).
+    pub fn list_passes(&self) -> u64 {
+        self.list_passes
+    }
+
     pub fn screen(&self) -> Screen {
         self.screen
     }
@@ -221,6 +238,11 @@ impl App {
 
     pub fn fleet(&self) -> &FleetState {
         &self.rows.fleet
+    }
+
+    /// The fleet state shown, shared (what a `Msg::Restamped` names as its base).
+    pub fn fleet_state(&self) -> Arc<FleetState> {
+        self.rows.fleet.clone()
     }
 
     /// Read-only, by the options or by the fleet.
@@ -389,8 +411,18 @@ impl App {
                 true
             }
             // Both run: `|`, not `||`.
-            Msg::Fleet(state) => self.on_rows(RowCache::new(state)) | self.follow_watched(out),
-            Msg::Prepared(rows) => self.on_rows(*rows) | self.follow_watched(out),
+            // The event loop checks the listing off the UI thread (`Restamped`); a state
+            // handed in directly (the first, tests) is checked here.
+            Msg::Fleet(state) if row_cache::same_listing(&self.rows.fleet, &state) => self.on_restamp(state),
+            Msg::Fleet(state) => self.on_rows(RowCache::new(state), None) | self.follow_watched(out),
+            Msg::Prepared(p) => {
+                let p = *p;
+                self.on_rows(p.rows, p.lists) | self.follow_watched(out)
+            }
+            Msg::Restamped { base, state } if Arc::ptr_eq(&self.rows.fleet, &base) => self.on_restamp(state),
+            // Checked against a state no longer shown (cannot happen in the event loop,
+            // which checks against the last state it handed over): build the rows here.
+            Msg::Restamped { state, .. } => self.on_rows(RowCache::new(state), None) | self.follow_watched(out),
             Msg::PrepareFailed(why) => {
                 self.toast(why, true);
                 true
@@ -468,24 +500,103 @@ impl App {
 
     /// The row cache replaced by the last refresh, if any; dropping it frees every row and,
     /// often, the last reference to the old snapshots, so the event loop drops it elsewhere.
-    pub fn take_retired(&mut self) -> Option<Box<RowCache>> {
+    pub fn take_retired(&mut self) -> Option<Box<dyn std::any::Any + Send>> {
         self.retired.take()
     }
 
-    /// A new row cache; false when it holds the state already shown.
-    fn on_rows(&mut self, rows: RowCache) -> bool {
+    /// A new state listing what is shown ([`row_cache::same_listing`]): the rows take over
+    /// its snapshots, health and times, and keep their order and filters. True only when a
+    /// cell on screen changed: a cluster's health, or an elapsed time turning a minute.
+    fn on_restamp(&mut self, state: Arc<FleetState>) -> bool {
+        if Arc::ptr_eq(&self.rows.fleet, &state) {
+            return false;
+        }
+        let before = self.elapsed_on_screen();
+        let old = self.rows.restamp(state);
+        let health_moved = old
+            .clusters
+            .iter()
+            .zip(&self.rows.fleet.clusters)
+            .any(|(a, b)| !health_looks_the_same(&a.health, &b.health));
+        self.retired = Some(Box::new(old));
+        if let Some(d) = &mut self.detail
+            && let Some(row) = self.rows.job_index.get(&d.job)
+        {
+            d.taken_at = self.rows.taken_at(self.rows.jobs[*row as usize].snap);
+        }
+        health_moved || self.elapsed_on_screen() != before
+    }
+
+    /// The elapsed times on screen (those counted to a snapshot's `taken_at`): the jobs
+    /// table's rows in view, or the detail's job.
+    fn elapsed_on_screen(&self) -> Vec<String> {
+        let column = JobColumn::Elapsed;
+        match self.screen {
+            Screen::Jobs => {
+                let c = &self.jobs.cursor;
+                let from = c.offset.get().min(c.visible.len());
+                // Before the first frame the view's height is not known: a page's worth.
+                let to = (from + c.page()).min(c.visible.len());
+                c.visible[from..to]
+                    .iter()
+                    .map(|&row| {
+                        let cx = match self.rows.array_at(row) {
+                            Some(a) => crate::columns::JobContext::at(self.rows.taken_at(a.snap)),
+                            None => self.rows.job_context(row),
+                        };
+                        column.cell(self.rows.row_job(row), cx).into_owned()
+                    })
+                    .collect()
+            }
+            Screen::Detail => self
+                .detail
+                .iter()
+                .map(|d| column.cell(&d.last, crate::columns::JobContext::at(d.taken_at)).into_owned())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// What decides the lists' rows besides the data: the event loop has them prepared off
+    /// the UI thread with each new row cache ([`prepared::Lists`]).
+    pub fn list_view(&self) -> ListView {
+        ListView {
+            cluster: self.cluster.clone(),
+            jobs: self.jobs.view(),
+            nodes: self.nodes.view(),
+            gpus: self.gpus.view(),
+        }
+    }
+
+    /// A new row cache, with the lists' rows prepared for a view; false when it holds the
+    /// state already shown. Prepared rows are taken as they are when the view is still the
+    /// App's (the common case: nothing left to sort or filter here); else sorted and
+    /// filtered here.
+    fn on_rows(&mut self, rows: RowCache, lists: Option<prepared::Lists>) -> bool {
         if Arc::ptr_eq(&self.rows.fleet, &rows.fleet) {
+            // Freeing 100,000 rows is no work for the UI thread either.
+            self.retired = Some(Box::new(rows));
             return false;
         }
         self.retired = Some(Box::new(std::mem::replace(&mut self.rows, rows)));
-        let keep = self.cluster_keep();
-        self.jobs.resort(&self.rows);
-        self.jobs.refilter(&self.rows, keep, &mut self.matchers, false);
+        self.list_passes += 1;
+        match lists.filter(|l| l.view == self.list_view()) {
+            Some(l) => {
+                self.jobs.adopt(&self.rows, l.jobs.0, l.jobs.1);
+                self.nodes.adopt(&self.rows, l.nodes.0, l.nodes.1);
+                self.gpus.adopt(&self.rows, l.gpus);
+            }
+            None => {
+                let keep = self.cluster_keep();
+                self.jobs.resort(&self.rows);
+                self.jobs.refilter(&self.rows, keep, &mut self.matchers, false);
+                self.nodes.resort(&self.rows);
+                self.nodes.refilter(&self.rows, keep, &mut self.matchers, false);
+                self.gpus.refilter(&self.rows, keep);
+            }
+        }
         self.jobs.prune(&self.rows);
-        self.nodes.resort(&self.rows);
-        self.nodes.refilter(&self.rows, keep, &mut self.matchers, false);
         self.nodes.prune(&self.rows);
-        self.gpus.refilter(&self.rows, keep);
         self.usage.rebuild(&self.rows.usage);
         if let Some(d) = &mut self.detail {
             match self.rows.job_index.get(&d.job) {

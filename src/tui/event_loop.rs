@@ -19,7 +19,9 @@ use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 
 use super::App;
-use super::app::row_cache::RowCache;
+use super::app::lists::ListView;
+use super::app::prepared::Prepared;
+use super::app::row_cache;
 use super::app::{Command, Msg};
 use crate::fleet::{Action, ActionOutcome, BatchOutcome, Fleet, FleetState};
 use crate::spec::JobSpec;
@@ -116,13 +118,20 @@ fn expand_home(path: &Path) -> PathBuf {
     }
 }
 
-/// Build the row cache for `state` on a blocking thread; it comes back as `Msg::Prepared`.
-fn prepare(state: Arc<FleetState>, tx: &mpsc::UnboundedSender<Msg>) {
+/// Make ready `state` on a blocking thread: when it lists what `base` (the last state handed
+/// to the App) listed, it comes back as `Msg::Restamped` and costs the App next to nothing;
+/// else its row cache is built, with the lists' rows for `view` (the App's when it arrived),
+/// and comes back as `Msg::Prepared`.
+fn prepare(base: Option<Arc<FleetState>>, state: Arc<FleetState>, view: ListView, tx: &mpsc::UnboundedSender<Msg>) {
     let tx = tx.clone();
     tokio::task::spawn_blocking(move || {
         // A bug in building the cache must not leave the cockpit waiting for it forever.
-        let msg = match std::panic::catch_unwind(|| RowCache::new(state)) {
-            Ok(data) => Msg::Prepared(Box::new(data)),
+        let made = std::panic::catch_unwind(|| match base {
+            Some(base) if row_cache::same_listing(&base, &state) => Msg::Restamped { base, state },
+            _ => Msg::Prepared(Box::new(Prepared::new(state, Some(view)))),
+        });
+        let msg = match made {
+            Ok(msg) => msg,
             Err(_) => {
                 Msg::PrepareFailed("could not read the new fleet state (see the log); showing the last one".into())
             }
@@ -156,6 +165,8 @@ where
     app.update(Msg::Resize(w, h));
     app.update(Msg::Tick(Utc::now()));
     let first = states.borrow_and_update().clone();
+    // The state the App was last handed: what the next one is compared with.
+    let mut handed = Some(first.clone());
     app.update(Msg::Fleet(first));
 
     let mut drawn = 0u64;
@@ -183,7 +194,8 @@ where
                     Ok(()) if building => waiting = true,
                     Ok(()) => {
                         building = true;
-                        prepare(states.borrow_and_update().clone(), &results_tx);
+                        let state = states.borrow_and_update().clone();
+                        prepare(handed.replace(state.clone()), state, app.list_view(), &results_tx);
                     }
                     Err(_) => fleet_open = false,
                 }
@@ -198,10 +210,15 @@ where
                 }
             },
             Some(msg) = results.recv() => {
-                if matches!(msg, Msg::Prepared(_) | Msg::PrepareFailed(_)) {
+                if matches!(msg, Msg::Prepared(_) | Msg::Restamped { .. } | Msg::PrepareFailed(_)) {
+                    if matches!(msg, Msg::PrepareFailed(_)) {
+                        // The App kept its last rows: the next state is built in full.
+                        handed = None;
+                    }
                     building = waiting;
                     if std::mem::take(&mut waiting) {
-                        prepare(states.borrow_and_update().clone(), &results_tx);
+                        let state = states.borrow_and_update().clone();
+                        prepare(handed.replace(state.clone()), state, app.list_view(), &results_tx);
                     }
                 }
                 msg

@@ -108,8 +108,11 @@ impl<W: Write> Painter<W> {
         }
         self.shown = self.terminal.current_buffer_mut().clone();
         queue!(self.terminal.backend_mut(), BeginSynchronizedUpdate)?;
-        // The cockpit draws its own text cursor; the terminal's stays hidden.
-        let drawn = self.terminal.apply_buffer_with_cursor(None).map(|_| ());
+        // Only the changed cells. The cockpit draws its own text cursor; the terminal's was
+        // hidden when the terminal was taken and stays so, so no frame repeats the hiding
+        // (`apply_buffer` would, six bytes a frame over a thin link).
+        let drawn = self.terminal.flush();
+        self.terminal.swap_buffers();
         let end = execute!(self.terminal.backend_mut(), EndSynchronizedUpdate);
         drawn.and(end)
     }

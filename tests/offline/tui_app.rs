@@ -2396,3 +2396,63 @@ fn enter_on_a_user_in_the_usage_screen_shows_just_their_jobs() {
     assert_eq!(app.user_filter(), Some("bob"));
     assert_eq!(app.visible_jobs(), refs("fd22", &["1"]));
 }
+
+/// A refresh that lists what the last one did (new snapshots, equal records) is no work for
+/// the cockpit: no re-sort, no re-filter, no redraw. Its later `taken_at` still counts the
+/// elapsed times (the old snapshot is not kept frozen), and a redraw comes when one on
+/// screen turns a minute, or when a cluster's health changes.
+#[test]
+fn an_unchanged_refresh_costs_no_pass_and_no_redraw_yet_elapsed_times_move_on() {
+    let listing = |version: u64, taken_at: DateTime<Utc>, health: Health| -> Msg {
+        let mut a = job("fd22", "1", JobState::Running, "bob", "train");
+        a.start_time = Some(t0() - chrono::Duration::minutes(10));
+        let mut b = job("fd22", "2", JobState::Running, "bob", "eval");
+        b.start_time = Some(t0() - chrono::Duration::hours(2));
+        let c = job("fd22", "3", JobState::Pending, "carol", "sweep");
+        let snap =
+            Snapshot { cluster: "fd22".into(), taken_at: Some(taken_at), jobs: vec![a, b, c], ..Snapshot::default() };
+        let cluster = ClusterState { health, snapshot: Some(Arc::new(snap)), ..ClusterState::new("fd22", "slurm") };
+        Msg::Fleet(Arc::new(FleetState { clusters: vec![cluster], read_only: false, version }))
+    };
+    let at = |secs: i64| t0() + chrono::Duration::seconds(secs);
+    let mut app = app();
+    app.update(listing(1, t0(), Health::Fresh { at: t0() }));
+    on_jobs(&mut app);
+    app.update(Msg::Key(KeyEvent::new(KeyCode::Char('/'), KeyModifiers::NONE)));
+    typed(&mut app, "bob");
+    code(&mut app, KeyCode::Enter);
+    assert_eq!(app.visible_jobs(), refs("fd22", &["1", "2"]));
+    assert!(screen_text(&mut app, 160, 20).contains("10m"));
+    let (passes, generation) = (app.list_passes(), app.generation());
+
+    // Five seconds on: `10m` and `2h00m` read the same. Nothing to do, nothing to draw.
+    app.update(listing(2, at(5), Health::Fresh { at: at(5) }));
+    assert_eq!(app.fleet().version, 2, "the new state is the one held");
+    assert_eq!(app.list_passes(), passes, "no re-sort, no re-filter");
+    assert_eq!(app.generation(), generation, "no redraw");
+    assert_eq!(app.visible_jobs(), refs("fd22", &["1", "2"]), "the filter still holds");
+
+    // A minute on, from the same kind of refresh: job 1 reads `11m`, so that is drawn.
+    app.update(listing(3, at(60), Health::Fresh { at: at(60) }));
+    assert_eq!(app.list_passes(), passes);
+    assert!(app.generation() > generation, "an elapsed time on screen turned a minute");
+    let screen = screen_text(&mut app, 160, 20);
+    assert!(screen.contains("11m") && !screen.contains("10m"), "{screen}");
+
+    // The cluster goes stale with its last snapshot: no new rows, but the screen says so.
+    let generation = app.generation();
+    let stale = Health::Stale { since: at(70), error: "ssh: timed out".into(), last_ok: Some(at(60)) };
+    app.update(listing(4, at(60), stale));
+    assert_eq!(app.list_passes(), passes);
+    assert!(app.generation() > generation, "health is drawn");
+
+    // A record that changed is a new listing: the lists are rebuilt.
+    let Msg::Fleet(state) = listing(5, at(75), Health::Fresh { at: at(75) }) else { unreachable!() };
+    let mut state = (*state).clone();
+    let mut snap = (**state.clusters[0].snapshot.as_ref().unwrap()).clone();
+    snap.jobs[2].user = "bob".into();
+    state.clusters[0].snapshot = Some(Arc::new(snap));
+    app.update(Msg::Fleet(Arc::new(state)));
+    assert_eq!(app.list_passes(), passes + 1);
+    assert_eq!(app.visible_jobs(), refs("fd22", &["1", "2", "3"]));
+}

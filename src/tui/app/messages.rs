@@ -10,7 +10,7 @@ use crate::fleet::{Action, ActionOutcome, BatchOutcome, FleetState};
 use crate::model::{History, Job, JobRef, LogHandle, Native};
 use crate::spec::JobSpec;
 use crate::tui::app::log::{LogChunk, LogStream};
-use crate::tui::app::row_cache::RowCache;
+use crate::tui::app::prepared::Prepared;
 
 /// Something that happened.
 #[derive(Debug)]
@@ -20,9 +20,18 @@ pub enum Msg {
     Paste(String),
     /// The fleet published a new state.
     Fleet(Arc<FleetState>),
-    /// A new fleet state with its row cache already built (off the UI thread: at 100,000
-    /// jobs that takes longer than a keystroke may wait).
-    Prepared(Box<RowCache>),
+    /// A new fleet state with its row cache already built, and the lists' rows for the view
+    /// the App had (off the UI thread: at 100,000 jobs that takes longer than a keystroke
+    /// may wait).
+    Prepared(Box<Prepared>),
+    /// A new fleet state that lists exactly what `base` listed (found off the UI thread:
+    /// [`crate::tui::app::row_cache::same_listing`]), only its health and its snapshots'
+    /// times moved: the rows built for `base` serve it as they are (no re-sort, no
+    /// re-filter), and it is redrawn only where a cell on screen changed.
+    Restamped {
+        base: Arc<FleetState>,
+        state: Arc<FleetState>,
+    },
     /// Building that row cache failed (a bug); the last one stays.
     PrepareFailed(String),
     /// An action finished.

@@ -308,6 +308,44 @@ pub fn is_problem_node(node: &Node) -> bool {
             .any(|f| node.has_flag(f))
 }
 
+/// Whether `new` lists what `old` listed, cluster by cluster (same jobs, nodes, queues,
+/// telemetry and capabilities; snapshots shared or equal record by record), so that rows
+/// built from `old` serve `new` unchanged. Health, refresh counts and timings and the
+/// snapshots' `taken_at` may differ: [`RowCache::restamp`] takes those over. A pass over
+/// every record when the snapshots are new: run off the UI thread.
+pub fn same_listing(old: &FleetState, new: &FleetState) -> bool {
+    old.read_only == new.read_only
+        && old.clusters.len() == new.clusters.len()
+        && old.clusters.iter().zip(&new.clusters).all(|(a, b)| {
+            a.name == b.name
+                && a.kind == b.kind
+                && a.capabilities == b.capabilities
+                && a.spec_fields == b.spec_fields
+                && a.shape_fields == b.shape_fields
+                && a.telemetry_error == b.telemetry_error
+                && match (&a.gpu_use, &b.gpu_use) {
+                    (None, None) => true,
+                    (Some(x), Some(y)) => Arc::ptr_eq(x, y) || x == y,
+                    _ => false,
+                }
+                && match (&a.snapshot, &b.snapshot) {
+                    (None, None) => true,
+                    (Some(x), Some(y)) => Arc::ptr_eq(x, y) || same_records(x, y),
+                    _ => false,
+                }
+        })
+}
+
+/// Two snapshots of one cluster list the same records (their `taken_at` aside).
+fn same_records(a: &Snapshot, b: &Snapshot) -> bool {
+    a.cluster == b.cluster
+        && a.release == b.release
+        && a.notes == b.notes
+        && a.queues == b.queues
+        && a.jobs == b.jobs
+        && a.nodes == b.nodes
+}
+
 impl RowCache {
     pub fn empty() -> RowCache {
         RowCache::new(Arc::new(FleetState::default()))
@@ -322,7 +360,8 @@ impl RowCache {
         let mut nodes = Vec::with_capacity(node_total);
         let mut job_index = HashMap::with_capacity(job_total);
         let mut node_index = HashMap::with_capacity(node_total);
-        let mut users: Vec<String> = Vec::new();
+        // Borrowed while the rows are built, copied once each at the end.
+        let mut users: std::collections::HashSet<&str, foldhash::fast::RandomState> = Default::default();
         let mut hay = String::new();
         let mut job_widths: Vec<usize> = JobColumn::COCKPIT.iter().map(|c| c.initial_width()).collect();
         let mut node_widths = vec![0; NodeColumn::COCKPIT.len()];
@@ -335,8 +374,8 @@ impl RowCache {
                 job_haystack(&mut hay, job);
                 job_index.insert(job.job_ref.clone(), jobs.len() as u32);
                 jobs.push(JobRow { snap: snap as u16, index: index as u32, hay: Utf32String::from(hay.as_str()) });
-                if users.last() != Some(&job.user) {
-                    users.push(job.user.clone());
+                if !job.user.is_empty() {
+                    users.insert(&job.user);
                 }
             }
             for (index, node) in s.nodes.iter().enumerate() {
@@ -360,9 +399,8 @@ impl RowCache {
                 nodes.push(NodeRow { snap: snap as u16, index: index as u32, hay: Utf32String::from(hay.as_str()) });
             }
         }
+        let mut users: Vec<String> = users.into_iter().map(str::to_string).collect();
         users.sort();
-        users.dedup();
-        users.retain(|u| !u.is_empty());
         let mut data = RowCache {
             fleet,
             snaps,
@@ -389,6 +427,23 @@ impl RowCache {
         let ask = UsageAsk { by: UsageBy::User, now, window: None, idle_below_percent: None };
         data.usage = usage::compute(&data.fleet, &ask);
         data
+    }
+
+    /// Serve `fleet`, which lists what this cache was built from ([`same_listing`]): its
+    /// snapshots (so elapsed times count to their `taken_at`), health and refresh facts are
+    /// taken over; every row, index, order and width stays. Returns the state it replaces,
+    /// which may hold the last reference to the old snapshots (free it off the UI thread).
+    pub fn restamp(&mut self, fleet: Arc<FleetState>) -> Arc<FleetState> {
+        for (cluster, snap) in &mut self.snaps {
+            if let Some(new) = fleet.clusters.get(*cluster).and_then(|c| c.snapshot.as_ref()) {
+                *snap = new.clone();
+            }
+        }
+        for (sum, c) in self.summaries.iter_mut().zip(&fleet.clusters) {
+            sum.health = c.health.clone();
+            sum.taken_at = c.snapshot.as_ref().and_then(|s| s.taken_at);
+        }
+        std::mem::replace(&mut self.fleet, fleet)
     }
 
     pub fn job(&self, row: u32) -> &Job {
@@ -839,7 +894,39 @@ fn node_haystack(out: &mut String, node: &Node) {
 
 #[cfg(test)]
 mod tests {
-    use super::task_range;
+    use super::{same_listing, task_range};
+    use crate::fleet::{ClusterState, FleetState};
+    use crate::model::{Health, Job, JobRef, JobState, Snapshot};
+    use chrono::{TimeZone, Utc};
+    use std::sync::Arc;
+
+    fn state(secs: i64, user: &str) -> FleetState {
+        let at = Utc.with_ymd_and_hms(2026, 12, 1, 12, 0, 0).unwrap() + chrono::Duration::seconds(secs);
+        let mut job = Job::new(JobRef::new("c", "1"), JobState::Running);
+        job.user = user.into();
+        let snap = Snapshot { cluster: "c".into(), taken_at: Some(at), jobs: vec![job], ..Snapshot::default() };
+        let cluster = ClusterState {
+            health: Health::Fresh { at },
+            snapshot: Some(Arc::new(snap)),
+            ..ClusterState::new("c", "slurm")
+        };
+        FleetState { clusters: vec![cluster], read_only: false, version: secs as u64 }
+    }
+
+    #[test]
+    fn a_listing_is_the_same_whatever_its_time_and_not_when_a_record_moved() {
+        assert!(same_listing(&state(0, "alice"), &state(10, "alice")), "times and health aside");
+        assert!(!same_listing(&state(0, "alice"), &state(10, "bob")), "a record changed");
+        let mut gone = state(10, "alice");
+        gone.clusters[0].snapshot = None;
+        assert!(!same_listing(&state(0, "alice"), &gone));
+        let mut stale = state(0, "alice");
+        stale.clusters[0].health = Health::Stale { since: Utc::now(), error: "x".into(), last_ok: None };
+        assert!(same_listing(&state(0, "alice"), &stale), "health is taken over, not compared");
+        let mut read_only = state(0, "alice");
+        read_only.read_only = true;
+        assert!(!same_listing(&state(0, "alice"), &read_only));
+    }
 
     #[test]
     fn task_ranges_as_slurm_writes_them() {

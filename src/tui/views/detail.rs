@@ -209,7 +209,7 @@ pub fn fields(job: &Job, taken_at: Option<chrono::DateTime<chrono::Utc>>) -> Vec
         ("memory", job.memory_mb.map_or_else(|| "-".into(), |m| format!("{m} MiB"))),
         ("submitted", when(job.submit_time)),
         ("started", when(job.start_time)),
-        ("elapsed", elapsed_secs(job, taken_at).map_or_else(|| "-".into(), text::duration)),
+        ("elapsed", elapsed_secs(job, taken_at).map_or_else(|| "-".into(), crate::columns::format::elapsed)),
         ("time limit", job.time_limit_secs.map_or_else(|| "unlimited".into(), text::duration)),
         // Until a job has ended, its end time is the one it must end by (start + limit).
         (if job.state.is_finished() { "ended" } else { "ends by" }, when(job.end_time)),

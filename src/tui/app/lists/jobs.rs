@@ -10,6 +10,77 @@ use crate::columns::{JobColumn, JobContext};
 use crate::model::{JobRef, JobState};
 use crate::tui::app::row_cache::{ARRAY_ROW, NO_ARRAY, RowCache};
 
+/// What decides the jobs table's rows besides the data: its sort and its filters (the
+/// cluster filter is the App's). Rows prepared for one view serve only that view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobView {
+    pub sort: JobColumn,
+    pub reverse: bool,
+    pub fuzzy: String,
+    pub state: Option<JobState>,
+    pub user: Option<String>,
+    pub hide_finished: bool,
+    pub idle_only: bool,
+}
+
+/// Every job row in the table's order: live jobs (waiting or running) first, finished ones
+/// after them, each group by `key` (reversed or not), then cluster and natural id. Finished
+/// jobs are history; mixed in, they bury the live queue.
+pub fn sorted_jobs(data: &RowCache, key: JobColumn, reverse: bool) -> Vec<u32> {
+    let mut rows: Vec<u32> = (0..data.jobs.len() as u32).collect();
+    // Only the elapsed time and GPU use need more than the job; the others skip the look-up.
+    let context = |row: u32| match key {
+        JobColumn::Elapsed | JobColumn::GpuUse => data.job_context(row),
+        _ => JobContext::default(),
+    };
+    rows.sort_by(|a, b| {
+        let (ja, jb) = (data.job(*a), data.job(*b));
+        let by = || {
+            let (ta, tb) = (context(*a), context(*b));
+            if reverse { key.compare(jb, tb, ja, ta) } else { key.compare(ja, ta, jb, tb) }
+        };
+        ja.state.is_finished().cmp(&jb.state.is_finished()).then_with(by)
+    });
+    rows
+}
+
+/// The rows of `source` (in its order) that `view`'s filters and `cluster` keep.
+pub fn matching_jobs(
+    data: &RowCache,
+    source: &[u32],
+    view: &JobView,
+    cluster: ClusterKeep,
+    matchers: &mut Vec<Matcher>,
+) -> Vec<u32> {
+    let fuzzy = Fuzzy::new(&view.fuzzy);
+    let user = view.user.as_deref();
+    let state = view.state;
+    let hide_finished = view.hide_finished && state.is_none();
+    let idle_only = view.idle_only;
+    if fuzzy.is_none()
+        && user.is_none()
+        && state.is_none()
+        && !hide_finished
+        && !idle_only
+        && cluster == ClusterKeep::All
+    {
+        // Nothing to leave out: no row need be read.
+        return source.to_vec();
+    }
+    filter_rows(source, matchers, fuzzy.is_some(), |row, matcher| {
+        let r = &data.jobs[row as usize];
+        if !cluster.keeps(r.snap) {
+            return false;
+        }
+        let job = data.job(row);
+        state.is_none_or(|s| job.state == s)
+            && !(hide_finished && job.state.is_finished())
+            && user.is_none_or(|u| job.user == u)
+            && (!idle_only || data.gpu_use(row).is_some_and(|u| u.idle))
+            && fuzzy.as_ref().is_none_or(|f| f.matches(&r.hay, matcher))
+    })
+}
+
 /// The jobs table's state.
 pub struct JobList {
     /// Every row, in sort order.
@@ -59,52 +130,36 @@ impl Default for JobList {
 }
 
 impl JobList {
-    /// Sort every row: live jobs (waiting or running) first, finished ones after them, each
-    /// group by the sort column (reversed or not), then cluster and natural id. Finished jobs
-    /// are history; mixed in, they bury the live queue.
+    /// What decides the rows besides the data.
+    pub fn view(&self) -> JobView {
+        JobView {
+            sort: self.sort,
+            reverse: self.reverse,
+            fuzzy: self.fuzzy.clone(),
+            state: self.state,
+            user: self.user.clone(),
+            hide_finished: self.hide_finished,
+            idle_only: self.idle_only,
+        }
+    }
+
+    /// Sort every row (see [`sorted_jobs`]).
     pub fn resort(&mut self, data: &RowCache) {
-        let mut rows: Vec<u32> = (0..data.jobs.len() as u32).collect();
-        let key = self.sort;
-        let reverse = self.reverse;
-        // Only the elapsed time and GPU use need more than the job; the others skip the look-up.
-        let context = |row: u32| match key {
-            JobColumn::Elapsed | JobColumn::GpuUse => data.job_context(row),
-            _ => JobContext::default(),
-        };
-        rows.sort_by(|a, b| {
-            let (ja, jb) = (data.job(*a), data.job(*b));
-            let by = || {
-                let (ta, tb) = (context(*a), context(*b));
-                if reverse { key.compare(jb, tb, ja, ta) } else { key.compare(ja, ta, jb, tb) }
-            };
-            ja.state.is_finished().cmp(&jb.state.is_finished()).then_with(by)
-        });
-        self.sorted = rows;
+        self.sorted = sorted_jobs(data, self.sort, self.reverse);
     }
 
     /// Recompute the visible rows. `narrow`: only the rows matching now can still match.
     pub fn refilter(&mut self, data: &RowCache, cluster: ClusterKeep, matchers: &mut Vec<Matcher>, narrow: bool) {
-        let fuzzy = Fuzzy::new(&self.fuzzy);
-        let source = if narrow { std::mem::take(&mut self.matched) } else { std::mem::take(&mut self.sorted) };
-        let user = self.user.as_deref();
-        let state = self.state;
-        let hide_finished = self.hide_finished && state.is_none();
-        let idle_only = self.idle_only;
-        self.matched = filter_rows(&source, matchers, fuzzy.is_some(), |row, matcher| {
-            let r = &data.jobs[row as usize];
-            if !cluster.keeps(r.snap) {
-                return false;
-            }
-            let job = data.job(row);
-            state.is_none_or(|s| job.state == s)
-                && !(hide_finished && job.state.is_finished())
-                && user.is_none_or(|u| job.user == u)
-                && (!idle_only || data.gpu_use(row).is_some_and(|u| u.idle))
-                && fuzzy.as_ref().is_none_or(|f| f.matches(&r.hay, matcher))
-        });
-        if !narrow {
-            self.sorted = source;
-        }
+        let source = if narrow { &self.matched } else { &self.sorted };
+        self.matched = matching_jobs(data, source, &self.view(), cluster, matchers);
+        self.refold(data);
+    }
+
+    /// Take the rows prepared for this list's view (off the UI thread): every row sorted, and
+    /// those the filters keep.
+    pub fn adopt(&mut self, data: &RowCache, sorted: Vec<u32>, matched: Vec<u32>) {
+        self.sorted = sorted;
+        self.matched = matched;
         self.refold(data);
     }
 

@@ -12,9 +12,9 @@ pub mod nodes;
 
 pub use self::cursor::Cursor;
 pub use self::filter::{Fuzzy, filter_rows, narrows};
-pub use self::gpus::{GpuList, GpuSort};
-pub use self::jobs::JobList;
-pub use self::nodes::NodeList;
+pub use self::gpus::{GpuList, GpuSort, GpuView, visible_gpus};
+pub use self::jobs::{JobList, JobView, matching_jobs, sorted_jobs};
+pub use self::nodes::{NodeList, NodeView, matching_nodes, sorted_nodes};
 use super::row_cache::RowCache;
 pub use crate::columns::{JobColumn, NodeColumn};
 use crate::model::{JobState, NodeRef};
@@ -30,6 +30,16 @@ pub const STATE_CYCLE: [JobState; 8] = [
     JobState::Completed,
     JobState::Cancelled,
 ];
+
+/// What decides every list's rows besides the data: each list's sort and filters, and the
+/// cluster filter. Rows prepared off the UI thread for one view serve only that view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListView {
+    pub cluster: Option<String>,
+    pub jobs: JobView,
+    pub nodes: NodeView,
+    pub gpus: GpuView,
+}
 
 /// Which cluster the cluster filter keeps, resolved against the current data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

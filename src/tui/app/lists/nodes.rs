@@ -10,6 +10,41 @@ use crate::columns::NodeColumn;
 use crate::model::NodeRef;
 use crate::tui::app::row_cache::RowCache;
 
+/// What decides the nodes table's rows besides the data (the cluster filter is the App's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeView {
+    pub sort: NodeColumn,
+    pub reverse: bool,
+    pub fuzzy: String,
+    pub problems_only: bool,
+}
+
+/// Every node row, by `key` (reversed or not).
+pub fn sorted_nodes(data: &RowCache, key: NodeColumn, reverse: bool) -> Vec<u32> {
+    let mut rows: Vec<u32> = (0..data.nodes.len() as u32).collect();
+    let by = |a: &u32, b: &u32| key.compare(data.node(*a), data.node(*b));
+    rows.sort_by(|a, b| if reverse { by(b, a) } else { by(a, b) });
+    rows
+}
+
+/// The rows of `source` (in its order) that `view`'s filters and `cluster` keep.
+pub fn matching_nodes(
+    data: &RowCache,
+    source: &[u32],
+    view: &NodeView,
+    cluster: ClusterKeep,
+    matchers: &mut Vec<Matcher>,
+) -> Vec<u32> {
+    let fuzzy = Fuzzy::new(&view.fuzzy);
+    let problems = view.problems_only;
+    filter_rows(source, matchers, fuzzy.is_some(), |row, matcher| {
+        let r = &data.nodes[row as usize];
+        cluster.keeps(r.snap)
+            && (!problems || data.is_problem(row))
+            && fuzzy.as_ref().is_none_or(|f| f.matches(&r.hay, matcher))
+    })
+}
+
 /// The nodes table's state.
 pub struct NodeList {
     pub sorted: Vec<u32>,
@@ -38,28 +73,36 @@ impl Default for NodeList {
 }
 
 impl NodeList {
+    /// What decides the rows besides the data.
+    pub fn view(&self) -> NodeView {
+        NodeView {
+            sort: self.sort,
+            reverse: self.reverse,
+            fuzzy: self.fuzzy.clone(),
+            problems_only: self.problems_only,
+        }
+    }
+
     pub fn resort(&mut self, data: &RowCache) {
-        let mut rows: Vec<u32> = (0..data.nodes.len() as u32).collect();
-        let key = self.sort;
-        let by = |a: &u32, b: &u32| key.compare(data.node(*a), data.node(*b));
-        rows.sort_by(|a, b| if self.reverse { by(b, a) } else { by(a, b) });
-        self.sorted = rows;
+        self.sorted = sorted_nodes(data, self.sort, self.reverse);
     }
 
     pub fn refilter(&mut self, data: &RowCache, cluster: ClusterKeep, matchers: &mut Vec<Matcher>, narrow: bool) {
+        let source = if narrow { &self.cursor.visible } else { &self.sorted };
+        let visible = matching_nodes(data, source, &self.view(), cluster, matchers);
+        self.show(data, visible);
+    }
+
+    /// Take the rows prepared for this list's view (off the UI thread).
+    pub fn adopt(&mut self, data: &RowCache, sorted: Vec<u32>, visible: Vec<u32>) {
+        self.sorted = sorted;
+        self.show(data, visible);
+    }
+
+    /// Show `visible`, the cursor on the anchor's row if it is there.
+    fn show(&mut self, data: &RowCache, visible: Vec<u32>) {
         let anchor_row = self.anchor.as_ref().and_then(|r| data.node_index.get(r).copied());
-        let fuzzy = Fuzzy::new(&self.fuzzy);
-        let source = if narrow { std::mem::take(&mut self.cursor.visible) } else { std::mem::take(&mut self.sorted) };
-        let problems = self.problems_only;
-        self.cursor.visible = filter_rows(&source, matchers, fuzzy.is_some(), |row, matcher| {
-            let r = &data.nodes[row as usize];
-            cluster.keeps(r.snap)
-                && (!problems || data.is_problem(row))
-                && fuzzy.as_ref().is_none_or(|f| f.matches(&r.hay, matcher))
-        });
-        if !narrow {
-            self.sorted = source;
-        }
+        self.cursor.visible = visible;
         self.cursor.place(anchor_row);
         self.sync_anchor(data);
     }
