@@ -11,6 +11,7 @@ mod config_spec;
 mod dialect_cloud;
 mod dialect_kube;
 mod dialect_slurm;
+mod dialect_workloads;
 mod extremes;
 mod fleet;
 mod fleet_telemetry;
