@@ -125,7 +125,8 @@ pub enum Command {
         spec: PathBuf,
         #[arg(long, short)]
         cluster: String,
-        /// Read the file as this dialect: toml, slurm, kubernetes, skypilot, dstack.
+        /// Read the file as this dialect: toml, slurm, kubernetes, skypilot, dstack, jobset,
+        /// pytorchjob, mpijob, rayjob, volcano.
         #[arg(long)]
         from: Option<String>,
     },
@@ -356,7 +357,8 @@ pub enum Command {
 pub enum SpecCommand {
     /// Print the portable spec (TOML) of a live job (CLUSTER/ID), read from its backend.
     Export { job: JobRef },
-    /// Print a job file in another dialect: toml, slurm, kubernetes, skypilot, dstack.
+    /// Print a job file in another dialect: toml, slurm, kubernetes, skypilot, dstack; or a
+    /// Kubernetes workload kind (jobset, pytorchjob, mpijob, rayjob, volcano).
     Convert {
         file: PathBuf,
         #[arg(long)]

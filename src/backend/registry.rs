@@ -32,9 +32,10 @@ pub struct KindEntry {
     pub build: fn(&ClusterConfig) -> Result<Arc<dyn Backend>, BackendError>,
     /// What clusters of this kind can do beyond reading state.
     pub capabilities: Capabilities,
-    /// The kind's own job form, read and written offline (`spec convert`, `submit` of a
-    /// native file); `None` for a kind without one.
-    pub dialect: Option<DialectEntry>,
+    /// The kind's own job forms, read and written offline (`spec convert`, `submit` of a
+    /// native file): its plain form first, then any others (Kubernetes' workload kinds);
+    /// empty for a kind without one.
+    pub dialects: Vec<DialectEntry>,
     /// For a kind whose one entry stands for several clusters (a hub): the backends it
     /// serves, asked for once when the fleet connects. `build` then makes what stands in
     /// when that fails.
@@ -127,14 +128,19 @@ impl Registry {
         }
     }
 
-    /// The dialect spoken by the kind named `name` (`slurm`, `kubernetes` …).
+    /// The dialect named `name`: a kind's plain form by the kind (`slurm`, `kubernetes` …),
+    /// another by its own word (`pytorchjob`, see `Dialect::kind_name`).
     pub fn dialect(&self, name: &str) -> Option<&DialectEntry> {
-        self.entries.iter().filter(|e| e.kind().as_str() == name).find_map(|e| e.dialect.as_ref())
+        self.entries
+            .iter()
+            .filter(|e| e.kind().as_str() == name)
+            .find_map(|e| e.dialects.first())
+            .or_else(|| self.dialects().find(|d| d.dialect.kind_name() == name))
     }
 
     /// Every dialect of this run, in the table's order.
     pub fn dialects(&self) -> impl Iterator<Item = &DialectEntry> {
-        self.entries.iter().filter_map(|e| e.dialect.as_ref())
+        self.entries.iter().flat_map(|e| e.dialects.iter())
     }
 
     /// The dialect `text` is written in, by content; `None` when no dialect claims it (the

@@ -16,19 +16,45 @@ pub enum Dialect {
     SkyPilotTask,
     /// A dstack run spec (YAML of the JSON sent to `runs/apply`).
     DstackRunSpec,
+    /// A `jobset.x-k8s.io` JobSet: replicated Indexed Jobs, one pod per node.
+    JobSet,
+    /// A Kubeflow `PyTorchJob`: a Master and Workers.
+    PyTorchJob,
+    /// A Kubeflow `MPIJob` (mpi-operator v2beta1): a launcher and Workers.
+    MpiJob,
+    /// A KubeRay `RayJob`: an entrypoint on a Ray cluster of a head and worker groups.
+    RayJob,
+    /// A Volcano `batch.volcano.sh` Job: tasks gang-scheduled together.
+    VolcanoJob,
 }
 
 impl Dialect {
-    pub const ALL: [Dialect; 4] =
-        [Dialect::Sbatch, Dialect::KubernetesJob, Dialect::SkyPilotTask, Dialect::DstackRunSpec];
+    pub const ALL: [Dialect; 9] = [
+        Dialect::Sbatch,
+        Dialect::KubernetesJob,
+        Dialect::SkyPilotTask,
+        Dialect::DstackRunSpec,
+        Dialect::JobSet,
+        Dialect::PyTorchJob,
+        Dialect::MpiJob,
+        Dialect::RayJob,
+        Dialect::VolcanoJob,
+    ];
 
-    /// The kind of cluster that speaks it, as `--to` / `--from` name it (`slurm`).
+    /// The word `--to` / `--from` name it by: a kind's own form by the kind (`slurm`,
+    /// `kubernetes`), a Kubernetes workload form by its kind (`pytorchjob`), as the
+    /// cluster's `multi_node` setting names them.
     pub fn kind_name(self) -> &'static str {
         match self {
             Dialect::Sbatch => "slurm",
             Dialect::KubernetesJob => "kubernetes",
             Dialect::SkyPilotTask => "skypilot",
             Dialect::DstackRunSpec => "dstack",
+            Dialect::JobSet => "jobset",
+            Dialect::PyTorchJob => "pytorchjob",
+            Dialect::MpiJob => "mpijob",
+            Dialect::RayJob => "rayjob",
+            Dialect::VolcanoJob => "volcano",
         }
     }
 
@@ -39,6 +65,11 @@ impl Dialect {
             Dialect::KubernetesJob => "a Kubernetes Job",
             Dialect::SkyPilotTask => "a SkyPilot task",
             Dialect::DstackRunSpec => "a dstack task",
+            Dialect::JobSet => "a JobSet",
+            Dialect::PyTorchJob => "a PyTorchJob",
+            Dialect::MpiJob => "an MPIJob",
+            Dialect::RayJob => "a RayJob",
+            Dialect::VolcanoJob => "a Volcano Job",
         }
     }
 
@@ -49,6 +80,11 @@ impl Dialect {
             Dialect::KubernetesJob => "Kubernetes Job manifest",
             Dialect::SkyPilotTask => "SkyPilot task",
             Dialect::DstackRunSpec => "dstack run spec",
+            Dialect::JobSet => "JobSet manifest",
+            Dialect::PyTorchJob => "PyTorchJob manifest",
+            Dialect::MpiJob => "MPIJob manifest",
+            Dialect::RayJob => "RayJob manifest",
+            Dialect::VolcanoJob => "Volcano Job manifest",
         }
     }
 }

@@ -17,8 +17,8 @@ use super::auth::{Caller, Role};
 use super::lease::{Identity, Owner};
 use super::peers::PeerOptions;
 use super::relay::Ownership;
-use crate::wire::pb;
 use crate::backend::hub::link::Client;
+use crate::wire::pb;
 
 /// The caller's user name, role, and the replica the call came through (binary metadata:
 /// any user name crosses unharmed).

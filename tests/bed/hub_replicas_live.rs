@@ -14,14 +14,14 @@ use std::time::Duration;
 
 use flightdeck::backend::hub::link::Mirror;
 use flightdeck::fleet::{Fleet, FleetOptions, Member, TelemetryOptions};
+use flightdeck::model::Health;
 use flightdeck::serve::auth::sha256_hex;
 use flightdeck::serve::forward::Forwarder;
 use flightdeck::serve::lease::{Identity, LeaseKeeper, LeaseSettings};
 use flightdeck::serve::listen::ListenAddr;
 use flightdeck::serve::peers::PeerOptions;
-use flightdeck::wire::pb;
 use flightdeck::serve::{Replication, ServeOptions, relay};
-use flightdeck::model::Health;
+use flightdeck::wire::pb;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 

@@ -599,3 +599,117 @@ impl Drop for Cleanup {
         }
     }
 }
+
+/// How many copies of one job are alive, source and target together, sampled while a move
+/// runs: never none (the target is submitted and listed before the source is cancelled).
+async fn sample_alive(
+    fd22: Arc<dyn Backend>,
+    slurm_job: Option<JobRef>,
+    fake: kube_fake::FakeApi,
+    jobsets: &'static str,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Vec<usize> {
+    let mut seen = Vec::new();
+    while !*stop.borrow() {
+        let on_slurm = match &slurm_job {
+            Some(job) => usize::from(listed(&*fd22, job).await.is_some()),
+            None => {
+                let snap = fd22.snapshot().await.expect("snapshot");
+                snap.jobs.iter().filter(|j| j.name == jobsets && !j.state.is_finished()).count()
+            }
+        };
+        let on_k8s = fake
+            .list("jobset.x-k8s.io/v1alpha2", "JobSet")
+            .iter()
+            .filter(|o| o["metadata"]["annotations"]["flightdeck.io/name"] == jobsets)
+            .count();
+        seen.push(on_slurm + on_k8s);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    seen
+}
+
+/// Issue #31: a pending 3-node Slurm job moves to Kubernetes as a JobSet of 3 pods with
+/// torch's rendezvous, and the JobSet moves back as a 3-node sbatch job whose command runs
+/// once per node through srun; at every sample one copy or (between submit and cancel) two
+/// are alive, never none, and after each move exactly one.
+#[tokio::test]
+async fn a_three_node_slurm_job_migrates_to_a_jobset_and_back() {
+    let _lock = cluster_lock("fd22");
+    let fake = kube_fake::FakeApi::start().await;
+    kube_fake::workloads::serve_crds(&fake);
+    fake.put_all(kube_fake::fixtures::standard_cluster());
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = fake.kubeconfig(dir.path(), "fake");
+    let text = format!(
+        "[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\n",
+        kubeconfig.display()
+    );
+    let path = dir.path().join("k8s.toml");
+    std::fs::write(&path, text).unwrap();
+    let k8s_config = Config::load(Some(&path), &Registry::builtin()).unwrap().clusters.remove(0);
+    let (fd22, k8s) = (built(&cluster_config("fd22")), built(&k8s_config));
+    let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
+    let name = "fd-migrate-3-nodes";
+    let three = JobSpec { nodes: Some(3), gpus: 0, ..spec(name) };
+    let source = held(fd22.clone(), &three).await;
+    let f = fleet(vec![member(fd22.clone(), "slurm"), member(k8s.clone(), "kubernetes")], &audit).await;
+    until_listed(&f, &source.job).await;
+
+    let opts =
+        MigrateOptions { image: Some(Some("nvcr.io/nvidia/pytorch:25.01-py3".into())), ..MigrateOptions::default() };
+    let plan = f.plan_migration(std::slice::from_ref(&source.job), "k8s", &opts).await;
+    assert_eq!(plan.moves[0].refused, None, "{:?}", plan.moves[0]);
+    let native = plan.moves[0].native.clone().unwrap();
+    assert!(native.text.contains("kind: JobSet"), "{}", native.text);
+    assert!(fake.list("jobset.x-k8s.io/v1alpha2", "JobSet").is_empty());
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let sampler = tokio::spawn(sample_alive(fd22.clone(), Some(source.job.clone()), fake.clone(), name, stopped));
+    let done = f.perform_batch(plan.actions()).await;
+    stop.send(true).unwrap();
+    let seen = sampler.await.unwrap();
+    let result = done.outcomes[0].result.clone().expect("moved to Kubernetes");
+    assert!(!seen.is_empty() && seen.iter().all(|n| (1..=2).contains(n)), "alive copies over the move: {seen:?}");
+    assert_eq!(listed(&*fd22, &source.job).await, None, "the Slurm job is cancelled");
+    let sets = fake.list("jobset.x-k8s.io/v1alpha2", "JobSet");
+    assert_eq!(sets.len(), 1, "exactly one JobSet: {sets:?}");
+    let js = &sets[0];
+    let job = &js["spec"]["replicatedJobs"][0]["template"]["spec"];
+    assert_eq!((&job["parallelism"], &job["completions"]), (&serde_json::json!(3), &serde_json::json!(3)));
+    assert_eq!(job["activeDeadlineSeconds"], serde_json::json!(1200), "the time limit travels");
+    let env = job["template"]["spec"]["containers"][0]["env"].to_string();
+    for want in ["MASTER_ADDR", "WORLD_SIZE", "NODE_RANK", "FD_MIGRATED"] {
+        assert!(env.contains(want), "{want}: {env}");
+    }
+    let command = job["template"]["spec"]["containers"][0]["command"].to_string();
+    assert!(
+        command.contains("echo moved; sleep 600") && !command.contains("srun"),
+        "the command, not the wrapper: {command}"
+    );
+    assert!(js["metadata"]["annotations"].to_string().contains(&source.job.to_string()), "the origin is on it");
+    let new: JobRef = result.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(new.id.contains(":jobset:"), "{new}");
+
+    // And back: a 3-node sbatch job, the command once per node.
+    until_listed(&f, &new).await;
+    let back = MigrateOptions { image: Some(None), ..MigrateOptions::default() };
+    let plan = f.plan_migration(std::slice::from_ref(&new), "fd22", &back).await;
+    assert_eq!(plan.moves[0].refused, None, "{:?}", plan.moves[0]);
+    let script = plan.moves[0].native.clone().unwrap().text;
+    assert!(script.contains("#SBATCH --nodes=3\n"), "{script}");
+    assert!(script.contains("srun --ntasks-per-node=1 bash -c 'echo moved; sleep 600'"), "{script}");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let sampler = tokio::spawn(sample_alive(fd22.clone(), None, fake.clone(), name, stopped));
+    let done = f.perform_batch(plan.actions()).await;
+    stop.send(true).unwrap();
+    let seen = sampler.await.unwrap();
+    let result = done.outcomes[0].result.clone().expect("moved back to Slurm");
+    let home: JobRef = result.rsplit(' ').next().unwrap().parse().unwrap();
+    let _home = Held { backend: fd22.clone(), job: home.clone() };
+    assert!(!seen.is_empty() && seen.iter().all(|n| (1..=2).contains(n)), "alive copies over the move: {seen:?}");
+    assert!(fake.list("jobset.x-k8s.io/v1alpha2", "JobSet").is_empty(), "the JobSet is deleted");
+    let snap = fd22.snapshot().await.unwrap();
+    assert_eq!(tagged(&snap, &new), vec![home.clone()], "exactly one job on Slurm");
+    let spec = fd22.job_spec(&home).await.unwrap().spec;
+    assert_eq!((spec.nodes, spec.command.as_deref()), (Some(3), Some("echo moved; sleep 600")));
+}

@@ -669,3 +669,50 @@ async fn a_kueue_queued_job_is_held_through_its_workload() {
     let patches: Vec<_> = s.fake.requests().into_iter().filter(|r| r.method == "PATCH").collect();
     assert!(patches.iter().all(|p| p.path.contains("/workloads/")), "{patches:?}");
 }
+
+/// `flightdeck submit pytorchjob.yaml --cluster k8s`: a PyTorchJob file (4 nodes × 8 GPUs,
+/// 8 processes each) goes to the cluster as its `multi_node` kind says: a JobSet by default,
+/// with a warning naming the kind it came as, and a PyTorchJob again where the cluster says
+/// `multi_node = "pytorchjob"`.
+#[test]
+fn a_pytorchjob_file_submits_through_the_cli() {
+    let fake = FakeApi::start_blocking();
+    workloads::serve_crds(&fake);
+    fake.put_all(workloads::cluster());
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = fake.kubeconfig(dir.path(), "fake");
+    let cli = kube_fake::Cli::new(dir.path(), &kubeconfig);
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/dialects/workloads/pytorchjob-gpu.yaml");
+
+    let (ok, stdout, stderr) = cli.run(&["submit", file, "--cluster", "k8s"]);
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("`kind`: the spec names no workload kind"), "{stderr}");
+    assert!(stdout.contains("k8s/ml:jobset:pretrain-"), "{stdout}");
+    let sets = fake.list("jobset.x-k8s.io/v1alpha2", "JobSet");
+    let js = sets.iter().find(|o| o["metadata"]["annotations"]["flightdeck.io/name"] == "pretrain").expect("a JobSet");
+    let job = &js["spec"]["replicatedJobs"][0]["template"]["spec"];
+    assert_eq!((&job["parallelism"], &job["activeDeadlineSeconds"]), (&json!(4), &json!(7200)));
+    let c = &job["template"]["spec"]["containers"][0];
+    assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], json!("8"));
+    assert_eq!(c["command"], json!(["/bin/sh", "-c", "torchrun train.py '--backend=nccl'"]));
+    assert!(c["env"].to_string().contains("PET_NPROC_PER_NODE"), "{}", c["env"]);
+
+    let config = dir.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("multi_node = \"pytorchjob\"\n");
+    std::fs::write(&config, text).unwrap();
+    let (ok, stdout, stderr) = cli.run(&["submit", file, "--cluster", "k8s"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("k8s/ml:pytorchjob:pretrain-"), "{stdout}");
+    let pt = fake
+        .list("kubeflow.org/v1", "PyTorchJob")
+        .into_iter()
+        .find(|o| o["metadata"]["annotations"]["flightdeck.io/name"] == "pretrain")
+        .expect("a PyTorchJob");
+    let specs = &pt["spec"]["pytorchReplicaSpecs"];
+    assert_eq!((&specs["Master"]["replicas"], &specs["Worker"]["replicas"]), (&json!(1), &json!(3)));
+    assert_eq!(
+        (&pt["spec"]["nprocPerNode"], &pt["spec"]["runPolicy"]["activeDeadlineSeconds"]),
+        (&json!("8"), &json!(7200))
+    );
+}

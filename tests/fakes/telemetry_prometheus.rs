@@ -467,7 +467,7 @@ fn registry() -> Registry {
             Ok(Arc::new(backend))
         },
         capabilities: Capabilities::default(),
-        dialect: None,
+        dialects: Vec::new(),
         expand: None,
     })
 }

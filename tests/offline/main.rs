@@ -12,6 +12,7 @@ mod deploy;
 mod dialect_cloud;
 mod dialect_kube;
 mod dialect_slurm;
+mod dialect_workloads;
 mod extremes;
 mod fleet;
 mod fleet_telemetry;

@@ -117,7 +117,8 @@ fn a_job_file_no_dialect_knows_is_reported_as_such() {
     assert!(
         err.contains(&format!(
             "{path}: not a job file flightdeck knows: a portable spec (TOML), an sbatch script, \
-             a Kubernetes Job, a SkyPilot task or a dstack task"
+             a Kubernetes Job, a JobSet, a PyTorchJob, an MPIJob, a RayJob, a Volcano Job, a SkyPilot task or a \
+             dstack task"
         )),
         "{err}"
     );

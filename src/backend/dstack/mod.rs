@@ -55,7 +55,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(DstackBackend::new(&cluster)?))
         },
         capabilities: CAPABILITIES,
-        dialect: Some(dialect::entry()),
+        dialects: vec![dialect::entry()],
         expand: None,
     }
 }

@@ -38,7 +38,7 @@ pub fn kind_entry() -> KindEntry {
             }))
         },
         capabilities: Capabilities::default(),
-        dialect: None,
+        dialects: Vec::new(),
         expand: Some(|cluster| Box::pin(expand(cluster.clone()))),
     }
 }

@@ -38,12 +38,20 @@ use super::gpu;
 use super::kueue::QUEUE_LABEL;
 use super::manifest::{self, GpuPlacement, Target};
 use super::map::{AMD_PRODUCT, MIGRATED_FROM, NAME, NAME_SUFFIX, NVIDIA_PRODUCT, SUBMITTED_BY};
+use super::workloads::submit::{MultiNode, multi_node_manifest};
 use crate::backend::{BackendError, DialectEntry};
 use crate::model::{Dialect, Native, gpu_names};
 use crate::spec::{ImportError, Imported, JobSpec, SpecError, duration_text, is_identifier, memory_text, parse_array};
 
 pub fn entry() -> DialectEntry {
     DialectEntry { dialect: Dialect::KubernetesJob, detect, import, export }
+}
+
+/// This kind's forms: the Job first, then the workloads (`workloads::dialect`).
+pub fn entries() -> Vec<DialectEntry> {
+    let mut all = vec![entry()];
+    all.extend(super::workloads::dialect::entries());
+    all
 }
 
 // ----- recognising -------------------------------------------------------------------------
@@ -65,11 +73,11 @@ impl Head {
     }
 }
 
-fn without_bom(text: &str) -> &str {
+pub(crate) fn without_bom(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
-fn looks_like_json(text: &str) -> bool {
+pub(crate) fn looks_like_json(text: &str) -> bool {
     without_bom(text).trim_start().starts_with('{')
 }
 
@@ -161,14 +169,14 @@ fn parse(text: &str) -> Result<(Value, KJob), ImportError> {
 }
 
 /// A JSON error at the line it names.
-fn json_error(err: &serde_json::Error, what: &str) -> ImportError {
+pub(crate) fn json_error(err: &serde_json::Error, what: &str) -> ImportError {
     let message = err.to_string();
     let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
     ImportError::at(err.line(), format!("{what}: {message}"))
 }
 
 /// A YAML error at the line it names (its first line: the rest is a picture of the text).
-fn yaml_error(err: &serde_saphyr::Error, what: &str) -> ImportError {
+pub(crate) fn yaml_error(err: &serde_saphyr::Error, what: &str) -> ImportError {
     let text = err.to_string();
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     let first = first.strip_prefix("error: ").unwrap_or(first);
@@ -219,7 +227,7 @@ fn check_kind(docs: &[Value]) -> Result<(), ImportError> {
 }
 
 /// A value from the manifest inside a message: quoted, escaped, at most 60 characters.
-fn shown(text: &str) -> String {
+pub(crate) fn shown(text: &str) -> String {
     const MAX: usize = 60;
     if text.chars().count() <= MAX {
         format!("{text:?}")
@@ -1044,47 +1052,26 @@ fn describe(value: &Value) -> String {
 /// The Job a spec becomes, with no cluster at hand: the namespace from `account` (none
 /// without one, so kubectl uses its context's), the Kueue queue from `partition`, GPUs as
 /// NVIDIA's (AMD's for an AMD model, a MIG profile's resource for a profile), the model as a
-/// node selector with the spec's name for it; each choice said in a warning.
+/// node selector with the spec's name for it; each choice said in a warning. Several nodes
+/// are a JobSet, the kind a cluster's `multi_node` gives them unless it says otherwise.
 pub fn export(spec: &JobSpec) -> Result<Native, BackendError> {
     spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
-    let mut warnings = Vec::new();
-    let namespace = match spec.account.as_deref() {
-        None => {
-            warnings.push(
-                "`account`: not set, so the manifest names no namespace: kubectl creates the Job in its context's namespace"
-                    .into(),
-            );
-            String::new()
-        }
-        Some(ns) => match check_k8s_name(ns, 63, false) {
-            Ok(()) => ns.to_string(),
-            Err(why) => {
-                warnings.push(format!("`account`: the namespace of a Kubernetes Job, but {why}; left out"));
-                String::new()
-            }
-        },
-    };
-    let queue = match spec.partition.as_deref() {
-        None => None,
-        Some(q) => match check_k8s_name(q, 63, true) {
-            Ok(()) => {
-                warnings.push(format!(
-                    "`partition`: {} becomes the Kueue LocalQueue label {QUEUE_LABEL} and the Job is created suspended for Kueue to admit (without Kueue it stays suspended)",
-                    shown(q)
-                ));
-                Some(q.to_string())
-            }
-            Err(why) => {
-                warnings.push(format!("`partition`: a Kueue LocalQueue name here, but {why}; left out"));
-                None
-            }
-        },
-    };
-    let gpus = offline_placement(spec, &mut warnings);
-    let target = Target { namespace, queue, gpus, user: String::new(), suffix: String::new() };
     if spec.nodes.unwrap_or(1) > 1 {
-        return export_multi_node(spec, &target, warnings);
+        let how = MultiNode::default();
+        let mut native = export_workload(spec, how)?;
+        native.warnings.insert(
+            0,
+            format!(
+                "`nodes`: {} nodes are written as a {} (submitted to a cluster, its `multi_node` setting picks the kind: {}; `--to KIND` writes another)",
+                spec.nodes.unwrap_or(1),
+                how.kind().def().kind,
+                MultiNode::NAMES.join(", ")
+            ),
+        );
+        return Ok(native);
     }
+    let mut warnings = Vec::new();
+    let target = offline_target(spec, true, "Job", &mut warnings);
     let built = manifest::job_manifest(spec, &target)?;
     let name = built.job.metadata.name.clone().unwrap_or_default();
     if name != spec.name {
@@ -1099,17 +1086,57 @@ pub fn export(spec: &JobSpec) -> Result<Native, BackendError> {
     Ok(Native { dialect: Dialect::KubernetesJob, text, warnings })
 }
 
-/// Several nodes, with no cluster to ask which kind it runs: the default kind (JobSet), said
-/// in a warning, since a cluster's `multi_node` setting picks the kind at submit.
-fn export_multi_node(spec: &JobSpec, target: &Target, mut warnings: Vec<String>) -> Result<Native, BackendError> {
-    let how = super::workloads::submit::MultiNode::default();
-    let built = super::workloads::submit::multi_node_manifest(spec, target, how)?;
+/// Where a spec goes with no cluster at hand: the namespace from `account`, the Kueue queue
+/// from `partition` (`kueue`: the kind is one Kueue admits; a Volcano Job's partition is its
+/// Volcano queue instead), GPUs as [`offline_placement`] says; each choice in `warnings`.
+pub(crate) fn offline_target(spec: &JobSpec, kueue: bool, what: &str, warnings: &mut Vec<String>) -> Target {
+    let namespace = match spec.account.as_deref() {
+        None => {
+            warnings.push(format!(
+                "`account`: not set, so the manifest names no namespace: kubectl creates the {what} in its context's namespace"
+            ));
+            String::new()
+        }
+        Some(ns) => match check_k8s_name(ns, 63, false) {
+            Ok(()) => ns.to_string(),
+            Err(why) => {
+                warnings.push(format!("`account`: the namespace of a Kubernetes {what}, but {why}; left out"));
+                String::new()
+            }
+        },
+    };
+    let queue = match spec.partition.as_deref().filter(|_| kueue) {
+        None => None,
+        Some(q) => match check_k8s_name(q, 63, true) {
+            Ok(()) => {
+                warnings.push(format!(
+                    "`partition`: {} becomes the Kueue LocalQueue label {QUEUE_LABEL} and the {what} is created suspended for Kueue to admit (without Kueue it stays suspended)",
+                    shown(q)
+                ));
+                Some(q.to_string())
+            }
+            Err(why) => {
+                warnings.push(format!("`partition`: a Kueue LocalQueue name here, but {why}; left out"));
+                None
+            }
+        },
+    };
+    let gpus = offline_placement(spec, warnings);
+    Target { namespace, queue, gpus, user: String::new(), suffix: String::new() }
+}
+
+/// `spec` as the workload `how` with no cluster to ask (`spec convert --to pytorchjob`).
+pub(crate) fn export_workload(spec: &JobSpec, how: MultiNode) -> Result<Native, BackendError> {
+    spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
+    let mut warnings = Vec::new();
+    let target = offline_target(spec, how != MultiNode::Volcano, how.kind().def().kind, &mut warnings);
+    if how == MultiNode::Volcano
+        && let Some(p) = &spec.partition
+    {
+        warnings.push(format!("`partition`: {} is the Volcano queue the Job goes to", shown(p)));
+    }
+    let built = multi_node_manifest(spec, &target, how)?;
     let kind = built.kind.def().kind;
-    warnings.push(format!(
-        "`nodes`: {} nodes are written as a {kind} (submitted to a cluster, its `multi_node` setting picks the kind: {})",
-        spec.nodes.unwrap_or(1),
-        super::workloads::submit::MultiNode::NAMES.join(", ")
-    ));
     let name = built.object["metadata"]["name"].as_str().unwrap_or_default();
     if name != spec.name {
         warnings.push(format!(
@@ -1120,7 +1147,7 @@ fn export_multi_node(spec: &JobSpec, target: &Target, mut warnings: Vec<String>)
     warnings.extend(built.warnings);
     let text = serde_saphyr::to_string(&built.object)
         .map_err(|e| BackendError::Parse { what: format!("the {kind} manifest"), message: e.to_string() })?;
-    Ok(Native { dialect: Dialect::KubernetesJob, text, warnings })
+    Ok(Native { dialect: how.dialect(), text, warnings })
 }
 
 /// Where the GPUs come from when no cluster's nodes can say.

@@ -195,7 +195,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(KubeBackend::new(&cluster)))
         },
         capabilities: CAPABILITIES,
-        dialect: Some(dialect::entry()),
+        dialects: dialect::entries(),
         expand: None,
     }
 }
@@ -1085,16 +1085,18 @@ impl Backend for KubeBackend {
         self.bounded("preview".into(), async {
             // The name's random suffix is drawn at submit; the preview shows where it goes.
             let (planned, _, mut warnings) = self.plan_submission(spec, PLACEHOLDER_SUFFIX.into()).await?;
-            let (kind, text) = match &planned {
-                Planned::Job(job) => ("Job", serde_saphyr::to_string(job)),
-                Planned::Workload(built) => (built.kind.def().kind, serde_saphyr::to_string(&built.object)),
+            let (kind, text, dialect) = match &planned {
+                Planned::Job(job) => ("Job", serde_saphyr::to_string(job), Dialect::KubernetesJob),
+                Planned::Workload(built) => {
+                    (built.kind.def().kind, serde_saphyr::to_string(&built.object), self.multi_node.dialect())
+                }
             };
             warnings.push(format!(
                 "`name`: the {kind}'s name gets a random {SUFFIX_LEN}-character suffix ({PLACEHOLDER_SUFFIX} here) at submit"
             ));
             let text =
                 text.map_err(|e| BackendError::Parse { what: format!("the {kind} manifest"), message: e.to_string() })?;
-            Ok(Native { dialect: Dialect::KubernetesJob, text, warnings })
+            Ok(Native { dialect, text, warnings })
         })
         .await
     }

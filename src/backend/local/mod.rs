@@ -55,7 +55,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(LocalBackend::new(&cluster, Host::this_machine())))
         },
         capabilities: CAPABILITIES,
-        dialect: None,
+        dialects: Vec::new(),
         expand: None,
     }
 }

@@ -64,7 +64,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(SkyPilotBackend::new(&cluster)?))
         },
         capabilities: CAPABILITIES,
-        dialect: Some(dialect::entry()),
+        dialects: vec![dialect::entry()],
         expand: None,
     }
 }

@@ -84,6 +84,7 @@ pub fn export(spec: &JobSpec) -> Result<Native, BackendError> {
         ));
     }
     let text = render_sbatch(spec, &SbatchOptions { pyxis: spec.image.is_some() })?;
+    warnings.extend(super::per_node::warnings(spec));
     Ok(Native { dialect: Dialect::Sbatch, text, warnings })
 }
 
@@ -970,11 +971,20 @@ pub(crate) fn read_script(text: &str) -> Result<(Imported, Vec<&'static str>), I
             body = rest;
         }
     }
-    script.push_str(body);
-    if !script.ends_with('\n') {
-        script.push('\n');
+    // A command flightdeck started on each node (`per_node`), where nothing else of the
+    // script is left to keep, is that command again.
+    let per_node = (reading.spec.nodes.unwrap_or(1) > 1 && script == format!("{DEFAULT_SHEBANG}\n"))
+        .then(|| super::per_node::command_of(body))
+        .flatten();
+    if let Some(command) = per_node {
+        reading.spec.command = Some(command);
+    } else {
+        script.push_str(body);
+        if !script.ends_with('\n') {
+            script.push('\n');
+        }
+        reading.spec.script = Some(script);
     }
-    reading.spec.script = Some(script);
 
     if !reading.lines.contains_key("name") {
         reading.spec.name = DEFAULT_NAME.to_string();

@@ -15,6 +15,7 @@ pub mod estimate;
 pub mod history;
 pub mod jobspec;
 pub mod parse;
+pub mod per_node;
 pub mod priority;
 pub mod script;
 pub mod sdiag;
@@ -119,7 +120,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(SlurmBackend::new(&cluster)))
         },
         capabilities: CAPABILITIES,
-        dialect: Some(dialect::entry()),
+        dialects: vec![dialect::entry()],
         expand: None,
     }
 }
@@ -543,7 +544,7 @@ impl Backend for SlurmBackend {
         // The name also travels as one argv element (`--job-name=…`): show the whole call.
         let call = display_argv(&commands::sbatch(&script::sbatch_argv(spec)));
         text.insert_str(0, &format!("# {call} < this script\n"));
-        Ok(Native { dialect: Dialect::Sbatch, text, warnings: Vec::new() })
+        Ok(Native { dialect: Dialect::Sbatch, text, warnings: per_node::warnings(spec) })
     }
 
     async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {

@@ -129,7 +129,11 @@ pub fn render_sbatch(spec: &JobSpec, opts: &SbatchOptions) -> Result<String, Bac
             push_lines(&mut out, &["#!/bin/bash".to_string()]);
             push_lines(&mut out, &directives);
             push_lines(&mut out, &exports);
-            out.push_str(command);
+            // Several nodes: once on each, as every other kind runs it (`per_node`).
+            match super::per_node::body(spec, command) {
+                Some(body) => out.push_str(&body),
+                None => out.push_str(command),
+            }
         }
         (None, Some(script)) => {
             refuse_carriage_returns("script", script)?;
@@ -237,7 +241,7 @@ fn het_separator_js(value: &str) -> Vec<usize> {
 }
 
 /// `'…'` for the shell, with each `'` written as `'\''`.
-fn shell_single_quote(value: &str) -> String {
+pub(crate) fn shell_single_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
 }
 
@@ -494,7 +498,16 @@ mod tests {
 #SBATCH --chdir="/scratch/alice/run 1"
 export GREETING='it'\''s "quoted" $(not run)'
 export WANDB_MODE='offline'
-python train.py --epochs 3 > log.txt
+export MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
+# flightdeck: the command runs once on each node (srun), torch's rendezvous on the first
+export MASTER_PORT=29500
+export WORLD_SIZE="$SLURM_JOB_NUM_NODES"
+export PET_MASTER_ADDR="$MASTER_ADDR"
+export PET_MASTER_PORT="$MASTER_PORT"
+export PET_NNODES="$WORLD_SIZE"
+export PET_RDZV_BACKEND=c10d
+export PET_RDZV_ENDPOINT="$MASTER_ADDR:$MASTER_PORT"
+srun --ntasks-per-node=1 bash -c 'python train.py --epochs 3 > log.txt'
 "#
         );
     }
@@ -729,6 +742,15 @@ python train.py --epochs 3 > log.txt
         assert_eq!(
             render(&full),
             "#!/bin/bash\n#SBATCH --job-name=a\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n#SBATCH --array=0-99%10\n\
+             #SBATCH --comment=flightdeck-migrated-from=hpc/123\n"
+                .to_string()
+                + &crate::backend::slurm::per_node::body(&full, "true").unwrap()
+        );
+        // One task per node, the 8 per node started by the command (torchrun's PET_NPROC_PER_NODE).
+        assert!(render(&full).ends_with("export PET_NPROC_PER_NODE=8\nsrun --ntasks-per-node=1 true\n"));
+        assert_eq!(
+            render(&JobSpec { nodes: Some(1), ..full.clone() }),
+            "#!/bin/bash\n#SBATCH --job-name=a\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=8\n#SBATCH --array=0-99%10\n\
              #SBATCH --comment=flightdeck-migrated-from=hpc/123\ntrue\n"
         );
         let odd = JobSpec { migrated_from: Some("my cluster/7".into()), ..spec("a", "true") };

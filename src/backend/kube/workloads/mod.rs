@@ -10,10 +10,12 @@
 //! * [`job`]: a workload as one job of the model, with its pods;
 //! * [`cache`]: mapped jobs kept between snapshots while nothing they are built from changed;
 //! * [`actions`]: cancel, suspend and resume on the workload object, never pod by pod;
-//! * [`submit`]: a multi-node spec as a JobSet, a PyTorchJob or a Volcano Job.
+//! * [`submit`]: a multi-node spec as a JobSet, a PyTorchJob, an MPIJob or a Volcano Job;
+//! * [`dialect`]: JobSet, PyTorchJob, MPIJob, RayJob and Volcano Job manifests as job forms.
 
 pub mod actions;
 pub mod cache;
+pub mod dialect;
 pub mod job;
 pub mod kinds;
 pub mod owners;

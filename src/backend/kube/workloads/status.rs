@@ -413,6 +413,13 @@ pub fn pod_role(pod: &Pod) -> Option<&str> {
 /// Launcher, the head, the leader) read the way a bare pod is, with `nodes` the pods of all
 /// its groups.
 pub fn import(kind: WorkloadKind, obj: &DynamicObject) -> Result<crate::spec::Imported, crate::spec::ImportError> {
+    if super::dialect::reads(kind) {
+        // The kinds that are job forms of their own are read as their files are, so a
+        // migrated one keeps its time limit, tasks per node and queue.
+        let doc = serde_json::to_value(obj)
+            .map_err(|e| crate::spec::ImportError::new(format!("cannot read the {}: {e}", kind.def().kind)))?;
+        return super::dialect::import_value(&doc, kind);
+    }
     let status = read(kind, obj);
     let main = status.groups.iter().find(|g| g.demand.gpus() > 0).or(status.groups.first());
     let Some(mut template) = main.and_then(|g| g.template.clone()) else {

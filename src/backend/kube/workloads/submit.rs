@@ -71,6 +71,17 @@ impl MultiNode {
         }
     }
 
+    /// The native form this kind is written in (`spec convert --to`).
+    pub fn dialect(self) -> crate::model::Dialect {
+        use crate::model::Dialect;
+        match self {
+            MultiNode::JobSet => Dialect::JobSet,
+            MultiNode::PyTorchJob => Dialect::PyTorchJob,
+            MultiNode::MpiJob => Dialect::MpiJob,
+            MultiNode::Volcano => Dialect::VolcanoJob,
+        }
+    }
+
     pub fn kind(self) -> WorkloadKind {
         match self {
             MultiNode::JobSet => WorkloadKind::JobSet,
@@ -190,10 +201,14 @@ pub fn multi_node_manifest(
             if queued {
                 run_policy["suspend"] = json!(true);
             }
-            let body = json!({
+            let mut body = json!({
                 "pytorchReplicaSpecs": {"Master": group(1), "Worker": group(nodes - 1)},
                 "runPolicy": run_policy,
             });
+            if let Some(n) = spec.tasks_per_node.filter(|n| *n > 1) {
+                // The operator passes it to torchrun as --nproc-per-node (PET_NPROC_PER_NODE).
+                body["nprocPerNode"] = json!(n.to_string());
+            }
             warnings.push(format!(
                 "`nodes`: the PyTorchJob runs 1 Master and {} Worker{}; the operator sets MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE in each",
                 nodes - 1,
