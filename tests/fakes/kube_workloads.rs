@@ -711,7 +711,7 @@ async fn the_jobs_screen_shows_every_kind_as_one_row() {
     let (w, h) = (240, 60);
     app.update(Msg::Resize(w, h));
     let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
-    terminal.draw(|f| flightdeck::tui::views::render(&mut app, f)).unwrap();
+    terminal.draw(|f| flightdeck::tui::views::render(&app, f)).unwrap();
     let buf = terminal.backend().buffer().clone();
     let lines: Vec<String> = (0..h).map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect::<String>()).collect();
     let screen = lines.join("\n");
