@@ -7,9 +7,9 @@
 //! * `advise/kueue_queue`    – a spec naming the Kubernetes cluster's queue (quota checked);
 //! * `advise/missing_model`  – a model no node has (every cluster walks everything, finds nothing).
 //!
-//! * `waiting/count`         – counting the pending jobs of a state (once per state);
+//! * `pending_index/build`   – counting the pending jobs of a state (once per state);
 //! * `edit/h100x8`           – an advice over counts made beforehand: what the cockpit's
-//!   submit form pays per edit of the spec (a new state costs `waiting/count` once more).
+//!   submit form pays per edit of the spec (a new state costs `pending_index/build` once more).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use criterion::Criterion;
-use flightdeck::fleet::advice::{Options, Verdict, Waiting, advise, advise_waiting};
+use flightdeck::fleet::advice::{Options, PendingIndex, Verdict, advise, advise_indexed};
 use flightdeck::fleet::{ClusterState, FleetState};
 use flightdeck::model::{GpuSlot, Health, Job, JobRef, JobState, Node, NodeState, Queue, QueueQuota, Snapshot};
 use flightdeck::spec::JobSpec;
@@ -138,7 +138,7 @@ fn main() {
         println!("{a}");
     }
     assert_eq!(advice[0].verdict, Verdict::Now);
-    assert_eq!(advise_waiting(&state, &Waiting::of(&state), &one, &Options::default()), advice);
+    assert_eq!(advise_indexed(&state, &PendingIndex::of(&state), &one, &Options::default()), advice);
     assert!(advise(&state, &missing).iter().all(|a| a.verdict != Verdict::Now));
     assert!(advise(&state, &queue).iter().any(|a| a.cluster == "k8s" && a.partition.as_deref() == Some("team-a")));
     if !bench {
@@ -155,11 +155,11 @@ fn main() {
     g.bench_function("advise/h100x8_4nodes", |b| b.iter(|| advise(black_box(&state), black_box(&four))));
     g.bench_function("advise/kueue_queue", |b| b.iter(|| advise(black_box(&state), black_box(&queue))));
     g.bench_function("advise/missing_model", |b| b.iter(|| advise(black_box(&state), black_box(&missing))));
-    g.bench_function("waiting/count", |b| b.iter(|| Waiting::of(black_box(&state))));
-    let waiting = Waiting::of(&state);
+    g.bench_function("pending_index/build", |b| b.iter(|| PendingIndex::of(black_box(&state))));
+    let pending = PendingIndex::of(&state);
     let opts = Options::default();
     g.bench_function("edit/h100x8", |b| {
-        b.iter(|| advise_waiting(black_box(&state), black_box(&waiting), black_box(&one), &opts))
+        b.iter(|| advise_indexed(black_box(&state), black_box(&pending), black_box(&one), &opts))
     });
     g.finish();
     c.final_summary();

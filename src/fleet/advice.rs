@@ -130,7 +130,7 @@ pub fn advise(state: &FleetState, spec: &JobSpec) -> Vec<Advice> {
 
 /// [`advise`], leaving out what `opts` says.
 pub fn advise_with(state: &FleetState, spec: &JobSpec, opts: &Options<'_>) -> Vec<Advice> {
-    advise_waiting(state, &Waiting::of(state), spec, opts)
+    advise_indexed(state, &PendingIndex::of(state), spec, opts)
 }
 
 /// The pending jobs of every cluster, counted by partition and GPU model: what "ahead" is
@@ -138,7 +138,7 @@ pub fn advise_with(state: &FleetState, spec: &JobSpec, opts: &Options<'_>) -> Ve
 /// line), and the answer depends on the state alone, so a front end that advises on many
 /// specs for one state (the submit form, per keystroke) builds this once per state.
 #[derive(Debug, Clone, Default)]
-pub struct Waiting {
+pub struct PendingIndex {
     /// Per cluster, in the state's order: `(partition as the job names it, GPU model, asks
     /// for GPUs) → pending jobs`.
     clusters: Vec<(String, Vec<Bucket>)>,
@@ -152,9 +152,9 @@ struct Bucket {
     count: u32,
 }
 
-impl Waiting {
+impl PendingIndex {
     /// One pass over every job of `state`.
-    pub fn of(state: &FleetState) -> Waiting {
+    pub fn of(state: &FleetState) -> PendingIndex {
         let clusters = state
             .clusters
             .iter()
@@ -204,7 +204,7 @@ impl Waiting {
                 (c.name.clone(), buckets)
             })
             .collect();
-        Waiting { clusters }
+        PendingIndex { clusters }
     }
 
     fn of_cluster(&self, name: &str) -> &[Bucket] {
@@ -212,11 +212,11 @@ impl Waiting {
     }
 }
 
-/// [`advise_with`] over pending jobs counted beforehand ([`Waiting::of`] of this `state`).
-pub fn advise_waiting(state: &FleetState, waiting: &Waiting, spec: &JobSpec, opts: &Options<'_>) -> Vec<Advice> {
+/// [`advise_with`] over pending jobs counted beforehand ([`PendingIndex::of`] of this `state`).
+pub fn advise_indexed(state: &FleetState, pending: &PendingIndex, spec: &JobSpec, opts: &Options<'_>) -> Vec<Advice> {
     let want = Want::of(spec);
     let mut scored: Vec<(Key, Advice)> =
-        state.clusters.iter().map(|c| assess(c, waiting.of_cluster(&c.name), spec, &want, opts)).collect();
+        state.clusters.iter().map(|c| assess(c, pending.of_cluster(&c.name), spec, &want, opts)).collect();
     scored.sort_by(|a, b| a.0.cmp(&b.0));
     scored
         .into_iter()
@@ -433,12 +433,12 @@ impl Draft {
     }
 }
 
-fn assess(c: &ClusterState, waiting: &[Bucket], spec: &JobSpec, want: &Want, opts: &Options<'_>) -> (Key, Advice) {
+fn assess(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts: &Options<'_>) -> (Key, Advice) {
     let stale_since = match &c.health {
         Health::Stale { since, .. } => Some(*since),
         _ => None,
     };
-    let mut draft = judge(c, waiting, spec, want, opts);
+    let mut draft = judge(c, pending, spec, want, opts);
     if let Some(since) = stale_since {
         draft.reason.push_str(&stale_text(since));
     }
@@ -475,7 +475,7 @@ fn stale_text(since: DateTime<Utc>) -> String {
 }
 
 /// The verdict and its reason, before staleness is said.
-fn judge(c: &ClusterState, waiting: &[Bucket], spec: &JobSpec, want: &Want, opts: &Options<'_>) -> Draft {
+fn judge(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts: &Options<'_>) -> Draft {
     let style = Style::of(&c.kind);
     if !c.capabilities.allows(Verb::Submit) {
         return Draft::new(Verdict::Cannot, crate::model::action::cannot(&c.name, c.kind.as_str(), Verb::Submit));
@@ -596,7 +596,7 @@ fn judge(c: &ClusterState, waiting: &[Bucket], spec: &JobSpec, want: &Want, opts
     let share = style == Style::Kubernetes;
     // A live job advised on is not ahead of itself.
     let me = opts.exclude.filter(|r| r.cluster == c.name).and_then(|r| snap.jobs.iter().find(|j| j.job_ref.id == r.id));
-    let groups = tally(snap, waiting, &scope, want, share, me);
+    let groups = tally(snap, pending, &scope, want, share, me);
     let mut draft = decide(&groups, want, label, matches!(scope, Scope::Parts(_)));
     if let Some(queue) = quota {
         apply_quota(&mut draft, queue, want);
@@ -635,7 +635,7 @@ fn no_such(label: &str, named: &[&str], there: &[&str]) -> Draft {
 /// One pass over the nodes, then the pending jobs' buckets.
 fn tally<'s>(
     snap: &'s Snapshot,
-    waiting: &[Bucket],
+    pending: &[Bucket],
     scope: &Scope<'s>,
     want: &Want,
     share: bool,
@@ -686,7 +686,7 @@ fn tally<'s>(
             }
         }
     };
-    for b in waiting.iter().filter(|b| want.competes(b.model.as_deref(), b.gpus)) {
+    for b in pending.iter().filter(|b| want.competes(b.model.as_deref(), b.gpus)) {
         count(&b.partition, b.count, true);
     }
     if let Some(job) =

@@ -389,12 +389,12 @@ impl Fleet {
         use futures_util::StreamExt;
         let state = self.state();
         // What waits where, counted once for the whole plan (advice per move reads it).
-        let waiting = Arc::new(advice::Waiting::of(&state));
+        let pending = Arc::new(advice::PendingIndex::of(&state));
         let moves = futures_util::stream::iter(sources.iter().cloned())
             .map(|source| {
-                let (state, waiting) = (state.clone(), waiting.clone());
+                let (state, pending) = (state.clone(), pending.clone());
                 let opts = opts.clone();
-                async move { self.plan_one(&state, &waiting, source, to, &opts).await }
+                async move { self.plan_one(&state, &pending, source, to, &opts).await }
             })
             .buffered(PLAN_CONCURRENCY)
             .collect()
@@ -405,7 +405,7 @@ impl Fleet {
     async fn plan_one(
         &self,
         state: &FleetState,
-        waiting: &advice::Waiting,
+        pending: &advice::PendingIndex,
         source: JobRef,
         to: &str,
         opts: &MigrateOptions,
@@ -450,7 +450,7 @@ impl Fleet {
         let (spec, mut warnings) = adapt(imported, &source, from.kind.as_str(), target, opts);
         let only_target = FleetState { clusters: vec![target.clone()], ..FleetState::default() };
         let placement = advice::Options { exclude: Some(&source), partition_on: Some(to) };
-        let advice = advice::advise_waiting(&only_target, waiting, &spec, &placement).into_iter().next();
+        let advice = advice::advise_indexed(&only_target, pending, &spec, &placement).into_iter().next();
         let never = advice.as_ref().and_then(|a| placement_refusal(a, &spec, target));
         match self.render(to, &spec).await {
             Ok(native) => {

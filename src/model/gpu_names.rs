@@ -142,8 +142,9 @@ fn family_model(name: &str) -> Option<String> {
     let mut words = name.split(['-', '_', ' ']).filter(|w| !w.is_empty()).skip_while(|w| VENDOR_WORDS.contains(w));
     let first = words.next()?;
     let family = FAMILIES.iter().find(|f| f.word == first)?;
-    let rest: Vec<&str> = words.collect();
-    let variant = family.variants.iter().find(|(word, _)| rest.contains(word)).map(|(_, model)| *model);
+    // The words after the family's are walked again per variant, not collected: this runs
+    // for every GPU pod of every snapshot, and most families have no variants at all.
+    let variant = family.variants.iter().find(|(word, _)| words.clone().any(|w| w == *word)).map(|(_, model)| *model);
     Some(variant.unwrap_or(family.model).to_string())
 }
 

@@ -716,3 +716,72 @@ fn a_pytorchjob_file_submits_through_the_cli() {
         (&json!("8"), &json!(7200))
     );
 }
+
+/// The cockpit's jobs screen over the fake with a workload of every kind of the table: each
+/// is one row (its id `namespace:word:name`), and no pod of theirs has a row of its own.
+#[tokio::test]
+async fn the_jobs_screen_shows_every_kind_as_one_row() {
+    use flightdeck::fleet::{ClusterState, FleetState};
+    use flightdeck::model::Health;
+    use flightdeck::tui::keymap::Keymap;
+    use flightdeck::tui::theme::{ColorDepth, Theme};
+    use flightdeck::tui::{App, Msg, Screen, TuiOptions};
+    use std::sync::Arc;
+
+    let s = setup(true);
+    s.fake.put_all(workloads::tfjob_and_raycluster());
+    let b = KubeBackend::new(&s.cfg);
+    synced_snapshot(&b).await;
+    let snap = until_snapshot(&b, "the TFJob and the RayCluster", |snap| {
+        ["ml:tfjob:mnist", "ml:raycluster:notebook"].iter().all(|id| snap.jobs.iter().any(|j| j.job_ref.id == *id))
+    })
+    .await;
+    let at = snap.taken_at.unwrap();
+    let cluster = ClusterState {
+        health: Health::Fresh { at },
+        snapshot: Some(Arc::new(snap)),
+        attempts: 1,
+        ..ClusterState::new("k8s", "kubernetes")
+    };
+    let mut app = App::new(TuiOptions {
+        keymap: Keymap::builtin("default").unwrap(),
+        theme: Theme::builtin("default", ColorDepth::TrueColor).unwrap(),
+        read_only: false,
+        user: "alice".into(),
+        config_label: "test".into(),
+        no_clusters: Vec::new(),
+    });
+    app.update(Msg::Tick(at));
+    app.update(Msg::Fleet(Arc::new(FleetState { clusters: vec![cluster], read_only: false, version: 1 })));
+    app.update(Msg::Key(ratatui::crossterm::event::KeyEvent::from(ratatui::crossterm::event::KeyCode::Char('2'))));
+    assert_eq!(app.screen(), Screen::Jobs);
+    let (w, h) = (240, 60);
+    app.update(Msg::Resize(w, h));
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+    terminal.draw(|f| flightdeck::tui::views::render(&app, f)).unwrap();
+    let buf = terminal.backend().buffer().clone();
+    let lines: Vec<String> = (0..h).map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect::<String>()).collect();
+    let screen = lines.join("\n");
+    // Every workload kind of the table, by its KIND cell and its name (long ids are
+    // cut to the ID column's width).
+    for (kind, name) in [
+        ("PyTorchJob", "llama-ft"),
+        ("TFJob", "mnist"),
+        ("XGBoostJob", "xgb"),
+        ("PaddleJob", "paddle"),
+        ("JAXJob", "jax"),
+        ("MPIJob", "allreduce"),
+        ("TrainJob", "ft-trainer"),
+        ("JobSet", "sweep"),
+        ("LeaderWorkerSet", "vllm-70b"),
+        ("RayJob", "tune"),
+        ("RayCluster", "notebook"),
+        ("RayService", "serve"),
+        ("VolcanoJob", "dist-train"),
+    ] {
+        let (kind_cell, name_cell) = (format!(" {kind} "), format!(" {name} "));
+        let rows = lines.iter().filter(|l| l.contains(&kind_cell) && l.contains(&name_cell)).count();
+        assert_eq!(rows, 1, "{kind}: one row for {name}:\n{screen}");
+    }
+    assert!(!screen.contains(":pod:"), "no pod of a workload has a row of its own:\n{screen}");
+}

@@ -593,6 +593,34 @@ pub fn kubeflow_family_and_rayservice() -> Vec<Value> {
     out
 }
 
+/// The two kinds of the table `cluster()` has no top-level object of: `ml/mnist`, a TFJob
+/// of one Worker (shaped after the training-operator's `tf_job_mnist.yaml` example), and
+/// `ml/notebook`, a RayCluster of its own (KubeRay's `ray-cluster.sample.yaml`: a head and
+/// one GPU worker group), all on `wl-7`.
+pub fn tfjob_and_raycluster() -> Vec<Value> {
+    let tf = ("kubeflow.org/v1", "TFJob", "mnist");
+    let tf_status = json!({"conditions": [
+        condition("Created", "True", "TFJobCreated", "TFJob mnist is created."),
+        condition("Running", "True", "TFJobRunning", "TFJob ml/mnist is running.")],
+        "replicaStatuses": {"Worker": {"active": 1}}, "startTime": T_STARTED});
+    let tf_spec = json!({"tfReplicaSpecs": {"Worker": {"replicas": 1, "restartPolicy": "OnFailure",
+        "template": template("tensorflow", 1)}}});
+    let tf_labels = json!({"training.kubeflow.org/job-name": "mnist", "training.kubeflow.org/replica-type": "worker",
+        "training.kubeflow.org/replica-index": "0"});
+    let rc = ("ray.io/v1", "RayCluster", "notebook");
+    let rc_spec = json!({"headGroupSpec": {"rayStartParams": {}, "template": template("ray-head", 0)},
+        "workerGroupSpecs": [{"groupName": "gpu", "replicas": 1, "minReplicas": 1, "maxReplicas": 2,
+            "rayStartParams": {}, "template": template("ray-worker", 1)}]});
+    let ray = |t: &str| json!({"ray.io/cluster": "notebook", "ray.io/node-type": t, "ray.io/group": t});
+    vec![
+        object(tf.0, tf.1, "ml", tf.2, None, tf_spec, tf_status),
+        member("ml", "mnist-worker-0", Some("wl-7"), 1, tf, tf_labels),
+        object(rc.0, rc.1, "ml", rc.2, None, rc_spec, json!({"state": "ready"})),
+        member("ml", "notebook-head-4xk2p", Some("wl-7"), 0, rc, ray("headgroup")),
+        member("ml", "notebook-gpu-worker-8fz7q", Some("wl-7"), 1, rc, ray("gpu")),
+    ]
+}
+
 /// Seven 8×H100 nodes `wl-1`…`wl-7` and every workload above.
 pub fn cluster() -> Vec<Value> {
     let mut out: Vec<Value> = (1..=6).map(|i| node_h100(&format!("wl-{i}"))).collect();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use chrono::{TimeZone, Utc};
 use flightdeck::backend::Registry;
 use flightdeck::fleet::advice::{
-    Advice, Options, Verdict, Waiting, advise, advise_waiting, advise_with, placement_key, spec_of_job,
+    Advice, Options, PendingIndex, Verdict, advise, advise_indexed, advise_with, placement_key, spec_of_job,
 };
 use flightdeck::model::{
     ClusterKind, ClusterState, FieldUse, FleetState, GpuSlot, Health, Job, JobRef, JobState, Need, Node, NodeState,
@@ -534,9 +534,9 @@ fn pending_jobs_in_many_partitions_are_counted_right() {
         assert_eq!((a.verdict, a.ahead), (Verdict::Queued, 2), "{p}: {a:#?}");
     }
     // Counting once per state and advising many specs over it gives the same answers.
-    let waiting = Waiting::of(&state);
+    let pending = PendingIndex::of(&state);
     for s in [spec(8, "h100"), spec(1, "a100"), JobSpec { partition: Some("p3".into()), ..spec(2, "h100") }] {
-        assert_eq!(advise_waiting(&state, &waiting, &s, &Options::default()), advise(&state, &s));
+        assert_eq!(advise_indexed(&state, &pending, &s, &Options::default()), advise(&state, &s));
     }
 }
 

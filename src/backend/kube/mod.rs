@@ -561,10 +561,12 @@ impl KubeBackend {
                 .iter()
                 .filter_map(|n| Some((n.metadata.name.clone()?, n.metadata.labels.clone().unwrap_or_default())))
                 .collect(),
-            local_queues: local_queues
-                .iter()
-                .filter_map(|q| Some(((q.namespace.clone(), q.name.clone()), q.cluster_queue.clone()?)))
-                .collect(),
+            local_queues: local_queues.iter().fold(HashMap::new(), |mut by_ns, q| {
+                if let Some(cq) = &q.cluster_queue {
+                    by_ns.entry(q.namespace.clone()).or_default().insert(q.name.clone(), cq.clone());
+                }
+                by_ns
+            }),
         };
         let mut model_nodes: Vec<crate::model::Node> = {
             let ledger = self.shared.ledger.lock().unwrap_or_else(|e| e.into_inner());
@@ -964,11 +966,13 @@ where
     })
 }
 
-/// What the mapping looks up across kinds.
+/// What the mapping looks up across kinds. Namespaced facts are nested by namespace, so a
+/// lookup borrows its `&str`s instead of building a `(String, String)` key per pod.
 struct Index {
-    failed_scheduling: HashMap<(String, String), String>,
+    failed_scheduling: HashMap<String, HashMap<String, String>>,
     node_labels: HashMap<String, BTreeMap<String, String>>,
-    local_queues: HashMap<(String, String), String>,
+    /// Namespace → LocalQueue → its ClusterQueue.
+    local_queues: HashMap<String, HashMap<String, String>>,
 }
 
 impl Index {
@@ -981,7 +985,8 @@ impl Index {
         let mut nodes: Vec<_> = self.node_labels.iter().collect();
         nodes.sort_unstable_by(|a, b| a.0.cmp(b.0));
         nodes.hash(&mut h);
-        let mut queues: Vec<_> = self.local_queues.iter().collect();
+        let mut queues: Vec<(&String, &String, &String)> =
+            self.local_queues.iter().flat_map(|(ns, queues)| queues.iter().map(move |(lq, cq)| (ns, lq, cq))).collect();
         queues.sort_unstable();
         queues.hash(&mut h);
         h.finish()
@@ -990,7 +995,7 @@ impl Index {
 
 impl map::Lookup for Index {
     fn failed_scheduling(&self, namespace: &str, pod: &str) -> Option<&str> {
-        self.failed_scheduling.get(&(namespace.to_string(), pod.to_string())).map(String::as_str)
+        self.failed_scheduling.get(namespace)?.get(pod).map(String::as_str)
     }
 
     fn node_gpu(&self, node: &str, resource: &str) -> Option<map::GpuKind> {
@@ -998,7 +1003,7 @@ impl map::Lookup for Index {
     }
 
     fn cluster_queue_of(&self, namespace: &str, local_queue: &str) -> Option<&str> {
-        self.local_queues.get(&(namespace.to_string(), local_queue.to_string())).map(String::as_str)
+        self.local_queues.get(namespace)?.get(local_queue).map(String::as_str)
     }
 }
 

@@ -434,8 +434,12 @@ pub fn object_counts(counts: &[(&str, usize)]) -> String {
     parts.join(", ")
 }
 
-/// The index of events (`namespace`, pod) → latest `FailedScheduling` message.
-pub fn failed_scheduling_index(events: &[Arc<k8s_openapi::api::core::v1::Event>]) -> HashMap<(String, String), String> {
+/// The index of events, namespace → pod → latest `FailedScheduling` message. Nested, not
+/// keyed by a `(String, String)` pair: it is read for pods of every workload mapped, and a
+/// pair key would take two new strings per lookup.
+pub fn failed_scheduling_index(
+    events: &[Arc<k8s_openapi::api::core::v1::Event>],
+) -> HashMap<String, HashMap<String, String>> {
     type Latest = (Option<chrono::DateTime<chrono::Utc>>, String);
     let mut latest: HashMap<(String, String), Latest> = HashMap::new();
     for e in events {
@@ -460,7 +464,11 @@ pub fn failed_scheduling_index(events: &[Arc<k8s_openapi::api::core::v1::Event>]
             *slot = (at, msg);
         }
     }
-    latest.into_iter().map(|(k, (_, m))| (k, m)).collect()
+    let mut out: HashMap<String, HashMap<String, String>> = HashMap::new();
+    for ((ns, name), (_, message)) in latest {
+        out.entry(ns).or_default().insert(name, message);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -523,6 +531,6 @@ mod tests {
             )
         };
         let idx = failed_scheduling_index(&[ev("new", "2025-01-02T00:00:00Z"), ev("old", "2025-01-01T00:00:00Z")]);
-        assert_eq!(idx.get(&("ml".to_string(), "p".to_string())).map(String::as_str), Some("new"));
+        assert_eq!(idx.get("ml").and_then(|pods| pods.get("p")).map(String::as_str), Some("new"));
     }
 }

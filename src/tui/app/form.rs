@@ -206,7 +206,7 @@ pub struct SubmitForm {
     /// target cluster and the spec's placement key.
     advised: Option<(usize, u64, String, JobSpec)>,
     /// The pending jobs of the state advised on, counted once per state (the costly part).
-    waiting: Option<((usize, u64), advice::Waiting)>,
+    pending: Option<((usize, u64), advice::PendingIndex)>,
 }
 
 impl Default for SubmitForm {
@@ -225,7 +225,7 @@ impl Default for SubmitForm {
             render: Latest::default(),
             advice: Vec::new(),
             advised: None,
-            waiting: None,
+            pending: None,
         }
     }
 }
@@ -383,14 +383,14 @@ impl SubmitForm {
         if self.advised.as_ref() == Some(&key) {
             return;
         }
-        let waiting = match self.waiting.take() {
-            Some((at, waiting)) if at == state => waiting,
-            _ => advice::Waiting::of(fleet),
+        let pending = match self.pending.take() {
+            Some((at, pending)) if at == state => pending,
+            _ => advice::PendingIndex::of(fleet),
         };
         // The partition is the target cluster's: elsewhere the default applies.
         let opts = advice::Options { exclude: None, partition_on: Some(key.2.as_str()) };
-        self.advice = advice::advise_waiting(fleet, &waiting, &spec, &opts);
-        self.waiting = Some((state, waiting));
+        self.advice = advice::advise_indexed(fleet, &pending, &spec, &opts);
+        self.pending = Some((state, pending));
         self.advised = Some(key);
     }
 
