@@ -319,7 +319,7 @@ async fn a_pending_runs_spec_reads_back_from_the_stored_run_spec() {
         gpu_type: Some("a100-80gb".into()),
         cpus: Some(4),
         memory: Some("500M".into()),
-        time_limit: Some("90m".into()),
+        time_limit: Some("1h30m".into()),
         workdir: Some("/workflow".into()),
         // The server writes `nodes: 1` into every stored run spec; ask it explicitly.
         nodes: Some(1),

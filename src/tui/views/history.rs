@@ -8,7 +8,6 @@ use std::borrow::Cow;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::{block, put};
 use crate::tui::app::App;
 use crate::tui::app::history::{self, COLUMNS, STATE_COLUMN};
 use crate::tui::theme::Slot;
@@ -54,26 +53,8 @@ pub fn info_lines(app: &App) -> Vec<(String, Slot)> {
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let theme = app.theme();
-    let b = block(app, title(app), true);
-    let inner = b.inner(area);
-    frame.render_widget(b, area);
-    if inner.height < 2 || inner.width <= table::GUTTER {
-        return;
-    }
+    let Some(table_area) = super::lines_above_table(app, frame, area, title(app), &info_lines(app)) else { return };
     let h = app.history();
-    // The lines take at most half the room; the table keeps a header and a row.
-    let lines = info_lines(app);
-    let room = usize::from(inner.height.saturating_sub(2) / 2);
-    let shown = lines.len().min(room);
-    for (i, (line, slot)) in lines.iter().take(shown).enumerate() {
-        let more = lines.len() - shown;
-        let line = if i + 1 == shown && more > 0 { format!("{line} (and {more} more lines)") } else { line.clone() };
-        put(frame.buffer_mut(), inner.x + 1, inner.y + i as u16, inner.width - 1, &line, theme.style(*slot));
-    }
-    let table_area = Rect { y: inner.y + shown as u16, height: inner.height - shown as u16, ..inner };
-    if table_area.height < 2 {
-        return;
-    }
     let list = &h.cursor;
     let height = (table_area.height - 1) as usize;
     let (offset, window) = table::window(&list.visible, list.pos, list.offset.get(), height);

@@ -31,6 +31,34 @@ use super::widgets::{table, text};
 pub const MIN_WIDTH: u16 = 40;
 pub const MIN_HEIGHT: u16 = 8;
 
+/// A bordered screen with `lines` above its table: the block, then the lines in at most half
+/// the room (the last one shown saying how many more did not fit); the table's area, or `None`
+/// when no header and row fit.
+pub fn lines_above_table(
+    app: &App,
+    frame: &mut Frame,
+    area: Rect,
+    title: String,
+    lines: &[(String, Slot)],
+) -> Option<Rect> {
+    let theme = app.theme();
+    let b = block(app, title, true);
+    let inner = b.inner(area);
+    frame.render_widget(b, area);
+    if inner.height < 2 || inner.width <= table::GUTTER {
+        return None;
+    }
+    let room = usize::from(inner.height.saturating_sub(2) / 2);
+    let shown = lines.len().min(room);
+    for (i, (line, slot)) in lines.iter().take(shown).enumerate() {
+        let more = lines.len() - shown;
+        let line = if i + 1 == shown && more > 0 { format!("{line} (and {more} more lines)") } else { line.clone() };
+        put(frame.buffer_mut(), inner.x + 1, inner.y + i as u16, inner.width - 1, &line, theme.style(*slot));
+    }
+    let table_area = Rect { y: inner.y + shown as u16, height: inner.height - shown as u16, ..inner };
+    (table_area.height >= 2).then_some(table_area)
+}
+
 /// Draw the whole screen.
 pub fn render(app: &App, frame: &mut Frame) {
     let area = frame.area();

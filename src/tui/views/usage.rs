@@ -8,7 +8,6 @@ use std::borrow::Cow;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::{block, put};
 use crate::columns::Shape;
 use crate::tui::app::App;
 use crate::tui::app::history::age_text;
@@ -47,26 +46,10 @@ pub fn title(app: &App) -> String {
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let theme = app.theme();
-    let b = block(app, title(app), true);
-    let inner = b.inner(area);
-    frame.render_widget(b, area);
-    if inner.height < 2 || inner.width <= table::GUTTER {
-        return;
-    }
     let u = app.usage();
-    // The lines take at most half the room; the table keeps a header and a row.
-    let lines = u.info_lines();
-    let room = usize::from(inner.height.saturating_sub(2) / 2);
-    let shown = lines.len().min(room);
-    for (i, (line, busy)) in lines.iter().take(shown).enumerate() {
-        let slot = if *busy { Slot::Warning } else { Slot::Dim };
-        let line = text::clean(line);
-        put(frame.buffer_mut(), inner.x + 1, inner.y + i as u16, inner.width - 1, &line, theme.style(slot));
-    }
-    let table_area = Rect { y: inner.y + shown as u16, height: inner.height - shown as u16, ..inner };
-    if table_area.height < 2 {
-        return;
-    }
+    let lines: Vec<(String, Slot)> =
+        u.info_lines().into_iter().map(|(line, busy)| (line, if busy { Slot::Warning } else { Slot::Dim })).collect();
+    let Some(table_area) = super::lines_above_table(app, frame, area, title(app), &lines) else { return };
     let list = &u.cursor;
     let height = (table_area.height - 1) as usize;
     let (offset, window) = table::window(&list.visible, list.pos, list.offset.get(), height);
