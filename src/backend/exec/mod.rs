@@ -26,6 +26,11 @@ use crate::backend::BackendError;
 /// openssh crate reports that as an error rather than opening a second connection.
 const MAX_CONCURRENT_SSH_COMMANDS: usize = 8;
 
+/// How often a session sshd refused is asked for again (after 0.1, 0.2, 0.4, 0.8 s): the
+/// slots above stay under `MaxSessions`, but sshd frees a session a moment after our side
+/// saw it end, so a burst of short commands can briefly find every session taken.
+const SESSION_REFUSED_RETRIES: u32 = 4;
+
 /// Local commands at once: a batch of a thousand cancels must not fork a thousand `scancel`s
 /// against one controller (Slurm's own advice: keep client RPCs few).
 const MAX_CONCURRENT_LOCAL_COMMANDS: usize = 8;
@@ -314,20 +319,29 @@ impl Transport {
             }
             Transport::Ssh(ssh) => {
                 let line = shell_line(argv)?;
-                let session = ssh.session().await?;
-                let spawned = session
-                    .clone()
-                    .arc_raw_command(&line)
-                    .stdin(if with_stdin { openssh::Stdio::piped() } else { openssh::Stdio::null() })
-                    .stdout(openssh::Stdio::piped())
-                    .stderr(openssh::Stdio::piped())
-                    .spawn()
-                    .await;
-                let mut child = match spawned {
-                    Ok(child) => child,
-                    Err(e) => {
-                        ssh.check_after_error(&session).await;
-                        return Err(ssh.connect_error(e));
+                let mut refused = 0;
+                let (session, mut child) = loop {
+                    let session = ssh.session().await?;
+                    let spawned = session
+                        .clone()
+                        .arc_raw_command(&line)
+                        .stdin(if with_stdin { openssh::Stdio::piped() } else { openssh::Stdio::null() })
+                        .stdout(openssh::Stdio::piped())
+                        .stderr(openssh::Stdio::piped())
+                        .spawn()
+                        .await;
+                    match spawned {
+                        Ok(child) => break (session, child),
+                        // sshd is at `MaxSessions`: sessions that just ended on our side are
+                        // still being closed on its side. Nothing ran; ask again shortly.
+                        Err(e) if refused < SESSION_REFUSED_RETRIES && ssh::session_refused(&e) => {
+                            refused += 1;
+                            tokio::time::sleep(Duration::from_millis(50 << refused)).await;
+                        }
+                        Err(e) => {
+                            ssh.check_after_error(&session).await;
+                            return Err(ssh.connect_error(e));
+                        }
                     }
                 };
                 Ok(Spawned {

@@ -185,6 +185,12 @@ impl SshTransport {
     }
 }
 
+/// sshd refused to open one more session on the connection (its `MaxSessions`): the
+/// connection is fine and nothing ran.
+pub(super) fn session_refused(e: &openssh::Error) -> bool {
+    error_chain(e).contains("Session open refused")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
