@@ -185,6 +185,26 @@ fn to_kind_picks_the_workload() {
     assert!(!out.status.success() && stderr.contains("pytorchjob") && stderr.contains("volcano"), "{stderr}");
 }
 
+/// A shell's own `$$` and `$(…)` in the command come back as they were from every form: the
+/// kubelet expands them in a container's command (escaped on the way out), never in a
+/// RayJob's entrypoint (proptest found `a$$` read back as `a$`).
+#[test]
+fn dollar_signs_in_the_command_come_back_from_every_form() {
+    let spec = JobSpec {
+        name: "dollars".into(),
+        nodes: Some(2),
+        command: Some("kill -0 $$ && echo $(hostname) $HOME".into()),
+        image: Some("nvcr.io/nvidia/pytorch:25.01-py3".into()),
+        ..JobSpec::default()
+    };
+    for name in ["jobset", "pytorchjob", "mpijob", "rayjob", "volcano"] {
+        let d = dialect(name);
+        let native = (d.export)(&spec).unwrap();
+        let back = (d.import)(&native.text).unwrap().spec;
+        assert_eq!(back.command, spec.command, "{name}:\n{}", native.text);
+    }
+}
+
 /// A spec each workload form can hold whole.
 fn workload_spec() -> impl Strategy<Value = JobSpec> {
     (

@@ -357,7 +357,9 @@ pub fn import_value(doc: &Value, kind: WorkloadKind) -> Result<Imported, ImportE
             let Some(entry) = entry else {
                 return Err(ImportError::new("`spec.entrypoint`: not set; a RayJob's command is its entrypoint"));
             };
-            command = Some(vec!["sh".into(), "-c".into(), entry.to_string()]);
+            // The entrypoint is no container command, so the kubelet expands nothing in it;
+            // escaped here as one would be, the container reading below gives it back as it is.
+            command = Some(vec!["sh".into(), "-c".into(), manifest::escape_expansion(entry).into_owned()]);
             if let Some(d) = spec.get("activeDeadlineSeconds") {
                 deadline = Some(("spec.activeDeadlineSeconds".into(), d.clone()));
             }
