@@ -8,7 +8,8 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::latest::Latest;
 use super::lists::Cursor;
-use crate::model::usage::{self, Usage, UsageRow};
+use crate::model::usage::{self, Usage, UsageBy, UsageRow};
+use crate::safe_text::printable;
 
 /// How far back the GPU-hours look unless told (`:usage 1d`), as `flightdeck usage` does.
 pub const DEFAULT_AGE: Duration = Duration::days(7);
@@ -62,6 +63,11 @@ pub struct UsageView {
     pub rows: Vec<UsageRow>,
     /// Over indices into `rows` (the filter applied).
     pub cursor: Cursor,
+    /// Each row's cells (`UsageRow::cells`, made printable), taken once per rebuild rather
+    /// than per frame.
+    pub cells: Vec<Vec<String>>,
+    /// Widest cell of each column over the shown rows (and the header).
+    pub widths: Vec<usize>,
 }
 
 impl UsageView {
@@ -95,6 +101,14 @@ impl UsageView {
             .collect();
         let row = selected.and_then(|k| self.cursor.visible.iter().copied().find(|&i| self.rows[i as usize].key == k));
         self.cursor.place(row);
+        self.cells =
+            self.rows.iter().map(|r| r.cells().into_iter().map(|c| printable(&c).into_owned()).collect()).collect();
+        self.widths = usage::header(UsageBy::User).iter().map(|t| t.chars().count()).collect();
+        for &i in &self.cursor.visible {
+            for (w, c) in self.widths.iter_mut().zip(&self.cells[i as usize]) {
+                *w = (*w).max(crate::tui::widgets::text::width(c));
+            }
+        }
     }
 
     /// The lines above the table: the read in flight, what the window could not say.

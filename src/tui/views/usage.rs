@@ -55,24 +55,13 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let (offset, window) = table::window(&list.visible, list.pos, list.offset.get(), height);
     list.offset.set(offset);
     list.height.set(height);
-    let mut widths: Vec<usize> = COLUMNS.iter().map(|c| text::width(c.title)).collect();
-    let cells: Vec<Vec<String>> = list
-        .visible
-        .iter()
-        .map(|&i| u.rows[i as usize].cells().into_iter().map(|c| text::clean(&c).into_owned()).collect())
-        .collect();
-    for row in &cells {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(text::width(c));
-        }
-    }
     let base = theme.style(Slot::Base);
     let rows: Vec<RowCells> = window
         .iter()
         .enumerate()
-        .map(|(i, _)| {
+        .map(|(i, &at)| {
             let is_cursor = offset + i == list.pos;
-            let row = &cells[offset + i];
+            let row = &u.cells[at as usize];
             RowCells {
                 cells: row.iter().map(|c| Cow::Borrowed(c.as_str())).collect(),
                 style: if is_cursor { theme.style(Slot::Selection) } else { base },
@@ -84,5 +73,5 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let why =
         if u.rows.is_empty() { "no job holds a GPU, and none did in the window" } else { "no user matches the filter" };
     let empty = list.is_empty().then_some(why);
-    super::draw_table(app, frame, table_area, &COLUMNS, &widths, &rows, empty);
+    super::draw_table(app, frame, table_area, &COLUMNS, &u.widths, &rows, empty);
 }
