@@ -2,6 +2,14 @@
 //! the configured clusters through Kubernetes Leases (`serve::lease`). Each configured entry's
 //! poller (and its actions) runs only while this replica holds that entry's Lease; the other
 //! replicas' clusters are relayed from them (`serve::relay`, reached as `serve::peers` says).
+//!
+//! `flightdeck serve --replicas-via kubernetes [--lease-namespace NS] [--peer-address
+//! ADDR] [--replica-id ID] [--peer-token-file F] [--peer-ca-file F]`: a `serve::lease::LeaseKeeper`
+//! over every configured entry with the environment's Kubernetes client (in a pod its service
+//! account, else the kubeconfig; namespace the client's unless named; peer `--listen`, id the short
+//! host name unless named), its flags the fleet's gates; on shutdown the Leases are given back;
+//! what it serves is `serve::relay`'s merge (`serve::serve_published`), peers reached with
+//! `--peer-token-file` (an operator token of the shared token file) and `--peer-ca-file`.
 
 use std::collections::HashMap;
 

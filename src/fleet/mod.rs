@@ -3,6 +3,18 @@
 //! Front ends (the CLI today, the cockpit next) read the whole state through a
 //! `tokio::sync::watch` channel of `Arc<FleetState>` and send [`Action`]s; they never call a
 //! backend themselves.
+//!
+//! `Fleet`: starts pollers and the action runner, publishes `Arc<FleetState>`. Actions
+//! arrive as batches (`request_batch`/`perform_batch`; a single action is a batch of one), one
+//! queue slot each, carried out whole: refusals (read-only, unknown cluster, a verb the kind cannot
+//! do), then per cluster (clusters in parallel) all intents in one fsynced append, the calls (the
+//! same job action on many jobs is one `Backend::job_actions`), at most `ACTIONS_PER_CLUSTER` (4)
+//! backend calls at once per cluster across every batch, a backend's panic an internal error, all
+//! outcomes in one append; one `BatchOutcome` (`summary()`: `cancelled 998 of 1000; 2 failed: …`)
+//! per batch on `outcomes()`; `render`, `read_log`, `diagnose` pass through; `history` asks the
+//! backend's accounting (`Backend::history`) or, where it keeps none, filters the ended jobs of the
+//! latest snapshot (asked once if the fleet has none); `in_flight`/`settle` let quitting wait for
+//! actions under way.
 
 pub mod advice;
 pub mod audit;

@@ -1,5 +1,12 @@
 //! One task per cluster: refresh at the configured interval, back off on failure, keep the
 //! last good snapshot, and publish every change through the fleet's watch channel.
+//!
+//! One refresh loop per cluster, bounded above its commands' own timeout
+//! (`refresh_bound`); a panicking backend is stale with `internal error: …` and retried;
+//! stale-on-error keeps the last good snapshot; a controller rate-limiting this user
+//! (`BackendError::RateLimited`) leaves the cluster stale with that reason in words and gets one
+//! doubling more than another failure, which neither a refresh key nor a change cuts short
+//! (`wait_after`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

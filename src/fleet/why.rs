@@ -6,6 +6,18 @@
 //! largest free block of GPUs next to what the job asks for, the nodes that are out and why,
 //! what the user already holds. Nothing here asks the controller anything, so `why` costs no
 //! RPC beyond the refresh the fleet makes anyway.
+//!
+//! Why a job waits, pure over its cluster's snapshot: the reason explained
+//! (`model::slurm_reasons`, what `squeue` adds after the code kept as `Slurm adds: …`), then
+//! evidence per code: `Priority` pending jobs of higher priority in the partition, `Resources` the
+//! largest free block of the model against the ask per node and how many nodes fit,
+//! `ReqNodeNotAvail`/`NodeDown`/`PartitionDown` the partition's nodes out of service with reasons,
+//! GPU and group limits what the user holds in running jobs, `JobHeldUser` the release command; for
+//! `Resources`/`ReqNodeNotAvail`/`NodeDown`/`PartitionNodeLimit`/`Nodes_required_for_job_are_DOWN`
+//! first the job's size against its partition (`why/size.rs`); a Kubernetes scheduler message split
+//! into per-reason node counts (`why/scheduler.rs`), after the size's verdict where no node could
+//! ever hold a pod; a waiting Volcano gang as its size (`minAvailable`), each pod's ask and how
+//! many of its pods the nodes in service could place now.
 
 use serde::Serialize;
 

@@ -3,6 +3,16 @@
 //! has a price) and the GPU-hours of a window (finished jobs' records clipped to it, plus the
 //! running jobs' hours so far). Pure and one pass over the jobs: `flightdeck usage` and the
 //! cockpit compute alike. A figure no source can give is "not known", never a zero.
+//!
+//! Who holds the GPUs, pure: `compute(FleetState, UsageAsk)` → rows per user, account,
+//! cluster or canonical model (`UsageBy`), most held first: GPUs held now by running jobs with
+//! their models, idle where telemetry measured them (else counted as unmeasured), $/h only when
+//! every holder has a price; with a window, GPU-hours of finished records clipped to it plus
+//! running jobs' hours so far; a source that cannot say (`WindowSource::gap`, a cluster with no
+//! source) makes the rows it could touch lower bounds (`gpu_hours_complete: false`), named in
+//! `not_known`; `window_answers`/`window_sources`/`window_gap` turn each cluster's history answer
+//! into a window source (a failed read is a gap), `merge_window` puts a window's GPU-hours beside
+//! what is held now, `UsageRow::cells` and `header` are the CLI's and the cockpit's table.
 
 use std::collections::HashMap;
 

@@ -2,6 +2,14 @@
 //! in the request's extensions, put there by `auth::interceptor`), every action carried out
 //! by the fleet and audited there under the caller's name, every read checked against the
 //! caller (`access`) and audited too.
+//!
+//! The `flightdeck.v1.Hub` service (in a replica, `Act` and `ReadLog` on clusters
+//! another replica holds go there through `forward`; a viewer's change is refused where it asked):
+//! Subscribe, Act (a viewer's request refused with `PERMISSION_DENIED` and audited as one refused
+//! record, however many actions it carries; an operator's carried out by the fleet as one batch,
+//! audited as `USER@hub`), ReadLog (only a handle the hub put on a job, ≤ 4 MiB), Diagnose, Render,
+//! JobSpec, EstimateStart; every read admitted by `access` and written to the audit log
+//! (`Fleet::audit`) before it is answered.
 
 use std::pin::Pin;
 use std::sync::Arc;

@@ -4,6 +4,35 @@
 //! read, a resize, a clock tick) and returns the [`Command`]s the event loop carries out.
 //! Nothing here does I/O, reads the clock or touches the terminal, so every behaviour is a
 //! plain unit test (`tests/offline/tui_app.rs`).
+//!
+//! The pure state machine (`App`, `Screen`, key dispatch, the read access views use,
+//! from `rows`; `update` alone marks a redraw, from whether the message changed what is drawn: a
+//! stale answer, an idle tick or a refresh listing what the last one did (`Msg::Restamped`: the
+//! rows take over the new snapshots' times and health, no re-sort, no re-filter, a redraw only when
+//! an elapsed time on screen turns a minute or a health changes) does not): `prepared` (`Prepared`:
+//! what the event loop builds off the UI thread for a new state, the row cache and `Lists`, the
+//! lists' rows sorted and filtered for the App's `ListView` at the time, taken as they are while
+//! the view is unchanged), `row_cache` (`RowCache`, the rows rebuilt once per fleet state,
+//! `same_listing` (equal records, times aside) and `restamp`, haystacks, GPU map, column widths,
+//! and a Slurm array's tasks grouped under one parent row `12_[0-99]` (id `cluster/12_[*]`, counts
+//! by state `R 3 · PD 5 · CD 2`, GPUs summed); knows nothing of the lists), `lists/` (`jobs`,
+//! `nodes`, `gpus`: sort through `columns`, live jobs before finished ones, quick filters, marks;
+//! `jobs` folds arrays (one linear pass; `z` unfolds, kept by parent id across refreshes; actions
+//! and marks on a parent reach every task); `filter`: fuzzy filter with nucleo; `cursor`: follows a
+//! row by id), `dialog` (targets captured when opened), `form` (submit form: fields labelled and
+//! required from the target's `SpecFields`, `nodes`, `tasks/node` and `array` offered or refused by
+//! its `ShapeFields`; the preview is the target's own `Native` form, asked of the fleet with
+//! `Command::Render` whenever the spec or the cluster changes; beside it the placement advice,
+//! `fleet::advice` over the App's own state, recomputed only when the spec's placement or the state
+//! changes, no network), `log` (bounded tail, follow; the unfinished last line capped at 64 KiB,
+//! newest kept), `command_line` (`:` commands, completion; `:history [AGE]`), `history` (the
+//! history screen's records, newest end first across clusters, per-cluster errors and notes, its
+//! cursor and cluster filter; filled by `Msg::History` answering `Command::FetchHistory { since,
+//! seq }`, a stale ticket dropped), `usage` (screen 5: per user, what is held now from
+//! `RowCache::usage`, which the row cache computes off the UI thread each refresh, beside the
+//! window's GPU-hours from `Msg::Usage`, which the event loop sums off the UI thread after one
+//! history read per cluster, `Command::FetchUsage`; merged by `model::usage::merge_window`, sorted,
+//! filtered by name), `help`, `input`.
 
 pub mod command_line;
 pub mod dialog;

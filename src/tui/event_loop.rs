@@ -5,6 +5,15 @@
 //!
 //! Frames are drawn only when the App's generation moved since the last frame: an idle
 //! cockpit writes nothing to the terminal.
+//!
+//! Awaits only channels (terminal events, fleet watch, outcomes, task results, signals,
+//! a 1 s tick); a new fleet state is compared on a blocking thread with the last one handed to the
+//! App (`same_listing`: `Msg::Restamped`) or else prepared there (`Prepared` for the App's
+//! `list_view()`); draws only when the App's generation moved; every `Command::Fleet` of one update
+//! goes to the fleet as one batch (a confirmed dialog of 1,000 jobs is one request), its summary
+//! one toast that stays until `esc`; `Command::FetchTurn` asks `Fleet::priority_details` once for a
+//! waiting job's detail (a Kueue position, Slurm's sprio/sshare); `Command::FetchHistory` reads
+//! `Fleet::history` of every cluster at once on a task (each bounded) and answers `Msg::History`.
 
 use std::io;
 use std::path::{Path, PathBuf};

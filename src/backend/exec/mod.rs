@@ -5,6 +5,20 @@
 //! Every command is an argument vector. Locally it is executed without a shell; over SSH the
 //! remote side always has a shell, so each argument is quoted with `shlex` before the line
 //! leaves this module. Nothing else in the crate builds remote command lines.
+//!
+//! The exec transport every kind that runs commands shares (Slurm's CLI, `local`'s
+//! `nvidia-smi`, `init`'s probes): local exec or one SSH ControlMaster per destination (`ssh`:
+//! `SshTarget`, the `KnownHosts` policy; a kind turns its section into an `SshTarget`, Slurm by
+//! `SlurmConfig::ssh_target`) (≤ 8 commands at once either way; a command waits for its slot before
+//! its timeout starts, so waiting never times out or costs the connection); the only place a remote
+//! command line is made (shlex-quoted); streaming stdout into a blocking parser; a failure whose
+//! stderr says slurmctld's per-user RPC rate limit turned it away (`Rate limit exceeded, please
+//! retry …`, libslurm's `RPC rate limited N time(s)`) is `BackendError::RateLimited`; captured
+//! output bounded (16 MiB stdout, 1 MiB stderr, a clear error past it); streamed output (squeue's
+//! and sinfo's JSON) bounded at `MAX_STREAMED_STDOUT` (8 GiB, four times a 100,000-job `squeue
+//! --json` at the largest size per job measured), the command stopped and named with the bound past
+//! it; a session sshd refuses (at `MaxSessions`, while sessions that just ended are still closing
+//! on its side) is asked for again up to four times, 0.1–0.8 s apart, since nothing ran.
 
 mod ssh;
 

@@ -1,6 +1,13 @@
 //! Finished jobs from Slurm's accounting: one `sacct` call per history, asked on demand
 //! (`flightdeck jobs --since`, the cockpit's history view), never per refresh. sacct asks
 //! slurmdbd, not slurmctld: a history costs the controller nothing.
+//!
+//! `Backend::history`: one `env TZ=UTC sacct -n -P --delimiter=MARK --format=…
+//! --starttime --endtime=now --state=… [--user=]` per history (end states as sacct's codes, the
+//! user name checked), streamed (never captured whole: a 14,000-job window is past the 16 MiB
+//! captured output holds) through `parse/sacct.rs`'s `read_sacct`, which keeps at most about twice
+//! the limit in memory and cuts to the newest `--limit`, counting the older ones left out (a note
+//! says how many); on demand only (sacct asks slurmdbd: no controller RPC).
 
 use chrono::{DateTime, Utc};
 

@@ -1,6 +1,17 @@
 //! Drawing. [`render`] lays out the header, the current screen, the footer (or the prompt
 //! being typed) and the overlays (help, dialog, toasts). Views only read the `App`; tables
 //! format only the rows that are on screen.
+//!
+//! One file per screen plus header, footer, toasts, dialog; render only the visible
+//! rows. Backend text is cleaned where it is drawn: `put` (cells), `block` (every title),
+//! `overview::cut_line` (the overview's, detail's and GPU map's lines), through `clean_line`.
+//! Telemetry is read where drawn, from the cluster's `GpuUse` through `RowCache` (`node_readings`,
+//! `gpu_reading`, `gpu_problems`, `is_problem`): `gpus` colours measured cells (`cell_look`: busy,
+//! low, `▣` idle-allocated, a device problem) and names the selected GPU's figures (`reading_text`,
+//! a sparkline from `widgets::text::sparkline`), `detail` lists the job's GPUs with their 15-minute
+//! history and a waiting job's `size` (`fleet::why::size_line`), `overview`'s "waiting" line groups
+//! scheduler messages in words (`fleet::why::waiting_words`), `nodes` puts GPU evidence in the
+//! reason cell.
 
 pub mod detail;
 pub mod dialog;
