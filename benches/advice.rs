@@ -104,6 +104,7 @@ fn fleet() -> FleetState {
                 capabilities: flightdeck::backend::Registry::builtin()
                     .capabilities(&(*kind).into())
                     .expect("a shipped kind"),
+                placement: flightdeck::backend::Registry::builtin().placement(&(*kind).into()),
                 ..ClusterState::new(*name, *kind)
             }
         })

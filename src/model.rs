@@ -15,6 +15,7 @@ pub mod gpu_totals;
 pub mod history;
 pub mod log;
 pub mod native;
+pub mod placement;
 pub mod slurm_reasons;
 pub mod telemetry;
 pub mod usage;
@@ -28,6 +29,7 @@ pub use self::fleet_state::{ClusterState, FleetState};
 pub use self::history::{History, HistoryQuery, JobRecord};
 pub use self::log::{LogChunk, LogHandle, LogStream};
 pub use self::native::{Dialect, FieldUse, Native, Need, ShapeFields, SpecFields};
+pub use self::placement::{Caveat, Partitions, Placement};
 pub use self::telemetry::{GpuOwner, GpuProcess, GpuReading, GpuSample, GpuUse, JobGpuUse, Relayed, Telemetry};
 pub use self::workload::{ReplicaGroup, Workload, WorkloadPod};
 

@@ -190,6 +190,11 @@ pub trait Backend: Send + Sync {
     fn relayed_health(&self) -> Option<Health> {
         None
     }
+    /// The same for placement: how the other fleet's kind places jobs, as it said it.
+    /// `None`: the kind's own registry line says it (an older hub says none).
+    fn relayed_placement(&self) -> Option<crate::model::Placement> {
+        None
+    }
     /// The same for GPU telemetry: the other fleet's reading, joined there (its idle clocks
     /// and histories are the ones that count), shown as it is. `None`: the fleet's own
     /// telemetry loop reads the cluster.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::backend::{Backend, BackendError, Capabilities, dstack, hub, kube, local, skypilot, slurm};
 use crate::config::{ClusterConfig, ClusterKind, KindConfig, KindSettings, KindTable};
-use crate::model::{Dialect, Native};
+use crate::model::{Dialect, Native, Placement};
 use crate::spec::{ImportError, Imported, JobSpec};
 
 /// The kinds flightdeck ships, in the order messages list them. One line per kind.
@@ -32,6 +32,9 @@ pub struct KindEntry {
     pub build: fn(&ClusterConfig) -> Result<Arc<dyn Backend>, BackendError>,
     /// What clusters of this kind can do beyond reading state.
     pub capabilities: Capabilities,
+    /// How the kind places jobs (what `partition` names, whether it provisions, its managed
+    /// queue, caveats): put on each of its clusters' state, where advice reads it.
+    pub placement: Placement,
     /// The kind's own job forms, read and written offline (`spec convert`, `submit` of a
     /// native file): its plain form first, then any others (Kubernetes' workload kinds);
     /// empty for a kind without one.
@@ -147,6 +150,12 @@ impl Registry {
     /// portable TOML, or nothing flightdeck reads).
     pub fn detect(&self, text: &str) -> Option<&DialectEntry> {
         self.dialects().find(|d| (d.detect)(text))
+    }
+
+    /// How clusters of `kind` place jobs; the default (labels, nothing more) for a kind not
+    /// in the table.
+    pub fn placement(&self, kind: &ClusterKind) -> Placement {
+        self.get(kind).map(|e| e.placement.clone()).unwrap_or_default()
     }
 
     /// What clusters of `kind` can do; `None` for a kind not in the table.

@@ -32,10 +32,10 @@ use std::collections::{BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::backend::skypilot::map::MANAGED_QUEUE;
 use crate::model::StartEstimate;
 use crate::model::{
-    ClusterKind, ClusterState, FleetState, Health, Job, JobRef, JobState, Need, Node, Queue, Snapshot, Verb, gpu_names,
+    ClusterKind, ClusterState, FleetState, Health, Job, JobRef, JobState, Need, Node, Partitions, Queue, Snapshot,
+    Verb, gpu_names,
 };
 use crate::spec::JobSpec;
 
@@ -309,32 +309,6 @@ impl Want {
     }
 }
 
-/// How a cluster's kind places jobs, as far as advice is concerned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Style {
-    /// Partitions are node sets; a job stays in the partition it names (or the default).
-    Slurm,
-    /// `partition` names a Kueue queue, which has a quota; pods of one job may share a node.
-    Kubernetes,
-    /// `partition` names a fleet; a run that finds no idle instance may get a new one.
-    Dstack,
-    /// `partition` names a cloud cluster (made if new) or `managed-jobs`.
-    SkyPilot,
-    Other,
-}
-
-impl Style {
-    fn of(kind: &ClusterKind) -> Style {
-        match kind.as_str() {
-            "slurm" => Style::Slurm,
-            "kubernetes" => Style::Kubernetes,
-            "dstack" => Style::Dstack,
-            "skypilot" => Style::SkyPilot,
-            _ => Style::Other,
-        }
-    }
-}
-
 /// Which nodes and jobs count.
 enum Scope<'s> {
     /// Every node, as one group; jobs counted where their partition is `queue` (all when `None`).
@@ -476,11 +450,11 @@ fn stale_text(since: DateTime<Utc>) -> String {
 
 /// The verdict and its reason, before staleness is said.
 fn judge(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts: &Options<'_>) -> Draft {
-    let style = Style::of(&c.kind);
+    let placement = &c.placement;
     if !c.capabilities.allows(Verb::Submit) {
         return Draft::new(Verdict::Cannot, crate::model::action::cannot(&c.name, c.kind.as_str(), Verb::Submit));
     }
-    if spec.managed && style != Style::SkyPilot {
+    if spec.managed && placement.managed_queue.is_none() {
         return Draft::new(Verdict::Cannot, "no managed jobs here (only SkyPilot has them)");
     }
     let partition = spec.partition.as_deref().filter(|_| opts.partition_on.is_none_or(|on| on == c.name));
@@ -503,10 +477,14 @@ fn judge(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts
             _ => Draft::new(Verdict::Unknown, "no snapshot yet"),
         };
     };
-    let mut caveats = Vec::new();
-    if spec.image.is_some() && style == Style::Slurm {
-        caveats.push("the image runs only where the cluster has pyxis, which the snapshot does not say".to_string());
-    }
+    let mut caveats: Vec<String> = placement
+        .caveats
+        .iter()
+        .filter(|caveat| sets(spec, partition, &caveat.field))
+        .map(|caveat| caveat.text.clone())
+        .collect();
+    let managed_queue = placement.managed_queue.as_deref();
+    let cloud = placement.partition == Partitions::CloudCluster;
     let label = fields.partition.label.as_str();
     let known = |name: &str| snap.queues.iter().any(|q| q.name == name);
     let queue_names = || -> Vec<&str> { snap.queues.iter().map(|q| q.name.as_str()).collect() };
@@ -515,10 +493,10 @@ fn judge(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts
     let mut quota: Option<&Queue> = None;
     let named: Vec<&str> =
         partition.map(|p| p.split(',').map(str::trim).filter(|p| !p.is_empty()).collect()).unwrap_or_default();
-    let scope = match style {
-        Style::Slurm | Style::Dstack => {
+    let scope = match placement.partition {
+        Partitions::NodeSets | Partitions::Fleet => {
             if named.is_empty() {
-                if style == Style::Slurm && !snap.queues.is_empty() {
+                if placement.partition == Partitions::NodeSets && !snap.queues.is_empty() {
                     Scope::Parts(queue_names())
                 } else {
                     Scope::Whole { queue: None }
@@ -531,7 +509,7 @@ fn judge(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts
                 Scope::Parts(found)
             }
         }
-        Style::Kubernetes => match partition {
+        Partitions::QuotaQueue => match partition {
             Some(q) => match snap.queues.iter().find(|x| x.name == q && !x.quota.is_empty()) {
                 Some(queue) => {
                     quota = Some(queue);
@@ -551,8 +529,8 @@ fn judge(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts
                 Scope::Whole { queue: None }
             }
         },
-        Style::SkyPilot => match partition {
-            Some(p) if p == MANAGED_QUEUE => {
+        Partitions::CloudCluster => match partition {
+            Some(p) if Some(p) == managed_queue => {
                 return Draft {
                     wait: Some(Wait::Provision),
                     caveats,
@@ -576,12 +554,11 @@ fn judge(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts
                 };
             }
             None => {
-                provision =
-                    Some("launches a new cluster (capacity and price are the cloud's, not known here)".to_string());
-                Scope::Parts(queue_names().into_iter().filter(|q| *q != MANAGED_QUEUE).collect())
+                provision = placement.provisions.clone();
+                Scope::Parts(queue_names().into_iter().filter(|q| Some(*q) != managed_queue).collect())
             }
         },
-        Style::Other => match partition {
+        Partitions::Labels => match partition {
             Some(p) if known(p) => Scope::Parts(vec![p]),
             Some(p) => {
                 caveats.push(format!("`{p}` is no {label} the snapshot knows: all nodes counted"));
@@ -590,10 +567,12 @@ fn judge(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts
             None => Scope::Whole { queue: None },
         },
     };
-    if style == Style::Dstack {
-        provision = Some("dstack provisions where a backend can, else waits or fails (not known here)".into());
+    if !cloud {
+        // A cloud cluster is provisioned only when none is named (above); other kinds that
+        // provision may do it wherever the job goes.
+        provision = placement.provisions.clone();
     }
-    let share = style == Style::Kubernetes;
+    let share = placement.shares_nodes;
     // A live job advised on is not ahead of itself.
     let me = opts.exclude.filter(|r| r.cluster == c.name).and_then(|r| snap.jobs.iter().find(|j| j.job_ref.id == r.id));
     let groups = tally(snap, pending, &scope, want, share, me);
@@ -606,15 +585,16 @@ fn judge(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts
         && draft.verdict != Verdict::Now
     {
         // The snapshot shows only the machines there are now; the kind may get others.
-        draft.reason = if style == Style::SkyPilot { how } else { format!("{}; {how}", draft.reason) };
+        // A new cloud cluster is all there is to say; elsewhere the machines there are now come first.
+        draft.reason = if cloud { how } else { format!("{}; {how}", draft.reason) };
         draft.verdict = Verdict::Queued;
         draft.wait = Some(Wait::Provision);
-        if style == Style::SkyPilot {
+        if cloud {
             draft.partition = None;
             draft.price = None;
         }
     }
-    if style == Style::SkyPilot
+    if cloud
         && partition.is_none()
         && draft.verdict == Verdict::Now
         && let Some(p) = &draft.partition
@@ -623,6 +603,17 @@ fn judge(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts
     }
     draft.caveats.splice(0..0, caveats);
     draft
+}
+
+/// Whether the spec sets the field a placement caveat is about (`partition` as it applies
+/// to this cluster).
+fn sets(spec: &JobSpec, partition: Option<&str>, field: &str) -> bool {
+    match field {
+        "image" => spec.image.is_some(),
+        "account" => spec.account.is_some(),
+        "partition" => partition.is_some(),
+        _ => false,
+    }
 }
 
 /// `no partition `x` here (partitions: gpu, debug)`.

@@ -100,7 +100,7 @@ impl FleetBuilder<'_> {
         let members = self.members()?;
         let telemetry = self.telemetry(members.iter().map(|m| (m, m.backend.name())))?;
         let gates = members.iter().map(|m| self.gate_of(m.backend.name())).collect();
-        Ok(Fleet::start_gated(members, opts, telemetry, gates))
+        Ok(Fleet::start_registered(members, opts, telemetry, gates, &self.registry))
     }
 
     /// How the members' GPUs are read: the configuration's idle rule, each entry's cadence
@@ -159,7 +159,8 @@ impl FleetBuilder<'_> {
         }
         let telemetry = self.telemetry(members.iter().map(|(m, entry)| (m, *entry)))?;
         let gates = members.iter().map(|(_, entry)| self.gate_of(entry)).collect();
-        Ok(Fleet::start_gated(members.into_iter().map(|(m, _)| m).collect(), opts, telemetry, gates))
+        let members = members.into_iter().map(|(m, _)| m).collect();
+        Ok(Fleet::start_registered(members, opts, telemetry, gates, &self.registry))
     }
 
     /// The members one config entry stands for, and whether its clusters could be listed:

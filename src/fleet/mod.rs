@@ -146,7 +146,19 @@ impl Fleet {
         members: Vec<Member>,
         opts: FleetOptions,
         telemetry: TelemetryOptions,
+        gates: Vec<Option<gate::Gate>>,
+    ) -> Fleet {
+        Self::start_registered(members, opts, telemetry, gates, &crate::backend::Registry::builtin())
+    }
+
+    /// [`Fleet::start_gated`], each cluster's placement taken from its kind's line in
+    /// `registry` (unless its backend relays one).
+    pub fn start_registered(
+        members: Vec<Member>,
+        opts: FleetOptions,
+        telemetry: TelemetryOptions,
         mut gates: Vec<Option<gate::Gate>>,
+        registry: &crate::backend::Registry,
     ) -> Fleet {
         gates.resize_with(members.len(), || None);
         let initial = FleetState {
@@ -156,6 +168,7 @@ impl Fleet {
                     capabilities: m.backend.capabilities(),
                     spec_fields: m.backend.spec_fields(),
                     shape_fields: m.backend.shape_fields(),
+                    placement: m.backend.relayed_placement().unwrap_or_else(|| registry.placement(&m.kind)),
                     ..ClusterState::new(m.backend.name(), m.kind.clone())
                 })
                 .collect(),

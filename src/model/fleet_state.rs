@@ -20,6 +20,9 @@ pub struct ClusterState {
     /// Which of nodes, tasks per node and array its kind takes (the submit form offers those).
     #[serde(default)]
     pub shape_fields: ShapeFields,
+    /// How its kind places jobs (the kind's registry line, or what its hub relays), for advice.
+    #[serde(default)]
+    pub placement: super::Placement,
     pub health: Health,
     /// The last good snapshot; kept (and shown as stale) when later refreshes fail.
     pub snapshot: Option<Arc<Snapshot>>,
@@ -50,6 +53,7 @@ impl ClusterState {
             capabilities: Capabilities::ALL,
             spec_fields: SpecFields::default(),
             shape_fields: ShapeFields::default(),
+            placement: super::Placement::default(),
             health: Health::Connecting,
             snapshot: None,
             attempts: 0,

@@ -278,6 +278,7 @@ impl Track {
             || now.capabilities != self.last.capabilities
             || now.spec_fields != self.last.spec_fields
             || now.shape_fields != self.last.shape_fields
+            || now.placement != self.last.placement
         {
             update.info = Some(wire::info_to_pb(now));
             changed = true;

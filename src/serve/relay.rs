@@ -121,6 +121,7 @@ fn same_state(a: &ClusterState, b: &ClusterState) -> bool {
         && a.capabilities == b.capabilities
         && a.spec_fields == b.spec_fields
         && a.shape_fields == b.shape_fields
+        && a.placement == b.placement
         && same_arc(a.snapshot.as_ref(), b.snapshot.as_ref())
         && same_arc(a.gpu_use.as_ref(), b.gpu_use.as_ref())
         && a.telemetry_error == b.telemetry_error
@@ -244,12 +245,18 @@ fn watch_link(link: &Arc<Link>, woken: Arc<Notify>) {
     });
 }
 
+/// The placement a peer published, or (an older peer said none) this build's own for the kind.
+fn relayed_placement(info: &crate::wire::ClusterInfo) -> crate::model::Placement {
+    info.placement.clone().unwrap_or_else(|| crate::backend::Registry::builtin().placement(&info.kind))
+}
+
 /// A cluster as its owner published it.
 fn from_mirror(name: &str, m: &mut Mirrored) -> ClusterState {
     let mut c = ClusterState::new(name, m.info.kind.clone());
     c.capabilities = m.info.capabilities;
     c.spec_fields = m.info.spec_fields.clone();
     c.shape_fields = m.info.shape_fields.clone();
+    c.placement = relayed_placement(&m.info);
     c.health = m.health.clone();
     c.snapshot = m.snapshot(name);
     c.attempts = m.attempts;

@@ -485,6 +485,9 @@ pub struct ClusterInfo {
     pub capabilities: Capabilities,
     pub spec_fields: SpecFields,
     pub shape_fields: crate::model::ShapeFields,
+    /// How the kind places jobs, as the peer said it; `None` from an older peer (or one
+    /// whose text does not read), so the reader falls back to its own registry's.
+    pub placement: Option<crate::model::Placement>,
 }
 
 /// The key the shape fields ride under inside `spec_fields_json`: a peer that knows no
@@ -504,6 +507,7 @@ pub fn info_to_pb(c: &ClusterState) -> pb::ClusterInfo {
             }
             fields.to_string()
         },
+        placement_json: serde_json::to_string(&c.placement).unwrap_or_default(),
     }
 }
 
@@ -518,6 +522,7 @@ pub fn info_from_pb(info: pb::ClusterInfo) -> ClusterInfo {
             .ok()
             .and_then(|v| serde_json::from_value(v.get(SHAPE_KEY)?.clone()).ok())
             .unwrap_or_default(),
+        placement: serde_json::from_str(&info.placement_json).ok(),
     }
 }
 
@@ -591,6 +596,11 @@ mod tests {
                 array: FieldUse::new("array", Need::Ignored, "no job arrays"),
                 ..crate::model::ShapeFields::default()
             },
+            placement: crate::model::Placement {
+                partition: crate::model::Partitions::QuotaQueue,
+                shares_nodes: true,
+                ..crate::model::Placement::default()
+            },
             ..ClusterState::new("k8s", "kubernetes")
         };
         let wire = info_to_pb(&state);
@@ -603,8 +613,12 @@ mod tests {
                 capabilities: state.capabilities,
                 spec_fields: state.spec_fields.clone(),
                 shape_fields: state.shape_fields.clone(),
+                placement: Some(state.placement.clone()),
             }
         );
+        // An older peer says no placement: none, not a guess.
+        let info = info_from_pb(pb::ClusterInfo { placement_json: String::new(), ..wire.clone() });
+        assert_eq!(info.placement, None);
         for junk in ["", "{", "[1]", "{\"image\": 3}", "{\"shape\": 1}"] {
             let info = info_from_pb(pb::ClusterInfo { spec_fields_json: junk.into(), ..wire.clone() });
             assert_eq!(info.spec_fields, SpecFields::default(), "{junk:?}");

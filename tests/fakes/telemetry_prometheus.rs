@@ -467,6 +467,7 @@ fn registry() -> Registry {
             Ok(Arc::new(backend))
         },
         capabilities: Capabilities::default(),
+        placement: flightdeck::model::Placement::default(),
         dialects: Vec::new(),
         expand: None,
     })

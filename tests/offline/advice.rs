@@ -74,9 +74,11 @@ fn cluster(name: &str, kind: &str, nodes: Vec<Node>, jobs: Vec<Job>) -> ClusterS
         "skypilot" => SpecFields { partition: FieldUse::new("cluster", Need::Optional, ""), ..SpecFields::default() },
         _ => SpecFields::default(),
     };
+    let placement = Registry::builtin().placement(&kind);
     ClusterState {
         capabilities,
         spec_fields,
+        placement,
         health: Health::Fresh { at: Utc.with_ymd_and_hms(2026, 12, 1, 12, 0, 0).unwrap() },
         snapshot: Some(Arc::new(snap)),
         attempts: 1,
@@ -416,6 +418,7 @@ fn a_stale_cluster_is_said_so_and_ranks_after_fresh_ones() {
     // Never heard from: unknown, last.
     let mut never = ClusterState::new("new", "slurm");
     never.capabilities = Registry::builtin().capabilities(&ClusterKind::SLURM).unwrap();
+    never.placement = Registry::builtin().placement(&ClusterKind::SLURM);
     let state = fleet(vec![never, fd24()]);
     let advice = advise(&state, &spec(4, "h100"));
     assert_eq!(order(&advice), ["fd24", "new"]);

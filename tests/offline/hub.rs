@@ -475,6 +475,10 @@ async fn a_fleet_through_the_hub_shows_its_clusters_and_acts_through_it_audited_
     assert_eq!(hpc.name, "hpc", "the hub's cluster under its own name");
     assert_eq!(hpc.kind.as_str(), "slurm");
     assert!(hpc.capabilities.cancel && !hpc.capabilities.drain_resume);
+    // The kind's placement crosses the wire, so advice through a hub reads as it does here.
+    let slurm = flightdeck::backend::Registry::builtin().placement(&"slurm".into());
+    assert_eq!(hpc.placement, slurm);
+    assert_eq!(hpc.placement.partition, flightdeck::model::Partitions::NodeSets);
     assert!(matches!(hpc.health, Health::Fresh { .. }));
     assert_eq!(ids(&hpc.snapshot.as_ref().unwrap().jobs), ids(&toy_jobs(&toy).await));
 

@@ -110,6 +110,7 @@ fn stub_entry() -> KindEntry {
             Ok(Arc::new(StubBackend { name: cluster.name, endpoint: cluster.settings.endpoint }))
         },
         capabilities: STUB_CAPABILITIES,
+        placement: flightdeck::model::Placement::default(),
         dialects: Vec::new(),
         expand: None,
     }

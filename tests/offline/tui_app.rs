@@ -77,6 +77,7 @@ fn fleet(version: u64, clusters: Vec<(&str, Vec<Job>, Vec<Node>)>) -> Msg {
                 health: Health::Fresh { at: t0() },
                 snapshot: Some(Arc::new(snap)),
                 attempts: 1,
+                placement: flightdeck::backend::Registry::builtin().placement(&"slurm".into()),
                 ..ClusterState::new(name, "slurm")
             }
         })

@@ -26,6 +26,7 @@ use crate::backend::naming::{self, PLACEHOLDER_SUFFIX, SUFFIX_LEN};
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
+use crate::model::{Partitions, Placement};
 use crate::spec::{Imported, JobSpec};
 use serde_json::{Value, json};
 
@@ -46,6 +47,15 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     teardown: false,
 };
 
+/// `partition` names a fleet; a run that finds no idle instance may get a new one.
+pub fn placement() -> Placement {
+    Placement {
+        partition: Partitions::Fleet,
+        provisions: Some("dstack provisions where a backend can, else waits or fails (not known here)".into()),
+        ..Placement::default()
+    }
+}
+
 /// The kind's line in the backend registry.
 pub fn kind_entry() -> KindEntry {
     KindEntry {
@@ -55,6 +65,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(DstackBackend::new(&cluster)?))
         },
         capabilities: CAPABILITIES,
+        placement: placement(),
         dialects: vec![dialect::entry()],
         expand: None,
     }

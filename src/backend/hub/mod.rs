@@ -38,6 +38,8 @@ pub fn kind_entry() -> KindEntry {
             }))
         },
         capabilities: Capabilities::default(),
+        // Each served cluster carries its own kind's, relayed (`HubCluster::relayed_placement`).
+        placement: crate::model::Placement::default(),
         dialects: Vec::new(),
         expand: Some(|cluster| Box::pin(expand(cluster.clone()))),
     }
@@ -189,6 +191,10 @@ impl Backend for HubCluster {
             return None;
         }
         mirror.clusters.get(&self.name).map(|c| c.health.clone())
+    }
+
+    fn relayed_placement(&self) -> Option<crate::model::Placement> {
+        self.link.lock().clusters.get(&self.name).and_then(|c| c.info.placement.clone())
     }
 
     fn relayed_telemetry(&self) -> Option<crate::model::Relayed> {

@@ -46,6 +46,7 @@ use crate::backend::naming::{self, PLACEHOLDER_SUFFIX, SUFFIX_LEN};
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields, gpu_names};
+use crate::model::{Partitions, Placement};
 use crate::spec::{Imported, JobSpec};
 
 pub use self::config::KubeConfig;
@@ -186,6 +187,11 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     teardown: false,
 };
 
+/// `partition` names a Kueue queue with a quota; one job's pods may share a node.
+pub fn placement() -> Placement {
+    Placement { partition: Partitions::QuotaQueue, shares_nodes: true, ..Placement::default() }
+}
+
 /// The kind's line in the backend registry.
 pub fn kind_entry() -> KindEntry {
     KindEntry {
@@ -195,6 +201,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(KubeBackend::new(&cluster)))
         },
         capabilities: CAPABILITIES,
+        placement: placement(),
         dialects: dialect::entries(),
         expand: None,
     }

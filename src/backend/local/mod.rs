@@ -55,6 +55,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(LocalBackend::new(&cluster, Host::this_machine())))
         },
         capabilities: CAPABILITIES,
+        placement: crate::model::Placement::default(),
         dialects: Vec::new(),
         expand: None,
     }

@@ -33,6 +33,7 @@ use crate::backend::naming::{self, PLACEHOLDER_SUFFIX};
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
+use crate::model::{Partitions, Placement};
 use crate::spec::{Imported, JobSpec};
 
 pub use self::config::SkyPilotConfig;
@@ -55,6 +56,16 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     teardown: true,
 };
 
+/// `partition` names a cloud cluster (launched when new) or the managed-jobs queue.
+pub fn placement() -> Placement {
+    Placement {
+        partition: Partitions::CloudCluster,
+        provisions: Some("launches a new cluster (capacity and price are the cloud's, not known here)".into()),
+        managed_queue: Some(map::MANAGED_QUEUE.into()),
+        ..Placement::default()
+    }
+}
+
 /// The kind's line in the backend registry.
 pub fn kind_entry() -> KindEntry {
     KindEntry {
@@ -64,6 +75,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(SkyPilotBackend::new(&cluster)?))
         },
         capabilities: CAPABILITIES,
+        placement: placement(),
         dialects: vec![dialect::entry()],
         expand: None,
     }

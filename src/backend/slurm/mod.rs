@@ -31,6 +31,7 @@ use tokio::sync::Mutex;
 
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
+use crate::model::{Caveat, Partitions, Placement};
 use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
 use crate::spec::{Imported, JobSpec};
 
@@ -111,6 +112,18 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     teardown: false,
 };
 
+/// Partitions are node sets a job stays in; an image needs pyxis, which no snapshot shows.
+pub fn placement() -> Placement {
+    Placement {
+        partition: Partitions::NodeSets,
+        caveats: vec![Caveat::new(
+            "image",
+            "the image runs only where the cluster has pyxis, which the snapshot does not say",
+        )],
+        ..Placement::default()
+    }
+}
+
 /// The kind's line in the backend registry.
 pub fn kind_entry() -> KindEntry {
     KindEntry {
@@ -120,6 +133,7 @@ pub fn kind_entry() -> KindEntry {
             Ok(Arc::new(SlurmBackend::new(&cluster)))
         },
         capabilities: CAPABILITIES,
+        placement: placement(),
         dialects: vec![dialect::entry()],
         expand: None,
     }
