@@ -134,6 +134,100 @@ impl FairShare {
 pub const FAIR_SHARE_HEADER: [&str; 8] =
     ["CLUSTER", "ACCOUNT", "USER", "RAW-SHARES", "NORM-SHARES", "RAW-USAGE", "EFFECTIVE", "FAIRSHARE"];
 
+/// One queue's GPU quota per flavor beside the usage (Kueue's ClusterQueues, Volcano's
+/// Queues as the snapshot reads them): what it is granted, may borrow, uses and has
+/// borrowed, in GPUs (a MIG slice or time-sliced share counts as one of its resource).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueQuotaRow {
+    pub cluster: String,
+    pub queue: String,
+    /// The cohort it borrows within.
+    pub cohort: Option<String>,
+    pub flavor: String,
+    pub resource: String,
+    /// Granted (`nominalQuota`).
+    pub nominal: f64,
+    /// The most it may borrow from its cohort; `None`: no limit set.
+    pub borrowing_limit: Option<f64>,
+    /// In use by admitted workloads, borrowed included.
+    pub used: f64,
+    /// Of `used`, borrowed from the cohort.
+    pub borrowed: f64,
+    pub workloads_pending: u32,
+    pub workloads_admitted: u32,
+}
+
+/// A quantity in milli-units as units.
+fn units(milli: i64) -> f64 {
+    milli as f64 / 1000.0
+}
+
+/// `16`, `0.5`: as few decimals as the figure needs, at most three.
+fn figure(v: f64) -> String {
+    let text = format!("{v:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+impl QueueQuotaRow {
+    /// The cells under [`QUEUE_QUOTA_HEADER`], `-` where there is none.
+    pub fn cells(&self) -> Vec<String> {
+        vec![
+            self.cluster.clone(),
+            self.queue.clone(),
+            self.cohort.clone().unwrap_or_else(|| "-".into()),
+            self.flavor.clone(),
+            self.resource.clone(),
+            figure(self.nominal),
+            self.borrowing_limit.map_or_else(|| "-".into(), figure),
+            figure(self.used),
+            figure(self.borrowed),
+            self.workloads_pending.to_string(),
+            self.workloads_admitted.to_string(),
+        ]
+    }
+}
+
+/// The column titles of the queue quota table.
+pub const QUEUE_QUOTA_HEADER: [&str; 11] = [
+    "CLUSTER",
+    "QUEUE",
+    "COHORT",
+    "FLAVOR",
+    "RESOURCE",
+    "NOMINAL",
+    "BORROW-LIMIT",
+    "USED",
+    "BORROWED",
+    "PENDING",
+    "ADMITTED",
+];
+
+/// Every queue's GPU quota in the fleet's current picture, by cluster, queue and flavor.
+pub fn queue_quotas(state: &FleetState) -> Vec<QueueQuotaRow> {
+    let mut rows = Vec::new();
+    for cluster in &state.clusters {
+        let Some(snapshot) = &cluster.snapshot else { continue };
+        for q in &snapshot.queues {
+            for r in q.quota.iter().filter(|r| r.is_gpu()) {
+                rows.push(QueueQuotaRow {
+                    cluster: cluster.name.clone(),
+                    queue: q.name.clone(),
+                    cohort: q.cohort.clone(),
+                    flavor: r.flavor.clone(),
+                    resource: r.resource.clone(),
+                    nominal: units(r.nominal_milli),
+                    borrowing_limit: r.borrowing_limit_milli.map(units),
+                    used: units(r.used_milli),
+                    borrowed: units(r.borrowed_milli),
+                    workloads_pending: q.workloads_pending,
+                    workloads_admitted: q.workloads_admitted,
+                });
+            }
+        }
+    }
+    rows
+}
+
 /// The rows, most held first, and their total.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
@@ -148,6 +242,9 @@ pub struct Usage {
     /// Each scheduler's fair share beside the usage (Slurm's `sshare`), where asked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fair_share: Vec<FairShare>,
+    /// Each queue's GPU quota, borrowing and use beside the usage (Kueue's ClusterQueues).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queue_quota: Vec<QueueQuotaRow>,
 }
 
 #[derive(Default)]
@@ -374,7 +471,16 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
             .then_with(|| b.gpu_hours.unwrap_or(0.0).total_cmp(&a.gpu_hours.unwrap_or(0.0)))
             .then_with(|| natural_cmp(&a.key, &b.key))
     });
-    Usage { by, now, since, rows, total: total.row("total".into(), windowed), not_known, fair_share: Vec::new() }
+    Usage {
+        by,
+        now,
+        since,
+        rows,
+        total: total.row("total".into(), windowed),
+        not_known,
+        fair_share: Vec::new(),
+        queue_quota: queue_quotas(state),
+    }
 }
 
 /// Finished jobs a window reads per cluster at most; past it the oldest are left out and the
@@ -664,6 +770,44 @@ mod tests {
         let complete: Vec<(&str, bool)> = u.rows.iter().map(|r| (r.key.as_str(), r.gpu_hours_complete)).collect();
         assert_eq!(complete, vec![("fd22", true), ("sky", false)]);
         assert_eq!(u.not_known, vec!["sky: no finished jobs were read"]);
+    }
+
+    #[test]
+    fn each_queues_gpu_quota_stands_beside_the_usage_cpu_and_memory_left_out() {
+        use crate::model::{Queue, QueueQuota};
+        let mut state = fleet();
+        let quota = |resource: &str, nominal, limit, used, borrowed| QueueQuota {
+            flavor: "h100".into(),
+            resource: resource.into(),
+            nominal_milli: nominal,
+            borrowing_limit_milli: limit,
+            used_milli: used,
+            borrowed_milli: borrowed,
+        };
+        let queue = Queue {
+            name: "gpu-cq".into(),
+            cohort: Some("team".into()),
+            quota: vec![
+                quota("cpu", 600_000, None, 144_000, 0),
+                quota("nvidia.com/gpu", 16_000, Some(4_000), 18_000, 2_000),
+            ],
+            workloads_pending: 1,
+            workloads_admitted: 2,
+            ..Queue::default()
+        };
+        let snapshot = Arc::make_mut(state.clusters[0].snapshot.as_mut().unwrap());
+        snapshot.queues = vec![queue, Queue { name: "gpu".into(), gpus_total: 8, ..Queue::default() }];
+        let ask =
+            UsageAsk { by: UsageBy::User, now: at("2026-12-04T12:00:00Z"), window: None, idle_below_percent: None };
+        let u = compute(&state, &ask);
+        assert_eq!(u.queue_quota.len(), 1, "{:?}", u.queue_quota);
+        let q = &u.queue_quota[0];
+        assert_eq!((q.cluster.as_str(), q.queue.as_str(), q.cohort.as_deref()), ("fd22", "gpu-cq", Some("team")));
+        assert_eq!((q.nominal, q.borrowing_limit, q.used, q.borrowed), (16.0, Some(4.0), 18.0, 2.0));
+        assert_eq!(q.cells(), ["fd22", "gpu-cq", "team", "h100", "nvidia.com/gpu", "16", "4", "18", "2", "1", "2"]);
+        let text = serde_json::to_string(&u).unwrap();
+        assert!(text.contains("\"queue_quota\":[{\"cluster\":\"fd22\""), "{text}");
+        assert!(!serde_json::to_string(&now_only(UsageBy::User)).unwrap().contains("queue_quota"), "none: left out");
     }
 
     #[test]
