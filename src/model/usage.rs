@@ -91,6 +91,12 @@ pub struct UsageRow {
     pub gpu_hours: Option<f64>,
     /// False when some source could not say all of it: `gpu_hours` is then a lower bound.
     pub gpu_hours_complete: bool,
+    /// Idle GPU-hours in the window, at least: the running jobs' GPUs since telemetry first
+    /// read them under the idle threshold without a break. Always a lower bound: the fleet
+    /// keeps minutes of telemetry, not the window's, and nothing of finished jobs' idleness.
+    /// `None` without a window.
+    #[serde(default)]
+    pub idle_gpu_hours_at_least: Option<f64>,
 }
 
 /// One association's fair share as the scheduler weighs it (Slurm's `sshare`): an account
@@ -258,6 +264,7 @@ struct Acc<'a> {
     models: Vec<(&'a str, u32)>,
     hours: f64,
     incomplete: bool,
+    idle_hours: f64,
 }
 
 impl<'a> Acc<'a> {
@@ -282,6 +289,7 @@ impl<'a> Acc<'a> {
             models,
             gpu_hours: windowed.then_some(self.hours),
             gpu_hours_complete: !windowed || !self.incomplete,
+            idle_gpu_hours_at_least: windowed.then_some(self.idle_hours),
         }
     }
 }
@@ -341,13 +349,15 @@ fn key_of<'j>(by: UsageBy, cluster: &'j str, job: &'j Job) -> &'j str {
     }
 }
 
-/// Whether a job's GPUs read idle, and whether any reading covers them.
-fn idleness(used: Option<&GpuUse>, job: &Job, below: Option<f32>) -> (bool, bool) {
+/// Whether a job's GPUs read idle, whether any reading covers them, and since when every
+/// reading has been under the fleet's idle threshold.
+fn idleness(used: Option<&GpuUse>, job: &Job, below: Option<f32>) -> (bool, bool, Option<DateTime<Utc>>) {
     match used.and_then(|u| u.job(&job.job_ref.id)) {
         Some(j) if j.idle || j.mean_utilisation.is_some() => {
-            (j.idle || below.is_some_and(|b| j.mean_utilisation.is_some_and(|m| m < b)), true)
+            (j.idle || below.is_some_and(|b| j.mean_utilisation.is_some_and(|m| m < b)), true, j.below_since)
         }
-        _ => (false, false),
+        Some(j) => (false, false, j.below_since),
+        None => (false, false, None),
     }
 }
 
@@ -367,8 +377,13 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
             if gpus == 0 || !job.state.is_active() {
                 continue;
             }
-            let (idle, measured) = idleness(used, job, ask.idle_below_percent);
+            let (idle, measured, low_since) = idleness(used, job, ask.idle_below_percent);
             let running_hours = since.map(|s| job.start_time.map(|t| f64::from(gpus) * hours_inside(t, now, s, now)));
+            // Idle since its readings went under the threshold, as far as the window reaches.
+            let idle_hours = match (since, low_since) {
+                (Some(s), Some(low)) => f64::from(gpus) * hours_inside(low, now, s, now),
+                _ => 0.0,
+            };
             let add = |a: &mut Acc<'_>, n: u32, share: f64| {
                 a.jobs_now += 1;
                 a.gpus_now = a.gpus_now.saturating_add(n);
@@ -381,6 +396,7 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
                     Some(c) => a.cost += c * share,
                     None => a.unpriced = true,
                 }
+                a.idle_hours += idle_hours * share;
                 match running_hours {
                     Some(Some(h)) => a.hours += h * share,
                     Some(None) => a.incomplete = true,
@@ -525,19 +541,20 @@ pub fn window_sources(answers: &[(String, History, Option<String>)]) -> Vec<Wind
 }
 
 /// The column titles of a usage table whose rows are `by`.
-pub fn header(by: UsageBy) -> [&'static str; 7] {
+pub fn header(by: UsageBy) -> [&'static str; 8] {
     let key = match by {
         UsageBy::User => "USER",
         UsageBy::Account => "ACCOUNT",
         UsageBy::Cluster => "CLUSTER",
         UsageBy::Model => "MODEL",
     };
-    [key, "JOBS", "GPUS", "IDLE", "$/H", "GPU-H", "MODELS"]
+    [key, "JOBS", "GPUS", "IDLE", "$/H", "GPU-H", "IDLE-H", "MODELS"]
 }
 
 impl UsageRow {
     /// The cells under [`header`]: `?` where a figure is not known, `-` where there is none,
-    /// `>=N` for GPU-hours some source could not fully say.
+    /// `>=N` for GPU-hours some source could not fully say; idle GPU-hours are always at least
+    /// (`>=N`), and `?` where no telemetry read any held GPU under the threshold (not zero).
     pub fn cells(&self) -> Vec<String> {
         let idle = match (self.gpus_now, self.unmeasured_gpus_now) {
             (0, _) => "-".to_string(),
@@ -556,6 +573,11 @@ impl UsageRow {
             Some(h) if h > 0.0 => format!(">={h:.2}"),
             Some(_) => "?".to_string(),
         };
+        let idle_hours = match self.idle_gpu_hours_at_least {
+            None => "-".to_string(),
+            Some(h) if h > 0.0 => format!(">={h:.2}"),
+            Some(_) => "?".to_string(),
+        };
         let models: Vec<String> = self.models.iter().map(|m| format!("{}×{}", m.model, m.gpus)).collect();
         vec![
             if self.key.is_empty() { "-".into() } else { self.key.clone() },
@@ -564,6 +586,7 @@ impl UsageRow {
             idle,
             cost,
             hours,
+            idle_hours,
             if models.is_empty() { "-".into() } else { models.join(",") },
         ]
     }
@@ -584,6 +607,7 @@ pub fn merge_window(now: &Usage, window: Option<&Usage>) -> Vec<UsageRow> {
             row.gpu_hours = Some(known.and_then(|w| w.gpu_hours).unwrap_or(0.0));
             // A key the window has no row for was in no source: as complete as the window.
             row.gpu_hours_complete = known.map_or(window.total.gpu_hours_complete, |w| w.gpu_hours_complete);
+            row.idle_gpu_hours_at_least = Some(known.and_then(|w| w.idle_gpu_hours_at_least).unwrap_or(0.0));
             row
         })
         .collect();
@@ -594,6 +618,7 @@ pub fn merge_window(now: &Usage, window: Option<&Usage>) -> Vec<UsageRow> {
             key: w.key.clone(),
             gpu_hours: w.gpu_hours,
             gpu_hours_complete: w.gpu_hours_complete,
+            idle_gpu_hours_at_least: w.idle_gpu_hours_at_least,
             ..UsageRow::default()
         });
     }
@@ -636,7 +661,8 @@ mod tests {
                 job: id.to_string(),
                 gpus: 1,
                 mean_utilisation: *mean,
-                below_since: None,
+                // A job reading under 5% has done so since 11:00.
+                below_since: mean.is_some_and(|m| m < 5.0).then(|| at("2026-12-04T11:00:00Z")),
                 idle: *idle,
             })
             .collect();
@@ -756,6 +782,13 @@ mod tests {
         assert!(u.rows.iter().all(|r| r.key != "dave"));
         assert!(u.rows.iter().all(|r| r.gpu_hours_complete) && u.not_known.is_empty());
         assert!((u.total.gpu_hours.unwrap() - (14.0 + 8.0 + 6.0)).abs() < 1e-9);
+        // Idle GPU-hours: only alice's job 1, low since 11:00 (4 GPUs × 1 h), at least.
+        let idle = |k: &str| u.rows.iter().find(|r| r.key == k).and_then(|r| r.idle_gpu_hours_at_least).unwrap();
+        assert!((idle("alice") - 4.0).abs() < 1e-9 && idle("bob") == 0.0, "{:?}", u.rows);
+        let alice = u.rows.iter().find(|r| r.key == "alice").unwrap().cells();
+        assert_eq!(alice[6], ">=4.00", "a lower bound, always: {alice:?}");
+        let bob = u.rows.iter().find(|r| r.key == "bob").unwrap().cells();
+        assert_eq!(bob[6], "?", "no idle reading is not known, not zero: {bob:?}");
 
         // A source that cannot say makes every user's figure a lower bound, and says why.
         let gappy = [fd22[0], WindowSource { cluster: "sky", records: &[], gap: Some("history: timed out") }];
