@@ -76,7 +76,8 @@ fn fleet(jobs: usize) -> (FleetState, usize, u64) {
                         job: j.job_ref.id.clone(),
                         gpus: j.gpus_allocated,
                         mean_utilisation: Some((j.gpus_allocated * 13 % 100) as f32),
-                        below_since: None,
+                        // Some read low for a while: idle GPU-hours to sum.
+                        below_since: j.job_ref.id.ends_with('3').then(|| now() - TimeDelta::minutes(10)),
                         idle: false,
                     })
                     .collect();
@@ -138,6 +139,9 @@ fn main() {
         assert_eq!(u.rows.iter().map(|r| r.jobs_now as usize).sum::<usize>(), held, "{by:?}");
         let hours: f64 = u.rows.iter().map(|r| r.gpu_hours.unwrap()).sum();
         assert!((hours - u.total.gpu_hours.unwrap()).abs() < 1e-6 * hours, "{by:?}: every GPU-hour once");
+        let idle: f64 = u.rows.iter().map(|r| r.idle_gpu_hours_at_least.unwrap()).sum();
+        let total_idle = u.total.idle_gpu_hours_at_least.unwrap();
+        assert!(total_idle > 0.0 && (idle - total_idle).abs() < 1e-6 * idle, "{by:?}: every idle GPU-hour once");
         assert!(u.rows.windows(2).all(|w| w[0].gpus_now >= w[1].gpus_now), "{by:?}: most held first");
     }
     if !bench {

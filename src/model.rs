@@ -603,6 +603,19 @@ pub struct QueueQuota {
     pub borrowed_milli: i64,
 }
 
+impl QueueQuota {
+    /// Whether the resource is GPUs (whole, MIG slices, time-sliced shares), by the names
+    /// the device plugins register, not CPU or memory.
+    pub fn is_gpu(&self) -> bool {
+        let r = self.resource.as_str();
+        r == "nvidia.com/gpu"
+            || r == "nvidia.com/gpu.shared"
+            || r.starts_with("nvidia.com/mig-")
+            || r == "amd.com/gpu"
+            || (r.starts_with("gpu.intel.com/") && !r.ends_with("millicores") && !r.ends_with("memory.max"))
+    }
+}
+
 /// One cluster's state as of one refresh.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {

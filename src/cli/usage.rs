@@ -109,5 +109,10 @@ pub fn table(u: &Usage) -> String {
         text.push_str("\nFair share (the scheduler's sshare):\n");
         text.push_str(&output::table(&usage::FAIR_SHARE_HEADER, &shares));
     }
+    if !u.queue_quota.is_empty() {
+        let quotas: Vec<Vec<String>> = u.queue_quota.iter().map(usage::QueueQuotaRow::cells).collect();
+        text.push_str("\nQueue quota (GPUs granted, borrowed and used per flavor):\n");
+        text.push_str(&output::table(&usage::QUEUE_QUOTA_HEADER, &quotas));
+    }
     text
 }

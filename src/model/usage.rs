@@ -101,6 +101,12 @@ pub struct UsageRow {
     pub gpu_hours: Option<f64>,
     /// False when some source could not say all of it: `gpu_hours` is then a lower bound.
     pub gpu_hours_complete: bool,
+    /// Idle GPU-hours in the window, at least: the running jobs' GPUs since telemetry first
+    /// read them under the idle threshold without a break. Always a lower bound: the fleet
+    /// keeps minutes of telemetry, not the window's, and nothing of finished jobs' idleness.
+    /// `None` without a window.
+    #[serde(default)]
+    pub idle_gpu_hours_at_least: Option<f64>,
 }
 
 /// One association's fair share as the scheduler weighs it (Slurm's `sshare`): an account
@@ -144,6 +150,100 @@ impl FairShare {
 pub const FAIR_SHARE_HEADER: [&str; 8] =
     ["CLUSTER", "ACCOUNT", "USER", "RAW-SHARES", "NORM-SHARES", "RAW-USAGE", "EFFECTIVE", "FAIRSHARE"];
 
+/// One queue's GPU quota per flavor beside the usage (Kueue's ClusterQueues, Volcano's
+/// Queues as the snapshot reads them): what it is granted, may borrow, uses and has
+/// borrowed, in GPUs (a MIG slice or time-sliced share counts as one of its resource).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueQuotaRow {
+    pub cluster: String,
+    pub queue: String,
+    /// The cohort it borrows within.
+    pub cohort: Option<String>,
+    pub flavor: String,
+    pub resource: String,
+    /// Granted (`nominalQuota`).
+    pub nominal: f64,
+    /// The most it may borrow from its cohort; `None`: no limit set.
+    pub borrowing_limit: Option<f64>,
+    /// In use by admitted workloads, borrowed included.
+    pub used: f64,
+    /// Of `used`, borrowed from the cohort.
+    pub borrowed: f64,
+    pub workloads_pending: u32,
+    pub workloads_admitted: u32,
+}
+
+/// A quantity in milli-units as units.
+fn units(milli: i64) -> f64 {
+    milli as f64 / 1000.0
+}
+
+/// `16`, `0.5`: as few decimals as the figure needs, at most three.
+fn figure(v: f64) -> String {
+    let text = format!("{v:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+impl QueueQuotaRow {
+    /// The cells under [`QUEUE_QUOTA_HEADER`], `-` where there is none.
+    pub fn cells(&self) -> Vec<String> {
+        vec![
+            self.cluster.clone(),
+            self.queue.clone(),
+            self.cohort.clone().unwrap_or_else(|| "-".into()),
+            self.flavor.clone(),
+            self.resource.clone(),
+            figure(self.nominal),
+            self.borrowing_limit.map_or_else(|| "-".into(), figure),
+            figure(self.used),
+            figure(self.borrowed),
+            self.workloads_pending.to_string(),
+            self.workloads_admitted.to_string(),
+        ]
+    }
+}
+
+/// The column titles of the queue quota table.
+pub const QUEUE_QUOTA_HEADER: [&str; 11] = [
+    "CLUSTER",
+    "QUEUE",
+    "COHORT",
+    "FLAVOR",
+    "RESOURCE",
+    "NOMINAL",
+    "BORROW-LIMIT",
+    "USED",
+    "BORROWED",
+    "PENDING",
+    "ADMITTED",
+];
+
+/// Every queue's GPU quota in the fleet's current picture, by cluster, queue and flavor.
+pub fn queue_quotas(state: &FleetState) -> Vec<QueueQuotaRow> {
+    let mut rows = Vec::new();
+    for cluster in &state.clusters {
+        let Some(snapshot) = &cluster.snapshot else { continue };
+        for q in &snapshot.queues {
+            for r in q.quota.iter().filter(|r| r.is_gpu()) {
+                rows.push(QueueQuotaRow {
+                    cluster: cluster.name.clone(),
+                    queue: q.name.clone(),
+                    cohort: q.cohort.clone(),
+                    flavor: r.flavor.clone(),
+                    resource: r.resource.clone(),
+                    nominal: units(r.nominal_milli),
+                    borrowing_limit: r.borrowing_limit_milli.map(units),
+                    used: units(r.used_milli),
+                    borrowed: units(r.borrowed_milli),
+                    workloads_pending: q.workloads_pending,
+                    workloads_admitted: q.workloads_admitted,
+                });
+            }
+        }
+    }
+    rows
+}
+
 /// The rows, most held first, and their total.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
@@ -158,6 +258,9 @@ pub struct Usage {
     /// Each scheduler's fair share beside the usage (Slurm's `sshare`), where asked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fair_share: Vec<FairShare>,
+    /// Each queue's GPU quota, borrowing and use beside the usage (Kueue's ClusterQueues).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queue_quota: Vec<QueueQuotaRow>,
 }
 
 #[derive(Default)]
@@ -171,6 +274,7 @@ struct Acc<'a> {
     models: Vec<(&'a str, u32)>,
     hours: f64,
     incomplete: bool,
+    idle_hours: f64,
 }
 
 impl<'a> Acc<'a> {
@@ -195,6 +299,7 @@ impl<'a> Acc<'a> {
             models,
             gpu_hours: windowed.then_some(self.hours),
             gpu_hours_complete: !windowed || !self.incomplete,
+            idle_gpu_hours_at_least: windowed.then_some(self.idle_hours),
         }
     }
 }
@@ -254,13 +359,15 @@ fn key_of<'j>(by: UsageBy, cluster: &'j str, job: &'j Job) -> &'j str {
     }
 }
 
-/// Whether a job's GPUs read idle, and whether any reading covers them.
-fn idleness(used: Option<&GpuUse>, job: &Job, below: Option<f32>) -> (bool, bool) {
+/// Whether a job's GPUs read idle, whether any reading covers them, and since when every
+/// reading has been under the fleet's idle threshold.
+fn idleness(used: Option<&GpuUse>, job: &Job, below: Option<f32>) -> (bool, bool, Option<DateTime<Utc>>) {
     match used.and_then(|u| u.job(&job.job_ref.id)) {
         Some(j) if j.idle || j.mean_utilisation.is_some() => {
-            (j.idle || below.is_some_and(|b| j.mean_utilisation.is_some_and(|m| m < b)), true)
+            (j.idle || below.is_some_and(|b| j.mean_utilisation.is_some_and(|m| m < b)), true, j.below_since)
         }
-        _ => (false, false),
+        Some(j) => (false, false, j.below_since),
+        None => (false, false, None),
     }
 }
 
@@ -280,8 +387,13 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
             if gpus == 0 || !job.state.is_active() {
                 continue;
             }
-            let (idle, measured) = idleness(used, job, ask.idle_below_percent);
+            let (idle, measured, low_since) = idleness(used, job, ask.idle_below_percent);
             let running_hours = since.map(|s| job.start_time.map(|t| f64::from(gpus) * hours_inside(t, now, s, now)));
+            // Idle since its readings went under the threshold, as far as the window reaches.
+            let idle_hours = match (since, low_since) {
+                (Some(s), Some(low)) => f64::from(gpus) * hours_inside(low, now, s, now),
+                _ => 0.0,
+            };
             let add = |a: &mut Acc<'_>, n: u32, share: f64| {
                 a.jobs_now += 1;
                 a.gpus_now = a.gpus_now.saturating_add(n);
@@ -294,6 +406,7 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
                     Some(c) => a.cost += c * share,
                     None => a.unpriced = true,
                 }
+                a.idle_hours += idle_hours * share;
                 match running_hours {
                     Some(Some(h)) => a.hours += h * share,
                     Some(None) => a.incomplete = true,
@@ -384,7 +497,16 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
             .then_with(|| b.gpu_hours.unwrap_or(0.0).total_cmp(&a.gpu_hours.unwrap_or(0.0)))
             .then_with(|| natural_cmp(&a.key, &b.key))
     });
-    Usage { by, now, since, rows, total: total.row("total".into(), windowed), not_known, fair_share: Vec::new() }
+    Usage {
+        by,
+        now,
+        since,
+        rows,
+        total: total.row("total".into(), windowed),
+        not_known,
+        fair_share: Vec::new(),
+        queue_quota: queue_quotas(state),
+    }
 }
 
 /// Finished jobs a window reads per cluster at most; past it the oldest are left out and the
@@ -429,19 +551,20 @@ pub fn window_sources(answers: &[(String, History, Option<String>)]) -> Vec<Wind
 }
 
 /// The column titles of a usage table whose rows are `by`.
-pub fn header(by: UsageBy) -> [&'static str; 7] {
+pub fn header(by: UsageBy) -> [&'static str; 8] {
     let key = match by {
         UsageBy::User => "USER",
         UsageBy::Account => "ACCOUNT",
         UsageBy::Cluster => "CLUSTER",
         UsageBy::Model => "MODEL",
     };
-    [key, "JOBS", "GPUS", "IDLE", "$/H", "GPU-H", "MODELS"]
+    [key, "JOBS", "GPUS", "IDLE", "$/H", "GPU-H", "IDLE-H", "MODELS"]
 }
 
 impl UsageRow {
     /// The cells under [`header`]: `?` where a figure is not known, `-` where there is none,
-    /// `>=N` for GPU-hours some source could not fully say.
+    /// `>=N` for GPU-hours some source could not fully say; idle GPU-hours are always at least
+    /// (`>=N`), and `?` where no telemetry read any held GPU under the threshold (not zero).
     pub fn cells(&self) -> Vec<String> {
         let idle = match (self.gpus_now, self.unmeasured_gpus_now) {
             (0, _) => "-".to_string(),
@@ -460,6 +583,11 @@ impl UsageRow {
             Some(h) if h > 0.0 => format!(">={h:.2}"),
             Some(_) => "?".to_string(),
         };
+        let idle_hours = match self.idle_gpu_hours_at_least {
+            None => "-".to_string(),
+            Some(h) if h > 0.0 => format!(">={h:.2}"),
+            Some(_) => "?".to_string(),
+        };
         let models: Vec<String> = self.models.iter().map(|m| format!("{}×{}", m.model, m.gpus)).collect();
         vec![
             if self.key.is_empty() { "-".into() } else { self.key.clone() },
@@ -468,6 +596,7 @@ impl UsageRow {
             idle,
             cost,
             hours,
+            idle_hours,
             if models.is_empty() { "-".into() } else { models.join(",") },
         ]
     }
@@ -488,6 +617,7 @@ pub fn merge_window(now: &Usage, window: Option<&Usage>) -> Vec<UsageRow> {
             row.gpu_hours = Some(known.and_then(|w| w.gpu_hours).unwrap_or(0.0));
             // A key the window has no row for was in no source: as complete as the window.
             row.gpu_hours_complete = known.map_or(window.total.gpu_hours_complete, |w| w.gpu_hours_complete);
+            row.idle_gpu_hours_at_least = Some(known.and_then(|w| w.idle_gpu_hours_at_least).unwrap_or(0.0));
             row
         })
         .collect();
@@ -498,6 +628,7 @@ pub fn merge_window(now: &Usage, window: Option<&Usage>) -> Vec<UsageRow> {
             key: w.key.clone(),
             gpu_hours: w.gpu_hours,
             gpu_hours_complete: w.gpu_hours_complete,
+            idle_gpu_hours_at_least: w.idle_gpu_hours_at_least,
             ..UsageRow::default()
         });
     }
@@ -540,7 +671,8 @@ mod tests {
                 job: id.to_string(),
                 gpus: 1,
                 mean_utilisation: *mean,
-                below_since: None,
+                // A job reading under 5% has done so since 11:00.
+                below_since: mean.is_some_and(|m| m < 5.0).then(|| at("2026-12-04T11:00:00Z")),
                 idle: *idle,
             })
             .collect();
@@ -660,6 +792,13 @@ mod tests {
         assert!(u.rows.iter().all(|r| r.key != "dave"));
         assert!(u.rows.iter().all(|r| r.gpu_hours_complete) && u.not_known.is_empty());
         assert!((u.total.gpu_hours.unwrap() - (14.0 + 8.0 + 6.0)).abs() < 1e-9);
+        // Idle GPU-hours: only alice's job 1, low since 11:00 (4 GPUs × 1 h), at least.
+        let idle = |k: &str| u.rows.iter().find(|r| r.key == k).and_then(|r| r.idle_gpu_hours_at_least).unwrap();
+        assert!((idle("alice") - 4.0).abs() < 1e-9 && idle("bob") == 0.0, "{:?}", u.rows);
+        let alice = u.rows.iter().find(|r| r.key == "alice").unwrap().cells();
+        assert_eq!(alice[6], ">=4.00", "a lower bound, always: {alice:?}");
+        let bob = u.rows.iter().find(|r| r.key == "bob").unwrap().cells();
+        assert_eq!(bob[6], "?", "no idle reading is not known, not zero: {bob:?}");
 
         // A source that cannot say makes every user's figure a lower bound, and says why.
         let gappy = [fd22[0], WindowSource { cluster: "sky", records: &[], gap: Some("history: timed out") }];
@@ -674,6 +813,44 @@ mod tests {
         let complete: Vec<(&str, bool)> = u.rows.iter().map(|r| (r.key.as_str(), r.gpu_hours_complete)).collect();
         assert_eq!(complete, vec![("fd22", true), ("sky", false)]);
         assert_eq!(u.not_known, vec!["sky: no finished jobs were read"]);
+    }
+
+    #[test]
+    fn each_queues_gpu_quota_stands_beside_the_usage_cpu_and_memory_left_out() {
+        use crate::model::{Queue, QueueQuota};
+        let mut state = fleet();
+        let quota = |resource: &str, nominal, limit, used, borrowed| QueueQuota {
+            flavor: "h100".into(),
+            resource: resource.into(),
+            nominal_milli: nominal,
+            borrowing_limit_milli: limit,
+            used_milli: used,
+            borrowed_milli: borrowed,
+        };
+        let queue = Queue {
+            name: "gpu-cq".into(),
+            cohort: Some("team".into()),
+            quota: vec![
+                quota("cpu", 600_000, None, 144_000, 0),
+                quota("nvidia.com/gpu", 16_000, Some(4_000), 18_000, 2_000),
+            ],
+            workloads_pending: 1,
+            workloads_admitted: 2,
+            ..Queue::default()
+        };
+        let snapshot = Arc::make_mut(state.clusters[0].snapshot.as_mut().unwrap());
+        snapshot.queues = vec![queue, Queue { name: "gpu".into(), gpus_total: 8, ..Queue::default() }];
+        let ask =
+            UsageAsk { by: UsageBy::User, now: at("2026-12-04T12:00:00Z"), window: None, idle_below_percent: None };
+        let u = compute(&state, &ask);
+        assert_eq!(u.queue_quota.len(), 1, "{:?}", u.queue_quota);
+        let q = &u.queue_quota[0];
+        assert_eq!((q.cluster.as_str(), q.queue.as_str(), q.cohort.as_deref()), ("fd22", "gpu-cq", Some("team")));
+        assert_eq!((q.nominal, q.borrowing_limit, q.used, q.borrowed), (16.0, Some(4.0), 18.0, 2.0));
+        assert_eq!(q.cells(), ["fd22", "gpu-cq", "team", "h100", "nvidia.com/gpu", "16", "4", "18", "2", "1", "2"]);
+        let text = serde_json::to_string(&u).unwrap();
+        assert!(text.contains("\"queue_quota\":[{\"cluster\":\"fd22\""), "{text}");
+        assert!(!serde_json::to_string(&now_only(UsageBy::User)).unwrap().contains("queue_quota"), "none: left out");
     }
 
     #[test]

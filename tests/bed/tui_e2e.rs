@@ -258,6 +258,18 @@ fn cockpit_scenario(name: &str, args: &[&str]) {
         s.nodes.iter().any(|n| n.name == "h100-01" && !n.has_flag("DRAIN"))
     });
 
+    // Usage (screen 5): the kept job's user holds at least its GPU, in a row of its own.
+    let user =
+        rt.block_on(b.snapshot()).expect("a snapshot").jobs.into_iter().find(|j| j.job_ref == keep).map(|j| j.user);
+    let user = user.expect("the kept job listed");
+    pane.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
+    pane.keys(&["5"]);
+    let screen = pane.wait_for("the user's row on the usage screen", |s| {
+        s.contains("Usage · GPU-hours of the last 7 d") && s.lines().any(|l| holds_gpus(l, &user))
+    });
+    assert!(screen.contains("GPU-H") && screen.contains("MODELS"), "{screen}");
+
     // Quit: the shell after flightdeck finds a sane terminal (canonical mode, echo on).
     pane.keys(&["Escape"]);
     std::thread::sleep(Duration::from_millis(300));
@@ -276,6 +288,16 @@ fn cockpit_scenario(name: &str, args: &[&str]) {
     rt.block_on(async {
         let _ = b.job_action(&keep, flightdeck::backend::JobAction::Cancel).await;
     });
+}
+
+/// Whether a usage table line is `user`'s row with jobs and GPUs held now: the name, then
+/// the JOBS and GPUS cells, both at least one.
+fn holds_gpus(line: &str, user: &str) -> bool {
+    let words: Vec<&str> =
+        line.split(|c: char| c.is_whitespace() || c == '│' || c == '>').filter(|w| !w.is_empty()).collect();
+    words
+        .windows(3)
+        .any(|w| w[0] == user && w[1].parse::<u32>().is_ok_and(|n| n >= 1) && w[2].parse::<u32>().is_ok_and(|n| n >= 1))
 }
 
 /// The variable a test bed script wrote into its env file (tests/run.sh sources them).

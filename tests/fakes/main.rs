@@ -14,6 +14,7 @@ mod kube_leases;
 mod kube_protocol;
 mod kube_scenarios;
 mod kube_trim;
+mod kube_usage;
 mod kube_workloads;
 mod skypilot_recorded;
 mod telemetry_prometheus;

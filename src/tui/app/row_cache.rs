@@ -275,7 +275,7 @@ fn quota_lines(queues: &[crate::model::Queue]) -> Vec<String> {
             let gpus: Vec<String> = q
                 .quota
                 .iter()
-                .filter(|r| r.resource.contains("gpu"))
+                .filter(|r| r.is_gpu())
                 .map(|r| {
                     let borrowed = if r.borrowed_milli > 0 {
                         format!(" (+{} borrowed)", r.borrowed_milli / 1000)

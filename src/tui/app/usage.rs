@@ -21,16 +21,19 @@ pub enum UsageSort {
     GpusNow,
     GpuHours,
     IdleNow,
+    /// Idle GPU-hours of the window, at least (`model::usage`).
+    IdleHours,
 }
 
 impl UsageSort {
-    pub const ALL: [UsageSort; 3] = [UsageSort::GpusNow, UsageSort::GpuHours, UsageSort::IdleNow];
+    pub const ALL: [UsageSort; 4] = [UsageSort::GpusNow, UsageSort::GpuHours, UsageSort::IdleNow, UsageSort::IdleHours];
 
     pub fn title(self) -> &'static str {
         match self {
             UsageSort::GpusNow => "GPUs held now",
             UsageSort::GpuHours => "GPU-hours",
             UsageSort::IdleNow => "idle GPUs now",
+            UsageSort::IdleHours => "idle GPU-hours",
         }
     }
 
@@ -40,6 +43,7 @@ impl UsageSort {
             UsageSort::GpusNow => f64::from(r.gpus_now),
             UsageSort::GpuHours => r.gpu_hours.unwrap_or(0.0),
             UsageSort::IdleNow => f64::from(r.idle_gpus_now),
+            UsageSort::IdleHours => r.idle_gpu_hours_at_least.unwrap_or(0.0),
         }
     }
 }
@@ -168,6 +172,14 @@ mod tests {
         v.reverse = true;
         v.rebuild(&held);
         assert_eq!(keys(&v), ["bob", "alice", "carol"]);
+        // By idle GPU-hours: from the window's rows.
+        let mut w = v.window.take().unwrap();
+        w.rows[1].idle_gpu_hours_at_least = Some(2.5);
+        v.window = Some(w);
+        (v.sort, v.reverse) = (UsageSort::IdleHours, false);
+        v.rebuild(&held);
+        assert_eq!(keys(&v)[0], "alice");
+        assert_eq!(v.rows[v.cursor.visible[0] as usize].idle_gpu_hours_at_least, Some(2.5));
     }
 
     #[test]

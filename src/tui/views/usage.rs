@@ -1,6 +1,7 @@
 //! The usage screen: who holds the GPUs, one row per user, as `flightdeck usage` prints
 //! them: jobs and GPUs held now, how many of those read idle, $/h where every holder has a
-//! price, GPU-hours over the window (`>=` where a source could not say all), and the models.
+//! price, GPU-hours over the window (`>=` where a source could not say all), idle GPU-hours
+//! in it (at least; `?` where telemetry read none), and the models.
 //! Above the table: the read in flight and what the window could not say.
 
 use std::borrow::Cow;
@@ -16,13 +17,14 @@ use crate::tui::widgets::table::{self, RowCells};
 use crate::tui::widgets::text;
 
 /// The columns of [`crate::model::usage::header`] by user.
-pub const COLUMNS: [Shape; 7] = [
+pub const COLUMNS: [Shape; 8] = [
     Shape::new("USER", 6, 24, 0).content_first(),
     Shape::new("JOBS", 4, 7, 2).right(),
     Shape::new("GPUS", 4, 7, 0).right(),
     Shape::new("IDLE", 4, 7, 1).right(),
     Shape::new("$/H", 4, 10, 4).right(),
     Shape::new("GPU-H", 5, 12, 1).right(),
+    Shape::new("IDLE-H", 6, 12, 2).right(),
     Shape::new("MODELS", 6, 40, 3),
 ];
 
