@@ -199,6 +199,8 @@ fn fleet_state(read_only: bool) -> Arc<FleetState> {
         // What the Slurm adapter declares: everything but cordon/uncordon.
         c.capabilities =
             flightdeck::model::Capabilities { cordon_uncordon: false, ..flightdeck::model::Capabilities::ALL };
+        // What the Slurm adapter's registry line declares: partitions are node sets.
+        c.placement = flightdeck::backend::Registry::builtin().placement(&c.kind);
     }
     Arc::new(FleetState { clusters, read_only, version: 1 })
 }
