@@ -523,6 +523,15 @@ mod tests {
         JobSpec::from_toml_str(text, Path::new(FILE))
     }
 
+    #[test]
+    fn multi_node_is_one_word_at_its_line() {
+        let spec = parse("name = \"t\"\ncommand = \"true\"\nnodes = 2\nmulti_node = \"pytorchjob\"\n").unwrap();
+        assert_eq!(spec.multi_node.as_deref(), Some("pytorchjob"));
+        assert!(spec.to_toml().unwrap().contains("multi_node = \"pytorchjob\""));
+        let shown = refused("name = \"t\"\ncommand = \"true\"\nmulti_node = \"job set\"\n", 3, "multi_node");
+        assert!(shown.contains("\"job set\" is not a workload kind"), "{shown}");
+    }
+
     /// The error's text, after checking it names the file, the line and the key.
     fn refused(text: &str, line: usize, key: &str) -> String {
         let err = parse(text).expect_err("spec should be refused");
