@@ -129,6 +129,11 @@ pub enum Command {
         /// pytorchjob, mpijob, rayjob, volcano.
         #[arg(long)]
         from: Option<String>,
+        /// The workload kind a job of several nodes becomes on a Kubernetes cluster (jobset,
+        /// pytorchjob, mpijob, volcano), over the cluster's `multi_node` setting for this one
+        /// job; other kinds refuse it.
+        #[arg(long, value_name = "KIND")]
+        multi_node: Option<String>,
     },
     /// Move jobs (CLUSTER/ID …) to another cluster: submit there, then cancel here. Prints
     /// the plan (source, target, every warning); `--yes` carries it out.
@@ -366,6 +371,10 @@ pub enum SpecCommand {
         /// Read the file as this dialect instead of recognising it by content.
         #[arg(long)]
         from: Option<String>,
+        /// With `--to kubernetes`: the workload kind a job of several nodes is written as
+        /// (jobset, pytorchjob, mpijob, volcano), as `submit --multi-node` asks it of a cluster.
+        #[arg(long, value_name = "KIND")]
+        multi_node: Option<String>,
     },
 }
 
@@ -469,8 +478,9 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             usage::usage(&config, read_only, ask).await
         }
         Some(Command::Nodes { cluster, output }) => nodes(&config, read_only, &cluster, output).await,
-        Some(Command::Submit { spec, cluster, from }) => {
-            let imported = spec::read_job_file(&Registry::builtin(), &spec, from.as_deref())?;
+        Some(Command::Submit { spec, cluster, from, multi_node }) => {
+            let mut imported = spec::read_job_file(&Registry::builtin(), &spec, from.as_deref())?;
+            spec::choose_multi_node(&mut imported.spec, multi_node);
             spec::print_warnings(&imported.warnings);
             act(&config, read_only, vec![Action::Submit { cluster, spec: Box::new(imported.spec) }]).await
         }
@@ -484,7 +494,9 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Why { jobs, output }) => why::explain(&config, read_only, &jobs, output).await,
         Some(Command::Advise { spec, output }) => advise::advise(&config, read_only, &spec, output).await,
         Some(Command::Spec(SpecCommand::Export { job })) => spec::export(&config, &job).await,
-        Some(Command::Spec(SpecCommand::Convert { file, to, from })) => spec::convert(&file, &to, from.as_deref()),
+        Some(Command::Spec(SpecCommand::Convert { file, to, from, multi_node })) => {
+            spec::convert(&file, &to, from.as_deref(), multi_node)
+        }
         Some(Command::Cancel { jobs }) => job_actions(&config, read_only, jobs, JobAction::Cancel).await,
         Some(Command::Hold { jobs }) => job_actions(&config, read_only, jobs, JobAction::Hold).await,
         Some(Command::Release { jobs }) => job_actions(&config, read_only, jobs, JobAction::Release).await,

@@ -13,6 +13,7 @@
 //! workdir = "/scratch/alice/run1"
 //! image = "nvcr.io#nvidia/pytorch:24.01-py3"
 //! nodes = 1
+//! multi_node = "pytorchjob"   # Kubernetes only: the kind several nodes become there
 //!
 //! [env]
 //! WANDB_MODE = "offline"
@@ -93,6 +94,12 @@ pub struct JobSpec {
     /// process per node say so in a warning.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks_per_node: Option<u32>,
+    /// The workload kind a job of several nodes becomes on Kubernetes (`jobset`,
+    /// `pytorchjob`, `mpijob`, `volcano`), over the cluster's own `multi_node` setting for
+    /// this job (`submit --multi-node KIND`). Only Kubernetes has a choice: other kinds refuse
+    /// it by name, and the Kubernetes backend refuses a word it does not know.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_node: Option<String>,
     /// The job this one was migrated from (`hpc/123`): written by `flightdeck migrate`, carried
     /// in each dialect's own place (Slurm `--comment`, a Kubernetes annotation, a cloud label)
     /// so the cockpit can say where a job came from and a second migration is refused. A
@@ -217,6 +224,17 @@ impl JobSpec {
         Ok(())
     }
 
+    /// Refuse `multi_node` on a kind (`kind`: `Slurm`) that runs a job of several nodes
+    /// itself, with no kind of workload to choose.
+    pub fn refuse_multi_node(&self, kind: &str) -> Result<(), String> {
+        match &self.multi_node {
+            Some(how) => Err(format!(
+                "`multi_node`: {kind} runs a job of several nodes itself; only a Kubernetes cluster takes a workload kind ({how:?} here); remove `multi_node` (or --multi-node)"
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Check every field; the error names the first field at fault as written in the file
     /// (`memory`, `env.MY-VAR`).
     pub fn validate(&self) -> Result<(), SpecError> {
@@ -259,6 +277,14 @@ impl JobSpec {
         }
         if let Some(origin) = &self.migrated_from {
             check_line("migrated_from", origin)?;
+        }
+        if let Some(how) = &self.multi_node
+            && (how.is_empty() || !how.chars().all(|c| c.is_ascii_alphanumeric()))
+        {
+            return Err(SpecError::invalid(
+                "multi_node",
+                format!("{how:?} is not a workload kind: one word of letters and digits"),
+            ));
         }
         if let Some(memory) = &self.memory {
             parse_memory_mb(memory).map_err(|why| SpecError::invalid("memory", why))?;
@@ -495,6 +521,15 @@ mod tests {
 
     fn parse(text: &str) -> Result<JobSpec, SpecError> {
         JobSpec::from_toml_str(text, Path::new(FILE))
+    }
+
+    #[test]
+    fn multi_node_is_one_word_at_its_line() {
+        let spec = parse("name = \"t\"\ncommand = \"true\"\nnodes = 2\nmulti_node = \"pytorchjob\"\n").unwrap();
+        assert_eq!(spec.multi_node.as_deref(), Some("pytorchjob"));
+        assert!(spec.to_toml().unwrap().contains("multi_node = \"pytorchjob\""));
+        let shown = refused("name = \"t\"\ncommand = \"true\"\nmulti_node = \"job set\"\n", 3, "multi_node");
+        assert!(shown.contains("\"job set\" is not a workload kind"), "{shown}");
     }
 
     /// The error's text, after checking it names the file, the line and the key.

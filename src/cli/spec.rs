@@ -79,10 +79,21 @@ pub fn print_warnings(warnings: &[String]) {
     }
 }
 
-/// `spec convert FILE --to D`: the file's job in dialect `to` (or the portable TOML).
-pub fn convert(path: &Path, to: &str, from: Option<&str>) -> Result<ExitCode, Failure> {
+/// `--multi-node KIND`: the kind this job's several nodes become on Kubernetes, over the
+/// cluster's setting and the file's own `multi_node`. Carried in the spec, so the hub, the
+/// preview and the submit all see it; a kind that has no choice refuses it by name.
+pub fn choose_multi_node(spec: &mut JobSpec, kind: Option<String>) {
+    if kind.is_some() {
+        spec.multi_node = kind;
+    }
+}
+
+/// `spec convert FILE --to D [--multi-node KIND]`: the file's job in dialect `to` (or the
+/// portable TOML).
+pub fn convert(path: &Path, to: &str, from: Option<&str>, multi_node: Option<String>) -> Result<ExitCode, Failure> {
     let registry = Registry::builtin();
-    let imported = read_job_file(&registry, path, from)?;
+    let mut imported = read_job_file(&registry, path, from)?;
+    choose_multi_node(&mut imported.spec, multi_node);
     print_warnings(&imported.warnings);
     if to == PORTABLE {
         print!("{}", imported.spec.to_toml().map_err(|e| Failure(e.to_string()))?);

@@ -241,6 +241,7 @@ pub fn placement_key(spec: &JobSpec) -> JobSpec {
         image: spec.image.clone(),
         nodes: spec.nodes,
         managed: spec.managed,
+        multi_node: spec.multi_node.clone(),
         tasks_per_node: spec.tasks_per_node,
         ..JobSpec::default()
     }
@@ -456,6 +457,10 @@ fn judge(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts
     }
     if spec.managed && placement.managed_queue.is_none() {
         return Draft::new(Verdict::Cannot, "no managed jobs here (only SkyPilot has them)");
+    }
+    if spec.multi_node.is_some() && style != Style::Kubernetes {
+        // Its submit would refuse the spec by name (`JobSpec::refuse_multi_node`).
+        return Draft::new(Verdict::Cannot, "no workload kind to choose here (only Kubernetes takes `multi_node`)");
     }
     let partition = spec.partition.as_deref().filter(|_| opts.partition_on.is_none_or(|on| on == c.name));
     let fields = &c.spec_fields;

@@ -602,11 +602,14 @@ impl Drop for Cleanup {
 
 /// How many copies of one job are alive, source and target together, sampled while a move
 /// runs: never none (the target is submitted and listed before the source is cancelled).
+/// `kind` is the workload's `(apiVersion, kind)` on the fake, `name` the spec's name both
+/// copies carry.
 async fn sample_alive(
     fd22: Arc<dyn Backend>,
     slurm_job: Option<JobRef>,
     fake: kube_fake::FakeApi,
-    jobsets: &'static str,
+    kind: (&'static str, &'static str),
+    name: &'static str,
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<usize> {
     let mut seen = Vec::new();
@@ -615,18 +618,36 @@ async fn sample_alive(
             Some(job) => usize::from(listed(&*fd22, job).await.is_some()),
             None => {
                 let snap = fd22.snapshot().await.expect("snapshot");
-                snap.jobs.iter().filter(|j| j.name == jobsets && !j.state.is_finished()).count()
+                snap.jobs.iter().filter(|j| j.name == name && !j.state.is_finished()).count()
             }
         };
         let on_k8s = fake
-            .list("jobset.x-k8s.io/v1alpha2", "JobSet")
+            .list(kind.0, kind.1)
             .iter()
-            .filter(|o| o["metadata"]["annotations"]["flightdeck.io/name"] == jobsets)
+            .filter(|o| o["metadata"]["annotations"]["flightdeck.io/name"] == name)
             .count();
         seen.push(on_slurm + on_k8s);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     seen
+}
+
+const JOBSET: (&str, &str) = ("jobset.x-k8s.io/v1alpha2", "JobSet");
+const PYTORCHJOB: (&str, &str) = ("kubeflow.org/v1", "PyTorchJob");
+
+/// The Kubernetes fake with the workload CRDs served, as a configured cluster `k8s`.
+async fn fake_with_crds(dir: &std::path::Path) -> (kube_fake::FakeApi, ClusterConfig) {
+    let fake = kube_fake::FakeApi::start().await;
+    kube_fake::workloads::serve_crds(&fake);
+    fake.put_all(kube_fake::fixtures::standard_cluster());
+    let kubeconfig = fake.kubeconfig(dir, "fake");
+    let text = format!(
+        "[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\n",
+        kubeconfig.display()
+    );
+    let path = dir.join("k8s.toml");
+    std::fs::write(&path, text).unwrap();
+    (fake, Config::load(Some(&path), &Registry::builtin()).unwrap().clusters.remove(0))
 }
 
 /// Issue #31: a pending 3-node Slurm job moves to Kubernetes as a JobSet of 3 pods with
@@ -636,18 +657,8 @@ async fn sample_alive(
 #[tokio::test]
 async fn a_three_node_slurm_job_migrates_to_a_jobset_and_back() {
     let _lock = cluster_lock("fd22");
-    let fake = kube_fake::FakeApi::start().await;
-    kube_fake::workloads::serve_crds(&fake);
-    fake.put_all(kube_fake::fixtures::standard_cluster());
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = fake.kubeconfig(dir.path(), "fake");
-    let text = format!(
-        "[[cluster]]\nname = \"k8s\"\nkind = \"kubernetes\"\nkubeconfig = \"{}\"\ncontext = \"fake\"\n",
-        kubeconfig.display()
-    );
-    let path = dir.path().join("k8s.toml");
-    std::fs::write(&path, text).unwrap();
-    let k8s_config = Config::load(Some(&path), &Registry::builtin()).unwrap().clusters.remove(0);
+    let (fake, k8s_config) = fake_with_crds(dir.path()).await;
     let (fd22, k8s) = (built(&cluster_config("fd22")), built(&k8s_config));
     let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
     let name = "fd-migrate-3-nodes";
@@ -664,7 +675,8 @@ async fn a_three_node_slurm_job_migrates_to_a_jobset_and_back() {
     assert!(native.text.contains("kind: JobSet"), "{}", native.text);
     assert!(fake.list("jobset.x-k8s.io/v1alpha2", "JobSet").is_empty());
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let sampler = tokio::spawn(sample_alive(fd22.clone(), Some(source.job.clone()), fake.clone(), name, stopped));
+    let sampler =
+        tokio::spawn(sample_alive(fd22.clone(), Some(source.job.clone()), fake.clone(), JOBSET, name, stopped));
     let done = f.perform_batch(plan.actions()).await;
     stop.send(true).unwrap();
     let seen = sampler.await.unwrap();
@@ -699,7 +711,7 @@ async fn a_three_node_slurm_job_migrates_to_a_jobset_and_back() {
     assert!(script.contains("#SBATCH --nodes=3\n"), "{script}");
     assert!(script.contains("srun --ntasks-per-node=1 bash -c 'echo moved; sleep 600'"), "{script}");
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let sampler = tokio::spawn(sample_alive(fd22.clone(), None, fake.clone(), name, stopped));
+    let sampler = tokio::spawn(sample_alive(fd22.clone(), None, fake.clone(), JOBSET, name, stopped));
     let done = f.perform_batch(plan.actions()).await;
     stop.send(true).unwrap();
     let seen = sampler.await.unwrap();
@@ -712,4 +724,65 @@ async fn a_three_node_slurm_job_migrates_to_a_jobset_and_back() {
     assert_eq!(tagged(&snap, &new), vec![home.clone()], "exactly one job on Slurm");
     let spec = fd22.job_spec(&home).await.unwrap().spec;
     assert_eq!((spec.nodes, spec.command.as_deref()), (Some(3), Some("echo moved; sleep 600")));
+}
+
+/// Issue #31: a PyTorchJob waiting on Kubernetes (the fake: no operator starts it; submitted
+/// there as the spec's `multi_node` asks, 1 Master and 1 Worker) moves to Slurm as a 2-node
+/// sbatch job whose command runs once per node through srun, by the same never-lose order:
+/// at every sample one copy or (between submit and cancel) two are alive, never none, and
+/// after the move exactly one, on Slurm, the PyTorchJob deleted.
+#[tokio::test]
+async fn a_pytorchjob_migrates_to_slurm_with_a_copy_alive_throughout() {
+    let _lock = cluster_lock("fd22");
+    let dir = tempfile::tempdir().unwrap();
+    let (fake, k8s_config) = fake_with_crds(dir.path()).await;
+    let (fd22, k8s) = (built(&cluster_config("fd22")), built(&k8s_config));
+    let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
+    let name = "fd-migrate-pytorchjob";
+    let two = JobSpec {
+        nodes: Some(2),
+        gpus: 0,
+        image: Some("nvcr.io/nvidia/pytorch:25.01-py3".into()),
+        multi_node: Some("pytorchjob".into()),
+        ..spec(name)
+    };
+    let source = k8s.submit(&two).await.expect("the PyTorchJob is created");
+    assert!(source.id.contains(":pytorchjob:"), "{source}");
+    let made = fake.list(PYTORCHJOB.0, PYTORCHJOB.1);
+    assert_eq!(made.len(), 1, "{made:?}");
+    let replicas = &made[0]["spec"]["pytorchReplicaSpecs"];
+    assert_eq!(
+        (&replicas["Master"]["replicas"], &replicas["Worker"]["replicas"]),
+        (&serde_json::json!(1), &serde_json::json!(1))
+    );
+    let f = fleet(vec![member(fd22.clone(), "slurm"), member(k8s.clone(), "kubernetes")], &audit).await;
+    until_listed(&f, &source).await;
+
+    // fd22 has no pyxis: the image is dropped, by name.
+    let opts = MigrateOptions { image: Some(None), ..MigrateOptions::default() };
+    let plan = f.plan_migration(std::slice::from_ref(&source), "fd22", &opts).await;
+    assert_eq!(plan.moves[0].refused, None, "{:?}", plan.moves[0]);
+    assert!(plan.moves[0].warnings.iter().any(|w| w.starts_with("`image`")), "{:?}", plan.moves[0].warnings);
+    let script = plan.moves[0].native.clone().unwrap().text;
+    assert!(script.contains("#SBATCH --nodes=2\n"), "{script}");
+    assert!(script.contains("srun --ntasks-per-node=1 bash -c 'echo moved; sleep 600'"), "{script}");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let sampler = tokio::spawn(sample_alive(fd22.clone(), None, fake.clone(), PYTORCHJOB, name, stopped));
+    let done = f.perform_batch(plan.actions()).await;
+    stop.send(true).unwrap();
+    let seen = sampler.await.unwrap();
+    let result = done.outcomes[0].result.clone().expect("moved to Slurm");
+    let home: JobRef = result.rsplit(' ').next().unwrap().parse().unwrap();
+    let _home = Held { backend: fd22.clone(), job: home.clone() };
+    assert_eq!(home.cluster, "fd22");
+    assert!(!seen.is_empty() && seen.iter().all(|n| (1..=2).contains(n)), "alive copies over the move: {seen:?}");
+    assert!(fake.list(PYTORCHJOB.0, PYTORCHJOB.1).is_empty(), "the PyTorchJob is deleted");
+    let snap = fd22.snapshot().await.unwrap();
+    assert_eq!(tagged(&snap, &source), vec![home.clone()], "exactly one job on Slurm");
+    let back = fd22.job_spec(&home).await.unwrap().spec;
+    assert_eq!((back.nodes, back.command.as_deref()), (Some(2), Some("echo moved; sleep 600")));
+    assert_eq!(
+        (back.time_limit_secs(), back.env.get("FD_MIGRATED").map(String::as_str)),
+        (Some(20 * 60), Some("yes it was"))
+    );
 }

@@ -717,6 +717,95 @@ fn a_pytorchjob_file_submits_through_the_cli() {
     );
 }
 
+/// `flightdeck submit --multi-node KIND`: one submit becomes that kind on a cluster set for
+/// JobSets; a word that is no kind, and a kind for a Slurm cluster, are refused by name with
+/// nothing created.
+#[test]
+fn submit_multi_node_picks_the_kind_for_one_submit() {
+    let fake = FakeApi::start_blocking();
+    workloads::serve_crds(&fake);
+    fake.put_all(workloads::cluster());
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = fake.kubeconfig(dir.path(), "fake");
+    let cli = kube_fake::Cli::new(dir.path(), &kubeconfig);
+    let spec = dir.path().join("pretrain.toml");
+    std::fs::write(
+        &spec,
+        "name = \"pretrain\"\ncommand = \"torchrun train.py\"\nimage = \"nvcr.io/nvidia/pytorch:25.01-py3\"\naccount = \"ml\"\nnodes = 2\ngpus = 8\n",
+    )
+    .unwrap();
+    let file = spec.to_str().unwrap();
+    let (ok, stdout, stderr) = cli.run(&["submit", file, "--cluster", "k8s", "--multi-node", "pytorchjob"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("k8s/ml:pytorchjob:pretrain-"), "{stdout}");
+    let pt = fake
+        .list("kubeflow.org/v1", "PyTorchJob")
+        .into_iter()
+        .find(|o| o["metadata"]["annotations"]["flightdeck.io/name"] == "pretrain")
+        .expect("a PyTorchJob");
+    let specs = &pt["spec"]["pytorchReplicaSpecs"];
+    assert_eq!((&specs["Master"]["replicas"], &specs["Worker"]["replicas"]), (&json!(1), &json!(1)));
+    let made_jobset = |fake: &FakeApi| {
+        fake.list("jobset.x-k8s.io/v1alpha2", "JobSet")
+            .iter()
+            .any(|o| o["metadata"]["annotations"]["flightdeck.io/name"] == "pretrain")
+    };
+    assert!(!made_jobset(&fake), "the cluster's own kind is not used");
+    // Without the flag, the cluster's setting (a JobSet here).
+    let (ok, stdout, stderr) = cli.run(&["submit", file, "--cluster", "k8s"]);
+    assert!(ok && stdout.contains("k8s/ml:jobset:pretrain-"), "{stdout}{stderr}");
+
+    let posts = |fake: &FakeApi| fake.requests().into_iter().filter(|r| r.method == "POST").count();
+    let before = posts(&fake);
+    let (ok, _, stderr) = cli.run(&["submit", file, "--cluster", "k8s", "--multi-node", "tfjob"]);
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.contains("`multi_node`: \"tfjob\" is no kind a job of several nodes becomes on Kubernetes"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("jobset, pytorchjob, mpijob, volcano"), "{stderr}");
+    assert_eq!(posts(&fake), before, "nothing created");
+
+    // A Slurm cluster (this machine's, never reached: the spec is refused first).
+    let config = dir.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[[cluster]]\nname = \"hpc\"\nkind = \"slurm\"\n");
+    std::fs::write(&config, text).unwrap();
+    let plain = dir.path().join("plain.toml");
+    std::fs::write(&plain, "name = \"pretrain\"\ncommand = \"torchrun train.py\"\nnodes = 2\n").unwrap();
+    let (ok, _, stderr) = cli.run(&["submit", plain.to_str().unwrap(), "--cluster", "hpc", "--multi-node", "jobset"]);
+    assert!(!ok, "{stderr}");
+    assert!(stderr.contains("`multi_node`: Slurm runs a job of several nodes itself"), "{stderr}");
+    assert!(stderr.contains("remove `multi_node` (or --multi-node)"), "{stderr}");
+}
+
+/// The preview of a spec asks the spec's kind, in that kind's dialect, and names the Slurm
+/// lines of its script that no pod can run.
+#[tokio::test]
+async fn the_preview_shows_the_specs_kind_and_warns_of_srun_lines() {
+    let mut s = setup(true);
+    s.cfg.settings.namespaces = vec!["ml".into()];
+    let b = KubeBackend::new(&s.cfg);
+    synced_snapshot(&b).await;
+    let spec = flightdeck::spec::JobSpec {
+        multi_node: Some("mpijob".into()),
+        command: None,
+        script: Some("#!/bin/bash\n#SBATCH --exclusive\nsrun --mpi=pmix ./allreduce\n".into()),
+        ..two_node_spec()
+    };
+    let preview = b.render(&spec).await.unwrap();
+    assert_eq!(preview.dialect, flightdeck::model::Dialect::MpiJob);
+    assert!(preview.text.contains("kind: MPIJob"), "{}", preview.text);
+    let w = &preview.warnings;
+    assert!(w.iter().any(|w| w.starts_with("`script`: line 3 runs `srun`, which no Kubernetes pod has")), "{w:?}");
+    assert!(w.iter().any(|w| w.starts_with("`script`: line 2 has `#SBATCH`")), "{w:?}");
+    // One node runs as a plain Job whatever kind is asked, and says so.
+    let one = flightdeck::spec::JobSpec { nodes: Some(1), ..spec };
+    let preview = b.render(&one).await.unwrap();
+    assert!(preview.text.contains("kind: Job"), "{}", preview.text);
+    assert!(preview.warnings.iter().any(|w| w.starts_with("`multi_node`: mpijob is for 2 or more nodes")));
+}
+
 /// The cockpit's jobs screen over the fake with a workload of every kind of the table: each
 /// is one row (its id `namespace:word:name`), and no pod of theirs has a row of its own.
 #[tokio::test]

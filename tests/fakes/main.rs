@@ -10,6 +10,7 @@ mod memory;
 mod dstack_stub;
 mod hub_leases;
 mod hub_replicas;
+mod kube_form;
 mod kube_leases;
 mod kube_protocol;
 mod kube_scenarios;

@@ -289,6 +289,9 @@ fn kubernetes_needs_an_image_and_says_what_it_cannot_check() {
     assert_eq!(a.verdict, Verdict::Now);
     assert_eq!(a.ahead, 2, "every pending h100 job of the cluster");
     assert!(a.caveats.iter().any(|c| c.contains("quota not checked")), "{:?}", a.caveats);
+    // A kind chosen for several nodes is Kubernetes' own choice: no refusal here.
+    let kind = JobSpec { multi_node: Some("pytorchjob".into()), ..kube_spec(8, None) };
+    assert_eq!(advise(&state, &kind)[0].verdict, Verdict::Now);
     let a = &advise(&state, &kube_spec(8, Some("nope")))[0];
     assert!(a.caveats.iter().any(|c| c.starts_with("`nope` is no Kueue queue")), "{:?}", a.caveats);
 }
@@ -447,6 +450,12 @@ fn kinds_that_cannot_take_the_spec_say_why() {
     let managed = JobSpec { managed: true, ..spec(1, "h100") };
     let a = &advise(&fleet(vec![fd24()]), &managed)[0];
     assert_eq!(a.reason, "no managed jobs here (only SkyPilot has them)");
+    let kind = JobSpec { multi_node: Some("pytorchjob".into()), nodes: Some(2), ..spec(1, "h100") };
+    let a = &advise(&fleet(vec![fd24()]), &kind)[0];
+    assert_eq!(
+        (a.verdict, a.reason.as_str()),
+        (Verdict::Cannot, "no workload kind to choose here (only Kubernetes takes `multi_node`)")
+    );
     // An image on Slurm: pyxis is not in the snapshot, so it is a caveat, not a refusal.
     let a = &advise(&fleet(vec![fd24()]), &JobSpec { image: Some("img".into()), ..spec(1, "h100") })[0];
     assert_eq!(a.verdict, Verdict::Now);

@@ -185,6 +185,81 @@ fn to_kind_picks_the_workload() {
     assert!(!out.status.success() && stderr.contains("pytorchjob") && stderr.contains("volcano"), "{stderr}");
 }
 
+fn flightdeck_fails(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck")).args(args).output().unwrap();
+    assert!(!out.status.success(), "{args:?} succeeded: {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8_lossy(&out.stderr).into()
+}
+
+/// `spec convert --to kubernetes` writes a JobSet for several nodes (the done-when test is
+/// `dialect_kube::a_two_node_spec_converts_to_a_jobset_with_the_rendezvous`); `--multi-node
+/// KIND` (or the spec's own `multi_node`) writes that kind instead, and a word that is no
+/// kind, or a kind for a target that takes none, is refused by name.
+#[test]
+fn multi_node_picks_the_kind_a_conversion_to_kubernetes_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.toml");
+    let body = "name = \"pretrain\"\ncommand = \"torchrun train.py\"\nimage = \"nvcr.io/nvidia/pytorch:25.01-py3\"\nnodes = 2\ngpus = 8\n";
+    std::fs::write(&spec, body).unwrap();
+    let file = spec.to_str().unwrap();
+    let (text, stderr) = flightdeck(&["spec", "convert", file, "--to", "kubernetes"]);
+    assert!(text.contains("kind: JobSet"), "{text}");
+    assert!(stderr.contains("`--to KIND` or `--multi-node KIND` writes another"), "{stderr}");
+
+    let (text, stderr) = flightdeck(&["spec", "convert", file, "--to", "kubernetes", "--multi-node", "pytorchjob"]);
+    let doc: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+    assert_eq!((doc["apiVersion"].as_str(), doc["kind"].as_str()), (Some("kubeflow.org/v1"), Some("PyTorchJob")));
+    let specs = &doc["spec"]["pytorchReplicaSpecs"];
+    assert_eq!(
+        (&specs["Master"]["replicas"], &specs["Worker"]["replicas"]),
+        (&serde_json::json!(1), &serde_json::json!(1))
+    );
+    assert_eq!(specs["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "8");
+    assert!(stderr.contains("nodes are written as a PyTorchJob (as the spec's `multi_node` says)"), "{stderr}");
+    // The flag is kept in the portable form, and the file's own key does the same.
+    let (toml, _) = flightdeck(&["spec", "convert", file, "--to", "toml", "--multi-node", "mpijob"]);
+    assert!(toml.contains("multi_node = \"mpijob\""), "{toml}");
+    std::fs::write(&spec, toml).unwrap();
+    let (text, _) = flightdeck(&["spec", "convert", file, "--to", "kubernetes"]);
+    assert!(text.contains("kind: MPIJob"), "{text}");
+    // `--to KIND` names the kind itself, and says what it overrode.
+    let (text, stderr) = flightdeck(&["spec", "convert", file, "--to", "volcano"]);
+    assert!(text.contains("apiVersion: batch.volcano.sh/v1alpha1"), "{text}");
+    assert!(
+        stderr.contains("`multi_node`: the spec asks for \"mpijob\"; written as a Job, as `--to` says"),
+        "{stderr}"
+    );
+
+    let err = flightdeck_fails(&["spec", "convert", file, "--to", "kubernetes", "--multi-node", "tfjob"]);
+    assert!(
+        err.contains("`multi_node`: \"tfjob\" is no kind") && err.contains("jobset, pytorchjob, mpijob, volcano"),
+        "{err}"
+    );
+    let err = flightdeck_fails(&["spec", "convert", file, "--to", "slurm", "--multi-node", "jobset"]);
+    assert!(err.contains("`multi_node`: Slurm runs a job of several nodes itself"), "{err}");
+}
+
+/// An sbatch script sent to Kubernetes with its `srun` line and `#SBATCH` directives left in
+/// it: each is named by line with what to do instead.
+#[test]
+fn srun_and_sbatch_lines_going_to_kubernetes_are_warned_by_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.toml");
+    std::fs::write(
+        &spec,
+        "name = \"t\"\nimage = \"pytorch:25\"\nnodes = 2\nscript = \"\"\"#!/bin/bash\n#SBATCH --mail-type=END\nsrun python train.py\n\"\"\"\n",
+    )
+    .unwrap();
+    for to in ["kubernetes", "pytorchjob"] {
+        let (_, stderr) = flightdeck(&["spec", "convert", spec.to_str().unwrap(), "--to", to]);
+        assert!(stderr.contains("`script`: line 3 runs `srun`, which no Kubernetes pod has"), "{to}: {stderr}");
+        assert!(stderr.contains("`script`: line 2 has `#SBATCH`, a comment in a pod"), "{to}: {stderr}");
+    }
+    // Slurm runs them as they are: no such warning there.
+    let (_, stderr) = flightdeck(&["spec", "convert", spec.to_str().unwrap(), "--to", "slurm"]);
+    assert!(!stderr.contains("no Kubernetes pod"), "{stderr}");
+}
+
 /// A shell's own `$$` and `$(…)` in the command come back as they were from every form: the
 /// kubelet expands them in a container's command (escaped on the way out), never in a
 /// RayJob's entrypoint (proptest found `a$$` read back as `a$`).

@@ -394,10 +394,13 @@ fn spec() -> impl Strategy<Value = JobSpec> {
         prop::collection::btree_map("[A-Z_][A-Z0-9_]{0,8}", "[^\\x00]{0,12}", 0..4),
         any::<bool>(),
         prop::option::of(line()),
+        prop::option::of(
+            prop::sample::select(vec!["jobset", "pytorchjob", "mpijob", "volcano"]).prop_map(str::to_string),
+        ),
     );
     (line(), body, gpus, sizes, places).prop_map(|(name, (command, script), (gpus, gpu_type), sizes, places)| {
         let (cpus, memory, time_limit, nodes, tasks_per_node, array) = sizes;
-        let (partition, account, workdir, image, env, managed, migrated_from) = places;
+        let (partition, account, workdir, image, env, managed, migrated_from, multi_node) = places;
         JobSpec {
             name,
             command,
@@ -417,6 +420,7 @@ fn spec() -> impl Strategy<Value = JobSpec> {
             array,
             tasks_per_node,
             migrated_from,
+            multi_node,
         }
     })
 }

@@ -156,6 +156,7 @@ pub fn gpu_name(model: &str) -> String {
 pub fn configuration(spec: &JobSpec) -> Result<(Configuration, Vec<String>), BackendError> {
     spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
     spec.refuse_managed("dstack").map_err(BackendError::InvalidSpec)?;
+    spec.refuse_multi_node("dstack").map_err(BackendError::InvalidSpec)?;
     if let Some(array) = &spec.array {
         return Err(BackendError::InvalidSpec(format!(
             "`array`: dstack has no job arrays; submit {array:?} as separate runs, or loop over the indices in one task"
@@ -279,6 +280,9 @@ mod tests {
         let managed = JobSpec { managed: true, ..spec() };
         let err = run_spec(&managed, &target).unwrap_err().to_string();
         assert!(err.contains("`managed`: dstack has no managed jobs"), "{err}");
+        let kind = JobSpec { multi_node: Some("jobset".into()), ..spec() };
+        let err = run_spec(&kind, &target).unwrap_err().to_string();
+        assert!(err.contains("`multi_node`: dstack runs a job of several nodes itself"), "{err}");
     }
 
     #[test]

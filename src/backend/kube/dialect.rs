@@ -1053,24 +1053,28 @@ fn describe(value: &Value) -> String {
 /// without one, so kubectl uses its context's), the Kueue queue from `partition`, GPUs as
 /// NVIDIA's (AMD's for an AMD model, a MIG profile's resource for a profile), the model as a
 /// node selector with the spec's name for it; each choice said in a warning. Several nodes
-/// are a JobSet, the kind a cluster's `multi_node` gives them unless it says otherwise.
+/// are the kind the spec's `multi_node` names, else a JobSet, the kind a cluster's
+/// `multi_node` gives them unless it says otherwise.
 pub fn export(spec: &JobSpec) -> Result<Native, BackendError> {
     spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
-    if spec.nodes.unwrap_or(1) > 1 {
-        let how = MultiNode::default();
+    let how = MultiNode::for_spec(spec, MultiNode::default())?;
+    let nodes = spec.nodes.unwrap_or(1);
+    if nodes > 1 {
         let mut native = export_workload(spec, how)?;
-        native.warnings.insert(
-            0,
-            format!(
-                "`nodes`: {} nodes are written as a {} (submitted to a cluster, its `multi_node` setting picks the kind: {}; `--to KIND` writes another)",
-                spec.nodes.unwrap_or(1),
-                how.kind().def().kind,
+        let why = match &spec.multi_node {
+            Some(_) => "as the spec's `multi_node` says".to_string(),
+            None => format!(
+                "submitted to a cluster, its `multi_node` setting picks the kind: {}; `--to KIND` or `--multi-node KIND` writes another",
                 MultiNode::NAMES.join(", ")
             ),
-        );
+        };
+        native.warnings.insert(0, format!("`nodes`: {nodes} nodes are written as a {} ({why})", how.kind().def().kind));
         return Ok(native);
     }
     let mut warnings = Vec::new();
+    if let Some(word) = &spec.multi_node {
+        warnings.push(format!("`multi_node`: {word} is for 2 or more nodes; one node is written as a plain Job"));
+    }
     let target = offline_target(spec, true, "Job", &mut warnings);
     let built = manifest::job_manifest(spec, &target)?;
     let name = built.job.metadata.name.clone().unwrap_or_default();
@@ -1129,6 +1133,12 @@ pub(crate) fn offline_target(spec: &JobSpec, kueue: bool, what: &str, warnings: 
 pub(crate) fn export_workload(spec: &JobSpec, how: MultiNode) -> Result<Native, BackendError> {
     spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
     let mut warnings = Vec::new();
+    if let Some(word) = spec.multi_node.as_deref().filter(|w| MultiNode::parse(w) != Some(how)) {
+        warnings.push(format!(
+            "`multi_node`: the spec asks for {word:?}; written as a {}, as `--to` says",
+            how.kind().def().kind
+        ));
+    }
     let target = offline_target(spec, how != MultiNode::Volcano, how.kind().def().kind, &mut warnings);
     if how == MultiNode::Volcano
         && let Some(p) = &spec.partition

@@ -173,6 +173,7 @@ pub fn job_manifest(spec: &JobSpec, target: &Target) -> Result<Manifest, Backend
             crate::model::words::counted(count, "pod", "pods")
         ));
     }
+    warnings.extend(super::slurm_lines::warnings(spec));
     if let Some(tasks) = spec.tasks_per_node.filter(|t| *t > 1) {
         warnings.push(format!(
             "`tasks_per_node`: a pod runs one process, the command; it must start the {tasks} tasks itself (torchrun --nproc-per-node {tasks}, mpirun -n {tasks})"

@@ -20,6 +20,7 @@ pub mod kueue;
 pub mod logs;
 pub mod manifest;
 pub mod map;
+pub mod slurm_lines;
 pub mod trim;
 pub mod visibility;
 pub mod watch;
@@ -789,6 +790,7 @@ impl KubeBackend {
         suffix: String,
     ) -> Result<(Planned, String, Vec<String>), BackendError> {
         spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
+        let how = workloads::submit::MultiNode::for_spec(spec, self.multi_node)?;
         if spec.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
             // Checked before any request, so the message is the same on a dead cluster.
             manifest::job_manifest(
@@ -814,7 +816,8 @@ impl KubeBackend {
         let queue = self.submission_queue(spec, &namespace);
         let mut warnings = Vec::new();
         // A Volcano Job's partition is its Volcano queue, not a Kueue one.
-        let volcano = spec.nodes.unwrap_or(1) > 1 && self.multi_node == workloads::submit::MultiNode::Volcano;
+        let several = spec.nodes.unwrap_or(1) > 1;
+        let volcano = several && how == workloads::submit::MultiNode::Volcano;
         if let Some(p) = spec.partition.as_deref().filter(|p| !volcano && queue.as_deref() != Some(*p)) {
             warnings.push(format!(
                 "`partition`: {p:?} is no Kueue LocalQueue in namespace {namespace}; ignored{}",
@@ -828,9 +831,12 @@ impl KubeBackend {
             user: whoami::username().unwrap_or_default(),
             suffix,
         };
-        if spec.nodes.unwrap_or(1) > 1 {
-            let built = workloads::submit::multi_node_manifest(spec, &target, self.multi_node)?;
-            self.check_served(self.multi_node).await?;
+        if let Some(word) = spec.multi_node.as_deref().filter(|_| !several) {
+            warnings.push(format!("`multi_node`: {word} is for 2 or more nodes; one node runs as a plain Job"));
+        }
+        if several {
+            let built = workloads::submit::multi_node_manifest(spec, &target, how)?;
+            self.check_served(how).await?;
             warnings.extend(built.warnings.iter().cloned());
             return Ok((Planned::Workload(built), namespace, warnings));
         }
@@ -848,7 +854,7 @@ impl KubeBackend {
         let client = self.client().await?;
         let refused = || {
             BackendError::Unsupported(format!(
-                "{} does not serve {api_version} (the {} CRD, from {}): install it, or set `multi_node` for this cluster to a kind it serves ({})",
+                "{} does not serve {api_version} (the {} CRD, from {}): install it, or ask for a kind it serves with `multi_node` (the cluster's setting, or the spec's and --multi-node for one job: {})",
                 self.name,
                 def.kind,
                 def.project,
@@ -1100,7 +1106,9 @@ impl Backend for KubeBackend {
             let (kind, text, dialect) = match &planned {
                 Planned::Job(job) => ("Job", serde_saphyr::to_string(job), Dialect::KubernetesJob),
                 Planned::Workload(built) => {
-                    (built.kind.def().kind, serde_saphyr::to_string(&built.object), self.multi_node.dialect())
+                    // The plan took the kind from the same spec: no word left to refuse.
+                    let how = workloads::submit::MultiNode::for_spec(spec, self.multi_node)?;
+                    (built.kind.def().kind, serde_saphyr::to_string(&built.object), how.dialect())
                 }
             };
             warnings.push(format!(

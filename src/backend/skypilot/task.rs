@@ -191,6 +191,7 @@ pub fn task(spec: &JobSpec, suffix: &str) -> Result<Task, BackendError> {
 /// [`task`], choosing what happens to a `workdir` that is not here.
 pub fn task_with(spec: &JobSpec, suffix: &str, workdir: Workdir) -> Result<Task, BackendError> {
     spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
+    spec.refuse_multi_node("SkyPilot").map_err(BackendError::InvalidSpec)?;
     if let Some(array) = &spec.array {
         return Err(BackendError::InvalidSpec(format!(
             "`array`: SkyPilot has no job arrays; submit {array:?} as separate jobs, or loop over the indices in one task"
@@ -348,6 +349,13 @@ mod tests {
         s.partition = Some("my-h100s".into());
         let err = task(&s, "x").unwrap_err().to_string();
         assert!(err.contains("`managed`") && err.contains("my-h100s"), "{err}");
+    }
+
+    #[test]
+    fn a_multi_node_kind_is_refused_by_name() {
+        let s = JobSpec { multi_node: Some("mpijob".into()), nodes: Some(2), ..spec() };
+        let err = task(&s, "x").unwrap_err().to_string();
+        assert!(err.contains("`multi_node`: SkyPilot runs a job of several nodes itself"), "{err}");
     }
 
     #[test]

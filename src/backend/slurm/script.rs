@@ -58,6 +58,7 @@ pub struct SbatchOptions {
 pub fn render_sbatch(spec: &JobSpec, opts: &SbatchOptions) -> Result<String, BackendError> {
     spec.validate().map_err(|e| BackendError::InvalidSpec(e.to_string()))?;
     spec.refuse_managed("Slurm").map_err(BackendError::InvalidSpec)?;
+    spec.refuse_multi_node("Slurm").map_err(BackendError::InvalidSpec)?;
     if let (Some(image), false) = (&spec.image, opts.pyxis) {
         return Err(BackendError::Unsupported(format!(
             "the job spec sets `image` ({image}), but running a container image under Slurm needs the pyxis plugin, \
@@ -449,6 +450,14 @@ mod tests {
         // Read from a spec file like every other key.
         let read: JobSpec = toml::from_str("name = \"t\"\ncommand = \"true\"\nmanaged = true\n").unwrap();
         assert!(read.managed);
+    }
+
+    #[test]
+    fn a_multi_node_kind_is_refused_by_name() {
+        let asked = JobSpec { multi_node: Some("pytorchjob".into()), nodes: Some(2), ..spec("t", "true") };
+        let err = render_sbatch(&asked, &SbatchOptions::default()).unwrap_err().to_string();
+        assert!(err.contains("`multi_node`: Slurm runs a job of several nodes itself"), "{err}");
+        assert!(err.contains("\"pytorchjob\"") && err.contains("--multi-node"), "{err}");
     }
 
     fn sbatch_split(line: &str) -> Vec<String> {

@@ -21,8 +21,9 @@
 //! pod differs from the node's. What [`super::submit`] adds (the anti-affinity that spreads
 //! the pods, the rendezvous env) is taken off again, so a spec survives a trip.
 //!
-//! A spec read from one of these names no kind: submitted, a cluster makes several nodes
-//! the kind its `multi_node` setting says; a warning says so and how to keep the kind.
+//! A spec read from one of these names no kind (its `multi_node` is left unset, so the spec
+//! goes to Slurm or a cloud as it is): submitted, a cluster makes several nodes the kind its
+//! `multi_node` setting says; a warning says so and how to keep the kind (`--multi-node`).
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -554,9 +555,9 @@ pub fn import_value(doc: &Value, kind: WorkloadKind) -> Result<Imported, ImportE
     }
     if spec_out.nodes.unwrap_or(1) > 1 && kind != WorkloadKind::JobSet {
         warnings.push(format!(
-            "`kind`: the spec names no workload kind: submitted to a Kubernetes cluster, {nodes} nodes become the kind its `multi_node` setting names (jobset unless set); `spec convert --to {}` writes a {} again",
-            dialect_of(kind).kind_name(),
-            def.kind
+            "`kind`: the spec names no workload kind: submitted to a Kubernetes cluster, {nodes} nodes become the kind its `multi_node` setting names (jobset unless set); `submit --multi-node {word}` submits a {kind} again and `spec convert --to {word}` writes one",
+            word = dialect_of(kind).kind_name(),
+            kind = def.kind
         ));
     }
     spec_out.validate().map_err(|e| ImportError::new(format!("{e} (read from the {})", def.kind)))?;

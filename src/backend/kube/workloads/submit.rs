@@ -62,6 +62,20 @@ impl MultiNode {
         }
     }
 
+    /// The kind `spec` becomes: the one its own `multi_node` names (`submit --multi-node`),
+    /// else `configured`, the cluster's; a word that names no kind is refused by name.
+    pub fn for_spec(spec: &JobSpec, configured: MultiNode) -> Result<MultiNode, BackendError> {
+        match spec.multi_node.as_deref() {
+            None => Ok(configured),
+            Some(word) => MultiNode::parse(word).ok_or_else(|| {
+                BackendError::InvalidSpec(format!(
+                    "`multi_node`: {word:?} is no kind a job of several nodes becomes on Kubernetes: use one of {}",
+                    MultiNode::NAMES.join(", ")
+                ))
+            }),
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             MultiNode::JobSet => "jobset",
@@ -446,6 +460,16 @@ mod tests {
             assert_eq!(MultiNode::parse(m.as_str()), Some(m));
         }
         assert_eq!(MultiNode::default(), MultiNode::JobSet);
+    }
+
+    #[test]
+    fn the_specs_own_kind_goes_before_the_clusters() {
+        let asked = |word: Option<&str>| JobSpec { multi_node: word.map(Into::into), ..spec(2) };
+        assert_eq!(MultiNode::for_spec(&asked(None), MultiNode::Volcano).unwrap(), MultiNode::Volcano);
+        assert_eq!(MultiNode::for_spec(&asked(Some("PyTorchJob")), MultiNode::JobSet).unwrap(), MultiNode::PyTorchJob);
+        let err = MultiNode::for_spec(&asked(Some("tfjob")), MultiNode::JobSet).unwrap_err().to_string();
+        assert!(err.contains("`multi_node`: \"tfjob\" is no kind"), "{err}");
+        assert!(err.ends_with("use one of jobset, pytorchjob, mpijob, volcano"), "{err}");
     }
 
     #[test]
