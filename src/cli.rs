@@ -683,12 +683,9 @@ async fn serve(config: &Config, read_only: bool, ask: ServeRequest) -> Result<Ex
         Some(keeper) => {
             let peers = replicas::peer_options(ask.replicas.as_ref(), opts.tls.is_some())?;
             let ownership: std::sync::Arc<dyn crate::serve::relay::Ownership> = std::sync::Arc::new(keeper.view());
-            crate::serve::Replication {
-                published: crate::serve::relay::start(fleet.subscribe(), ownership.clone(), peers.clone()),
-                forward: Some(crate::serve::forward::Forwarder::new(ownership, peers)),
-            }
+            crate::serve::Replication::relayed(&fleet, ownership, peers)
         }
-        None => crate::serve::Replication { published: fleet.subscribe(), forward: None },
+        None => crate::serve::Replication { published: fleet.subscribe(), forward: None, relay: None },
     };
     let served = crate::serve::serve_published(fleet.clone(), replication, opts, stop_signal()).await;
     let unknown = fleet.settle(Duration::from_secs(30)).await;

@@ -1,6 +1,13 @@
-//! Forwarding between replicas (issue #32): an `Act` or `ReadLog` on a cluster this replica
-//! does not hold goes to the replica holding its Lease, which carries it out and audits it
-//! once, naming the caller and the replica it came through (`alice@hub via hub-b`).
+//! Forwarding between replicas (issue #32): an `Act`, or a read of one cluster (`ReadLog`,
+//! `Diagnose`, `Render`, `JobSpec`, `EstimateStart`), on a cluster this replica does not hold
+//! goes to the replica holding its Lease, which answers it and audits it once, naming the
+//! caller and the replica it came through (`alice@hub via hub-b`). Only the holder polls the
+//! cluster, so only its picture can say whose a job is, and only it may reach the cluster.
+//!
+//! A migration whose source and target two different replicas hold is refused where it was
+//! asked, by name ([`Forwarder::across_replicas`]): its steps (intent, submit, confirm,
+//! cancel) are one story in one audit log, which `migrate --resume` reads back, and a cancel
+//! sent to another replica between them would split that story over two logs.
 //!
 //! The forwarded call carries the caller (user and role) in metadata, and the replicas' shared
 //! token as its bearer token; the owner believes the metadata only with that token, so no
@@ -8,16 +15,18 @@
 //! longer holds the cluster refuses it through its fleet's gate.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use tonic::metadata::MetadataValue;
-use tonic::{Request, Status};
+use tonic::{Request, Response, Status};
 
 use super::auth::{Caller, Role};
 use super::lease::{Identity, Owner};
 use super::peers::PeerOptions;
 use super::relay::Ownership;
 use crate::backend::hub::link::Client;
+use crate::model::JobRef;
 use crate::wire::pb;
 
 /// The caller's user name, role, and the replica the call came through (binary metadata:
@@ -33,6 +42,8 @@ pub enum Route {
     Here,
     /// At the replica holding its Lease.
     Owner(Identity),
+    /// Nowhere: refused where it was asked, for this reason (a migration across replicas).
+    Refused(String),
 }
 
 /// Who asked a call, as the serving replica knows it.
@@ -74,6 +85,36 @@ impl Forwarder {
             Some(Owner::Replica(owner)) if owner != self.ownership.me() => Route::Owner(owner.clone()),
             _ => Route::Here,
         }
+    }
+
+    /// Why a migration of `source` to `to` is refused here, unless one replica is known to
+    /// hold both clusters (this one, or the one it goes to); `None` when one does.
+    pub fn across_replicas(&self, source: &JobRef, to: &str) -> Option<String> {
+        let (from, into) = (self.route(&source.cluster), self.route(to));
+        let here = self.ownership.holds(&source.cluster) && self.ownership.holds(to);
+        if here || matches!((&from, &into), (Route::Owner(a), Route::Owner(b)) if a == b) {
+            return None;
+        }
+        let owners = self.ownership.owners();
+        let held = |cluster: &str| -> String {
+            if self.ownership.holds(cluster) {
+                return format!("this replica ({})", self.ownership.me().replica());
+            }
+            match owners.get(cluster) {
+                Some(Owner::Replica(id)) => id.replica().to_owned(),
+                Some(Owner::Foreign(holder)) => format!("{holder}, not a hub replica"),
+                Some(Owner::Free | Owner::Unknown(_)) | None => "no replica now".to_owned(),
+            }
+        };
+        Some(format!(
+            "cannot migrate {source} to {to} through this hub now: {} is held by {} and {to} by {}, and a \
+             migration runs where one replica holds both, so that its steps (submit, confirm, cancel) stay \
+             in one audit log; nothing was done and {source} is left as it was (try again once one replica \
+             holds both: Leases move as replicas come and go)",
+            source.cluster,
+            held(&source.cluster),
+            held(to),
+        ))
     }
 
     /// Who really asks `request`: its authenticated caller, or, for a call another replica
@@ -149,15 +190,16 @@ impl Forwarder {
         Ok(outcomes)
     }
 
-    pub async fn read_log(
-        &self,
-        owner: &Identity,
-        asker: &Asker,
-        ask: pb::ReadLogRequest,
-    ) -> Result<pb::LogChunk, Status> {
-        let mut client = self.client(owner)?;
+    /// One unary call (`call` on the owner's client) on behalf of `asker`: the owner checks,
+    /// answers and audits it.
+    pub async fn call<Q, A, F, Fut>(&self, owner: &Identity, asker: &Asker, ask: Q, call: F) -> Result<A, Status>
+    where
+        F: FnOnce(Client, Request<Q>) -> Fut,
+        Fut: Future<Output = Result<Response<A>, Status>>,
+    {
+        let client = self.client(owner)?;
         let request = self.on_behalf(ask, asker);
-        Ok(client.read_log(request).await.map_err(|s| from_owner(owner, s))?.into_inner())
+        Ok(call(client, request).await.map_err(|s| from_owner(owner, s))?.into_inner())
     }
 }
 
@@ -171,14 +213,10 @@ fn from_owner(owner: &Identity, status: Status) -> Status {
 }
 
 /// Actions split by where they are carried out, each with its place in the request.
-pub fn split<A>(
-    actions: &[A],
-    cluster_of: impl Fn(&A) -> &str,
-    route: impl Fn(&str) -> Route,
-) -> Vec<(Route, Vec<usize>)> {
+pub fn split<A>(actions: &[A], route: impl Fn(&A) -> Route) -> Vec<(Route, Vec<usize>)> {
     let mut groups: Vec<(Route, Vec<usize>)> = Vec::new();
     for (i, action) in actions.iter().enumerate() {
-        let to = route(cluster_of(action));
+        let to = route(action);
         match groups.iter_mut().find(|(r, _)| *r == to) {
             Some((_, places)) => places.push(i),
             None => groups.push((to, vec![i])),
@@ -190,14 +228,52 @@ pub fn split<A>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn actions_split_by_where_they_go_keep_their_places() {
         let owner = Identity::new("hub-b", "10.0.0.2:7443").unwrap();
-        let route = |c: &str| if c == "far" { Route::Owner(owner.clone()) } else { Route::Here };
+        let route = |c: &&str| if *c == "far" { Route::Owner(owner.clone()) } else { Route::Here };
         let actions = ["near", "far", "near", "far"];
-        let groups = split(&actions, |a| a, route);
+        let groups = split(&actions, route);
         assert_eq!(groups, vec![(Route::Here, vec![0, 2]), (Route::Owner(owner.clone()), vec![1, 3])]);
+    }
+
+    struct Fixed {
+        me: Identity,
+        owners: BTreeMap<String, Owner>,
+    }
+
+    impl Ownership for Fixed {
+        fn me(&self) -> &Identity {
+            &self.me
+        }
+        fn owners(&self) -> BTreeMap<String, Owner> {
+            self.owners.clone()
+        }
+        fn holds(&self, cluster: &str) -> bool {
+            self.owners.get(cluster) == Some(&Owner::Replica(self.me.clone()))
+        }
+    }
+
+    #[test]
+    fn a_migration_is_refused_by_name_only_when_two_places_would_carry_out_its_halves() {
+        let a = Identity::new("hub-a", "10.0.0.1:7443").unwrap();
+        let b = Identity::new("hub-b", "10.0.0.2:7443").unwrap();
+        let owners = BTreeMap::from([
+            ("near".to_owned(), Owner::Replica(a.clone())),
+            ("far".to_owned(), Owner::Replica(b.clone())),
+            ("also-far".to_owned(), Owner::Replica(b.clone())),
+            ("loose".to_owned(), Owner::Free),
+        ]);
+        let forwarder = Forwarder::new(Arc::new(Fixed { me: a, owners }), PeerOptions::default());
+        let job = |cluster: &str| JobRef { cluster: cluster.into(), id: "7".into() };
+        assert_eq!(forwarder.across_replicas(&job("far"), "also-far"), None, "both at hub-b");
+        assert_eq!(forwarder.across_replicas(&job("near"), "near"), None, "both here");
+        let why = forwarder.across_replicas(&job("near"), "far").expect("here and hub-b");
+        assert!(why.starts_with("cannot migrate near/7 to far through this hub now: near is held by this replica (hub-a) and far by hub-b"), "{why}");
+        let why = forwarder.across_replicas(&job("loose"), "far").expect("nobody and hub-b");
+        assert!(why.contains("loose is held by no replica now and far by hub-b"), "{why}");
     }
 
     #[test]

@@ -4,6 +4,9 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
+use std::collections::BTreeMap;
+
+use super::relay::{Figure, Served};
 use crate::model::FleetState;
 
 #[derive(Debug, Default)]
@@ -61,7 +64,9 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition: the hub's own counters, then per cluster its last
-    /// refresh's latency, its refreshes and the requests its backend sent per refresh.
+    /// refresh's latency, its refreshes and the requests its backend sent per refresh, all of
+    /// this process's own polling (a replica's figures for the clusters it polls or polled;
+    /// what it relays is [`replica_text`]'s).
     pub fn render(&self, state: &FleetState, requests: &[(String, Option<u64>)]) -> String {
         let mut out = String::new();
         let mut metric = |name: &str, kind: &str, help: &str, value: String| {
@@ -163,7 +168,81 @@ fn gpu_metrics(out: &mut String, clusters: &[crate::model::ClusterState]) {
     }
 }
 
+/// A replica's account of what it publishes (issue #32): per cluster whether it polls it
+/// here, the replica it relays it from (by id and peer address), and how many of its changes
+/// it published while relaying it. A cluster with neither a 1 here nor a relay line is
+/// served by nobody now (its last picture stays, stale).
+pub fn replica_text(figures: &BTreeMap<String, Figure>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# HELP flightdeck_hub_cluster_polled_here Whether this replica polls the cluster now (holds its Lease): 1, else 0 (relayed from another replica, or nobody's now).\n# TYPE flightdeck_hub_cluster_polled_here gauge"
+    );
+    for (cluster, figure) in figures {
+        let here = u8::from(figure.served == Served::Here);
+        let _ = writeln!(out, "flightdeck_hub_cluster_polled_here{{cluster=\"{}\"}} {here}", label(cluster));
+    }
+    let _ = writeln!(
+        out,
+        "# HELP flightdeck_hub_cluster_relayed_from The replica this one relays the cluster from (its Lease holder).\n# TYPE flightdeck_hub_cluster_relayed_from gauge"
+    );
+    for (cluster, figure) in figures {
+        if let Served::Relayed(owner) = &figure.served {
+            let _ = writeln!(
+                out,
+                "flightdeck_hub_cluster_relayed_from{{cluster=\"{}\",replica=\"{}\",peer=\"{}\"}} 1",
+                label(cluster),
+                label(owner.replica()),
+                label(owner.peer())
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "# HELP flightdeck_hub_relayed_updates_total Changes of the cluster published here while relaying it from another replica.\n# TYPE flightdeck_hub_relayed_updates_total counter"
+    );
+    for (cluster, figure) in figures {
+        let _ = writeln!(
+            out,
+            "flightdeck_hub_relayed_updates_total{{cluster=\"{}\"}} {}",
+            label(cluster),
+            figure.relayed_updates
+        );
+    }
+    out
+}
+
 /// A label value as Prometheus reads it: backslash, quote and newline escaped.
 fn label(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::lease::Identity;
+
+    #[test]
+    fn a_replica_says_which_clusters_it_polls_and_which_it_relays_from_whom() {
+        let b = Identity::new("hub-b", "10.0.0.2:7443").unwrap();
+        let figures = BTreeMap::from([
+            ("mine".to_owned(), Figure { served: Served::Here, relayed_updates: 0 }),
+            ("theirs".to_owned(), Figure { served: Served::Relayed(b), relayed_updates: 12 }),
+            ("lost".to_owned(), Figure { served: Served::Nobody("no replica holds it".into()), relayed_updates: 3 }),
+        ]);
+        let text = replica_text(&figures);
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                r#"flightdeck_hub_cluster_polled_here{cluster="lost"} 0"#,
+                r#"flightdeck_hub_cluster_polled_here{cluster="mine"} 1"#,
+                r#"flightdeck_hub_cluster_polled_here{cluster="theirs"} 0"#,
+                r#"flightdeck_hub_cluster_relayed_from{cluster="theirs",replica="hub-b",peer="10.0.0.2:7443"} 1"#,
+                r#"flightdeck_hub_relayed_updates_total{cluster="lost"} 3"#,
+                r#"flightdeck_hub_relayed_updates_total{cluster="mine"} 0"#,
+                r#"flightdeck_hub_relayed_updates_total{cluster="theirs"} 12"#,
+            ]
+        );
+    }
 }

@@ -8,7 +8,7 @@
 //! as ordinary updates on the stream they hold: nobody reconnects.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -58,6 +58,35 @@ enum Source {
     Nobody(String),
 }
 
+/// Where a cluster this replica publishes comes from now, as `/metrics` says it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Served {
+    /// This replica polls it (holds its Lease).
+    Here,
+    /// Relayed from the replica holding its Lease.
+    Relayed(Identity),
+    /// Nobody serves it now (why): its last picture stays, stale.
+    Nobody(String),
+}
+
+/// One published cluster's figures: where it comes from, and how many of its changes were
+/// published here while relaying it from another replica.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figure {
+    pub served: Served,
+    pub relayed_updates: u64,
+}
+
+/// What the relay did, per cluster (by name), for `/metrics`.
+#[derive(Debug, Default)]
+pub struct Figures(Mutex<BTreeMap<String, Figure>>);
+
+impl Figures {
+    pub fn now(&self) -> BTreeMap<String, Figure> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+}
+
 /// The relay's memory of one cluster.
 struct Track {
     source: Source,
@@ -66,15 +95,16 @@ struct Track {
 }
 
 /// Merges the local fleet's state with the relayed clusters, on a task of its own, for as long
-/// as the returned receiver (or a clone) is held.
+/// as the returned receiver (or a clone) is held; what it does is counted in `figures`.
 pub fn start(
     local: watch::Receiver<Arc<FleetState>>,
     ownership: Arc<dyn Ownership>,
     peers: PeerOptions,
+    figures: Arc<Figures>,
 ) -> watch::Receiver<Arc<FleetState>> {
     let first = local.borrow().clone();
     let (tx, rx) = watch::channel(first);
-    tokio::spawn(run(local, ownership, peers, tx));
+    tokio::spawn(run(local, ownership, peers, tx, figures));
     rx
 }
 
@@ -83,22 +113,26 @@ async fn run(
     ownership: Arc<dyn Ownership>,
     peers: PeerOptions,
     out: watch::Sender<Arc<FleetState>>,
+    figures: Arc<Figures>,
 ) {
     let mut relay = Relay { ownership, peers, links: HashMap::new(), tracks: HashMap::new(), woken: Arc::default() };
     let mut version = 0u64;
     loop {
         let now = local.borrow_and_update().clone();
         let merged = relay.merge(&now);
-        out.send_if_modified(|shown| {
-            let same = shown.read_only == now.read_only
-                && shown.clusters.len() == merged.len()
-                && shown.clusters.iter().zip(&merged).all(|(a, b)| same_state(a, b));
-            if !same {
-                version += 1;
-                *shown = Arc::new(FleetState { clusters: merged, read_only: now.read_only, version });
-            }
-            !same
-        });
+        // Only this task sends, so what is shown cannot change between the look and the send.
+        let (fits, changed) = {
+            let shown = out.borrow();
+            let fits = shown.read_only == now.read_only && shown.clusters.len() == merged.len();
+            let changed: Vec<bool> =
+                merged.iter().enumerate().map(|(i, new)| !fits || !same_state(&shown.clusters[i], new)).collect();
+            (fits, changed)
+        };
+        relay.tally(&merged, &changed, &figures);
+        if !fits || changed.contains(&true) {
+            version += 1;
+            out.send_replace(Arc::new(FleetState { clusters: merged, read_only: now.read_only, version }));
+        }
         if out.is_closed() {
             return;
         }
@@ -181,6 +215,26 @@ impl Relay {
         // Links no cluster is relayed from any more are let go (their follower ends).
         self.links.retain(|peer, _| used.contains(peer));
         merged
+    }
+
+    /// `figures` after publishing `merged` (`changed[i]`: whether cluster `i` changed).
+    fn tally(&self, merged: &[ClusterState], changed: &[bool], figures: &Figures) {
+        let mut figures = figures.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (cluster, changed) in merged.iter().zip(changed) {
+            let Some(track) = self.tracks.get(&cluster.name) else { continue };
+            let served = match &track.source {
+                Source::Local { .. } => Served::Here,
+                Source::Peer(owner) => Served::Relayed(owner.clone()),
+                Source::Nobody(why) => Served::Nobody(why.clone()),
+            };
+            let figure = figures
+                .entry(cluster.name.clone())
+                .or_insert_with(|| Figure { served: served.clone(), relayed_updates: 0 });
+            if *changed && matches!(served, Served::Relayed(_)) {
+                figure.relayed_updates += 1;
+            }
+            figure.served = served;
+        }
     }
 
     /// Where `here`'s picture comes from now.

@@ -12,7 +12,9 @@ use tonic::transport::Server;
 use super::auth::{self, Auth};
 use super::listen::{self, ListenAddr, TlsFiles};
 use super::metrics::Metrics;
+use super::peers::PeerOptions;
 use super::publish::Publisher;
+use super::relay;
 use super::service::HubService;
 use crate::fleet::Fleet;
 use crate::wire::{self, pb};
@@ -43,7 +45,7 @@ pub async fn serve(
     opts: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), String> {
-    let published = Replication { published: fleet.subscribe(), forward: None };
+    let published = Replication { published: fleet.subscribe(), forward: None, relay: None };
     serve_published(fleet, published, opts, shutdown).await
 }
 
@@ -53,6 +55,21 @@ pub struct Replication {
     pub published: tokio::sync::watch::Receiver<Arc<crate::model::FleetState>>,
     /// Where calls on clusters other replicas hold go (`forward`).
     pub forward: Option<Arc<super::forward::Forwarder>>,
+    /// Where each published cluster comes from, for `/metrics`.
+    pub relay: Option<Arc<relay::Figures>>,
+}
+
+impl Replication {
+    /// One replica's: `fleet`'s clusters merged with those relayed from the replicas that
+    /// hold the others (`relay`), calls on those forwarded there (`forward`).
+    pub fn relayed(fleet: &Fleet, ownership: Arc<dyn relay::Ownership>, peers: PeerOptions) -> Replication {
+        let figures = Arc::new(relay::Figures::default());
+        Replication {
+            published: relay::start(fleet.subscribe(), ownership.clone(), peers.clone(), figures.clone()),
+            forward: Some(super::forward::Forwarder::new(ownership, peers)),
+            relay: Some(figures),
+        }
+    }
 }
 
 /// [`serve`] as one replica of several: publishing `replication.published` rather than the
@@ -72,7 +89,7 @@ pub async fn serve_published(
         }
     };
     let metrics = Arc::new(Metrics::default());
-    let Replication { published, forward } = replication;
+    let Replication { published, forward, relay } = replication;
     let publisher = Publisher::new(&published.borrow().clone(), metrics.clone());
     tokio::spawn(publisher.clone().run(published));
     // On shutdown, end the subscriptions first: a graceful stop waits for open streams.
@@ -107,7 +124,8 @@ pub async fn serve_published(
     let hub = tonic::service::interceptor::InterceptedService::new(service, auth::interceptor(Arc::new(auth)));
 
     if let Some(at) = opts.metrics_listen {
-        serve_metrics(at, fleet.clone(), metrics.clone(), publisher.closed()).await?;
+        let figures = Figured { fleet: fleet.clone(), metrics: metrics.clone(), relay };
+        serve_metrics(at, figures, publisher.closed()).await?;
     }
 
     let routes = tonic::service::Routes::new(health_service).add_service(reflection).add_service(hub);
@@ -138,13 +156,31 @@ pub async fn serve_published(
     served.map_err(|e| format!("the hub stopped: {e}"))
 }
 
+/// What `/metrics` reads: the hub's counters, its fleet's own polling, and for a replica
+/// where each cluster it publishes comes from.
+#[derive(Clone)]
+struct Figured {
+    fleet: Arc<Fleet>,
+    metrics: Arc<Metrics>,
+    relay: Option<Arc<relay::Figures>>,
+}
+
+impl Figured {
+    fn text(&self) -> String {
+        let mut body = self.metrics.render(&self.fleet.state(), &self.fleet.requests_sent());
+        if let Some(relay) = &self.relay {
+            body.push_str(&super::metrics::replica_text(&relay.now()));
+        }
+        body
+    }
+}
+
 /// Answer `GET /metrics` (Prometheus text) on `at`, plain HTTP/1, on a task of its own.
 /// Bound now, so a port in use fails the start in words rather than later in a log.
 /// It stops when `closed` resolves (the hub stopping).
 async fn serve_metrics(
     at: std::net::SocketAddr,
-    fleet: Arc<Fleet>,
-    metrics: Arc<Metrics>,
+    figured: Figured,
     closed: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(at).await.map_err(|e| {
@@ -154,12 +190,8 @@ async fn serve_metrics(
     let router = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {
-            let fleet = fleet.clone();
-            let metrics = metrics.clone();
-            async move {
-                let body = metrics.render(&fleet.state(), &fleet.requests_sent());
-                ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], body)
-            }
+            let body = figured.text();
+            async move { ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], body) }
         }),
     );
     tracing::info!(listen = %bound, "metrics serving");

@@ -82,6 +82,25 @@ impl HubService {
         }
     }
 
+    /// Where `action` is carried out: as [`HubService::route`] says for its cluster, unless it
+    /// is a migration between clusters two replicas hold, which is refused here by name.
+    fn route_action(&self, asker: &Asker, action: &crate::model::Action) -> Route {
+        if let (Some(forward), crate::model::Action::Migrate { source, to, .. }) = (&self.forward, action)
+            && let Some(why) = forward.across_replicas(source, to)
+        {
+            return Route::Refused(why);
+        }
+        self.route(asker, action.cluster())
+    }
+
+    /// The replica a read of `cluster` goes to, with the way there; `None`: answered here.
+    fn owner_of(&self, asker: &Asker, cluster: &str) -> Option<(&Forwarder, super::lease::Identity)> {
+        match (self.route(asker, cluster), &self.forward) {
+            (Route::Owner(owner), Some(forward)) => Some((forward, owner)),
+            _ => None,
+        }
+    }
+
     /// The caller of an authenticated request, counted.
     fn caller<T>(&self, request: &Request<T>) -> Result<Caller, Status> {
         self.metrics.rpc();
@@ -130,9 +149,9 @@ impl HubService {
     }
 
     /// [`HubService::admit`] for a read of one job's data, by the rule of `access`.
-    async fn admit_job(&self, caller: &Caller, read: Read, job: &JobRef) -> Result<(), Status> {
-        let allowed = access::may_read_job(caller, &self.fleet.state(), job);
-        self.admit(caller, read, &job.to_string(), None, allowed).await
+    async fn admit_job(&self, asker: &Asker, read: Read, job: &JobRef) -> Result<(), Status> {
+        let allowed = access::may_read_job(&asker.caller, &self.fleet.state(), job);
+        self.admit_as(forwarded_by(asker), &asker.caller, read, &job.to_string(), None, allowed).await
     }
 }
 
@@ -177,6 +196,12 @@ fn failed(actions: &[crate::model::Action], why: &str) -> Vec<pb::ActOutcome> {
             message: why.to_string(),
         })
         .collect()
+}
+
+/// How the audit log names a forwarded call's asker (`alice@hub via hub-b`); `None` for a
+/// direct caller, named as usual.
+fn forwarded_by(asker: &Asker) -> Option<String> {
+    asker.via.is_some().then(|| asker.actor())
 }
 
 /// How the audit log names a hub's caller.
@@ -285,7 +310,7 @@ impl pb::hub_server::Hub for HubService {
             }
             return Err(Status::permission_denied(why));
         }
-        let groups = forward::split(&actions, |a| a.cluster(), |c| self.route(&asker, c));
+        let groups = forward::split(&actions, |a| self.route_action(&asker, a));
         let outcomes = if groups.iter().all(|(to, _)| *to == Route::Here) {
             let outcome = self.fleet.perform_batch_as(&asker.actor(), actions).await;
             outcome.outcomes.iter().enumerate().map(|(i, o)| wire::outcome_to_pb(i, o)).collect()
@@ -301,13 +326,12 @@ impl pb::hub_server::Hub for HubService {
         let asker = self.asker(&request, caller)?;
         let caller = asker.caller.clone();
         let ask = request.into_inner();
-        if let Route::Owner(owner) = self.route(&asker, &ask.cluster)
-            && let Some(forward) = &self.forward
-        {
+        if let Some((forward, owner)) = self.owner_of(&asker, &ask.cluster) {
             // The owner holds the job's picture and its log: it checks, reads and audits.
-            return forward.read_log(&owner, &asker, ask).await.map(Response::new);
+            let read = forward.call(&owner, &asker, ask, |mut c, r| async move { c.read_log(r).await });
+            return read.await.map(Response::new);
         }
-        let who = asker.via.is_some().then(|| asker.actor());
+        let who = forwarded_by(&asker);
         // Only a handle the hub itself put on a job is read, and with what the hub knows of
         // it (whose file it must be): a client cannot name a path of its own.
         let Some((handle, job)) = self.known_handle(&ask.cluster, &ask.handle) else {
@@ -332,9 +356,17 @@ impl pb::hub_server::Hub for HubService {
 
     async fn diagnose(&self, request: Request<pb::ClusterRequest>) -> Result<Response<pb::Diagnosis>, Status> {
         let caller = self.caller(&request)?;
+        let asker = self.asker(&request, caller)?;
         let cluster = request.into_inner().cluster;
+        if let Some((forward, owner)) = self.owner_of(&asker, &cluster) {
+            // Only the holder reaches the cluster: it asks, and audits.
+            let ask = pb::ClusterRequest { cluster };
+            let answer = forward.call(&owner, &asker, ask, |mut c, r| async move { c.diagnose(r).await });
+            return answer.await.map(Response::new);
+        }
+        let caller = &asker.caller;
         // The cluster's connection and cost facts: no job's data, so any caller's.
-        self.admit(&caller, Read::Diagnose, &cluster, None, Ok(())).await?;
+        self.admit_as(forwarded_by(&asker), caller, Read::Diagnose, &cluster, None, Ok(())).await?;
         let ask = async {
             let diagnosis = self.fleet.diagnose(&cluster).await.map_err(|e| wire::status_from_error(&e))?;
             Ok(wire::diagnosis_to_pb(&diagnosis))
@@ -350,19 +382,33 @@ impl pb::hub_server::Hub for HubService {
 
     async fn render(&self, request: Request<pb::SpecRequest>) -> Result<Response<pb::Native>, Status> {
         let caller = self.caller(&request)?;
+        let asker = self.asker(&request, caller)?;
         let ask = request.into_inner();
         let spec = wire::spec_from_json(&ask.spec_json).map_err(Status::invalid_argument)?;
+        if let Some((forward, owner)) = self.owner_of(&asker, &ask.cluster) {
+            return forward
+                .call(&owner, &asker, ask, |mut c, r| async move { c.render(r).await })
+                .await
+                .map(Response::new);
+        }
         // The caller's own spec in the cluster's dialect: nobody else's data.
-        self.admit(&caller, Read::Render, &ask.cluster, Some(spec.name.clone()), Ok(())).await?;
+        let (who, detail) = (forwarded_by(&asker), Some(spec.name.clone()));
+        self.admit_as(who, &asker.caller, Read::Render, &ask.cluster, detail, Ok(())).await?;
         let native = self.fleet.render(&ask.cluster, &spec).await.map_err(|e| wire::status_from_error(&e))?;
         Ok(Response::new(wire::native_to_pb(&native)))
     }
 
     async fn job_spec(&self, request: Request<pb::JobRequest>) -> Result<Response<pb::ImportedSpec>, Status> {
         let caller = self.caller(&request)?;
+        let asker = self.asker(&request, caller)?;
         let ask = request.into_inner();
+        if let Some((forward, owner)) = self.owner_of(&asker, &ask.cluster) {
+            // The owner's picture says whose the job is: it checks, reads and audits.
+            let read = forward.call(&owner, &asker, ask, |mut c, r| async move { c.job_spec(r).await });
+            return read.await.map(Response::new);
+        }
         let job = JobRef { cluster: ask.cluster, id: ask.id };
-        self.admit_job(&caller, Read::JobSpec, &job).await?;
+        self.admit_job(&asker, Read::JobSpec, &job).await?;
         let imported = self.fleet.job_spec(&job).await.map_err(|e| wire::status_from_error(&e))?;
         Ok(Response::new(wire::imported_to_pb(&imported)))
     }
@@ -372,17 +418,23 @@ impl pb::hub_server::Hub for HubService {
         request: Request<pb::EstimateRequest>,
     ) -> Result<Response<pb::EstimateReply>, Status> {
         let caller = self.caller(&request)?;
+        let asker = self.asker(&request, caller)?;
         let ask = request.into_inner();
+        if let Some((forward, owner)) = self.owner_of(&asker, &ask.cluster) {
+            let answer = forward.call(&owner, &asker, ask, |mut c, r| async move { c.estimate_start(r).await });
+            return answer.await.map(Response::new);
+        }
         let estimate = match ask.what {
             Some(pb::estimate_request::What::SpecJson(text)) => {
                 let spec = wire::spec_from_json(&text).map_err(Status::invalid_argument)?;
                 // A spec of the caller's own: anyone may ask when it would start.
-                self.admit(&caller, Read::EstimateStart, &ask.cluster, Some(spec.name.clone()), Ok(())).await?;
+                let (who, detail) = (forwarded_by(&asker), Some(spec.name.clone()));
+                self.admit_as(who, &asker.caller, Read::EstimateStart, &ask.cluster, detail, Ok(())).await?;
                 self.fleet.estimate_start(&ask.cluster, &spec).await
             }
             Some(pb::estimate_request::What::JobId(id)) => {
                 let job = JobRef { cluster: ask.cluster, id };
-                self.admit_job(&caller, Read::EstimateStart, &job).await?;
+                self.admit_job(&asker, Read::EstimateStart, &job).await?;
                 self.fleet.estimate_job_start(&job).await
             }
             None => return Err(Status::invalid_argument("an estimate needs a spec or a job id")),
@@ -419,6 +471,11 @@ impl HubService {
                         },
                         None => failed(&mine, "no replica to forward to"),
                     },
+                    // Refused here, and on record as refused.
+                    Route::Refused(why) => {
+                        let outcome = self.fleet.refuse_batch_as(&asker.actor(), mine, why).await;
+                        outcome.outcomes.iter().enumerate().map(|(i, o)| wire::outcome_to_pb(i, o)).collect()
+                    }
                 };
                 (places, outcomes)
             }

@@ -2,7 +2,8 @@
 //! through Leases on the Kubernetes fake (2 s Leases renewed every 500 ms): `sdiag` shows one
 //! poller per cluster, and killing the owner of a cluster moves it to a survivor within a
 //! Lease and a renew period (plus a refresh), a subscriber of a survivor seeing it stale, then
-//! fresh, on the stream it holds. Needs `tests/testbed/up.sh`.
+//! fresh, on the stream it holds; and a replica cut off from the API server stops polling
+//! its live cluster before another replica starts. Needs `tests/testbed/up.sh`.
 
 use crate::common;
 use crate::kube_fake::FakeApi;
@@ -16,7 +17,6 @@ use flightdeck::backend::hub::link::Mirror;
 use flightdeck::fleet::{Fleet, FleetOptions, Member, TelemetryOptions};
 use flightdeck::model::Health;
 use flightdeck::serve::auth::sha256_hex;
-use flightdeck::serve::forward::Forwarder;
 use flightdeck::serve::lease::{Identity, LeaseKeeper, LeaseSettings};
 use flightdeck::serve::listen::ListenAddr;
 use flightdeck::serve::peers::PeerOptions;
@@ -44,10 +44,15 @@ struct Replica {
 
 impl Replica {
     async fn start(id: &str, leases: &FakeApi, dir: &Path) -> Replica {
+        Replica::start_with(id, leases.client().await, dir).await
+    }
+
+    /// A replica whose Lease keeper reaches the API server with `client`.
+    async fn start_with(id: &str, client: kube::Client, dir: &Path) -> Replica {
         let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
         let settings =
             LeaseSettings::new("hub", Identity::new(id, &addr.to_string()).unwrap()).with_timing(LEASE, RENEW).unwrap();
-        let keeper = LeaseKeeper::start(leases.client().await, settings, CLUSTERS.iter().map(|c| (*c).to_owned()));
+        let keeper = LeaseKeeper::start(client, settings, CLUSTERS.iter().map(|c| (*c).to_owned()));
         let members = CLUSTERS
             .iter()
             .map(|c| Member {
@@ -67,10 +72,7 @@ impl Replica {
         let peers =
             PeerOptions { tls: false, ca_file: None, token: Some(flightdeck::backend::http::TokenSource::File(token)) };
         let ownership: Arc<dyn relay::Ownership> = Arc::new(keeper.view());
-        let replication = Replication {
-            published: relay::start(fleet.subscribe(), ownership.clone(), peers.clone()),
-            forward: Some(Forwarder::new(ownership, peers)),
-        };
+        let replication = Replication::relayed(&fleet, ownership, peers);
         let tokens = dir.join(format!("{id}-tokens"));
         std::fs::write(&tokens, format!("{} replicas operator\n", sha256_hex(TOKEN))).unwrap();
         std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
@@ -223,4 +225,72 @@ async fn three_replicas_poll_each_cluster_once_and_a_killed_owner_s_cluster_is_f
     assert!(took < LEASE + RENEW + REFRESH + Duration::from_secs(10), "took {took:?}");
     assert!(!stream.is_finished(), "the subscriber never reconnected");
     assert_eq!(CLUSTERS.iter().filter(|c| replicas.iter().any(|r| r.holds(c))).count(), 2, "both clusters held");
+}
+
+/// Every change of a replica's "may poll" flag for a cluster: (time, replica, cluster, flag).
+type Flips = Arc<Mutex<Vec<(Instant, String, String, bool)>>>;
+
+fn record_flips(flips: &Flips, name: &str, replica: &Replica) {
+    let keeper = replica.keeper.as_ref().expect("a live replica");
+    for cluster in CLUSTERS {
+        let mut rx = keeper.may_poll(cluster).expect("a flag per cluster");
+        let (flips, name) = (flips.clone(), name.to_owned());
+        tokio::spawn(async move {
+            loop {
+                let flag = *rx.borrow_and_update();
+                flips.lock().unwrap().push((Instant::now(), name.clone(), cluster.to_owned(), flag));
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+fn first_flip(flips: &Flips, name: &str, cluster: &str, flag: bool, after: Instant) -> Option<Instant> {
+    let flips = flips.lock().unwrap();
+    flips.iter().find(|(at, r, c, f)| *at > after && r == name && c == cluster && *f == flag).map(|(at, ..)| *at)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_cut_off_from_the_api_server_stops_polling_its_slurm_cluster_before_another_starts() {
+    let _ = testbed_config();
+    let _read = clusters_read();
+    let dir = tempfile::tempdir().unwrap();
+    let leases = FakeApi::start().await;
+    // hub-a reaches the API server through a link that can be cut; hub-b directly.
+    let (client, cut) = leases.cuttable_client().await;
+    let a = Replica::start_with("hub-a", client, dir.path()).await;
+    let b = Replica::start("hub-b", &leases, dir.path()).await;
+    let flips: Flips = Arc::default();
+    record_flips(&flips, "hub-a", &a);
+    record_flips(&flips, "hub-b", &b);
+    eventually("one cluster each", || {
+        CLUSTERS.iter().all(|c| a.holds(c) != b.holds(c)) && CLUSTERS.iter().any(|c| a.holds(c))
+    })
+    .await;
+    let lost = *CLUSTERS.iter().find(|c| a.holds(c)).unwrap();
+    eventually("hub-a polls its cluster on the test bed", || a.attempts(lost) > 0).await;
+
+    let cut_at = Instant::now();
+    cut.cancel();
+    eventually("hub-b takes hub-a's cluster", || b.holds(lost)).await;
+    let stopped = first_flip(&flips, "hub-a", lost, false, cut_at).expect("hub-a stopped polling");
+    let started = first_flip(&flips, "hub-b", lost, true, cut_at).expect("hub-b started polling");
+    eprintln!(
+        "{lost}: hub-a stopped {:?} after the cut, hub-b started {:?} after it",
+        stopped - cut_at,
+        started - cut_at
+    );
+    assert!(stopped < started, "hub-a stopped at {:?}, hub-b started at {:?}", stopped - cut_at, started - cut_at);
+    // Within its lease (less a renew period) of its last renewal, itself before the cut; slack for a busy machine.
+    assert!(stopped - cut_at <= LEASE + Duration::from_secs(2), "hub-a stopped {:?} after the cut", stopped - cut_at);
+
+    // On the live side: hub-b refreshes the cluster, hub-a no more (a refresh under way when
+    // its flag fell is dropped unrecorded).
+    let a_then = a.attempts(lost);
+    let b_then = b.attempts(lost);
+    eventually("hub-b refreshes the cluster twice", || b.attempts(lost) >= b_then + 2).await;
+    assert_eq!(a.attempts(lost), a_then, "hub-a refreshed {lost} after losing it");
+    assert!(!a.holds(lost), "hub-a, cut off, holds {lost}");
 }

@@ -12,7 +12,6 @@
 use crate::kube_fake::{FakeApi, fixtures};
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,10 +28,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use serde_json::json;
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 const NAMESPACE: &str = "hub";
 const LEASE: Duration = Duration::from_secs(2);
@@ -207,42 +204,12 @@ fn transitions(fake: &FakeApi, cluster: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// A TCP relay to `target` that can be cut: from then on it refuses connections and every
-/// relayed connection is closed, as if the replica lost its network.
-async fn cuttable_relay(target: SocketAddr) -> (String, CancellationToken) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let cut = CancellationToken::new();
-    let token = cut.clone();
-    tokio::spawn(async move {
-        loop {
-            let (mut inbound, _) = tokio::select! {
-                _ = token.cancelled() => return,
-                accepted = listener.accept() => match accepted { Ok(a) => a, Err(_) => return },
-            };
-            let token = token.clone();
-            tokio::spawn(async move {
-                let Ok(mut outbound) = TcpStream::connect(target).await else { return };
-                tokio::select! {
-                    _ = token.cancelled() => {}
-                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
-                }
-            });
-        }
-    });
-    (url, cut)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keeper_cut_off_from_the_api_stops_polling_before_another_takes_over() {
     let fake = FakeApi::start().await;
     let recorder = Recorder::default();
-    let (url, cut) = cuttable_relay(fake.addr()).await;
-    let mut config = kube::Config::new(url.parse().unwrap());
-    config.default_retry = false;
-    config.connect_timeout = Some(Duration::from_secs(1));
-    config.read_timeout = Some(Duration::from_secs(1));
-    let a = LeaseKeeper::start(fake.client_with(config), settings("hub-a"), clusters());
+    let (client, cut) = fake.cuttable_client().await;
+    let a = LeaseKeeper::start(client, settings("hub-a"), clusters());
     recorder.watch("hub-a", &a);
     let b = start(&fake, &recorder, "hub-b").await;
     eventually("one cluster each", || settled(&[&a, &b], 1) && a.held().len() == 1).await;

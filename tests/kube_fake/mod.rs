@@ -243,6 +243,39 @@ impl FakeApi {
         kube::Client::try_from(config).expect("kube_fake: build a kube client")
     }
 
+    /// A client that reaches this fake through a TCP relay of its own that can be cut
+    /// (`cut.cancel()`): from then on the relay refuses connections and closes every one it
+    /// carries, as if the client's machine lost its network while the fake stays up for every
+    /// other client. No retries, 1 s connect and read timeouts, so a cut shows at once.
+    pub async fn cuttable_client(&self) -> (kube::Client, tokio_util::sync::CancellationToken) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("kube_fake: bind a relay");
+        let url = format!("http://{}", listener.local_addr().expect("kube_fake: the relay's address"));
+        let target = self.addr();
+        let cut = tokio_util::sync::CancellationToken::new();
+        let token = cut.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut inbound, _) = tokio::select! {
+                    _ = token.cancelled() => return,
+                    accepted = listener.accept() => match accepted { Ok(a) => a, Err(_) => return },
+                };
+                let token = token.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else { return };
+                    tokio::select! {
+                        _ = token.cancelled() => {}
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                    }
+                });
+            }
+        });
+        let mut config = kube::Config::new(url.parse().expect("kube_fake: the relay's url"));
+        config.default_retry = false;
+        config.connect_timeout = Some(Duration::from_secs(1));
+        config.read_timeout = Some(Duration::from_secs(1));
+        (self.client_with(config), cut)
+    }
+
     // ----- state ---------------------------------------------------------------------------
 
     /// Creates or replaces an object, keyed by apiVersion/kind/namespace/name. Bumps the
