@@ -458,7 +458,7 @@ fn judge(c: &ClusterState, pending: &[Bucket], spec: &JobSpec, want: &Want, opts
     if spec.managed && placement.managed_queue.is_none() {
         return Draft::new(Verdict::Cannot, "no managed jobs here (only SkyPilot has them)");
     }
-    if spec.multi_node.is_some() && style != Style::Kubernetes {
+    if spec.multi_node.is_some() && !placement.workload_kinds {
         // Its submit would refuse the spec by name (`JobSpec::refuse_multi_node`).
         return Draft::new(Verdict::Cannot, "no workload kind to choose here (only Kubernetes takes `multi_node`)");
     }

@@ -23,6 +23,10 @@ pub struct Placement {
     /// has no managed jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub managed_queue: Option<String>,
+    /// A multi-node job becomes a workload kind the spec may choose (`multi_node`: JobSet,
+    /// PyTorchJob…); elsewhere the kind runs several nodes itself and refuses the choice.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub workload_kinds: bool,
     /// What advice adds when the spec sets a field the snapshot cannot vouch for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub caveats: Vec<Caveat>,

@@ -190,7 +190,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
 
 /// `partition` names a Kueue queue with a quota; one job's pods may share a node.
 pub fn placement() -> Placement {
-    Placement { partition: Partitions::QuotaQueue, shares_nodes: true, ..Placement::default() }
+    Placement { partition: Partitions::QuotaQueue, shares_nodes: true, workload_kinds: true, ..Placement::default() }
 }
 
 /// The kind's line in the backend registry.
