@@ -54,7 +54,7 @@ pub type Expand =
 /// One native job form: how to recognise it, read it into a [`JobSpec`] and write one out,
 /// with no cluster at hand. The choices a live cluster would make (pyxis or not, a
 /// namespace, a generated name) are assumed and said in the warnings.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct DialectEntry {
     pub dialect: Dialect,
     /// Whether `text` is in this dialect: by content, cheaply, without a full import. The
@@ -139,6 +139,11 @@ impl Registry {
             .filter(|e| e.kind().as_str() == name)
             .find_map(|e| e.dialects.first())
             .or_else(|| self.dialects().find(|d| d.dialect.kind_name() == name))
+    }
+
+    /// The dialect whose JSON name is `name` (`kubernetes_job`).
+    pub fn dialect_by_name(&self, name: &str) -> Option<&DialectEntry> {
+        self.dialects().find(|d| d.dialect.name() == name)
     }
 
     /// Every dialect of this run, in the table's order.

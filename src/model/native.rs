@@ -2,90 +2,108 @@
 //! submitted (an sbatch script, a Kubernetes Job manifest …), for previews and, later,
 //! `spec convert`.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
-/// The native forms a job can take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Dialect {
-    /// A batch script with `#SBATCH` directives, sent to `sbatch` on its standard input.
-    Sbatch,
-    /// A `batch/v1` Job manifest (YAML).
-    KubernetesJob,
-    /// A SkyPilot task (YAML), with where it is launched as a leading comment.
-    SkyPilotTask,
-    /// A dstack run spec (YAML of the JSON sent to `runs/apply`).
-    DstackRunSpec,
-    /// A `jobset.x-k8s.io` JobSet: replicated Indexed Jobs, one pod per node.
-    JobSet,
-    /// A Kubeflow `PyTorchJob`: a Master and Workers.
-    PyTorchJob,
-    /// A Kubeflow `MPIJob` (mpi-operator v2beta1): a launcher and Workers.
-    MpiJob,
-    /// A KubeRay `RayJob`: an entrypoint on a Ray cluster of a head and worker groups.
-    RayJob,
-    /// A Volcano `batch.volcano.sh` Job: tasks gang-scheduled together.
-    VolcanoJob,
+/// A native form a job can take (an sbatch script, a Kubernetes Job …). Open rather than an
+/// enum, like `ClusterKind`: each kind declares its forms in its own folder and registers
+/// them through its registry line (`KindEntry.dialects`), so a kind added at run time brings
+/// its own. Serialised as its `name` alone; two dialects are the same when their names are.
+#[derive(Debug, Clone)]
+pub struct Dialect {
+    name: Cow<'static, str>,
+    kind_name: Cow<'static, str>,
+    described: Cow<'static, str>,
+    title: Cow<'static, str>,
 }
 
 impl Dialect {
-    pub const ALL: [Dialect; 9] = [
-        Dialect::Sbatch,
-        Dialect::KubernetesJob,
-        Dialect::SkyPilotTask,
-        Dialect::DstackRunSpec,
-        Dialect::JobSet,
-        Dialect::PyTorchJob,
-        Dialect::MpiJob,
-        Dialect::RayJob,
-        Dialect::VolcanoJob,
-    ];
+    /// A form as its kind declares it: its `name` (what JSON and the hub's wire say,
+    /// `kubernetes_job`), the word `--to`/`--from` take (`kubernetes`, `pytorchjob`), how a
+    /// sentence names it ("a Kubernetes Job") and how a preview is titled.
+    pub const fn new(
+        name: &'static str,
+        kind_name: &'static str,
+        described: &'static str,
+        title: &'static str,
+    ) -> Self {
+        Dialect {
+            name: Cow::Borrowed(name),
+            kind_name: Cow::Borrowed(kind_name),
+            described: Cow::Borrowed(described),
+            title: Cow::Borrowed(title),
+        }
+    }
+
+    /// A form known only by its name (read back from JSON, or from a peer that sent no
+    /// more): each of its words is the name.
+    pub fn named(name: impl Into<String>) -> Self {
+        let name: String = name.into();
+        Dialect {
+            kind_name: Cow::Owned(name.clone()),
+            described: Cow::Owned(name.clone()),
+            title: Cow::Owned(name.clone()),
+            name: Cow::Owned(name),
+        }
+    }
+
+    /// A form with every word given (a peer's).
+    pub fn owned(name: String, kind_name: String, described: String, title: String) -> Self {
+        Dialect {
+            name: Cow::Owned(name),
+            kind_name: Cow::Owned(kind_name),
+            described: Cow::Owned(described),
+            title: Cow::Owned(title),
+        }
+    }
+
+    /// Its name in JSON and on the wire (`sbatch`, `kubernetes_job`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 
     /// The word `--to` / `--from` name it by: a kind's own form by the kind (`slurm`,
-    /// `kubernetes`), a Kubernetes workload form by its kind (`pytorchjob`), as the
-    /// cluster's `multi_node` setting names them.
-    pub fn kind_name(self) -> &'static str {
-        match self {
-            Dialect::Sbatch => "slurm",
-            Dialect::KubernetesJob => "kubernetes",
-            Dialect::SkyPilotTask => "skypilot",
-            Dialect::DstackRunSpec => "dstack",
-            Dialect::JobSet => "jobset",
-            Dialect::PyTorchJob => "pytorchjob",
-            Dialect::MpiJob => "mpijob",
-            Dialect::RayJob => "rayjob",
-            Dialect::VolcanoJob => "volcano",
-        }
+    /// `kubernetes`), another form by its own word (`pytorchjob`), as the cluster's
+    /// `multi_node` setting names them.
+    pub fn kind_name(&self) -> &str {
+        &self.kind_name
     }
 
     /// The form as a sentence names one: "an sbatch script", "a Kubernetes Job".
-    pub fn described(self) -> &'static str {
-        match self {
-            Dialect::Sbatch => "an sbatch script",
-            Dialect::KubernetesJob => "a Kubernetes Job",
-            Dialect::SkyPilotTask => "a SkyPilot task",
-            Dialect::DstackRunSpec => "a dstack task",
-            Dialect::JobSet => "a JobSet",
-            Dialect::PyTorchJob => "a PyTorchJob",
-            Dialect::MpiJob => "an MPIJob",
-            Dialect::RayJob => "a RayJob",
-            Dialect::VolcanoJob => "a Volcano Job",
-        }
+    pub fn described(&self) -> &str {
+        &self.described
     }
 
     /// How a preview is titled.
-    pub fn title(self) -> &'static str {
-        match self {
-            Dialect::Sbatch => "sbatch script",
-            Dialect::KubernetesJob => "Kubernetes Job manifest",
-            Dialect::SkyPilotTask => "SkyPilot task",
-            Dialect::DstackRunSpec => "dstack run spec",
-            Dialect::JobSet => "JobSet manifest",
-            Dialect::PyTorchJob => "PyTorchJob manifest",
-            Dialect::MpiJob => "MPIJob manifest",
-            Dialect::RayJob => "RayJob manifest",
-            Dialect::VolcanoJob => "Volcano Job manifest",
-        }
+    pub fn title(&self) -> &str {
+        &self.title
+    }
+}
+
+impl PartialEq for Dialect {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Dialect {}
+
+impl std::hash::Hash for Dialect {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl Serialize for Dialect {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.name)
+    }
+}
+
+impl<'de> Deserialize<'de> for Dialect {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Dialect::named)
     }
 }
 

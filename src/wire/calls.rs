@@ -4,8 +4,6 @@
 //! What a user asks for is read strictly: an action with no kind, an unknown verb or a spec
 //! that would be refused from a file is an `Err` naming the fault, never a guess.
 
-use serde_json::Value;
-
 use super::state::{time_from_ns, time_to_ns};
 use super::{pb, serde_name, verb_from_name, verb_names};
 use crate::model::StartEstimate;
@@ -185,29 +183,29 @@ pub fn log_chunk_from_pb(c: pb::LogChunk) -> LogChunk {
     LogChunk { data: c.data, offset: c.offset, dropped: c.dropped }
 }
 
-/// A dialect's serde name (`kubernetes_job`), the one the JSON output and the audit log use.
-fn dialect_name(d: Dialect) -> String {
-    match serde_json::to_value(d) {
-        Ok(Value::String(name)) => name,
-        // A unit variant always serialises to its name; this keeps the wire readable anyway.
-        _ => d.kind_name().to_string(),
+pub fn native_to_pb(n: &Native) -> pb::Native {
+    pb::Native {
+        dialect: n.dialect.name().to_string(),
+        text: n.text.clone(),
+        warnings: n.warnings.clone(),
+        dialect_kind_name: n.dialect.kind_name().to_string(),
+        dialect_described: n.dialect.described().to_string(),
+        dialect_title: n.dialect.title().to_string(),
     }
 }
 
-fn dialect_from_name(name: &str) -> Result<Dialect, String> {
-    Dialect::ALL.into_iter().find(|d| dialect_name(*d) == name).ok_or_else(|| {
-        let names: Vec<String> = Dialect::ALL.into_iter().map(dialect_name).collect();
-        format!("unknown dialect `{name}` (one of: {})", names.join(", "))
-    })
-}
-
-pub fn native_to_pb(n: &Native) -> pb::Native {
-    pb::Native { dialect: dialect_name(n.dialect), text: n.text.clone(), warnings: n.warnings.clone() }
-}
-
-/// `Err` for a dialect this build does not know: a preview titled wrongly misleads.
+/// `Err` for a native form without a dialect name. A peer that sent only the name (an
+/// older hub) gives a dialect known by its name alone, which the caller may look up.
 pub fn native_from_pb(n: pb::Native) -> Result<Native, String> {
-    Ok(Native { dialect: dialect_from_name(&n.dialect)?, text: n.text, warnings: n.warnings })
+    if n.dialect.is_empty() {
+        return Err("a native form without its dialect".into());
+    }
+    let dialect = if n.dialect_title.is_empty() {
+        Dialect::named(n.dialect)
+    } else {
+        Dialect::owned(n.dialect, n.dialect_kind_name, n.dialect_described, n.dialect_title)
+    };
+    Ok(Native { dialect, text: n.text, warnings: n.warnings })
 }
 
 pub fn imported_to_pb(i: &Imported) -> pb::ImportedSpec {
@@ -378,15 +376,25 @@ mod tests {
     }
 
     #[test]
-    fn natives_name_their_dialect_as_serde_does() {
-        for dialect in Dialect::ALL {
-            let n = Native { dialect, text: "#!/bin/bash\n".into(), warnings: vec!["`image`: ignored".into()] };
-            let wire = native_to_pb(&n);
-            assert_eq!(serde_json::to_value(dialect).unwrap(), wire.dialect.as_str());
-            assert_eq!(native_from_pb(wire), Ok(n));
-        }
-        let e = native_from_pb(pb::Native { dialect: "pbs".into(), ..Default::default() }).unwrap_err();
-        assert!(e.contains("unknown dialect `pbs`") && e.contains("kubernetes_job"), "{e}");
+    fn natives_carry_their_dialects_words() {
+        let sbatch = Dialect::new("sbatch", "slurm", "an sbatch script", "sbatch script");
+        let n =
+            Native { dialect: sbatch.clone(), text: "#!/bin/bash\n".into(), warnings: vec!["`image`: ignored".into()] };
+        let wire = native_to_pb(&n);
+        assert_eq!(serde_json::to_value(&sbatch).unwrap(), wire.dialect.as_str());
+        let back = native_from_pb(wire.clone()).unwrap();
+        assert_eq!(back, n);
+        assert_eq!((back.dialect.kind_name(), back.dialect.title()), ("slurm", "sbatch script"));
+        // An older hub sends the name alone.
+        let old = pb::Native {
+            dialect_kind_name: String::new(),
+            dialect_described: String::new(),
+            dialect_title: String::new(),
+            ..wire
+        };
+        assert_eq!(native_from_pb(old).unwrap().dialect.title(), "sbatch");
+        let e = native_from_pb(pb::Native::default()).unwrap_err();
+        assert!(e.contains("without its dialect"), "{e}");
     }
 
     #[test]

@@ -528,7 +528,7 @@ async fn the_preview_is_the_script_sbatch_gets(cluster: &str) {
     s.gpus = 2;
     s.gpu_type = Some("h100".into());
     let native = b.render(&s).await.expect("render");
-    assert_eq!(native.dialect, flightdeck::model::Dialect::Sbatch);
+    assert_eq!(native.dialect, flightdeck::backend::slurm::dialect::SBATCH);
     let (call, script) = native.text.split_once('\n').expect("two parts");
     assert!(call.starts_with("# sbatch ") && call.contains("--job-name=fd-preview"), "{call}");
     let sent = flightdeck::backend::slurm::script::render_sbatch(&s, &Default::default()).unwrap();

@@ -842,7 +842,7 @@ async fn the_preview_is_the_job_manifest_submit_creates() {
     spec.partition = Some("no-such-queue".into());
     s.fake.clear_requests();
     let native = b.render(&spec).await.unwrap();
-    assert_eq!(native.dialect, flightdeck::model::Dialect::KubernetesJob);
+    assert_eq!(native.dialect, flightdeck::backend::kube::dialect::KUBERNETES_JOB);
     assert!(s.fake.requests().iter().all(|r| r.method != "POST"), "a preview creates nothing");
     assert!(native.text.contains("kind: Job"), "{}", native.text);
     let shown: Value = serde_saphyr::from_str(&native.text).expect("the preview is YAML");

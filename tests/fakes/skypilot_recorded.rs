@@ -308,7 +308,7 @@ async fn submit_launches_the_task_yaml_and_returns_the_job() {
     );
 
     let preview = sky.render(&spec).await.unwrap();
-    assert_eq!(preview.dialect, flightdeck::model::Dialect::SkyPilotTask);
+    assert_eq!(preview.dialect, flightdeck::backend::skypilot::dialect::SKYPILOT_TASK);
     assert!(preview.text.starts_with("# POST /launch on cluster train-h100\n"), "{}", preview.text);
     assert!(preview.text.contains(task), "the preview is the YAML that is sent");
 

@@ -27,7 +27,7 @@ fn fixtures(dialect: &str) -> Vec<(String, String)> {
 }
 
 fn dialect(name: &str) -> DialectEntry {
-    *Registry::builtin().dialect(name).unwrap_or_else(|| panic!("no dialect {name}"))
+    Registry::builtin().dialect(name).unwrap_or_else(|| panic!("no dialect {name}")).clone()
 }
 
 fn import(name: &str, text: &str) -> Imported {
@@ -48,7 +48,7 @@ fn round_trip(name: &str, text: &str) -> (Imported, String) {
 
 /// Every shipped dialect that claims `text`.
 fn claimed_by(text: &str) -> Vec<Dialect> {
-    Registry::builtin().dialects().filter(|d| (d.detect)(text)).map(|d| d.dialect).collect()
+    Registry::builtin().dialects().filter(|d| (d.detect)(text)).map(|d| d.dialect.clone()).collect()
 }
 
 fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -193,7 +193,7 @@ fn dstack_fixtures_import_to_these_specs() {
 #[test]
 fn a_stored_dstack_run_spec_reads_without_its_server_defaults() {
     let text = fixture("dstack", "run-spec.json");
-    assert_eq!(claimed_by(&text), [Dialect::DstackRunSpec]);
+    assert_eq!(claimed_by(&text), [flightdeck::backend::dstack::dialect::DSTACK_RUN_SPEC]);
     let got = import("dstack", &text);
     assert_eq!(
         got.spec,
@@ -247,10 +247,10 @@ fn specs_cross_between_the_cloud_dialects() {
 #[test]
 fn each_dialect_claims_its_own_files_and_no_other() {
     for (text, name) in fixtures("skypilot") {
-        assert_eq!(claimed_by(&text), [Dialect::SkyPilotTask], "{name}");
+        assert_eq!(claimed_by(&text), [flightdeck::backend::skypilot::dialect::SKYPILOT_TASK], "{name}");
     }
     for (text, name) in fixtures("dstack") {
-        assert_eq!(claimed_by(&text), [Dialect::DstackRunSpec], "{name}");
+        assert_eq!(claimed_by(&text), [flightdeck::backend::dstack::dialect::DSTACK_RUN_SPEC], "{name}");
     }
     let sky = dialect("skypilot");
     let dstack = dialect("dstack");
@@ -420,7 +420,7 @@ mod properties {
             let spec = JobSpec { name, partition: placement.0, managed: placement.1, migrated_from: origin, ..spec };
             let sky = dialect("skypilot");
             let native = (sky.export)(&spec).unwrap();
-            prop_assert_eq!(claimed_by(&native.text), vec![Dialect::SkyPilotTask], "{}", native.text);
+            prop_assert_eq!(claimed_by(&native.text), vec![flightdeck::backend::skypilot::dialect::SKYPILOT_TASK], "{}", native.text);
             let back = (sky.import)(&native.text).map_err(|e| TestCaseError::fail(format!("{e}\n{}", native.text)))?;
             prop_assert_eq!(&back.spec, &spec, "{}", native.text);
         }
@@ -436,7 +436,7 @@ mod properties {
             let spec = JobSpec { name, partition: fleet, time_limit: limit, migrated_from: origin, ..spec };
             let d = dialect("dstack");
             let native = (d.export)(&spec).unwrap();
-            prop_assert_eq!(claimed_by(&native.text), vec![Dialect::DstackRunSpec], "{}", native.text);
+            prop_assert_eq!(claimed_by(&native.text), vec![flightdeck::backend::dstack::dialect::DSTACK_RUN_SPEC], "{}", native.text);
             let back = (d.import)(&native.text).map_err(|e| TestCaseError::fail(format!("{e}\n{}", native.text)))?;
             prop_assert_eq!(&back.spec, &spec, "{}", native.text);
         }

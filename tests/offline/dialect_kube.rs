@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use flightdeck::backend::Registry;
 use flightdeck::backend::kube::dialect;
-use flightdeck::model::{Dialect, Native};
+use flightdeck::model::Native;
 use flightdeck::spec::{Imported, JobSpec};
 use k8s_openapi::api::core::v1::Pod;
 use proptest::prelude::*;
@@ -53,7 +53,7 @@ fn warned(warnings: &[String], prefix: &str) -> bool {
 /// export → import gives the spec back, and exporting that gives the same text.
 fn round_trip(spec: &JobSpec) -> Native {
     let native = dialect::export(spec).unwrap_or_else(|e| panic!("export of {spec:?}: {e}"));
-    assert_eq!(native.dialect, Dialect::KubernetesJob);
+    assert_eq!(native.dialect, flightdeck::backend::kube::dialect::KUBERNETES_JOB);
     assert!(dialect::detect(&native.text), "an export is detected:\n{}", native.text);
     let back = dialect::import(&native.text).unwrap_or_else(|e| panic!("import of\n{}\n: {e}", native.text));
     assert_eq!(&back.spec, spec, "through\n{}", native.text);
@@ -336,8 +336,11 @@ fn detection_is_for_batch_v1_jobs_only() {
     // Through the registry: the Kubernetes line claims it.
     let registry = Registry::builtin();
     let found = registry.detect(&fixture("gpu-product.yaml")).expect("a dialect claims it");
-    assert_eq!(found.dialect, Dialect::KubernetesJob);
-    assert_eq!(registry.dialect("kubernetes").map(|d| d.dialect), Some(Dialect::KubernetesJob));
+    assert_eq!(found.dialect, flightdeck::backend::kube::dialect::KUBERNETES_JOB);
+    assert_eq!(
+        registry.dialect("kubernetes").map(|d| d.dialect.clone()),
+        Some(flightdeck::backend::kube::dialect::KUBERNETES_JOB)
+    );
 }
 
 #[test]

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use flightdeck::backend::slurm::dialect::{detect, export, import};
 use flightdeck::backend::slurm::script::split_directive;
-use flightdeck::model::Dialect;
 use flightdeck::spec::{Imported, JobSpec};
 use proptest::prelude::*;
 
@@ -41,7 +40,7 @@ fn imported(name: &str) -> Imported {
 fn round_trip(text: &str) -> (Imported, String, Imported) {
     let first = import(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let native = export(&first.spec).unwrap_or_else(|e| panic!("{e}\n{:?}", first.spec));
-    assert_eq!(native.dialect, Dialect::Sbatch);
+    assert_eq!(native.dialect, flightdeck::backend::slurm::dialect::SBATCH);
     let second = import(&native.text).unwrap_or_else(|e| panic!("{e}\n{}", native.text));
     assert_eq!(second.spec, first.spec, "a second import differs; the exported script:\n{}", native.text);
     // And the writer is at a fixed point from there on.

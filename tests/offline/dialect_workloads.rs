@@ -23,12 +23,12 @@ fn fixture(name: &str) -> String {
 }
 
 fn dialect(name: &str) -> DialectEntry {
-    *Registry::builtin().dialect(name).unwrap_or_else(|| panic!("no dialect {name}"))
+    Registry::builtin().dialect(name).unwrap_or_else(|| panic!("no dialect {name}")).clone()
 }
 
 /// The dialects that claim `text`.
 fn claimed_by(text: &str) -> Vec<Dialect> {
-    Registry::builtin().dialects().filter(|d| (d.detect)(text)).map(|d| d.dialect).collect()
+    Registry::builtin().dialects().filter(|d| (d.detect)(text)).map(|d| d.dialect.clone()).collect()
 }
 
 fn read(name: &str, as_: &str) -> Imported {
@@ -110,7 +110,8 @@ fn near_misses_are_nobodys_and_wrong_kinds_are_refused_by_name() {
         "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: {containers: []}}}\n",
         "kind: PyTorchJob\n",
     ] {
-        let claimed: Vec<Dialect> = claimed_by(text).into_iter().filter(|d| *d != Dialect::KubernetesJob).collect();
+        let claimed: Vec<Dialect> =
+            claimed_by(text).into_iter().filter(|d| *d != flightdeck::backend::kube::dialect::KUBERNETES_JOB).collect();
         assert!(claimed.is_empty(), "{text:?} claimed by {claimed:?}");
     }
     let e = (dialect("pytorchjob").import)(&fixture("jobset-resnet.yaml")).unwrap_err();
@@ -120,7 +121,7 @@ fn near_misses_are_nobodys_and_wrong_kinds_are_refused_by_name() {
     assert!(e.message.contains("`spec.entrypoint`"), "{e}");
     // A file that does not parse but says what it is goes to its reader, which names the line.
     let broken = "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec: {x: [\n";
-    assert_eq!(claimed_by(broken), vec![Dialect::PyTorchJob]);
+    assert_eq!(claimed_by(broken), vec![flightdeck::backend::kube::workloads::dialect::PYTORCH_JOB]);
     assert!((dialect("pytorchjob").import)(broken).unwrap_err().line.is_some());
 }
 

@@ -13,9 +13,7 @@ use flightdeck::backend::hub::link::Mirror;
 use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction, Registry};
 use flightdeck::config::Config;
 use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
-use flightdeck::model::{
-    Dialect, GpuOwner, GpuSample, Health, Job, JobRef, JobState, LogHandle, Native, Snapshot, Telemetry,
-};
+use flightdeck::model::{GpuOwner, GpuSample, Health, Job, JobRef, JobState, LogHandle, Native, Snapshot, Telemetry};
 use flightdeck::serve::limits::SubscriberLimits;
 use flightdeck::serve::listen::ListenAddr;
 use flightdeck::serve::{ServeOptions, auth::sha256_hex};
@@ -102,7 +100,11 @@ impl Backend for Toy {
         Ok(self.add(JobState::Pending))
     }
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
-        Ok(Native { dialect: Dialect::Sbatch, text: format!("#SBATCH --job-name={}\n", spec.name), warnings: vec![] })
+        Ok(Native {
+            dialect: flightdeck::backend::slurm::dialect::SBATCH,
+            text: format!("#SBATCH --job-name={}\n", spec.name),
+            warnings: vec![],
+        })
     }
     async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
         Ok(Imported {

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
 use flightdeck::fleet::migrate::{self, GpuChoice, MigrateOptions};
 use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
-use flightdeck::model::{Dialect, Job, JobRef, JobState, Native, Snapshot};
+use flightdeck::model::{Job, JobRef, JobState, Native, Snapshot};
 use flightdeck::spec::{Imported, JobSpec};
 
 /// A cluster held in memory: its jobs, what was asked of it in order, and faults to inject.
@@ -150,7 +150,7 @@ impl Backend for Toy {
     }
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
         Ok(Native {
-            dialect: Dialect::Sbatch,
+            dialect: flightdeck::backend::slurm::dialect::SBATCH,
             text: format!("#SBATCH --job-name={}\n", spec.name),
             warnings: Vec::new(),
         })

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use flightdeck::backend::DialectEntry;
 use flightdeck::backend::registry::typed;
 use flightdeck::backend::{
     Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction, Registry,
@@ -15,8 +16,8 @@ use flightdeck::config::{
     ClusterConfig, ClusterKind, ClusterSection, Config, ConfigError, FileError, KindConfig, KindSettings, Settings,
 };
 use flightdeck::fleet::{Fleet, FleetOptions};
-use flightdeck::model::{JobRef, LogHandle, Snapshot};
-use flightdeck::spec::JobSpec;
+use flightdeck::model::{Caveat, Dialect, JobRef, LogHandle, Native, Partitions, Placement, Snapshot};
+use flightdeck::spec::{ImportError, Imported, JobSpec};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -110,10 +111,43 @@ fn stub_entry() -> KindEntry {
             Ok(Arc::new(StubBackend { name: cluster.name, endpoint: cluster.settings.endpoint }))
         },
         capabilities: STUB_CAPABILITIES,
-        placement: flightdeck::model::Placement::default(),
-        dialects: Vec::new(),
+        placement: Placement {
+            partition: Partitions::Fleet,
+            provisions: Some("the stub conjures machines (not known here)".into()),
+            caveats: vec![Caveat::new("image", "the stub ignores images")],
+            ..Placement::default()
+        },
+        dialects: vec![DialectEntry {
+            dialect: STUB_JOB,
+            detect: is_stub_job,
+            import: read_stub_job,
+            export: write_stub_job,
+        }],
         expand: None,
     }
+}
+
+/// The stub's own job form: `stub-job NAME` then the command on the next line.
+const STUB_JOB: Dialect = Dialect::new("stub_job", "stub", "a stub job", "stub job");
+
+fn is_stub_job(text: &str) -> bool {
+    text.starts_with("stub-job ")
+}
+
+fn read_stub_job(text: &str) -> Result<Imported, ImportError> {
+    let mut lines = text.lines();
+    let name = lines
+        .next()
+        .and_then(|l| l.strip_prefix("stub-job "))
+        .ok_or_else(|| ImportError { line: Some(1), message: "not a stub job".into() })?;
+    let command = lines.next().unwrap_or_default();
+    let spec = JobSpec { name: name.into(), command: Some(command.into()), ..JobSpec::default() };
+    Ok(Imported { spec, warnings: Vec::new() })
+}
+
+fn write_stub_job(spec: &JobSpec) -> Result<Native, BackendError> {
+    let text = format!("stub-job {}\n{}\n", spec.name, spec.command.as_deref().unwrap_or_default());
+    Ok(Native { dialect: STUB_JOB, text, warnings: Vec::new() })
 }
 
 // ---- the tests ----
@@ -235,6 +269,38 @@ async fn the_fleet_is_built_from_the_config_with_the_registry() {
     assert_eq!(snapshot.release.as_deref(), Some("stub-1"));
     assert_eq!(snapshot.notes, vec!["served by http://stub.example:8080".to_string()]);
     assert_eq!(fleet.diagnose("s").await.unwrap().transport, "http://stub.example:8080");
+}
+
+#[tokio::test]
+async fn advice_reads_the_stubs_placement_from_its_line() {
+    let config = parse(CONFIG).unwrap();
+    let fleet = Fleet::builder(&config).registry(registry()).only(&["s".to_string()]).start(options()).unwrap();
+    let state = fleet.wait_for(Duration::from_secs(10), |s| s.clusters.iter().all(|c| c.health.is_fresh())).await;
+    assert_eq!(state.clusters[0].placement, stub_entry().placement, "the fleet put the kind's placement on its state");
+    // The stub is read-only; as one that took jobs, advice would weigh it by its placement.
+    let mut state = (*state).clone();
+    state.clusters[0].capabilities.submit = true;
+    let spec = JobSpec { name: "t".into(), gpus: 1, image: Some("img".into()), ..JobSpec::default() };
+    let advice = flightdeck::fleet::advice::advise(&state, &spec);
+    let a = &advice[0];
+    assert_eq!(a.verdict, flightdeck::fleet::advice::Verdict::Queued, "{a:?}");
+    assert!(a.reason.ends_with("; the stub conjures machines (not known here)"), "{}", a.reason);
+    assert_eq!(a.caveats, ["the stub ignores images"]);
+}
+
+#[test]
+fn the_stubs_dialect_is_found_by_its_kind_and_by_its_content() {
+    let registry = registry();
+    // What `spec convert --to stub` asks.
+    let entry = registry.dialect("stub").expect("the stub's form by its kind's name");
+    let spec = JobSpec { name: "train".into(), command: Some("python train.py".into()), ..JobSpec::default() };
+    let native = (entry.export)(&spec).unwrap();
+    assert_eq!((native.dialect.title(), native.text.as_str()), ("stub job", "stub-job train\npython train.py\n"));
+    // What reading a job file asks: the content claims it, and it reads back.
+    let found = registry.detect(&native.text).expect("claimed by the stub's form");
+    assert_eq!(found.dialect, STUB_JOB);
+    assert_eq!((found.import)(&native.text).unwrap().spec.command, spec.command);
+    assert!(Registry::builtin().dialect("stub").is_none(), "no stub form without its line");
 }
 
 #[tokio::test]

@@ -1195,7 +1195,11 @@ fn whether_a_job_key_confirms_comes_from_its_verb() {
 }
 
 fn native(text: &str) -> flightdeck::model::Native {
-    flightdeck::model::Native { dialect: flightdeck::model::Dialect::Sbatch, text: text.into(), warnings: vec![] }
+    flightdeck::model::Native {
+        dialect: flightdeck::backend::slurm::dialect::SBATCH,
+        text: text.into(),
+        warnings: vec![],
+    }
 }
 
 #[test]
@@ -1619,7 +1623,7 @@ fn plan_of(sources: &[JobRef], to: &str) -> flightdeck::fleet::migrate::Migratio
                 ..Default::default()
             }),
             native: Some(flightdeck::model::Native {
-                dialect: flightdeck::model::Dialect::KubernetesJob,
+                dialect: flightdeck::backend::kube::dialect::KUBERNETES_JOB,
                 text: "apiVersion: batch/v1\nkind: Job\n".into(),
                 warnings: vec![],
             }),

@@ -161,6 +161,7 @@ fn fleet_state(read_only: bool) -> Arc<FleetState> {
             health: Health::Fresh { at: at(12, 3, 20) },
             snapshot: snapshot("fd22", fd22_jobs, fd22_nodes, at(12, 3, 20), "22.05.8"),
             attempts: 20,
+            placement: flightdeck::backend::Registry::builtin().placement(&"slurm".into()),
             ..ClusterState::new("fd22", "slurm")
         },
         ClusterState {
@@ -190,9 +191,13 @@ fn fleet_state(read_only: bool) -> Arc<FleetState> {
                 Arc::new(s)
             }),
             attempts: 30,
+            placement: flightdeck::backend::Registry::builtin().placement(&"slurm".into()),
             ..ClusterState::new("fd24", "slurm")
         },
-        ClusterState::new("lab", "slurm"),
+        ClusterState {
+            placement: flightdeck::backend::Registry::builtin().placement(&"slurm".into()),
+            ..ClusterState::new("lab", "slurm")
+        },
     ];
     let mut clusters = clusters;
     for c in &mut clusters {
@@ -318,6 +323,7 @@ fn overview_of_a_machine_without_gpus() {
                 health: Health::Fresh { at: at(12, 3, 20) },
                 snapshot: snapshot(name),
                 attempts: 1,
+                placement: flightdeck::backend::Registry::builtin().placement(&(*kind).into()),
                 ..ClusterState::new(name, kind)
             })
             .collect();
@@ -426,7 +432,8 @@ fn submit_form() {
         // The fleet's answer, made by the Slurm adapter's own renderer.
         let Some(Command::Render { spec, seq, .. }) = sent.last() else { panic!("no render asked") };
         let text = flightdeck::backend::slurm::script::render_sbatch(spec, &Default::default()).unwrap();
-        let native = flightdeck::model::Native { dialect: flightdeck::model::Dialect::Sbatch, text, warnings: vec![] };
+        let native =
+            flightdeck::model::Native { dialect: flightdeck::backend::slurm::dialect::SBATCH, text, warnings: vec![] };
         app.update(Msg::Rendered { seq: *seq, result: Ok(native) });
         app
     });
@@ -709,6 +716,7 @@ fn mixed_queue_app() -> App {
             health: Health::Fresh { at: at(12, 3, 20) },
             snapshot: snapshot("fd22", fd22_jobs),
             attempts: 1,
+            placement: flightdeck::backend::Registry::builtin().placement(&"slurm".into()),
             ..ClusterState::new("fd22", "slurm")
         },
         ClusterState {
@@ -941,6 +949,7 @@ fn array_app() -> App {
             ..Snapshot::default()
         })),
         attempts: 1,
+        placement: flightdeck::backend::Registry::builtin().placement(&"slurm".into()),
         ..ClusterState::new("fd22", "slurm")
     }];
     let mut app = App::new(TuiOptions {

@@ -28,6 +28,9 @@ use crate::backend::{BackendError, DialectEntry};
 use crate::model::{Dialect, Native, gpu_names};
 use crate::spec::{ImportError, Imported, JobSpec, duration_text, is_identifier, memory_text};
 
+/// A dstack run spec (YAML of the JSON sent to `runs/apply`).
+pub const DSTACK_RUN_SPEC: Dialect = Dialect::new("dstack_run_spec", "dstack", "a dstack task", "dstack run spec");
+
 /// The name a configuration without one (and without a run spec around it) is given.
 const UNNAMED: &str = "dstack-task";
 /// Run configuration types dstack has; only tasks are jobs.
@@ -47,7 +50,7 @@ const SERVER_KEYS: [&str; 8] = [
 const VENDORS: [&str; 5] = ["nvidia", "amd", "google", "intel", "tenstorrent"];
 
 pub fn entry() -> DialectEntry {
-    DialectEntry { dialect: Dialect::DstackRunSpec, detect, import, export }
+    DialectEntry { dialect: DSTACK_RUN_SPEC, detect, import, export }
 }
 
 fn document(text: &str) -> Result<Map<String, Value>, ImportError> {
@@ -135,7 +138,7 @@ pub fn export(spec: &JobSpec) -> Result<Native, BackendError> {
     conf.name = Some(name);
     let text = serde_saphyr::to_string(&conf)
         .map_err(|e| BackendError::Parse { what: "the task configuration".into(), message: e.to_string() })?;
-    Ok(Native { dialect: Dialect::DstackRunSpec, text, warnings })
+    Ok(Native { dialect: DSTACK_RUN_SPEC, text, warnings })
 }
 
 /// `^[a-z][a-z0-9-]{1,40}$`, dstack's rule for run names.

@@ -25,7 +25,7 @@ use crate::backend::http::{Api, Secret, TokenSource};
 use crate::backend::naming::{self, PLACEHOLDER_SUFFIX, SUFFIX_LEN};
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
-use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
+use crate::model::{FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
 use crate::model::{Partitions, Placement};
 use crate::spec::{Imported, JobSpec};
 use serde_json::{Value, json};
@@ -240,7 +240,7 @@ impl Backend for DstackBackend {
         ));
         let text = serde_saphyr::to_string(&run_spec)
             .map_err(|e| BackendError::Parse { what: "the run spec".into(), message: e.to_string() })?;
-        Ok(Native { dialect: Dialect::DstackRunSpec, text, warnings })
+        Ok(Native { dialect: dialect::DSTACK_RUN_SPEC, text, warnings })
     }
 
     /// The run spec the server stored (`runs/get` → `run_spec`), read by the dialect: the

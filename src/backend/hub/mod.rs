@@ -211,7 +211,14 @@ impl Backend for HubCluster {
     async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
         let request = pb::SpecRequest { cluster: self.name.clone(), spec_json: wire::spec_to_json(spec) };
         let native = self.call("a preview", self.client().render(request)).await?;
-        wire::native_from_pb(native).map_err(BackendError::Remote)
+        let mut native = wire::native_from_pb(native).map_err(BackendError::Remote)?;
+        // An older hub sends the dialect's name alone: this build's own words for it, if known.
+        if native.dialect.title() == native.dialect.name()
+            && let Some(known) = crate::backend::Registry::builtin().dialect_by_name(native.dialect.name())
+        {
+            native.dialect = known.dialect.clone();
+        }
+        Ok(native)
     }
 
     async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {

@@ -43,8 +43,12 @@ use crate::backend::{BackendError, DialectEntry};
 use crate::model::{Dialect, Native, gpu_names};
 use crate::spec::{ImportError, Imported, JobSpec, SpecError, duration_text, is_identifier, memory_text, parse_array};
 
+/// A `batch/v1` Job manifest (YAML).
+pub const KUBERNETES_JOB: Dialect =
+    Dialect::new("kubernetes_job", "kubernetes", "a Kubernetes Job", "Kubernetes Job manifest");
+
 pub fn entry() -> DialectEntry {
-    DialectEntry { dialect: Dialect::KubernetesJob, detect, import, export }
+    DialectEntry { dialect: KUBERNETES_JOB, detect, import, export }
 }
 
 /// This kind's forms: the Job first, then the workloads (`workloads::dialect`).
@@ -1087,7 +1091,7 @@ pub fn export(spec: &JobSpec) -> Result<Native, BackendError> {
     warnings.extend(built.warnings);
     let text = serde_saphyr::to_string(&built.job)
         .map_err(|e| BackendError::Parse { what: "the Job manifest".into(), message: e.to_string() })?;
-    Ok(Native { dialect: Dialect::KubernetesJob, text, warnings })
+    Ok(Native { dialect: KUBERNETES_JOB, text, warnings })
 }
 
 /// Where a spec goes with no cluster at hand: the namespace from `account`, the Kueue queue

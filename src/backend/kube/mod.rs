@@ -46,7 +46,7 @@ use tokio::task::JoinHandle;
 use crate::backend::naming::{self, PLACEHOLDER_SUFFIX, SUFFIX_LEN};
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
-use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields, gpu_names};
+use crate::model::{FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields, gpu_names};
 use crate::model::{Partitions, Placement};
 use crate::spec::{Imported, JobSpec};
 
@@ -1104,7 +1104,7 @@ impl Backend for KubeBackend {
             // The name's random suffix is drawn at submit; the preview shows where it goes.
             let (planned, _, mut warnings) = self.plan_submission(spec, PLACEHOLDER_SUFFIX.into()).await?;
             let (kind, text, dialect) = match &planned {
-                Planned::Job(job) => ("Job", serde_saphyr::to_string(job), Dialect::KubernetesJob),
+                Planned::Job(job) => ("Job", serde_saphyr::to_string(job), dialect::KUBERNETES_JOB),
                 Planned::Workload(built) => {
                     // The plan took the kind from the same spec: no word left to refuse.
                     let how = workloads::submit::MultiNode::for_spec(spec, self.multi_node)?;

@@ -28,6 +28,9 @@ use crate::backend::{BackendError, DialectEntry};
 use crate::model::{Dialect, Native, gpu_names};
 use crate::spec::{ImportError, Imported, JobSpec, is_identifier, memory_text};
 
+/// A SkyPilot task (YAML), with where it is launched as a leading comment.
+pub const SKYPILOT_TASK: Dialect = Dialect::new("sky_pilot_task", "skypilot", "a SkyPilot task", "SkyPilot task");
+
 /// The name a task without one is given.
 const UNNAMED: &str = "skypilot-task";
 
@@ -43,7 +46,7 @@ const MANAGED_HEAD: &str = "# POST /jobs/launch as managed job ";
 const CLUSTER_HEAD: &str = "# POST /launch on cluster ";
 
 pub fn entry() -> DialectEntry {
-    DialectEntry { dialect: Dialect::SkyPilotTask, detect, import, export }
+    DialectEntry { dialect: SKYPILOT_TASK, detect, import, export }
 }
 
 /// Every YAML document of `text` (empty ones skipped), within serde-saphyr's default budget
@@ -87,7 +90,7 @@ pub fn export(spec: &JobSpec) -> Result<Native, BackendError> {
     let t = task::task_with(spec, PLACEHOLDER_SUFFIX, Workdir::Keep)?;
     let mut warnings = t.warnings.clone();
     warnings.extend(task::placement_note(spec));
-    Ok(Native { dialect: Dialect::SkyPilotTask, text: task::render(&t), warnings })
+    Ok(Native { dialect: SKYPILOT_TASK, text: task::render(&t), warnings })
 }
 
 /// The one task of the documents: a single task, or a pipeline header and one task.

@@ -32,7 +32,7 @@ use crate::backend::http::Api;
 use crate::backend::naming::{self, PLACEHOLDER_SUFFIX};
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
-use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
+use crate::model::{FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
 use crate::model::{Partitions, Placement};
 use crate::spec::{Imported, JobSpec};
 
@@ -255,7 +255,7 @@ impl Backend for SkyPilotBackend {
         let task = self.plan(spec, PLACEHOLDER_SUFFIX)?;
         let mut warnings = task.warnings.clone();
         warnings.extend(task::placement_note(spec));
-        Ok(Native { dialect: Dialect::SkyPilotTask, text: task::render(&task), warnings })
+        Ok(Native { dialect: dialect::SKYPILOT_TASK, text: task::render(&task), warnings })
     }
 
     /// A managed job's task as its user sent it (`user_yaml` of `/jobs/queue/v2`), read by

@@ -38,7 +38,7 @@ use crate::spec::{
 };
 
 pub fn entry() -> DialectEntry {
-    DialectEntry { dialect: Dialect::Sbatch, detect, import, export }
+    DialectEntry { dialect: SBATCH, detect, import, export }
 }
 
 /// The name a script without `--job-name` gets: what Slurm calls a script read from
@@ -85,7 +85,7 @@ pub fn export(spec: &JobSpec) -> Result<Native, BackendError> {
     }
     let text = render_sbatch(spec, &SbatchOptions { pyxis: spec.image.is_some() })?;
     warnings.extend(super::per_node::warnings(spec));
-    Ok(Native { dialect: Dialect::Sbatch, text, warnings })
+    Ok(Native { dialect: SBATCH, text, warnings })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -139,6 +139,9 @@ const fn opt(long: &'static str, short: Option<char>, takes: Takes, field: Field
 
 use Field as F;
 use Takes::{Nothing as N, Optional as O, Value as V};
+
+/// A batch script with `#SBATCH` directives, sent to `sbatch` on its standard input.
+pub const SBATCH: Dialect = Dialect::new("sbatch", "slurm", "an sbatch script", "sbatch script");
 
 /// sbatch's options (24.11's `sbatch --help`, 22.05's extras, and pyxis's `--container-*`)
 /// with how each takes its value: needed to know which word belongs to which option even for

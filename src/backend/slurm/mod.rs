@@ -32,7 +32,7 @@ use tokio::sync::Mutex;
 use crate::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction};
 use crate::config::ClusterConfig;
 use crate::model::{Caveat, Partitions, Placement};
-use crate::model::{Dialect, FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
+use crate::model::{FieldUse, JobRef, LogHandle, Native, Need, Snapshot, SpecFields};
 use crate::spec::{Imported, JobSpec};
 
 pub use self::config::{KnownHosts, SlurmConfig, TelemetryVia};
@@ -558,7 +558,7 @@ impl Backend for SlurmBackend {
         // The name also travels as one argv element (`--job-name=…`): show the whole call.
         let call = display_argv(&commands::sbatch(&script::sbatch_argv(spec)));
         text.insert_str(0, &format!("# {call} < this script\n"));
-        Ok(Native { dialect: Dialect::Sbatch, text, warnings: per_node::warnings(spec) })
+        Ok(Native { dialect: dialect::SBATCH, text, warnings: per_node::warnings(spec) })
     }
 
     async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {

@@ -40,35 +40,50 @@ use crate::backend::{BackendError, DialectEntry};
 use crate::model::{Dialect, Native};
 use crate::spec::{ImportError, Imported, JobSpec, duration_text};
 
+/// A `jobset.x-k8s.io` JobSet: replicated Indexed Jobs, one pod per node.
+pub const JOB_SET: Dialect = Dialect::new("job_set", "jobset", "a JobSet", "JobSet manifest");
+
+/// A Kubeflow `PyTorchJob`: a Master and Workers.
+pub const PYTORCH_JOB: Dialect = Dialect::new("py_torch_job", "pytorchjob", "a PyTorchJob", "PyTorchJob manifest");
+
+/// A Kubeflow `MPIJob` (mpi-operator v2beta1): a launcher and Workers.
+pub const MPI_JOB: Dialect = Dialect::new("mpi_job", "mpijob", "an MPIJob", "MPIJob manifest");
+
+/// A KubeRay `RayJob`: an entrypoint on a Ray cluster of a head and worker groups.
+pub const RAY_JOB: Dialect = Dialect::new("ray_job", "rayjob", "a RayJob", "RayJob manifest");
+
+/// A Volcano `batch.volcano.sh` Job: tasks gang-scheduled together.
+pub const VOLCANO_JOB: Dialect = Dialect::new("volcano_job", "volcano", "a Volcano Job", "Volcano Job manifest");
+
 /// The five workload forms, in the order `--to` lists them.
 pub fn entries() -> Vec<DialectEntry> {
     vec![
         DialectEntry {
-            dialect: Dialect::JobSet,
+            dialect: JOB_SET,
             detect: |t| detect_kind(t, WorkloadKind::JobSet),
             import: |t| import(t, WorkloadKind::JobSet),
             export: |s| export_workload(s, MultiNode::JobSet),
         },
         DialectEntry {
-            dialect: Dialect::PyTorchJob,
+            dialect: PYTORCH_JOB,
             detect: |t| detect_kind(t, WorkloadKind::PyTorchJob),
             import: |t| import(t, WorkloadKind::PyTorchJob),
             export: |s| export_workload(s, MultiNode::PyTorchJob),
         },
         DialectEntry {
-            dialect: Dialect::MpiJob,
+            dialect: MPI_JOB,
             detect: |t| detect_kind(t, WorkloadKind::MpiJob),
             import: |t| import(t, WorkloadKind::MpiJob),
             export: |s| export_workload(s, MultiNode::MpiJob),
         },
         DialectEntry {
-            dialect: Dialect::RayJob,
+            dialect: RAY_JOB,
             detect: |t| detect_kind(t, WorkloadKind::RayJob),
             import: |t| import(t, WorkloadKind::RayJob),
             export: export_ray_job,
         },
         DialectEntry {
-            dialect: Dialect::VolcanoJob,
+            dialect: VOLCANO_JOB,
             detect: |t| detect_kind(t, WorkloadKind::VolcanoJob),
             import: |t| import(t, WorkloadKind::VolcanoJob),
             export: |s| export_workload(s, MultiNode::Volcano),
@@ -566,11 +581,11 @@ pub fn import_value(doc: &Value, kind: WorkloadKind) -> Result<Imported, ImportE
 
 fn dialect_of(kind: WorkloadKind) -> Dialect {
     match kind {
-        WorkloadKind::JobSet => Dialect::JobSet,
-        WorkloadKind::PyTorchJob => Dialect::PyTorchJob,
-        WorkloadKind::MpiJob => Dialect::MpiJob,
-        WorkloadKind::RayJob => Dialect::RayJob,
-        _ => Dialect::VolcanoJob,
+        WorkloadKind::JobSet => JOB_SET,
+        WorkloadKind::PyTorchJob => PYTORCH_JOB,
+        WorkloadKind::MpiJob => MPI_JOB,
+        WorkloadKind::RayJob => RAY_JOB,
+        _ => VOLCANO_JOB,
     }
 }
 
@@ -666,7 +681,7 @@ fn export_ray_job(spec: &JobSpec) -> Result<Native, BackendError> {
     });
     let text = serde_saphyr::to_string(&object)
         .map_err(|e| BackendError::Parse { what: "the RayJob manifest".into(), message: e.to_string() })?;
-    Ok(Native { dialect: Dialect::RayJob, text, warnings })
+    Ok(Native { dialect: RAY_JOB, text, warnings })
 }
 
 #[cfg(test)]

@@ -87,12 +87,12 @@ impl MultiNode {
 
     /// The native form this kind is written in (`spec convert --to`).
     pub fn dialect(self) -> crate::model::Dialect {
-        use crate::model::Dialect;
+        use super::dialect;
         match self {
-            MultiNode::JobSet => Dialect::JobSet,
-            MultiNode::PyTorchJob => Dialect::PyTorchJob,
-            MultiNode::MpiJob => Dialect::MpiJob,
-            MultiNode::Volcano => Dialect::VolcanoJob,
+            MultiNode::JobSet => dialect::JOB_SET,
+            MultiNode::PyTorchJob => dialect::PYTORCH_JOB,
+            MultiNode::MpiJob => dialect::MPI_JOB,
+            MultiNode::Volcano => dialect::VOLCANO_JOB,
         }
     }
 
