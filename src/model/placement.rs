@@ -82,6 +82,7 @@ mod tests {
         let full = Placement {
             partition: Partitions::CloudCluster,
             shares_nodes: true,
+            workload_kinds: true,
             provisions: Some("launches one".into()),
             managed_queue: Some("managed".into()),
             caveats: vec![Caveat::new("image", "maybe")],

@@ -13,7 +13,7 @@ use flightdeck::backend::Backend;
 use flightdeck::backend::kube::{KubeBackend, KubeConfig};
 use flightdeck::config::ClusterConfig;
 use flightdeck::fleet::{Action, Fleet, FleetOptions, Member};
-use flightdeck::model::{Dialect, Need};
+use flightdeck::model::Need;
 use flightdeck::tui::app::form::Field;
 use flightdeck::tui::keymap::Keymap;
 use flightdeck::tui::theme::{ColorDepth, Theme};
@@ -100,7 +100,7 @@ async fn the_submit_form_sends_a_two_node_spec_to_the_fake_as_a_jobset() {
     let rendered = fleet.render(cluster, spec).await.map_err(|e| e.to_string());
     app.update(Msg::Rendered { seq: *seq, result: rendered });
     let preview = app.form().preview.as_ref().expect("the preview");
-    assert_eq!(preview.dialect, Dialect::JobSet);
+    assert_eq!(preview.dialect, flightdeck::backend::kube::workloads::dialect::JOB_SET);
     assert!(preview.text.contains("kind: JobSet"), "{}", preview.text);
 
     // Submit (F5), confirm, and carry out what the cockpit asks.

@@ -794,7 +794,7 @@ async fn the_preview_shows_the_specs_kind_and_warns_of_srun_lines() {
         ..two_node_spec()
     };
     let preview = b.render(&spec).await.unwrap();
-    assert_eq!(preview.dialect, flightdeck::model::Dialect::MpiJob);
+    assert_eq!(preview.dialect, flightdeck::backend::kube::workloads::dialect::MPI_JOB);
     assert!(preview.text.contains("kind: MPIJob"), "{}", preview.text);
     let w = &preview.warnings;
     assert!(w.iter().any(|w| w.starts_with("`script`: line 3 runs `srun`, which no Kubernetes pod has")), "{w:?}");
