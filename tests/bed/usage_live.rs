@@ -137,6 +137,9 @@ async fn the_fair_share_is_the_schedulers_sshare(cluster: &str) {
     assert!(root["fair_share"].as_f64().is_some_and(|f| (0.0..=1.0).contains(&f)), "{root}");
 }
 
+/// GPU-minutes by user or account.
+type Minutes<'a> = Vec<(&'a str, f64)>;
+
 /// The two users of `tests/testbed/users.sh`, each with their account.
 const USERS: [(&str, &str, &str); 2] = [("fd-alice", "fd-physics", "1"), ("fd-bob", "fd-biology", "2")];
 
@@ -223,7 +226,7 @@ async fn two_users_in_two_accounts_agree_with_sreport_to_the_minute(cluster: &st
     // sreport's account lines include their sub-accounts (fd-physics and fd-biology sit under
     // root); a job is charged to one account, so each account's own jobs are the sum of its
     // users' lines.
-    let (mut users, mut accounts): (Vec<(&str, f64)>, Vec<(&str, f64)>) = (Vec::new(), Vec::new());
+    let (mut users, mut accounts): (Minutes, Minutes) = (Vec::new(), Vec::new());
     for (account, login, used) in theirs.iter().filter(|(_, login, _)| !login.is_empty()) {
         for (sums, key) in [(&mut users, login), (&mut accounts, account)] {
             match sums.iter_mut().find(|(k, _)| k == key) {
