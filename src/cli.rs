@@ -106,6 +106,10 @@ pub enum Command {
         /// The window's start: an age (90m, 6h, 1d, 2w) or a date (2026-12-01).
         #[arg(long, default_value = "7d")]
         since: String,
+        /// The window's end, as `--since` takes it (default now): a window of whole hours
+        /// past reads as `sreport` does. What is held is always as of now.
+        #[arg(long)]
+        until: Option<String>,
         #[arg(long, value_enum, default_value_t)]
         by: usage::By,
         #[arg(long, short, value_enum, default_value_t)]
@@ -473,8 +477,14 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             };
             jobs(&config, read_only, ask).await
         }
-        Some(Command::Usage { cluster, since, by, output }) => {
-            let ask = usage::UsageRequest { clusters: &cluster, since: &since, by: by.into(), format: output };
+        Some(Command::Usage { cluster, since, until, by, output }) => {
+            let ask = usage::UsageRequest {
+                clusters: &cluster,
+                since: &since,
+                until: until.as_deref(),
+                by: by.into(),
+                format: output,
+            };
             usage::usage(&config, read_only, ask).await
         }
         Some(Command::Nodes { cluster, output }) => nodes(&config, read_only, &cluster, output).await,
@@ -1128,6 +1138,9 @@ mod tests {
             cli.command,
             Some(Command::Usage { ref since, by: usage::By::Model, output: OutputFormat::Json, .. }) if since == "1d"
         ));
+        let cli =
+            Cli::try_parse_from(["flightdeck", "usage", "--since", "3h", "--until", "2026-12-07T17:00:00Z"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::Usage { until: Some(ref u), .. }) if u == "2026-12-07T17:00:00Z"));
         let refused = Cli::try_parse_from(["flightdeck", "usage", "--by", "team"]).unwrap_err().to_string();
         assert!(refused.contains("team") && refused.contains("account"), "{refused}");
     }

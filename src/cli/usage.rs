@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 
 use super::{Failure, OutputFormat, exit, first_refresh, first_telemetry};
@@ -43,12 +43,19 @@ impl From<By> for UsageBy {
 pub(super) struct UsageRequest<'a> {
     pub clusters: &'a [String],
     pub since: &'a str,
+    /// The window's end (`None`: now).
+    pub until: Option<&'a str>,
     pub by: UsageBy,
     pub format: OutputFormat,
 }
 
 pub(super) async fn usage(config: &Config, read_only: bool, ask: UsageRequest<'_>) -> Result<ExitCode, Failure> {
-    let since = super::history::parse_since(ask.since, Utc::now()).map_err(Failure)?;
+    let started = Utc::now();
+    let since = super::history::parse_since(ask.since, started).map_err(Failure)?;
+    let until = ask.until.map(|u| super::history::parse_since(u, started)).transpose().map_err(Failure)?;
+    if let Some(until) = until {
+        window_order(since, until, started).map_err(Failure)?;
+    }
     let opts = FleetOptions {
         read_only,
         poll: true,
@@ -71,7 +78,13 @@ pub(super) async fn usage(config: &Config, read_only: bool, ask: UsageRequest<'_
     let idle_below_percent = Some(config.idle.below_percent);
     let mut computed = usage::compute(
         &state,
-        &UsageAsk { by: ask.by, now: Utc::now(), window: Some((since, &sources)), idle_below_percent },
+        // The window ends at `until`: records and running jobs are clipped to it.
+        &UsageAsk {
+            by: ask.by,
+            now: until.unwrap_or_else(Utc::now),
+            window: Some((since, &sources)),
+            idle_below_percent,
+        },
     );
     // Fair share beside the usage: one sshare per Slurm cluster, all at once.
     let shares = join_all(windows.iter().map(|(name, _, _)| fleet.fair_share(name))).await;
@@ -95,8 +108,18 @@ pub(super) async fn usage(config: &Config, read_only: bool, ask: UsageRequest<'_
     Ok(exit(failed))
 }
 
-/// What a cluster's history cannot say of the window: jobs past the limit, lines it could
-/// not read, or (a kind without accounting) the finished jobs it no longer lists.
+/// A window that ends after it starts and not in the future, or why not.
+pub fn window_order(since: DateTime<Utc>, until: DateTime<Utc>, now: DateTime<Utc>) -> Result<(), String> {
+    if until <= since {
+        return Err(format!("--until {until} is not after --since {since}: the window would be empty"));
+    }
+    if until > now {
+        return Err(format!("--until {until} is in the future: the window ends now at the latest"));
+    }
+    Ok(())
+}
+
+/// The usage table with its total, then the fair share and the queue quota where known.
 pub fn table(u: &Usage) -> String {
     let header = usage::header(u.by);
     let mut rows: Vec<Vec<String>> = u.rows.iter().map(UsageRow::cells).collect();
@@ -115,4 +138,20 @@ pub fn table(u: &Usage) -> String {
         text.push_str(&output::table(&usage::QUEUE_QUOTA_HEADER, &quotas));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_ends_after_it_starts_and_not_after_now() {
+        let at = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+        let now = at("2026-12-07T17:30:00Z");
+        assert!(window_order(at("2026-12-07T14:00:00Z"), at("2026-12-07T17:00:00Z"), now).is_ok());
+        let empty = window_order(at("2026-12-07T17:00:00Z"), at("2026-12-07T17:00:00Z"), now).unwrap_err();
+        assert!(empty.contains("not after --since"), "{empty}");
+        let future = window_order(at("2026-12-07T14:00:00Z"), at("2026-12-07T18:00:00Z"), now).unwrap_err();
+        assert!(future.contains("in the future"), "{future}");
+    }
 }

@@ -1,25 +1,32 @@
 //! `flightdeck usage` on both Slurm releases: a GPU job running now is held by its user and
 //! account with its node's model, and the window's GPU-hours (one sacct through the
 //! backend's history, plus the running jobs' hours so far) agree with what `sacct -a -X`
-//! itself says of the same window, clipped the way `sreport` clips (every job on the test bed
-//! is root's: one user, one account).
+//! itself says of the same window, clipped the way `sreport` clips. Two more users in two
+//! accounts (`tests/testbed/users.sh`: fd-alice in fd-physics, fd-bob in fd-biology) run jobs
+//! here, and a window of whole past hours agrees with `sreport cluster
+//! AccountUtilizationByUser` per user and per account, to the minute.
 
 use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono::{DateTime, NaiveDateTime, Timelike, Utc};
 use flightdeck::backend::slurm::script::parse_sbatch_output;
 use serde_json::Value;
 
 use common::*;
 
 fn usage(cluster: &str, by: &str) -> Value {
+    usage_of(cluster, by, &["--since", "2h"])
+}
+
+fn usage_of(cluster: &str, by: &str, window: &[&str]) -> Value {
     let state = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
         .args(["--config", &testbed_config_path().display().to_string()])
-        .args(["usage", "--cluster", cluster, "--since", "2h", "--by", by, "--output", "json"])
+        .args(["usage", "--cluster", cluster, "--by", by, "--output", "json"])
+        .args(window)
         .env("XDG_STATE_HOME", state.path())
         .env_remove("FLIGHTDECK_CONFIG")
         .output()
@@ -130,4 +137,119 @@ async fn the_fair_share_is_the_schedulers_sshare(cluster: &str) {
     assert!(root["fair_share"].as_f64().is_some_and(|f| (0.0..=1.0).contains(&f)), "{root}");
 }
 
-on_both_clusters!(the_gpus_held_now_and_the_windows_hours_agree_with_sacct, the_fair_share_is_the_schedulers_sshare);
+/// GPU-minutes by user or account.
+type Minutes<'a> = Vec<(&'a str, f64)>;
+
+/// The two users of `tests/testbed/users.sh`, each with their account.
+const USERS: [(&str, &str, &str); 2] = [("fd-alice", "fd-physics", "1"), ("fd-bob", "fd-biology", "2")];
+
+/// GPU-minutes per account (login empty) and per (account, login), as `sreport` reads the
+/// slurmdbd's hourly rollups of `[start, end)`.
+async fn sreport_gpu_minutes(cluster: &str, start: &str, end: &str) -> Vec<(String, String, f64)> {
+    let b = backend(cluster);
+    let (start, end) = (format!("start={start}"), format!("end={end}"));
+    let argv = [
+        "env",
+        "TZ=UTC",
+        "sreport",
+        "-n",
+        "-P",
+        "-t",
+        "Minutes",
+        "-T",
+        "gres/gpu",
+        "cluster",
+        "AccountUtilizationByUser",
+        &start,
+        &end,
+        "format=Account,Login,Used",
+    ];
+    let text = remote(&b, &argv).await;
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('|').map(str::trim).collect();
+            let [account, login, used] = f[..] else { return None };
+            Some((account.to_string(), login.to_string(), used.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Jobs of two users in two accounts, and a window of whole past hours (what slurmdbd has
+/// rolled up) read both ways: every user's and account's GPU-minutes in `sreport` are ours
+/// within a minute, and we count nobody sreport does not. The jobs submitted here fall into
+/// later windows; the users' earlier jobs (and root's, every test's) fill this one.
+async fn two_users_in_two_accounts_agree_with_sreport_to_the_minute(cluster: &str) {
+    let _lock = cluster_lock(cluster);
+    let b = backend(cluster);
+    for (user, account, gpus) in USERS {
+        let (account, gres) = (format!("--account={account}"), format!("--gres=gpu:{gpus}"));
+        let argv = [
+            "runuser",
+            "-u",
+            user,
+            "--",
+            "sbatch",
+            "--parsable",
+            &account,
+            "--job-name=fd-usage-users",
+            "--output=/dev/null",
+            "--chdir=/tmp",
+            "--partition=gpu",
+            &gres,
+            "--wrap=sleep 20",
+        ];
+        let id = parse_sbatch_output(&remote(&b, &argv).await).expect("a job id");
+        let listed = remote(&b, &["squeue", "-h", "-j", &id, "-o", "%u %a"]).await;
+        assert_eq!(listed.split_whitespace().collect::<Vec<_>>(), [user, &account[10..]], "{id}");
+    }
+    // Whole hours, ending at the last one slurmdbd has surely rolled up (it rolls up each
+    // hour as the next begins).
+    let end = Utc::now() - chrono::TimeDelta::minutes(5);
+    let end = end.date_naive().and_hms_opt(end.hour(), 0, 0).unwrap().and_utc();
+    let start = end - chrono::TimeDelta::hours(6);
+    let (since, until) = (start.to_rfc3339(), end.to_rfc3339());
+    let fmt = |t: DateTime<Utc>| t.format("%Y-%m-%dT%H:%M:%S").to_string();
+    let theirs = sreport_gpu_minutes(cluster, &fmt(start), &fmt(end)).await;
+    let window = ["--since", since.as_str(), "--until", until.as_str()];
+    let rows = |v: &Value| -> Vec<(String, f64)> {
+        assert_eq!(v["total"]["gpu_hours_complete"], true, "sacct says all: {v}");
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["key"].as_str().unwrap().to_string(), r["gpu_hours"].as_f64().unwrap() * 60.0))
+            .collect()
+    };
+    let by_user = rows(&usage_of(cluster, "user", &window));
+    let by_account = rows(&usage_of(cluster, "account", &window));
+    let minutes = |ours: &[(String, f64)], key: &str| ours.iter().find(|(k, _)| k == key).map_or(0.0, |(_, m)| *m);
+    // sreport's account lines include their sub-accounts (fd-physics and fd-biology sit under
+    // root); a job is charged to one account, so each account's own jobs are the sum of its
+    // users' lines.
+    let (mut users, mut accounts): (Minutes, Minutes) = (Vec::new(), Vec::new());
+    for (account, login, used) in theirs.iter().filter(|(_, login, _)| !login.is_empty()) {
+        for (sums, key) in [(&mut users, login), (&mut accounts, account)] {
+            match sums.iter_mut().find(|(k, _)| k == key) {
+                Some((_, m)) => *m += used,
+                None => sums.push((key, *used)),
+            }
+        }
+    }
+    for (what, theirs_by, ours_by) in [("user", &users, &by_user), ("account", &accounts, &by_account)] {
+        for (key, used) in theirs_by {
+            let ours = minutes(ours_by, key);
+            assert!((ours - used).abs() <= 1.0, "{what} {key}: ours {ours:.2} GPU-min, sreport {used} ({theirs:?})");
+        }
+        for (key, ours) in ours_by.iter() {
+            let known = theirs_by.iter().any(|(k, _)| k == key);
+            assert!(known || *ours < 1.0, "{what} {key}: {ours:.2} GPU-min that sreport does not report ({theirs:?})");
+        }
+    }
+    eprintln!("{cluster} {since}..{until}: compared users {users:?} and accounts {accounts:?} with sreport");
+}
+
+on_both_clusters!(
+    the_gpus_held_now_and_the_windows_hours_agree_with_sacct,
+    the_fair_share_is_the_schedulers_sshare,
+    two_users_in_two_accounts_agree_with_sreport_to_the_minute
+);

@@ -13,6 +13,8 @@ shopt -s inherit_errexit
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=users.sh
+. "$HERE/users.sh"
 
 [[ $EUID -eq 0 ]] || die "run as root"
 # One run at a time (a developer and CI, two test runs): two would start every daemon twice.
@@ -579,6 +581,8 @@ start_fd22() {
     fi
     wait_ctld fd22 fd22 "$FD22_DIR/log/slurmctld.log"
     add_limit_qos fd22 fd22
+    usage_posix_users /
+    usage_accounts fd22 fd22
     # a node that never registered stays "unk*" for ever: mark it down (state may come from
     # the saved state rather than slurm.conf)
     if [[ $(fd22 sinfo -h -n "$FD22_DEAD_NODE" -o %t | head -n1) != down* ]]; then
@@ -615,6 +619,8 @@ start_fd24() {
     fi
     wait_ctld fd24 fd24 "$FD24_DIR/log/slurmctld.log"
     add_limit_qos fd24 fd24
+    usage_posix_users "$FD_CHROOT"
+    usage_accounts fd24 fd24
     for n in "${FD24_LIVE_NODES[@]}"; do
         if ! running_pid "fd24-slurmd-$n" >/dev/null; then
             log "starting fd24 slurmd $n"
