@@ -96,10 +96,26 @@ const VENDOR_WORDS: [&str; 4] = ["nvidia", "tesla", "amd", "instinct"];
 
 /// The fleet's name for a backend's GPU name (see the module comment for the rules).
 pub fn canonical(native: &str) -> GpuName {
-    let lower = native.trim().to_ascii_lowercase();
+    let native = native.trim();
+    // Lower-cased on the stack where it fits (every product label does): this runs for every
+    // GPU pod of every snapshot.
+    let mut stack = [0u8; 64];
+    let heap;
+    let lower: &str = match stack.get_mut(..native.len()) {
+        Some(bytes) => {
+            bytes.copy_from_slice(native.as_bytes());
+            bytes.make_ascii_lowercase();
+            // ASCII lower-casing keeps UTF-8 valid, so this never falls back.
+            std::str::from_utf8(bytes).unwrap_or_default()
+        }
+        None => {
+            heap = native.to_ascii_lowercase();
+            &heap
+        }
+    };
     let (base, shared) = match lower.strip_suffix("-shared") {
         Some(base) => (base, true),
-        None => (lower.as_str(), false),
+        None => (lower, false),
     };
     let model = mig_profile(base).or_else(|| family_model(base)).unwrap_or_else(|| base.to_string());
     GpuName { model, shared }

@@ -475,31 +475,40 @@ pub(crate) fn gpu_allocations(pods: &[&Pod], lookup: &dyn Lookup) -> (Vec<GpuAll
 
 /// [`gpu_allocations`] with each pod's demand (`gpu::pod_demand`, same order) already read:
 /// a workload reads its pods' demands once for this, its pod list and its totals.
-pub(crate) fn gpu_allocations_of(
+pub(crate) fn gpu_allocations_of<D: std::borrow::Borrow<Amounts>>(
     pods: &[&Pod],
-    demands: &[Amounts],
+    demands: &[D],
     lookup: &dyn Lookup,
 ) -> (Vec<GpuAllocation>, Vec<String>, Vec<String>) {
-    let mut by_node: BTreeMap<(String, String), u32> = BTreeMap::new();
-    let mut nodes: BTreeSet<String> = BTreeSet::new();
+    // Node names borrowed from the pods while counting, copied once each at the end: this
+    // runs for every pod of every workload mapped.
+    let mut by_node: BTreeMap<(&str, String), u32> = BTreeMap::new();
+    let mut nodes: BTreeSet<&str> = BTreeSet::new();
     let mut products: BTreeSet<String> = BTreeSet::new();
     for (pod, demand) in pods.iter().zip(demands) {
         let Some(node) = gpu::holding_node(pod) else { continue };
-        if !nodes.contains(node) {
-            nodes.insert(node.to_string());
-        }
-        for (resource, count) in demand.gpu_resources() {
+        nodes.insert(node);
+        for (resource, count) in demand.borrow().gpu_resources() {
             let kind = lookup.node_gpu(node, resource).unwrap_or_else(|| gpu_kind(resource, None));
-            products.extend(kind.product);
-            let held = by_node.entry((node.to_string(), kind.model)).or_default();
+            if let Some(product) = kind.product
+                && !products.contains(&product)
+            {
+                products.insert(product);
+            }
+            let held = by_node.entry((node, kind.model)).or_default();
             *held = held.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
         }
     }
     let allocs = by_node
         .into_iter()
-        .map(|((node, model), count)| GpuAllocation { node, model: Some(model), count, indices: Vec::new() })
+        .map(|((node, model), count)| GpuAllocation {
+            node: node.to_string(),
+            model: Some(model),
+            count,
+            indices: Vec::new(),
+        })
         .collect();
-    (allocs, nodes.into_iter().collect(), products.into_iter().collect())
+    (allocs, nodes.into_iter().map(str::to_string).collect(), products.into_iter().collect())
 }
 
 /// The GPU a pod template asks for, `(model, product)`: a MIG profile, or a product node

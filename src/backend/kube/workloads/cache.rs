@@ -47,12 +47,12 @@ impl JobCache {
 impl Round<'_> {
     /// The job for `key` as kept when its fingerprint is still `print`, else `build()`'s.
     /// `print: None` (something without a version) always builds and keeps nothing.
-    pub fn job(&mut self, key: &str, print: Option<u64>, build: impl FnOnce() -> Job) -> Job {
+    pub fn job(&mut self, key: String, print: Option<u64>, build: impl FnOnce() -> Job) -> Job {
         let Some(print) = print else {
             self.built += 1;
             return build();
         };
-        let job = match self.last.remove(key) {
+        let job = match self.last.remove(&key) {
             Some((kept, job)) if kept == print => {
                 self.kept += 1;
                 job
@@ -62,7 +62,7 @@ impl Round<'_> {
                 build()
             }
         };
-        self.next.insert(key.to_string(), (print, job.clone()));
+        self.next.insert(key, (print, job.clone()));
         job
     }
 }
@@ -112,30 +112,30 @@ mod tests {
         let make = |id: &str| Job::new(JobRef::new("k8s", id), JobState::Running);
         {
             let mut r = cache.round();
-            r.job("a", Some(1), || make("a"));
-            r.job("b", Some(2), || make("b"));
-            r.job("c", None, || make("c"));
+            r.job("a".into(), Some(1), || make("a"));
+            r.job("b".into(), Some(2), || make("b"));
+            r.job("c".into(), None, || make("c"));
             assert_eq!((r.built, r.kept), (3, 0));
         }
         {
             let mut r = cache.round();
             let mut built = Vec::new();
-            r.job("a", Some(1), || {
+            r.job("a".into(), Some(1), || {
                 built.push("a");
                 make("a")
             });
-            r.job("b", Some(3), || {
+            r.job("b".into(), Some(3), || {
                 built.push("b");
                 make("b")
             });
-            r.job("c", None, || {
+            r.job("c".into(), None, || {
                 built.push("c");
                 make("c")
             });
             assert_eq!(built, ["b", "c"], "a kept; b changed; c has no version");
         }
         let mut r = cache.round();
-        r.job("a", Some(1), || make("a"));
+        r.job("a".into(), Some(1), || make("a"));
         assert_eq!(r.kept, 1);
         drop(r);
         let r = cache.round();

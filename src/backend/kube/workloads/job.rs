@@ -41,7 +41,7 @@ fn phase(pod: &Pod) -> &str {
     pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending")
 }
 
-fn members(pods: &[&Pod], demands: &[Amounts], lookup: &dyn Lookup) -> Vec<WorkloadPod> {
+fn members(pods: &[&Pod], demands: &[&Amounts], lookup: &dyn Lookup) -> Vec<WorkloadPod> {
     pods.iter()
         .zip(demands)
         .map(|(p, demand)| {
@@ -72,7 +72,7 @@ fn first_pending_reason(pods: &[&Pod], lookup: &dyn Lookup) -> Option<String> {
 }
 
 /// The fields every workload job shares: pods, GPUs held, nodes, log, times.
-fn fill_from_pods(out: &mut Job, pods: &[&Pod], demands: &[Amounts], lookup: &dyn Lookup) {
+fn fill_from_pods(out: &mut Job, pods: &[&Pod], demands: &[&Amounts], lookup: &dyn Lookup) {
     let (allocs, nodes, held_products) = map::gpu_allocations_of(pods, demands, lookup);
     out.gpus_allocated = allocs.iter().map(|a| a.count).sum();
     if out.gpu_model.is_none() {
@@ -92,19 +92,23 @@ fn fill_from_pods(out: &mut Job, pods: &[&Pod], demands: &[Amounts], lookup: &dy
     }
 }
 
-/// Each pod's demand (`gpu::pod_demand`, same order). A workload's pods come from a few
-/// templates, so a pod that asks what the one before it asks (`gpu::same_demand`) takes that
-/// pod's demand instead of reading its quantities again.
-fn demands(pods: &[&Pod]) -> Vec<Amounts> {
-    let mut out: Vec<Amounts> = Vec::with_capacity(pods.len());
+/// Each pod's demand (`gpu::pod_demand`, same order), read into `read`. A workload's pods
+/// come from a few templates, so a pod that asks what the one before it asks
+/// (`gpu::same_demand`) shares that pod's demand instead of reading its quantities again, or
+/// copying them.
+fn demands<'a>(pods: &[&Pod], read: &'a mut Vec<Amounts>) -> Vec<&'a Amounts> {
+    let mut at: Vec<usize> = Vec::with_capacity(pods.len());
     for (i, p) in pods.iter().enumerate() {
-        let demand = match out.last() {
-            Some(last) if gpu::same_demand(pods[i - 1], p) => last.clone(),
-            _ => gpu::pod_demand(p),
-        };
-        out.push(demand);
+        match at.last() {
+            Some(&last) if gpu::same_demand(pods[i - 1], p) => at.push(last),
+            _ => {
+                at.push(read.len());
+                read.push(gpu::pod_demand(p));
+            }
+        }
     }
-    out
+    let read: &'a [Amounts] = read;
+    at.into_iter().map(|i| &read[i]).collect()
 }
 
 fn sorted<'a>(pods: &[&'a Pod]) -> Vec<&'a Pod> {
@@ -215,7 +219,8 @@ pub fn workload_job(
         .and_then(|first| pods.iter().find(|p| pod_role(p).is_some_and(|r| r.eq_ignore_ascii_case(first))))
         .or(pods.first());
     out.stdout = main.and_then(|p| map::log_path(p)).map(Into::into);
-    let demands = demands(&pods);
+    let mut read = Vec::new();
+    let demands = demands(&pods, &mut read);
     fill_from_pods(&mut out, &pods, &demands, lookup);
 
     let ready = pods.iter().filter(|p| is_ready(p)).count() as u32;
@@ -276,7 +281,8 @@ pub fn owner_job(cluster: &str, key: &OwnerKey, pods: &[&Pod], lookup: &dyn Look
         .unwrap_or_else(|| key.namespace.clone());
     out.native_state = summary.join(", ");
     out.reason = if state == JobState::Pending { first_pending_reason(&pods, lookup) } else { None };
-    let demands = demands(&pods);
+    let mut read = Vec::new();
+    let demands = demands(&pods, &mut read);
     out.gpus_requested = demands.iter().map(|d| map::saturating_u32(d.gpus())).fold(0, u32::saturating_add);
     out.cpus = demands.iter().map(|d| gpu::whole_units(d.get(gpu::CPU)) as u32).sum();
     out.node_count = pods.len() as u32;
@@ -319,15 +325,17 @@ pub fn workload_jobs<'b>(
         }
         let pods = &grouped.workloads[i];
         let next_to = beside(*kind, obj);
-        let key = obj.metadata.uid.clone().unwrap_or_else(|| {
-            format!(
-                "{}/{}",
+        let key = match obj.metadata.uid.as_deref() {
+            Some(uid) => format!("{}:{uid}", kind.word()),
+            None => format!(
+                "{}:{}/{}",
+                kind.word(),
                 obj.metadata.namespace.as_deref().unwrap_or(""),
                 obj.metadata.name.as_deref().unwrap_or("")
-            )
-        });
+            ),
+        };
         let print = super::cache::fingerprint(obj, pods, next_to, lookup, context);
-        out.push(round.job(&format!("{}:{key}", kind.word()), print, || {
+        out.push(round.job(key, print, || {
             let status = super::status::read(*kind, obj);
             workload_job(cluster, *kind, obj, &status, pods, next_to, lookup)
         }));

@@ -140,11 +140,14 @@ pub fn group<'a>(
         workloads_owned: vec![false; workloads.len()],
         ..Grouped::default()
     };
-    for i in 0..jobs.len() {
-        out.batch_owned[i] = index.top(Watched::Batch(i)) != Watched::Batch(i);
+    // Every watched object's top, by position: a pod's owner is then one lookup by name.
+    let batch_top: Vec<Watched> = (0..jobs.len()).map(|i| index.top(Watched::Batch(i))).collect();
+    let workload_top: Vec<Watched> = (0..workloads.len()).map(|i| index.top(Watched::Workload(i))).collect();
+    for (i, top) in batch_top.iter().enumerate() {
+        out.batch_owned[i] = *top != Watched::Batch(i);
     }
-    for i in 0..workloads.len() {
-        out.workloads_owned[i] = index.top(Watched::Workload(i)) != Watched::Workload(i);
+    for (i, top) in workload_top.iter().enumerate() {
+        out.workloads_owned[i] = *top != Watched::Workload(i);
     }
     // LeaderWorkerSets by name: their pods' owners are StatefulSets, not watched.
     let lws: HashMap<(&str, &str), usize> = workloads
@@ -162,7 +165,11 @@ pub fn group<'a>(
             continue;
         };
         if let Some(at) = index.find(ns, r) {
-            match index.top(at) {
+            let top = match at {
+                Watched::Batch(i) => batch_top[i],
+                Watched::Workload(i) => workload_top[i],
+            };
+            match top {
                 Watched::Batch(i) => out.batch[i].push(pod),
                 Watched::Workload(i) => out.workloads[i].push(pod),
             }
