@@ -148,30 +148,75 @@ impl JobColumn {
 
     /// The cell's text for `job`, seen in `cx`.
     pub fn cell<'j>(self, job: &'j Job, cx: JobContext<'_>) -> Cow<'j, str> {
-        let taken_at = cx.taken_at;
+        let mut text = String::new();
+        match self.cell_into(job, cx, &mut text) {
+            Some(own) => Cow::Borrowed(own),
+            None => Cow::Owned(text),
+        }
+    }
+
+    /// The cell's text: the job's own (`Some`), or else written into `out` (cleared first).
+    /// A pass over every job measures its cells through one `out`, allocating nothing per cell.
+    pub fn cell_into<'j>(self, job: &'j Job, cx: JobContext<'_>, out: &mut String) -> Option<&'j str> {
+        use std::fmt::Write;
+        out.clear();
+        // Writing to a String cannot fail.
+        let mut put = |args: std::fmt::Arguments<'_>| {
+            let _ = out.write_fmt(args);
+            None
+        };
         match self {
-            JobColumn::Cluster => Cow::Borrowed(&job.job_ref.cluster),
-            JobColumn::Id => Cow::Borrowed(&job.job_ref.id),
-            JobColumn::Kind => Cow::Borrowed(kind_of(job)),
-            JobColumn::Name => Cow::Borrowed(&job.name),
-            JobColumn::User => Cow::Borrowed(&job.user),
-            JobColumn::Partition => Cow::Borrowed(&job.partition),
-            JobColumn::State => Cow::Borrowed(job.state.as_str()),
-            JobColumn::Reason => Cow::Borrowed(job.reason.as_deref().unwrap_or("")),
-            JobColumn::Gpus => Cow::Owned(gpus_cell(job)),
-            JobColumn::Nodes => Cow::Owned(nodes_cell(job)),
-            JobColumn::Elapsed => Cow::Owned(elapsed_secs(job, taken_at).map_or_else(|| "-".into(), elapsed)),
-            JobColumn::Limit => Cow::Owned(limit_cell(job)),
-            JobColumn::Ref => Cow::Owned(job.job_ref.to_string()),
-            JobColumn::Cost => job.cost_per_hour.map_or(Cow::Borrowed(""), |c| Cow::Owned(cost(c))),
-            JobColumn::GpuUse => cx.gpu_use.map_or(Cow::Borrowed(""), |u| Cow::Owned(gpu_use_cell(u))),
-            JobColumn::NodeList => {
-                if job.nodes.is_empty() {
-                    Cow::Borrowed("-")
-                } else {
-                    Cow::Owned(job.nodes.join(","))
+            JobColumn::Cluster => Some(&job.job_ref.cluster),
+            JobColumn::Id => Some(&job.job_ref.id),
+            JobColumn::Kind => Some(kind_of(job)),
+            JobColumn::Name => Some(&job.name),
+            JobColumn::User => Some(&job.user),
+            JobColumn::Partition => Some(&job.partition),
+            JobColumn::State => Some(job.state.as_str()),
+            JobColumn::Reason => Some(job.reason.as_deref().unwrap_or("")),
+            // `a100×4` (four A100s); the count alone when the model is unknown; `-` for none.
+            JobColumn::Gpus => match (job.gpus(), &job.gpu_model) {
+                (0, _) => Some("-"),
+                (n, Some(model)) => put(format_args!("{model}×{n}")),
+                (n, None) => put(format_args!("{n}")),
+            },
+            // `gpu-01`, `gpu-01+3`, `(2)` while pending, `-`.
+            JobColumn::Nodes => match job.nodes.as_slice() {
+                [] if job.node_count > 0 => put(format_args!("({})", job.node_count)),
+                [] => Some("-"),
+                [one] => Some(one),
+                [first, rest @ ..] => put(format_args!("{first}+{}", rest.len())),
+            },
+            JobColumn::Elapsed => match elapsed_secs(job, cx.taken_at) {
+                Some(secs) => put(format_args!("{}", elapsed(secs))),
+                None => Some("-"),
+            },
+            // `∞` when there is none.
+            JobColumn::Limit => match job.time_limit_secs {
+                Some(secs) => put(format_args!("{}", duration(secs))),
+                None => Some("∞"),
+            },
+            JobColumn::Ref => put(format_args!("{}", job.job_ref)),
+            JobColumn::Cost => match job.cost_per_hour {
+                Some(c) => put(format_args!("{}", cost(c))),
+                None => Some(""),
+            },
+            JobColumn::GpuUse => match cx.gpu_use {
+                Some(u) => put(format_args!("{}", gpu_use_cell(u))),
+                None => Some(""),
+            },
+            JobColumn::NodeList => match job.nodes.as_slice() {
+                [] => Some("-"),
+                [one] => Some(one),
+                [first, rest @ ..] => {
+                    out.push_str(first);
+                    for n in rest {
+                        out.push(',');
+                        out.push_str(n);
+                    }
+                    None
                 }
-            }
+            },
         }
     }
 
@@ -228,11 +273,7 @@ fn kind_of(job: &Job) -> &str {
 /// (`a100×4`, read "four A100s"); the count alone when the model is unknown (`4`); `-`
 /// for none.
 pub fn gpus_cell(job: &Job) -> String {
-    match (job.gpus(), &job.gpu_model) {
-        (0, _) => "-".into(),
-        (n, Some(model)) => format!("{model}×{n}"),
-        (n, None) => n.to_string(),
-    }
+    JobColumn::Gpus.cell(job, JobContext::default()).into_owned()
 }
 
 /// `87%`; `idle(2%)` once flagged idle (one word, so CLI rows keep their word count); `?`
@@ -248,17 +289,12 @@ pub fn gpu_use_cell(used: &JobGpuUse) -> String {
 
 /// `gpu-01`, `gpu-01+3`, `(2)` while pending, `-`.
 pub fn nodes_cell(job: &Job) -> String {
-    match job.nodes.as_slice() {
-        [] if job.node_count > 0 => format!("({})", job.node_count),
-        [] => "-".into(),
-        [one] => one.clone(),
-        [first, rest @ ..] => format!("{first}+{}", rest.len()),
-    }
+    JobColumn::Nodes.cell(job, JobContext::default()).into_owned()
 }
 
 /// The time limit, `∞` when there is none.
 pub fn limit_cell(job: &Job) -> String {
-    job.time_limit_secs.map_or_else(|| "∞".to_string(), duration)
+    JobColumn::Limit.cell(job, JobContext::default()).into_owned()
 }
 
 /// Seconds the job has run, as of the snapshot (`taken_at`), or until it ended.

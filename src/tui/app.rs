@@ -37,6 +37,7 @@
 pub mod command_line;
 pub mod dialog;
 pub mod form;
+pub mod haystack;
 pub mod help;
 pub mod history;
 pub mod input;
@@ -46,6 +47,7 @@ pub mod log;
 mod messages;
 pub mod prepared;
 pub mod row_cache;
+mod row_index;
 mod screens;
 mod toasts;
 pub mod usage;
@@ -549,9 +551,9 @@ impl App {
             .any(|(a, b)| !health_looks_the_same(&a.health, &b.health));
         self.retired = Some(Box::new(old));
         if let Some(d) = &mut self.detail
-            && let Some(row) = self.rows.job_index.get(&d.job)
+            && let Some(row) = self.rows.job_row(&d.job)
         {
-            d.taken_at = self.rows.taken_at(self.rows.jobs[*row as usize].snap);
+            d.taken_at = self.rows.taken_at(self.rows.jobs[row as usize].snap);
         }
         health_moved || self.elapsed_on_screen() != before
     }
@@ -628,10 +630,10 @@ impl App {
         self.nodes.prune(&self.rows);
         self.usage.rebuild(&self.rows.usage);
         if let Some(d) = &mut self.detail {
-            match self.rows.job_index.get(&d.job) {
+            match self.rows.job_row(&d.job) {
                 Some(row) => {
-                    d.last = self.rows.job(*row).clone();
-                    d.taken_at = self.rows.taken_at(self.rows.jobs[*row as usize].snap);
+                    d.last = self.rows.job(row).clone();
+                    d.taken_at = self.rows.taken_at(self.rows.jobs[row as usize].snap);
                     d.gone = false;
                 }
                 None => d.gone = true,

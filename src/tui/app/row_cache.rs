@@ -7,8 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use super::haystack::Haystacks;
+use super::row_index::RowIndex;
 use chrono::{DateTime, Utc};
-use nucleo::Utf32String;
 
 use crate::columns::{JobColumn, JobContext, NodeColumn};
 use crate::fleet::FleetState;
@@ -23,15 +24,21 @@ pub const MAX_CELLS_PER_NODE: usize = 1024;
 /// A job holding GPUs on a node: job row, model, count, device indices.
 type Holder<'a> = (u32, Option<&'a str>, u32, &'a [u32]);
 
-/// One job of the flattened list.
+/// One job of the flattened list. Its haystack (`cluster/id name user partition state
+/// reason`, for the fuzzy filter) is the same row of [`RowCache::job_hays`].
 pub struct JobRow {
     /// Index into [`RowCache::snaps`].
     pub snap: u16,
     /// Index into that snapshot's `jobs`.
     pub index: u32,
-    /// `cluster/id name user partition state reason`, for the fuzzy filter.
-    pub hay: Utf32String,
+    /// The job's state and user (index into [`RowCache::users`], [`NO_USER`] for none),
+    /// kept here so that the quick filters read no job.
+    pub state: JobState,
+    pub user: u32,
 }
+
+/// [`JobRow::user`] of a job without a user.
+pub const NO_USER: u32 = u32::MAX;
 
 /// A job list's visible row that is an array's own (parent) row: `ARRAY_ROW | index into
 /// [`RowCache::arrays`]`; rows without this bit are job rows.
@@ -118,12 +125,11 @@ const COUNT_ORDER: [JobState; 13] = [
     JobState::Unknown,
 ];
 
-/// One node of the flattened list.
+/// One node of the flattened list. Its haystack (`cluster/name state flags reason
+/// gpu-models partitions`) is the same row of [`RowCache::node_hays`].
 pub struct NodeRow {
     pub snap: u16,
     pub index: u32,
-    /// `cluster/name state flags reason gpu-models partitions`.
-    pub hay: Utf32String,
 }
 
 /// One GPU slot on the map.
@@ -231,8 +237,12 @@ pub struct RowCache {
     pub snaps: Vec<(usize, Arc<Snapshot>)>,
     pub jobs: Vec<JobRow>,
     pub nodes: Vec<NodeRow>,
-    pub job_index: HashMap<JobRef, u32>,
-    pub node_index: HashMap<NodeRef, u32>,
+    /// Each job row's and node row's text for the fuzzy filter.
+    pub job_hays: Haystacks,
+    pub node_hays: Haystacks,
+    /// Job rows by `JobRef`, node rows by `NodeRef` ([`RowCache::job_row`], [`RowCache::node_row`]).
+    job_index: RowIndex,
+    node_index: RowIndex,
     /// One entry per node that has GPUs, in node-row order.
     pub gpu_nodes: Vec<GpuNode>,
     pub summaries: Vec<ClusterSummary>,
@@ -358,25 +368,30 @@ impl RowCache {
         let node_total: usize = snaps.iter().map(|(_, s)| s.nodes.len()).sum();
         let mut jobs = Vec::with_capacity(job_total);
         let mut nodes = Vec::with_capacity(node_total);
-        let mut job_index = HashMap::with_capacity(job_total);
-        let mut node_index = HashMap::with_capacity(node_total);
-        // Borrowed while the rows are built, copied once each at the end.
-        let mut users: std::collections::HashSet<&str, foldhash::fast::RandomState> = Default::default();
+        // Borrowed while the rows are built, copied once each at the end; numbered as first
+        // seen, renumbered in name order once all are known.
+        let mut users: HashMap<&str, u32, foldhash::fast::RandomState> = Default::default();
+        let mut job_hays = Haystacks::with_capacity(job_total, job_total * 64);
+        let mut node_hays = Haystacks::with_capacity(node_total, node_total * 64);
         let mut hay = String::new();
+        let mut cell = String::new();
         let mut job_widths: Vec<usize> = JobColumn::COCKPIT.iter().map(|c| c.initial_width()).collect();
         let mut node_widths = vec![0; NodeColumn::COCKPIT.len()];
         for (snap, (cluster, s)) in snaps.iter().enumerate() {
             let gpu_use = fleet.clusters[*cluster].gpu_use.as_deref();
             for (index, job) in s.jobs.iter().enumerate() {
                 let cx = JobContext { taken_at: None, gpu_use: gpu_use.and_then(|u| u.job(&job.job_ref.id)) };
-                widen_job_columns(&mut job_widths, job, cx);
+                widen_job_columns(&mut job_widths, job, cx, &mut cell);
                 hay.clear();
                 job_haystack(&mut hay, job);
-                job_index.insert(job.job_ref.clone(), jobs.len() as u32);
-                jobs.push(JobRow { snap: snap as u16, index: index as u32, hay: Utf32String::from(hay.as_str()) });
-                if !job.user.is_empty() {
-                    users.insert(&job.user);
-                }
+                job_hays.push(&hay);
+                let user = if job.user.is_empty() {
+                    NO_USER
+                } else {
+                    let next = users.len() as u32;
+                    *users.entry(job.user.as_str()).or_insert(next)
+                };
+                jobs.push(JobRow { snap: snap as u16, index: index as u32, state: job.state, user });
             }
             for (index, node) in s.nodes.iter().enumerate() {
                 widen_node_columns(&mut node_widths, node);
@@ -394,18 +409,37 @@ impl RowCache {
                 }
                 let reason = &mut node_widths[NodeColumn::Reason as usize];
                 *reason = (*reason).max(text::width(&NodeColumn::Reason.cell(node)) + evidence);
-                node_index
-                    .insert(NodeRef { cluster: node.cluster.clone(), name: node.name.clone() }, nodes.len() as u32);
-                nodes.push(NodeRow { snap: snap as u16, index: index as u32, hay: Utf32String::from(hay.as_str()) });
+                node_hays.push(&hay);
+                nodes.push(NodeRow { snap: snap as u16, index: index as u32 });
             }
         }
-        let mut users: Vec<String> = users.into_iter().map(str::to_string).collect();
-        users.sort();
+        let mut by_name: Vec<(&str, u32)> = users.into_iter().collect();
+        by_name.sort_unstable();
+        let mut rank = vec![0; by_name.len()];
+        for (at, (_, first_seen)) in by_name.iter().enumerate() {
+            rank[*first_seen as usize] = at as u32;
+        }
+        for r in &mut jobs {
+            if r.user != NO_USER {
+                r.user = rank[r.user as usize];
+            }
+        }
+        let users: Vec<String> = by_name.into_iter().map(|(u, _)| u.to_string()).collect();
+        let mut job_index = RowIndex::with_capacity(jobs.len());
+        for row in 0..jobs.len() as u32 {
+            job_index.insert(row, |r| job_key(&snaps, &jobs, r));
+        }
+        let mut node_index = RowIndex::with_capacity(nodes.len());
+        for row in 0..nodes.len() as u32 {
+            node_index.insert(row, |r| node_key(&snaps, &nodes, r));
+        }
         let mut data = RowCache {
             fleet,
             snaps,
             jobs,
             nodes,
+            job_hays,
+            node_hays,
             job_index,
             node_index,
             gpu_nodes: Vec::new(),
@@ -444,6 +478,24 @@ impl RowCache {
             sum.taken_at = c.snapshot.as_ref().and_then(|s| s.taken_at);
         }
         std::mem::replace(&mut self.fleet, fleet)
+    }
+
+    /// The row of the job `key`.
+    pub fn job_row(&self, key: &JobRef) -> Option<u32> {
+        self.job_index.get(&key.cluster, &key.id, |r| job_key(&self.snaps, &self.jobs, r))
+    }
+
+    /// The row of the node `key`.
+    pub fn node_row(&self, key: &NodeRef) -> Option<u32> {
+        self.node_index.get(&key.cluster, &key.name, |r| node_key(&self.snaps, &self.nodes, r))
+    }
+
+    /// The key [`JobRow::user`] holds for the user `name`: `None` when no job has it.
+    pub fn user_key(&self, name: &str) -> Option<u32> {
+        if name.is_empty() {
+            return Some(NO_USER);
+        }
+        self.users.binary_search_by(|u| u.as_str().cmp(name)).ok().map(|i| i as u32)
     }
 
     pub fn job(&self, row: u32) -> &Job {
@@ -491,7 +543,7 @@ impl RowCache {
 
     /// The visible row of `key`: a job's row, or an array's parent row.
     pub fn row_of(&self, key: &JobRef) -> Option<u32> {
-        self.job_index.get(key).copied().or_else(|| self.array_index.get(key).map(|g| ARRAY_ROW | g))
+        self.job_row(key).or_else(|| self.array_index.get(key).map(|g| ARRAY_ROW | g))
     }
 
     /// Group the rows of each Slurm array (same snapshot, same array id) with two rows or
@@ -591,7 +643,7 @@ impl RowCache {
             job.array =
                 Some(crate::model::ArrayInfo { array_id: array_id.to_string(), task_id: None, pending_tasks: None });
             let cx = JobContext { taken_at: self.taken_at(snap), gpu_use: None };
-            widen_job_columns(&mut widths, &job, cx);
+            widen_job_columns(&mut widths, &job, cx, &mut String::new());
             // `▸ 12_[0-99]` and `  └ 12_3`.
             widths[id_col] = widths[id_col].max(text::width(&job.job_ref.id) + 2);
             for &row in &rows {
@@ -832,10 +884,31 @@ impl RowCache {
     }
 }
 
-/// Widen `widths` (one per [`JobColumn::COCKPIT`] column) to fit `job`'s cells.
-fn widen_job_columns(widths: &mut [usize], job: &Job, cx: JobContext<'_>) {
+/// The identity of job row `row` as the index keys it: cluster and id.
+fn job_key<'a>(snaps: &'a [(usize, Arc<Snapshot>)], jobs: &[JobRow], row: u32) -> (&'a str, &'a str) {
+    let r = &jobs[row as usize];
+    let job = &snaps[r.snap as usize].1.jobs[r.index as usize];
+    (&job.job_ref.cluster, &job.job_ref.id)
+}
+
+/// The identity of node row `row` as the index keys it: cluster and name.
+fn node_key<'a>(snaps: &'a [(usize, Arc<Snapshot>)], nodes: &[NodeRow], row: u32) -> (&'a str, &'a str) {
+    let r = &nodes[row as usize];
+    let node = &snaps[r.snap as usize].1.nodes[r.index as usize];
+    (&node.cluster, &node.name)
+}
+
+/// Widen `widths` (one per [`JobColumn::COCKPIT`] column) to fit `job`'s cells; `buf` holds
+/// the formatted ones in turn (no allocation per cell).
+fn widen_job_columns(widths: &mut [usize], job: &Job, cx: JobContext<'_>, buf: &mut String) {
     for (w, c) in widths.iter_mut().zip(JobColumn::COCKPIT) {
-        let cell = c.steady_width().unwrap_or_else(|| text::width(&c.cell(job, cx)));
+        let cell = match c.steady_width() {
+            Some(steady) => steady,
+            None => {
+                let own = c.cell_into(job, cx, buf);
+                text::width(own.unwrap_or(buf))
+            }
+        };
         *w = (*w).max(cell);
     }
 }

@@ -1,8 +1,10 @@
 //! The `/` filter: nucleo's pattern syntax compiled once per keystroke, matched against each
-//! row's precomputed haystack, split across threads for large tables.
+//! row's precomputed haystack ([`Haystacks`]), split across threads for large tables.
 
-use nucleo::Matcher;
 use nucleo::pattern::{Atom, AtomKind, CaseMatching, Normalization};
+use nucleo::{Matcher, Utf32Str};
+
+use crate::tui::app::haystack::{self, Haystacks, WIDE};
 
 /// A compiled filter: nucleo's pattern syntax (words must all match; `'exact`, `^prefix`,
 /// `suffix$`, `!not`; smart case), answered yes or no.
@@ -12,6 +14,12 @@ use nucleo::pattern::{Atom, AtomKind, CaseMatching, Normalization};
 /// exactly the haystacks the optimal (scoring) matcher accepts, at a fraction of the cost.
 pub struct Fuzzy {
     atoms: Vec<(Atom, bool, bool)>,
+    /// What a row's [`haystack::needs`] mask must hold for every positive word to be found.
+    needs: u64,
+    /// Set when every word is one letter or digit, any case, found anywhere (fuzzy or
+    /// substring, negated or not), as the first keystroke of a filter is: then an ASCII
+    /// row's mask alone answers, and these bits must be absent (the negated words).
+    by_mask: Option<u64>,
 }
 
 impl Fuzzy {
@@ -29,11 +37,45 @@ impl Fuzzy {
                 (!atom.needle_text().is_empty()).then_some((atom, ignore_case, normalize))
             })
             .collect();
-        (!atoms.is_empty()).then_some(Fuzzy { atoms })
+        if atoms.is_empty() {
+            return None;
+        }
+        let needs =
+            atoms.iter().filter(|(a, ..)| !a.negative).fold(0, |m, (a, ..)| m | haystack::needs(a.needle_text()));
+        let single = |(a, ignore_case, _): &(Atom, bool, bool)| {
+            let mut chars = a.needle_text().chars();
+            *ignore_case
+                && matches!(a.kind, AtomKind::Fuzzy | AtomKind::Substring)
+                && chars.next().is_some_and(haystack::is_exact_bit)
+                && chars.next().is_none()
+        };
+        let by_mask = atoms.iter().all(single).then(|| {
+            atoms.iter().filter(|(a, ..)| a.negative).fold(0, |m, (a, ..)| m | haystack::needs(a.needle_text()))
+        });
+        Some(Fuzzy { atoms, needs, by_mask })
     }
 
-    pub fn matches(&self, hay: &nucleo::Utf32String, matcher: &mut Matcher) -> bool {
-        let hay = hay.slice(..);
+    /// Whether a pass must read the rows' text (not only their masks): worth threads.
+    pub fn reads_text(&self) -> bool {
+        self.by_mask.is_none()
+    }
+
+    /// Whether row `row` of `hays` matches: its mask first, then, unless that decided,
+    /// its text.
+    pub fn matches_row(&self, hays: &Haystacks, row: u32, matcher: &mut Matcher) -> bool {
+        let mask = hays.mask(row);
+        if mask & WIDE == 0 {
+            if mask & self.needs != self.needs {
+                return false;
+            }
+            if let Some(absent) = self.by_mask {
+                return mask & absent == 0;
+            }
+        }
+        self.matches(hays.get(row), matcher)
+    }
+
+    pub fn matches(&self, hay: Utf32Str<'_>, matcher: &mut Matcher) -> bool {
         self.atoms.iter().all(|(atom, ignore_case, normalize)| {
             matcher.config.ignore_case = *ignore_case;
             matcher.config.normalize = *normalize;
@@ -67,14 +109,14 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 /// Below this many rows a fuzzy pass runs on the calling thread.
 const PARALLEL_MIN: usize = 20_000;
 
-/// The rows of `rows` that `keep` accepts, in order. A fuzzy pass over many rows is split
-/// across threads (one `Matcher` each, kept in `matchers` between passes): 100,000 jobs are
-/// re-filtered within a keystroke.
-pub fn filter_rows<F>(rows: &[u32], matchers: &mut Vec<Matcher>, fuzzy: bool, keep: F) -> Vec<u32>
+/// The rows of `rows` that `keep` accepts, in order. A pass that reads the rows' text
+/// (`reads_text`) over many rows is split across threads (one `Matcher` each, kept in
+/// `matchers` between passes): 100,000 jobs are re-filtered within a keystroke.
+pub fn filter_rows<F>(rows: &[u32], matchers: &mut Vec<Matcher>, reads_text: bool, keep: F) -> Vec<u32>
 where
     F: Fn(u32, &mut Matcher) -> bool + Sync,
 {
-    let threads = if fuzzy && rows.len() >= PARALLEL_MIN {
+    let threads = if reads_text && rows.len() >= PARALLEL_MIN {
         std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)
     } else {
         1
@@ -117,8 +159,14 @@ mod tests {
     #[test]
     fn fuzzy_syntax() {
         let mut m = Matcher::new(nucleo::Config::DEFAULT);
-        let hay = |s: &str| nucleo::Utf32String::from(s);
-        let yes = |p: &str, h: &str, m: &mut Matcher| Fuzzy::new(p).unwrap().matches(&hay(h), m);
+        let yes = |p: &str, h: &str, m: &mut Matcher| {
+            let hay = nucleo::Utf32String::from(h);
+            let whole = Fuzzy::new(p).unwrap().matches(hay.slice(..), m);
+            let mut hays = Haystacks::default();
+            hays.push(h);
+            assert_eq!(Fuzzy::new(p).unwrap().matches_row(&hays, 0, m), whole, "{p:?} in {h:?}: the masks disagree");
+            whole
+        };
         assert!(yes("trl", "fd22/1 train-llm alice", &mut m));
         assert!(!yes("ltr", "fd22/1 train-llm alice", &mut m));
         assert!(yes("train alice", "fd22/1 train-llm alice", &mut m));
@@ -130,7 +178,32 @@ mod tests {
         assert!(yes("TRAIN", "TRAIN-llm", &mut m));
         assert!(!yes("Train", "train-llm", &mut m), "an upper-case letter makes the word case-sensitive");
         assert!(yes("muller", "Müller", &mut m));
+        assert!(yes("k", "\u{212a}elvin", &mut m), "the Kelvin sign folds to k: a wide row is read in full");
+        assert!(yes("f", "x Finetune", &mut m));
+        assert!(!yes("f", "x train", &mut m));
+        assert!(yes("!f", "x train", &mut m));
+        assert!(!yes("!f", "x fine", &mut m));
+        assert!(!yes("F", "x fine", &mut m), "upper case is read, not masked");
+        assert!(yes("f t", "fine tune", &mut m));
         assert!(Fuzzy::new("  ").is_none());
+    }
+
+    proptest::proptest! {
+        /// The masks never change an answer: a row is kept exactly when nucleo finds it.
+        #[test]
+        fn masks_agree_with_nucleo(
+            hay in "[a-cA-C0-2 /_é\u{212a}-]{0,12}",
+            pattern in "[!^'$]?[a-cA-C0-2/_é-]{1,3}( [!^'$]?[a-cA-C0-2 k]{1,2})?",
+        ) {
+            let mut m = Matcher::new(nucleo::Config::DEFAULT);
+            if let Some(f) = Fuzzy::new(&pattern) {
+                let whole = f.matches(nucleo::Utf32String::from(hay.as_str()).slice(..), &mut m);
+                let mut hays = Haystacks::default();
+                hays.push("padding row");
+                hays.push(&hay);
+                proptest::prop_assert_eq!(f.matches_row(&hays, 1, &mut m), whole);
+            }
+        }
     }
 
     #[test]

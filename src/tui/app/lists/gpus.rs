@@ -103,8 +103,8 @@ impl GpuList {
     /// Show `rows` (see [`visible_gpus`]), the cursor on the anchor's node if it is there.
     pub fn adopt(&mut self, data: &RowCache, rows: Vec<u32>) {
         let anchor_row = self.anchor.as_ref().and_then(|r| {
-            let node_row = data.node_index.get(r)?;
-            data.gpu_nodes.iter().position(|g| g.node == *node_row).map(|p| p as u32)
+            let node_row = data.node_row(r)?;
+            data.gpu_nodes.iter().position(|g| g.node == node_row).map(|p| p as u32)
         });
         self.cursor.visible = rows;
         self.cursor.place(anchor_row);

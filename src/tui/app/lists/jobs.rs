@@ -53,7 +53,12 @@ pub fn matching_jobs(
     matchers: &mut Vec<Matcher>,
 ) -> Vec<u32> {
     let fuzzy = Fuzzy::new(&view.fuzzy);
-    let user = view.user.as_deref();
+    // The user as the rows hold it; a user no job has keeps no row.
+    let user = match view.user.as_deref().map(|u| data.user_key(u)) {
+        Some(None) => return Vec::new(),
+        Some(Some(key)) => Some(key),
+        None => None,
+    };
     let state = view.state;
     let hide_finished = view.hide_finished && state.is_none();
     let idle_only = view.idle_only;
@@ -67,17 +72,15 @@ pub fn matching_jobs(
         // Nothing to leave out: no row need be read.
         return source.to_vec();
     }
-    filter_rows(source, matchers, fuzzy.is_some(), |row, matcher| {
+    let reads_text = fuzzy.as_ref().is_some_and(Fuzzy::reads_text);
+    filter_rows(source, matchers, reads_text, |row, matcher| {
         let r = &data.jobs[row as usize];
-        if !cluster.keeps(r.snap) {
-            return false;
-        }
-        let job = data.job(row);
-        state.is_none_or(|s| job.state == s)
-            && !(hide_finished && job.state.is_finished())
-            && user.is_none_or(|u| job.user == u)
+        cluster.keeps(r.snap)
+            && state.is_none_or(|s| r.state == s)
+            && !(hide_finished && r.state.is_finished())
+            && user.is_none_or(|u| r.user == u)
             && (!idle_only || data.gpu_use(row).is_some_and(|u| u.idle))
-            && fuzzy.as_ref().is_none_or(|f| f.matches(&r.hay, matcher))
+            && fuzzy.as_ref().is_none_or(|f| f.matches_row(&data.job_hays, row, matcher))
     })
 }
 
@@ -237,6 +240,6 @@ impl JobList {
 
     /// Drop marks of jobs that are gone.
     pub fn prune(&mut self, data: &RowCache) {
-        self.marked.retain(|r| data.job_index.contains_key(r));
+        self.marked.retain(|r| data.job_row(r).is_some());
     }
 }

@@ -37,11 +37,11 @@ pub fn matching_nodes(
 ) -> Vec<u32> {
     let fuzzy = Fuzzy::new(&view.fuzzy);
     let problems = view.problems_only;
-    filter_rows(source, matchers, fuzzy.is_some(), |row, matcher| {
-        let r = &data.nodes[row as usize];
-        cluster.keeps(r.snap)
+    let reads_text = fuzzy.as_ref().is_some_and(Fuzzy::reads_text);
+    filter_rows(source, matchers, reads_text, |row, matcher| {
+        cluster.keeps(data.nodes[row as usize].snap)
             && (!problems || data.is_problem(row))
-            && fuzzy.as_ref().is_none_or(|f| f.matches(&r.hay, matcher))
+            && fuzzy.as_ref().is_none_or(|f| f.matches_row(&data.node_hays, row, matcher))
     })
 }
 
@@ -101,7 +101,7 @@ impl NodeList {
 
     /// Show `visible`, the cursor on the anchor's row if it is there.
     fn show(&mut self, data: &RowCache, visible: Vec<u32>) {
-        let anchor_row = self.anchor.as_ref().and_then(|r| data.node_index.get(r).copied());
+        let anchor_row = self.anchor.as_ref().and_then(|r| data.node_row(r));
         self.cursor.visible = visible;
         self.cursor.place(anchor_row);
         self.sync_anchor(data);
@@ -112,6 +112,6 @@ impl NodeList {
     }
 
     pub fn prune(&mut self, data: &RowCache) {
-        self.marked.retain(|r| data.node_index.contains_key(r));
+        self.marked.retain(|r| data.node_row(r).is_some());
     }
 }

@@ -20,7 +20,7 @@ impl App {
             UiAction::Open => {
                 if let Some((_, _, GpuCell::Allocated(Some(_)), Some(job))) = self.gpu_selection() {
                     let job = job.job_ref.clone();
-                    if let Some(row) = self.rows.job_index.get(&job).copied() {
+                    if let Some(row) = self.rows.job_row(&job) {
                         self.open_detail(row, out);
                     }
                 }

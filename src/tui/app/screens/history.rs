@@ -35,7 +35,7 @@ impl App {
                 let Some(record) = self.history.current() else { return };
                 let job = record.job.clone();
                 // Still in the queue (ended moments ago): the live row, kept up to date.
-                match self.rows.job_index.get(&job.job_ref).copied() {
+                match self.rows.job_row(&job.job_ref) {
                     Some(row) => self.open_detail(row, out),
                     None => self.open_detail_of(job, None, true, out),
                 }

@@ -112,7 +112,7 @@ impl App {
 
     /// The identity `job` has in the data on screen (see [`crate::model::Job::uid`]).
     pub(in crate::tui::app) fn job_uid(&self, job: &JobRef) -> Option<String> {
-        let row = *self.rows.job_index.get(job)?;
+        let row = self.rows.job_row(job)?;
         self.rows.job(row).uid.clone()
     }
 
