@@ -16,6 +16,7 @@ mod dstack_live;
 mod history_live;
 mod hub_live;
 mod hub_replicas_live;
+mod hub_sdiag_live;
 mod init_probe;
 mod kube_real;
 mod migrate_live;

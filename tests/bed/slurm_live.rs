@@ -335,6 +335,7 @@ async fn one_refresh_costs_one_job_query_and_at_most_four_controller_rpcs(cluste
 /// with a running GPU array task for telemetry to step into.
 async fn each_refresh_costs_one_job_query_with_telemetry_beside_it(cluster: &str) {
     let _lock = cluster_lock(cluster);
+    let _quiet = cluster_quiet(cluster);
     let b = backend(cluster);
     let mut s = spec("fd-rpc-count", "");
     s.command = None;

@@ -119,6 +119,8 @@ async fn the_gpus_held_now_and_the_windows_hours_agree_with_sacct(cluster: &str)
 /// The fair share beside the usage is the scheduler's own: the same associations and
 /// figures as `sshare -a -P -n` run on the login node.
 async fn the_fair_share_is_the_schedulers_sshare(cluster: &str) {
+    // `usage` refreshes the cluster: never while a scenario counts the controller's RPCs.
+    let _read = cluster_read(cluster);
     let b = backend(cluster);
     let by_user = usage(cluster, "user");
     let ours = by_user["fair_share"].as_array().unwrap_or_else(|| panic!("no fair_share: {by_user}"));

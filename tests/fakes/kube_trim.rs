@@ -205,8 +205,10 @@ fn ten_thousand_pods_jobs_peak() {
         ),
     )
     .unwrap();
+    // FLIGHTDECK_BIN: the release binary (`scripts/scale-figures.sh kube`), else this build's.
+    let bin = std::env::var("FLIGHTDECK_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_flightdeck").to_string());
     let out = std::process::Command::new("/usr/bin/time")
-        .args(["-f", "%M", env!("CARGO_BIN_EXE_flightdeck"), "jobs", "--output", "json"])
+        .args(["-f", "%M", &bin, "jobs", "--output", "json"])
         .env("FLIGHTDECK_CONFIG", &config)
         .env("HOME", dir.path())
         .env("XDG_CONFIG_HOME", dir.path())

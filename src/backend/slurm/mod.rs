@@ -17,6 +17,7 @@ pub mod jobspec;
 pub mod parse;
 pub mod per_node;
 pub mod priority;
+pub mod rpc_meter;
 pub mod script;
 pub mod sdiag;
 pub mod sshare;
@@ -91,13 +92,9 @@ pub struct SlurmBackend {
     text_dropped: (std::sync::atomic::AtomicUsize, std::sync::atomic::AtomicUsize),
     /// `nvidia-smi` on the busy nodes, for [`Backend::telemetry`].
     gpus: telemetry::GpuReader,
-    /// Refreshes made, and what the last one moved.
-    refreshes: std::sync::atomic::AtomicU64,
+    /// Refreshes made, for `doctor`'s RPCs per refresh, and what the last one moved.
+    meter: rpc_meter::RpcMeter,
     last_refresh: std::sync::Mutex<Option<RefreshCost>>,
-    /// The sdiag counters at the last `doctor`, with the refreshes made by then: a later
-    /// `doctor` measures RPCs per refresh over the refreshes in between, without a refresh
-    /// of its own (a hub's viewers ask for one every refresh interval).
-    doctor_mark: Mutex<Option<(u64, sdiag::RpcCounts)>>,
 }
 
 /// What a Slurm cluster can do.
@@ -161,9 +158,8 @@ impl SlurmBackend {
                 cfg.settings.telemetry_max_nodes,
                 &cfg.settings.nvidia_smi,
             ),
-            refreshes: Default::default(),
+            meter: Default::default(),
             last_refresh: Default::default(),
-            doctor_mark: Mutex::new(None),
         }
     }
 
@@ -471,6 +467,7 @@ impl Backend for SlurmBackend {
     }
 
     async fn snapshot(&self) -> Result<Snapshot, BackendError> {
+        let _refreshing = self.meter.refreshing();
         let probe = self.probe().await?;
         let (jobs, nodes) = tokio::join!(self.fetch_jobs(&probe), self.fetch_nodes(&probe));
         let ((mut jobs, job_bytes), (nodes, node_bytes)) = (jobs?, nodes?);
@@ -480,7 +477,6 @@ impl Backend for SlurmBackend {
         }
         let cost = RefreshCost { job_bytes, node_bytes, jobs: jobs.jobs.len(), nodes: nodes.nodes.len() };
         *self.last_refresh.lock().unwrap_or_else(|e| e.into_inner()) = Some(cost);
-        self.refreshes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut snap = Snapshot {
             cluster: self.name.clone(),
             taken_at: Some(Utc::now()),
@@ -704,38 +700,22 @@ impl Backend for SlurmBackend {
         d.latency_ms = Some(started.elapsed().as_millis() as u64);
         d.release = probe.release.clone();
         // RPCs per refresh: where something in this process refreshes (a poller, as in a hub
-        // or a cockpit), over its refreshes since the last `doctor`, without a refresh of its
-        // own (a hub's viewers ask every refresh interval: each would be one more job query);
-        // else around one refresh made here (a `flightdeck doctor` of its own).
-        let mark = self.doctor_mark.lock().await.clone();
-        let refreshes = self.refreshes.load(std::sync::atomic::Ordering::Relaxed);
-        let before = self.rpc_counts().await;
-        let (snap, rpcs) = match (mark, &before) {
-            (Some((then, counts)), Ok(now)) if refreshes > then => {
-                let n = refreshes - then;
-                (
-                    None,
-                    Ok((
-                        now.queries_since(&counts),
-                        now.count_since(&counts, "REQUEST_JOB_INFO"),
-                        n,
-                        (refreshes, now.clone()),
-                    )),
-                )
-            }
-            // The first `doctor` beside a poller: counted from here on (0 refreshes).
-            (_, Ok(now)) if refreshes > 0 => (None, Ok((0, 0, 0, (refreshes, now.clone())))),
-            _ => {
-                let snap = self.snapshot().await;
-                let after = self.rpc_counts().await;
-                let at = self.refreshes.load(std::sync::atomic::Ordering::Relaxed);
-                let rpcs = match (&before, after) {
-                    (Ok(b), Ok(a)) => Ok((a.queries_since(b), a.count_since(b, "REQUEST_JOB_INFO"), 1, (at, a))),
-                    (Err(e), _) => Err(e.clone()),
-                    (_, Err(e)) => Err(e),
-                };
-                (Some(snap), rpcs)
-            }
+        // or a cockpit), over its refreshes since the last `doctor` (`rpc_meter`); else
+        // around one refresh made here (a `flightdeck doctor` of its own).
+        let (snap, rpcs) = if self.meter.polled() {
+            (None, self.meter.measure(self.timeout, || self.rpc_counts()).await.map(|m| m.text()))
+        } else {
+            let before = self.rpc_counts().await;
+            let snap = self.snapshot().await;
+            let rpcs = match (before, self.rpc_counts().await) {
+                (Ok(b), Ok(a)) => Ok(rpc_meter::Measured::Around {
+                    queries: a.queries_since(&b),
+                    job_queries: a.count_since(&b, "REQUEST_JOB_INFO"),
+                }
+                .text()),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+            (Some(snap), rpcs)
         };
         let probe = self.probe.lock().await.clone().unwrap_or(probe);
         d.fact(
@@ -757,30 +737,7 @@ impl Backend for SlurmBackend {
             d.fact("refresh runs", display_argv(&argv));
         }
         match rpcs {
-            Ok((_, _, 0, mark)) => {
-                d.fact(
-                    "controller RPCs per refresh",
-                    "measured from the next doctor on, over the refreshes this process makes until then",
-                );
-                *self.doctor_mark.lock().await = Some(mark);
-            }
-            Ok((queries, job_queries, n, mark)) => {
-                let per = |v: u64| {
-                    if v.is_multiple_of(n) { (v / n).to_string() } else { format!("{:.1}", v as f64 / n as f64) }
-                };
-                let how = if n == 1 {
-                    "measured with sdiag around one refresh".to_string()
-                } else {
-                    format!(
-                        "measured with sdiag over this process's last {n} refreshes, everyone's RPCs in that time counted"
-                    )
-                };
-                d.fact(
-                    "controller RPCs per refresh",
-                    format!("{} ({} job queries; {how})", per(queries), per(job_queries)),
-                );
-                *self.doctor_mark.lock().await = Some(mark);
-            }
+            Ok(text) => d.fact("controller RPCs per refresh", text),
             Err(e) => {
                 d.fact("controller RPCs per refresh", "not measured");
                 d.notes.push(format!("sdiag unavailable, RPC cost not measured: {e}"));

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -35,6 +35,9 @@ const NOTE_CHARS: usize = 300;
 /// Nodes named in the note about skipped nodes before `…`.
 const NAMED_SKIPPED: usize = 8;
 
+/// Device indices by (job, node).
+type DeviceIndices = Mutex<HashMap<(String, String), Vec<u32>>>;
+
 /// How the backend measures its GPUs: configuration plus what it remembers between readings.
 pub struct GpuReader {
     via: TelemetryVia,
@@ -46,7 +49,10 @@ pub struct GpuReader {
     task_ids: Mutex<HashMap<String, String>>,
     /// Device indices looked up for running jobs the listing left unindexed, by (job, node):
     /// a running job's devices never change, so each is asked for once.
-    device_indices: Mutex<HashMap<(String, String), Vec<u32>>>,
+    device_indices: DeviceIndices,
+    /// Job queries (`squeue`) the lookups above sent the controller: telemetry's own cost,
+    /// apart from the refreshes', shown by `doctor`.
+    job_queries: AtomicU64,
     last: Mutex<Option<LastReading>>,
     /// Time between the last two readings: the schedule telemetry runs on.
     cadence: Mutex<Option<chrono::Duration>>,
@@ -97,6 +103,7 @@ impl GpuReader {
             cursor: AtomicUsize::new(0),
             task_ids: Mutex::new(HashMap::new()),
             device_indices: Mutex::new(HashMap::new()),
+            job_queries: AtomicU64::new(0),
             last: Mutex::new(None),
             cadence: Mutex::new(None),
         }
@@ -129,11 +136,18 @@ impl GpuReader {
             .map(|d| format!(", on its own schedule: every {} s", d.num_seconds()))
             .unwrap_or_default();
         let last = nodes.map(|n| format!("; {n} nodes at the last reading")).unwrap_or_default();
+        let lookups = match self.job_queries.load(Ordering::Relaxed) {
+            0 => String::new(),
+            n => format!(
+                "; {n} job {} so far, each looking up new jobs' array task ids or device indices once",
+                if n == 1 { "query" } else { "queries" }
+            ),
+        };
         match self.via {
             TelemetryVia::Srun => format!(
-                "3 RPCs per job and node read (allocation lookup, step create, step complete), no job query{last}{cadence}"
+                "3 RPCs per job and node read (allocation lookup, step create, step complete), no job query per reading{lookups}{last}{cadence}"
             ),
-            TelemetryVia::Ssh => format!("no controller RPC (ssh to the nodes){last}{cadence}"),
+            TelemetryVia::Ssh => format!("no controller RPC per reading (ssh to the nodes){lookups}{last}{cadence}"),
         }
     }
 
@@ -194,7 +208,7 @@ impl GpuReader {
         if !skipped.is_empty() {
             telemetry.notes.push(skipped_note(&skipped, names.len(), self.max_nodes));
         }
-        let (cache, cluster) = (&self.device_indices, snapshot.cluster.as_str());
+        let (cache, cluster) = ((&self.device_indices, &self.job_queries), snapshot.cluster.as_str());
         fill_device_indices(cache, transport, timeout, cluster, &chosen, &mut busy, &mut telemetry.notes).await;
         let limit = commands::node_command_limit(timeout);
         let program = self.program();
@@ -313,7 +327,7 @@ impl GpuReader {
             return ids;
         }
         let looked_up = match commands::array_task_ids(&unknown) {
-            Ok(argv) => match transport.output(&argv, None, timeout).await {
+            Ok(argv) => match counted(&self.job_queries, transport, &argv, timeout).await {
                 Ok(out) if out.success() => Ok(parse_task_ids(&String::from_utf8_lossy(&out.stdout))),
                 Ok(out) => Err(failure_text(&out, timeout.as_secs())),
                 Err(e) => Err(one_line(&e.to_string())),
@@ -337,7 +351,7 @@ impl GpuReader {
 /// `squeue --json --jobs=…` for just those jobs, whose `gres_detail` lists them. A job it
 /// cannot index stays without, and its reading says so.
 async fn fill_device_indices(
-    cache: &Mutex<HashMap<(String, String), Vec<u32>>>,
+    (cache, job_queries): (&DeviceIndices, &AtomicU64),
     transport: &Transport,
     timeout: Duration,
     cluster: &str,
@@ -365,7 +379,7 @@ async fn fill_device_indices(
     }
     let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
     let read = match commands::jobs_json_of(&missing) {
-        Ok(argv) => match transport.output(&argv, None, timeout).await {
+        Ok(argv) => match counted(job_queries, transport, &argv, timeout).await {
             Ok(out) if out.success() => {
                 super::parse::parse_jobs_json(cluster, &out.stdout).map_err(|e| format!("cannot read it: {e}"))
             }
@@ -394,6 +408,17 @@ async fn fill_device_indices(
             }
         }
     }
+}
+
+/// A job query of telemetry's own, counted for `doctor`.
+async fn counted(
+    job_queries: &AtomicU64,
+    transport: &Transport,
+    argv: &[String],
+    timeout: Duration,
+) -> Result<CmdOutput, BackendError> {
+    job_queries.fetch_add(1, Ordering::Relaxed);
+    transport.output(argv, None, timeout).await
 }
 
 /// `squeue --format=%i|%A` lines → array task id → numeric job id.
