@@ -528,8 +528,14 @@ async fn reads_through_a_replica_that_does_not_hold_the_cluster_are_answered_and
             .and_then(|n| n.parse::<u64>().ok());
         assert!(relayed.is_some_and(|n| n > 0), "relayed updates of {cluster}: {text}");
     }
-    // The owner's: it polls gpu-a itself and relays only gpu-b.
-    let text = metrics_text(&replicas[owner]).await;
+    // The owner's: it polls gpu-a itself and relays only gpu-b (its relay follows gpu-b's
+    // holder once it looks, every 200 ms: wait for that look rather than race it).
+    let mut text = metrics_text(&replicas[owner]).await;
+    let deadline = Instant::now() + WAIT;
+    while !text.contains("flightdeck_hub_cluster_relayed_from{cluster=\"gpu-b\"") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        text = metrics_text(&replicas[owner]).await;
+    }
     assert!(text.contains("flightdeck_hub_cluster_polled_here{cluster=\"gpu-a\"} 1"), "{text}");
     assert!(!text.contains("flightdeck_hub_cluster_relayed_from{cluster=\"gpu-a\""), "{text}");
     assert!(text.contains("flightdeck_hub_cluster_relayed_from{cluster=\"gpu-b\""), "{text}");
