@@ -17,27 +17,6 @@ use serde_json::Value;
 
 use common::*;
 
-/// Cancels every job of this name on the cluster when dropped, however the test ends.
-struct CleanUp {
-    cluster: &'static str,
-    name: String,
-}
-
-impl Drop for CleanUp {
-    fn drop(&mut self) {
-        let (cluster, name) = (self.cluster, self.name.clone());
-        // Its own thread and runtime: drop may run inside the test's runtime.
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(async {
-                let argv = vec!["scancel".to_string(), format!("--name={name}")];
-                let _ = backend(cluster).transport().output(&argv, None, Duration::from_secs(30)).await;
-            });
-        })
-        .join();
-    }
-}
-
 fn job_spec(name: &str, gpus: u32, model: &str, minutes: u32) -> JobSpec {
     JobSpec {
         name: name.into(),
@@ -57,7 +36,7 @@ async fn estimates_on(cluster: &'static str) {
     let _lock = cluster_lock(cluster);
     let b = backend(cluster);
     let name = format!("fd-advice-{}-{cluster}", std::process::id());
-    let _cleanup = CleanUp { cluster, name: name.clone() };
+    let _cleanup = CancelByName { cluster, name: name.clone() };
 
     // Nothing submitted by a test: the cluster answers for an idle h100 at once.
     let probe = job_spec(&name, 1, "h100", 5);
@@ -171,7 +150,7 @@ fn advise_ranks_the_cluster_with_free_gpus_of_the_model_now() {
 fn advise_a_live_job_from_its_snapshot_fields() {
     let _lock = cluster_lock("fd22");
     let name = format!("fd-advise-ref-{}", std::process::id());
-    let _cleanup = CleanUp { cluster: "fd22", name: name.clone() };
+    let _cleanup = CancelByName { cluster: "fd22", name: name.clone() };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let b = backend("fd22");
     let job = rt.block_on(b.submit(&job_spec(&name, 1, "a100", 5))).expect("submit");

@@ -9,7 +9,7 @@ use crate::common;
 use std::process::Command as Process;
 use std::time::{Duration, Instant};
 
-use common::{backend, cluster_lock, remote, testbed_config, testbed_config_path, wait_snapshot};
+use common::{CancelByName, backend, cluster_lock, remote, testbed_config, testbed_config_path, wait_snapshot};
 use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions};
 use flightdeck::tui::keymap::Keymap;
 use flightdeck::tui::theme::{ColorDepth, Theme};
@@ -31,26 +31,6 @@ async fn submit_held(name: &str) -> Vec<String> {
     assert_eq!(ids.len(), JOBS, "{out}");
     eprintln!("submitted {JOBS} held jobs in {:.1} s", started.elapsed().as_secs_f64());
     ids
-}
-
-/// Cancels every job named `name` when dropped, so that a failing test leaves no thousand
-/// held jobs behind for the next run to trip over.
-struct CleanUp(String);
-
-impl Drop for CleanUp {
-    fn drop(&mut self) {
-        let name = self.0.clone();
-        // Its own thread and runtime: drop may run inside the test's runtime.
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(async {
-                let b = backend(CLUSTER);
-                let argv = vec!["scancel".to_string(), format!("--name={name}")];
-                let _ = b.transport().output(&argv, None, Duration::from_secs(30)).await;
-            });
-        })
-        .join();
-    }
 }
 
 /// A job name of this run only (jobs of an earlier run may still be listed).
@@ -86,7 +66,7 @@ fn audit_counts(log: &AuditLog, ids: &[String]) {
 async fn a_thousand_jobs_cancelled_from_the_cockpit_as_one_batch() {
     let _lock = cluster_lock(CLUSTER);
     let name = unique("app");
-    let _clean = CleanUp(name.clone());
+    let _clean = CancelByName { cluster: CLUSTER, name: name.clone() };
     let ids = submit_held(&name).await;
 
     let config = testbed_config();
@@ -154,7 +134,7 @@ async fn a_thousand_jobs_cancelled_from_the_cockpit_as_one_batch() {
 async fn a_thousand_jobs_cancelled_from_the_cli_in_one_command() {
     let _lock = cluster_lock(CLUSTER);
     let name = unique("cli");
-    let _clean = CleanUp(name.clone());
+    let _clean = CancelByName { cluster: CLUSTER, name: name.clone() };
     let ids = submit_held(&name).await;
     let _ = testbed_config();
     let state = tempfile::tempdir().unwrap();

@@ -114,6 +114,7 @@ async fn twenty_clients_of_a_hub_cost_one_job_query_per_refresh() {
         gpus: 1,
         ..JobSpec::default()
     };
+    let _cancel = CancelByName { cluster: CLUSTER, name: spec.name.clone() };
     let array = probe.submit(&spec).await.expect("submit");
     wait_snapshot(&probe, WAIT, "the array task to run", |s| {
         s.jobs.iter().any(|j| {
@@ -228,8 +229,12 @@ async fn twenty_clients_of_a_hub_cost_one_job_query_per_refresh() {
     // Telemetry's own job queries (the task's numeric id, its device indices) are its own
     // line, each asked once.
     let (_, telemetry) = doctors.last().unwrap();
+    // One or two: the device lookup is skipped where the field listing already indexes the
+    // node's GPUs (one job holding them all), which depends on what else runs there.
     assert!(
-        telemetry.contains("no job query per reading; 2 job queries so far"),
+        ["no job query per reading; 1 job query so far", "no job query per reading; 2 job queries so far"]
+            .iter()
+            .any(|line| telemetry.contains(line)),
         "telemetry's cost through the hub: {telemetry}"
     );
 

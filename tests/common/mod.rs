@@ -79,6 +79,28 @@ pub fn clusters_read() -> [std::fs::File; 2] {
     [cluster_read("fd22"), cluster_read("fd24")]
 }
 
+/// Cancels every job of this name on the cluster when dropped, however the test ends (a
+/// failing scenario leaves no job behind for the next one to trip over).
+pub struct CancelByName {
+    pub cluster: &'static str,
+    pub name: String,
+}
+
+impl Drop for CancelByName {
+    fn drop(&mut self) {
+        let (cluster, name) = (self.cluster, self.name.clone());
+        // Its own thread and runtime: drop may run inside the test's runtime.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let argv = vec!["scancel".to_string(), format!("--name={name}")];
+                let _ = backend(cluster).transport().output(&argv, None, Duration::from_secs(30)).await;
+            });
+        })
+        .join();
+    }
+}
+
 fn lock_file(name: &str) -> std::fs::File {
     let path = std::env::temp_dir().join(name);
     std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).expect("lock file")

@@ -135,7 +135,9 @@ impl GpuReader {
             .unwrap_or_else(|e| e.into_inner())
             .map(|d| format!(", on its own schedule: every {} s", d.num_seconds()))
             .unwrap_or_default();
-        let last = nodes.map(|n| format!("; {n} nodes at the last reading")).unwrap_or_default();
+        let last = nodes
+            .map(|n| format!("; {} at the last reading", crate::model::words::counted(n as u64, "node", "nodes")))
+            .unwrap_or_default();
         let lookups = match self.job_queries.load(Ordering::Relaxed) {
             0 => String::new(),
             n => format!(
