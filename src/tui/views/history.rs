@@ -11,7 +11,7 @@ use ratatui::layout::Rect;
 use crate::tui::app::App;
 use crate::tui::app::history::{self, COLUMNS, STATE_COLUMN};
 use crate::tui::theme::Slot;
-use crate::tui::widgets::table::{self, RowCells};
+use crate::tui::widgets::table::RowCells;
 use crate::tui::widgets::text;
 
 /// The title line: the span looked at, counts, the cluster filter.
@@ -57,9 +57,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let h = app.history();
     let list = &h.cursor;
     let height = (table_area.height - 1) as usize;
-    let (offset, window) = table::window(&list.visible, list.pos, list.offset.get(), height);
-    list.offset.set(offset);
-    list.height.set(height);
+    let (offset, window) = super::scrolled(list, height);
     let base = theme.style(Slot::Base);
     let rows: Vec<RowCells> = window
         .iter()

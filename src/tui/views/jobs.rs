@@ -12,7 +12,7 @@ use crate::columns::{JobColumn, JobContext};
 use crate::tui::app::App;
 use crate::tui::app::row_cache::NO_ARRAY;
 use crate::tui::theme::Slot;
-use crate::tui::widgets::table::{self, RowCells};
+use crate::tui::widgets::table::RowCells;
 use crate::tui::widgets::text;
 
 /// The title line: counts and every filter in force.
@@ -55,10 +55,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         return;
     }
     let list = &app.jobs;
-    let (offset, window) =
-        table::window(&list.cursor.visible, list.cursor.pos, list.cursor.offset.get(), (inner.height - 1) as usize);
-    list.cursor.offset.set(offset);
-    list.cursor.height.set((inner.height - 1) as usize);
+    let (offset, window) = super::scrolled(&list.cursor, (inner.height - 1) as usize);
 
     let base = theme.style(Slot::Base);
     let dim = theme.style(Slot::Dim);

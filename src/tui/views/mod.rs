@@ -34,6 +34,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Block;
 
+use super::app::lists::Cursor;
 use super::app::{App, Screen};
 use super::theme::Slot;
 use super::widgets::{table, text};
@@ -41,6 +42,15 @@ use super::widgets::{table, text};
 /// Smallest terminal the cockpit draws in; below it, one line says so.
 pub const MIN_WIDTH: u16 = 40;
 pub const MIN_HEIGHT: u16 = 8;
+
+/// The rows of `list` a table of `height` rows shows, scrolled as little as keeps the cursor
+/// in view; the offset and the page size are kept on the cursor for the keys that page.
+pub fn scrolled(list: &Cursor, height: usize) -> (usize, &[u32]) {
+    let (offset, window) = table::window(&list.visible, list.pos, list.offset.get(), height);
+    list.offset.set(offset);
+    list.height.set(height);
+    (offset, window)
+}
 
 /// A bordered screen with `lines` above its table: the block, then the lines in at most half
 /// the room (the last one shown saying how many more did not fit); the table's area, or `None`

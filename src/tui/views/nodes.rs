@@ -11,7 +11,7 @@ use super::block;
 use crate::columns::NodeColumn;
 use crate::tui::app::App;
 use crate::tui::theme::Slot;
-use crate::tui::widgets::table::{self, RowCells};
+use crate::tui::widgets::table::RowCells;
 use crate::tui::widgets::text;
 
 pub fn title(app: &App) -> String {
@@ -43,10 +43,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         return;
     }
     let list = &app.nodes;
-    let (offset, window) =
-        table::window(&list.cursor.visible, list.cursor.pos, list.cursor.offset.get(), (inner.height - 1) as usize);
-    list.cursor.offset.set(offset);
-    list.cursor.height.set((inner.height - 1) as usize);
+    let (offset, window) = super::scrolled(&list.cursor, (inner.height - 1) as usize);
     let rows: Vec<RowCells> = window
         .iter()
         .enumerate()

@@ -13,7 +13,7 @@ use crate::columns::Shape;
 use crate::tui::app::App;
 use crate::tui::app::history::age_text;
 use crate::tui::theme::Slot;
-use crate::tui::widgets::table::{self, RowCells};
+use crate::tui::widgets::table::RowCells;
 use crate::tui::widgets::text;
 
 /// The columns of [`crate::model::usage::header`] by user.
@@ -54,9 +54,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     let Some(table_area) = super::lines_above_table(app, frame, area, title(app), &lines) else { return };
     let list = &u.cursor;
     let height = (table_area.height - 1) as usize;
-    let (offset, window) = table::window(&list.visible, list.pos, list.offset.get(), height);
-    list.offset.set(offset);
-    list.height.set(height);
+    let (offset, window) = super::scrolled(list, height);
     let base = theme.style(Slot::Base);
     let rows: Vec<RowCells> = window
         .iter()
