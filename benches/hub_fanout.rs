@@ -11,13 +11,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+#[path = "support/loopback_hub.rs"]
+mod loopback_hub;
+
 use criterion::Criterion;
-use flightdeck::fleet::{Fleet, FleetOptions};
 use flightdeck::model::{ClusterState, FleetState, Health, Job, JobRef, JobState, LogHandle, Snapshot};
-use flightdeck::serve::auth::{self, Auth, sha256_hex};
-use flightdeck::serve::metrics::Metrics;
-use flightdeck::serve::publish::Publisher;
-use flightdeck::serve::service::HubService;
 use flightdeck::wire::pb;
 use prost::Message;
 use tokio::sync::Semaphore;
@@ -96,36 +94,20 @@ fn rss_bytes() -> u64 {
 
 /// A hub serving `publisher` on loopback TCP, its address, and what keeps it alive.
 struct Hub {
-    publisher: Arc<Publisher>,
-    addr: std::net::SocketAddr,
-    _fleet: Arc<Fleet>,
+    hub: loopback_hub::LoopbackHub,
     _dir: tempfile::TempDir,
 }
 
+impl std::ops::Deref for Hub {
+    type Target = loopback_hub::LoopbackHub;
+    fn deref(&self) -> &Self::Target {
+        &self.hub
+    }
+}
+
 async fn hub(snapshot: &Snapshot) -> Hub {
-    let metrics = Arc::new(Metrics::default());
-    let publisher = Publisher::new(&state(snapshot.clone()), metrics.clone());
-    let fleet = Arc::new(Fleet::start(
-        Vec::new(),
-        FleetOptions { read_only: true, poll: false, audit: None, actor: "bench".into() },
-    ));
     let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, format!("{} bench viewer\n", sha256_hex(TOKEN))).unwrap();
-    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let auth = Arc::new(Auth::tokens(&tokens).unwrap());
-    let service = pb::hub_server::HubServer::with_interceptor(
-        HubService::new(fleet.clone(), publisher.clone(), metrics),
-        auth::interceptor(auth),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(service)
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
-    );
-    Hub { publisher, addr, _fleet: fleet, _dir: dir }
+    Hub { hub: loopback_hub::serve(&state(snapshot.clone()), dir.path(), TOKEN, "bench", "viewer").await, _dir: dir }
 }
 
 /// What the subscribers report: a permit per subscriber each time its state is whole, and

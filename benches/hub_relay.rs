@@ -12,18 +12,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "support/loopback_hub.rs"]
+mod loopback_hub;
+
 use criterion::Criterion;
 use flightdeck::backend::http::TokenSource;
-use flightdeck::fleet::{Fleet, FleetOptions};
 use flightdeck::model::{ClusterState, FleetState, Health, Job, JobRef, JobState, Snapshot};
-use flightdeck::serve::auth::{self, Auth, sha256_hex};
 use flightdeck::serve::lease::{Identity, Owner};
-use flightdeck::serve::metrics::Metrics;
 use flightdeck::serve::peers::PeerOptions;
-use flightdeck::serve::publish::Publisher;
 use flightdeck::serve::relay::{self, Ownership};
-use flightdeck::serve::service::HubService;
-use flightdeck::wire::pb;
 use tokio::sync::watch;
 
 const JOBS: usize = 1000;
@@ -56,34 +53,14 @@ fn state(snapshot: Snapshot) -> FleetState {
 
 /// The owner: a hub serving `publisher` on loopback TCP.
 struct Owned {
-    publisher: Arc<Publisher>,
+    hub: loopback_hub::LoopbackHub,
     identity: Identity,
-    _fleet: Arc<Fleet>,
 }
 
 async fn owner(snapshot: &Snapshot, dir: &std::path::Path) -> Owned {
-    let metrics = Arc::new(Metrics::default());
-    let publisher = Publisher::new(&state(snapshot.clone()), metrics.clone());
-    let fleet = Arc::new(Fleet::start(
-        Vec::new(),
-        FleetOptions { read_only: true, poll: false, audit: None, actor: "bench".into() },
-    ));
-    let tokens = dir.join("tokens");
-    std::fs::write(&tokens, format!("{} replicas operator\n", sha256_hex(TOKEN))).unwrap();
-    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let auth = Arc::new(Auth::tokens(&tokens).unwrap());
-    let service = pb::hub_server::HubServer::with_interceptor(
-        HubService::new(fleet.clone(), publisher.clone(), metrics),
-        auth::interceptor(auth),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(service)
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
-    );
-    Owned { publisher, identity: Identity::new("hub-a", &addr.to_string()).unwrap(), _fleet: fleet }
+    let hub = loopback_hub::serve(&state(snapshot.clone()), dir, TOKEN, "replicas", "operator").await;
+    let identity = Identity::new("hub-a", &hub.addr.to_string()).unwrap();
+    Owned { hub, identity }
 }
 
 /// A relaying replica's view of ownership: the owner holds the cluster, this one nothing.
@@ -138,7 +115,7 @@ async fn change_through(owner: &Owned, snapshot: &mut Snapshot, tick: &mut u64, 
     *tick += 1;
     let id = (*tick as usize) % JOBS;
     snapshot.jobs[id].priority = Some(*tick);
-    owner.publisher.publish(&state(snapshot.clone()));
+    owner.hub.publisher.publish(&state(snapshot.clone()));
     let t = *tick;
     for (published, _) in relays.iter_mut() {
         tokio::time::timeout(Duration::from_secs(30), published.wait_for(|s| shows(s, id, t)))
