@@ -248,6 +248,15 @@ async fn eventually(what: &str, mut ok: impl FnMut() -> bool) {
     }
 }
 
+/// The two clusters the replicas share (`CLUSTERS`), each a fake serving the standard fixture.
+async fn two_standard_clusters() -> [FakeApi; 2] {
+    let clusters = [FakeApi::start().await, FakeApi::start().await];
+    for fake in &clusters {
+        fake.put_all(fixtures::standard_cluster());
+    }
+    clusters
+}
+
 fn all_fresh(mirror: &Mutex<Mirror>) -> bool {
     let mirror = mirror.lock().unwrap();
     CLUSTERS.iter().all(|c| mirror.clusters.get(*c).is_some_and(|m| m.health.is_fresh() && !m.nodes.is_empty()))
@@ -257,20 +266,8 @@ fn all_fresh(mirror: &Mutex<Mirror>) -> bool {
 async fn every_replica_serves_every_cluster_and_a_killed_owner_s_cluster_comes_back_fresh_on_the_same_stream() {
     let dir = tempfile::tempdir().unwrap();
     let leases = FakeApi::start().await;
-    let clusters = [FakeApi::start().await, FakeApi::start().await];
-    for fake in &clusters {
-        fake.put_all(fixtures::standard_cluster());
-    }
-    let mut replicas = Vec::new();
-    for id in ["hub-a", "hub-b", "hub-c"] {
-        replicas.push(Replica::start(id, &leases, &clusters, dir.path()).await);
-    }
-    eventually("each cluster held once, one per replica", || {
-        let held: Vec<Vec<String>> = replicas.iter().map(Replica::holds).collect();
-        CLUSTERS.iter().all(|c| held.iter().filter(|h| h.iter().any(|x| x == c)).count() == 1)
-            && held.iter().all(|h| h.len() <= 1)
-    })
-    .await;
+    let clusters = two_standard_clusters().await;
+    let mut replicas = three_settled(&leases, &clusters, dir.path(), &Setup::default()).await;
 
     // A subscriber on every replica sees both clusters, fresh, whichever it holds.
     let subscribers: Vec<_> = replicas.iter().map(subscriber).collect();
@@ -341,10 +338,7 @@ fn audited(replica: &Replica, action: &str) -> Vec<(String, String)> {
 async fn an_action_and_a_log_read_through_a_replica_that_does_not_hold_the_cluster_are_done_once_at_its_owner() {
     let dir = tempfile::tempdir().unwrap();
     let leases = FakeApi::start().await;
-    let clusters = [FakeApi::start().await, FakeApi::start().await];
-    for fake in &clusters {
-        fake.put_all(fixtures::standard_cluster());
-    }
+    let clusters = two_standard_clusters().await;
     let mut replicas = Vec::new();
     for id in ["hub-a", "hub-b", "hub-c"] {
         replicas.push(Replica::start(id, &leases, &clusters, dir.path()).await);
@@ -448,10 +442,7 @@ async fn metrics_text(replica: &Replica) -> String {
 async fn reads_through_a_replica_that_does_not_hold_the_cluster_are_answered_and_audited_at_its_owner() {
     let dir = tempfile::tempdir().unwrap();
     let leases = FakeApi::start().await;
-    let clusters = [FakeApi::start().await, FakeApi::start().await];
-    for fake in &clusters {
-        fake.put_all(fixtures::standard_cluster());
-    }
+    let clusters = two_standard_clusters().await;
     let setup = Setup { metrics: true, ..Setup::default() };
     // A Job whose spec reads back: its container names the program it runs.
     let mut pretrain = fixtures::job_llm_pretrain();
@@ -546,10 +537,7 @@ async fn reads_through_a_replica_that_does_not_hold_the_cluster_are_answered_and
 async fn a_migration_between_clusters_two_replicas_hold_is_refused_by_name_wherever_it_is_sent() {
     let dir = tempfile::tempdir().unwrap();
     let leases = FakeApi::start().await;
-    let clusters = [FakeApi::start().await, FakeApi::start().await];
-    for fake in &clusters {
-        fake.put_all(fixtures::standard_cluster());
-    }
+    let clusters = two_standard_clusters().await;
     let replicas = three_settled(&leases, &clusters, dir.path(), &Setup::default()).await;
     let (from, into) = (holder(&replicas, "gpu-a"), holder(&replicas, "gpu-b"));
     // Every replica has read both Leases (a replica names the holders it last read).
@@ -605,10 +593,7 @@ async fn replicas_relay_and_forward_over_tls_trusting_the_peer_ca_file() {
     std::fs::set_permissions(&files.key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let setup = Setup { tls: Some((files.clone(), files.cert.clone())), ..Setup::default() };
     let leases = FakeApi::start().await;
-    let clusters = [FakeApi::start().await, FakeApi::start().await];
-    for fake in &clusters {
-        fake.put_all(fixtures::standard_cluster());
-    }
+    let clusters = two_standard_clusters().await;
     let mut replicas = Vec::new();
     for id in ["hub-a", "hub-b"] {
         replicas.push(Replica::start_with(id, &leases, &clusters, dir.path(), &setup).await);
