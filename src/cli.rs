@@ -834,9 +834,10 @@ async fn jobs(config: &Config, read_only: bool, ask: JobsRequest<'_>) -> Result<
             print!("{}", output::jobs_table(&shown))
         }
         OutputFormat::Json => {
-            let rows: Vec<output::JobRow> =
-                jobs.iter().map(|(j, reading, used)| output::JobRow::from(*j).with_reading(*reading, *used)).collect();
-            println!("{}", output::json(&rows));
+            // One row at a time: 50,000 jobs are never a second vector of rows.
+            output::print_json(&output::SeqOf::new(&jobs, |(j, reading, used)| {
+                output::JobRow::from(*j).with_reading(*reading, *used)
+            }));
         }
     }
     Ok(exit(failed))
@@ -881,7 +882,7 @@ async fn nodes(
         OutputFormat::Table => print!("{}", output::nodes_table(&nodes)),
         OutputFormat::Json => {
             let rows: Vec<output::NodeRow> = nodes.iter().map(|n| output::NodeRow::from(*n)).collect();
-            println!("{}", output::json(&rows));
+            output::print_json(&rows);
         }
     }
     Ok(exit(failed))

@@ -1,6 +1,8 @@
 //! How the scriptable CLI prints jobs, nodes and the fleet summary: aligned tables for
 //! people, stable JSON objects for scripts.
 
+use std::io::Write;
+
 use serde::Serialize;
 
 use crate::columns::{JobColumn, JobContext, NodeColumn};
@@ -272,25 +274,134 @@ pub fn printable(s: &str) -> String {
 }
 
 /// `value` as the pretty JSON `--output json` prints, with every control and bidi character
-/// as a `\uXXXX` escape: serde_json escapes only C0, so DEL, C1 and bidi controls in backend
-/// text would reach the terminal raw. A parser reads the same value. Outside strings JSON
-/// holds only punctuation, spaces and the line breaks of the layout (a line break inside a
-/// string is already `\n`), so every other such character found is inside a string.
+/// as a `\uXXXX` escape (see [`EscapingWriter`]).
 pub fn json<T: Serialize + ?Sized>(value: &T) -> String {
-    // Our rows are plain structs and maps with string keys: serialising cannot fail.
-    let text = serde_json::to_string_pretty(value).expect("JSON rows serialise");
-    if !text.chars().any(|c| c != '\n' && crate::safe_text::is_unsafe(c)) {
-        return text;
+    let mut out = Vec::new();
+    // Our rows are plain structs and maps with string keys, and a Vec takes every byte:
+    // serialising cannot fail.
+    write_json(&mut out, value).expect("JSON rows serialise");
+    String::from_utf8(out).expect("serde_json writes UTF-8 and the escapes are ASCII")
+}
+
+/// `value` as pretty JSON and a line break on stdout, streamed: 50,000 jobs never sit in
+/// memory as one 40 MB text. A reader that went away (`| head`) ends the output quietly.
+pub fn print_json<T: Serialize + ?Sized>(value: &T) {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let written = write_json(&mut out, value).and_then(|()| {
+        out.write_all(b"\n")?;
+        out.flush()
+    });
+    if let Err(e) = written
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("flightdeck: writing the JSON output failed: {e}");
     }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if c != '\n' && crate::safe_text::is_unsafe(c) {
-            out.push_str(&format!("\\u{:04x}", c as u32));
-        } else {
-            out.push(c);
+}
+
+/// `value` as pretty JSON into `out`, through an [`EscapingWriter`].
+pub fn write_json<W: Write, T: Serialize + ?Sized>(out: W, value: &T) -> std::io::Result<()> {
+    let mut escaping = EscapingWriter::new(out);
+    serde_json::to_writer_pretty(&mut escaping, value).map_err(std::io::Error::other)?;
+    escaping.finish()
+}
+
+/// A sequence serialised one item at a time as `row` makes it, so that a listing is never
+/// held as a second vector of rows.
+pub struct SeqOf<'a, T, F>(&'a [T], F);
+
+impl<'a, T, F> SeqOf<'a, T, F> {
+    /// `items` serialised as `row` makes each one.
+    pub fn new<R: Serialize>(items: &'a [T], row: F) -> Self
+    where
+        F: Fn(&'a T) -> R,
+    {
+        SeqOf(items, row)
+    }
+}
+
+impl<'a, T, F, R> Serialize for SeqOf<'a, T, F>
+where
+    F: Fn(&'a T) -> R,
+    R: Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(&self.1))
+    }
+}
+
+/// Writes serde_json's text on, with every control and bidi character as a `\uXXXX`
+/// escape: serde_json escapes only C0, so DEL, C1 and bidi controls in backend text would
+/// reach the terminal raw. A parser reads the same value. Outside strings JSON holds only
+/// punctuation, spaces and the line breaks of the layout (a line break inside a string is
+/// already `\n`), so every other such character found is inside a string. A character split
+/// across two writes waits for its last bytes.
+pub struct EscapingWriter<W> {
+    out: W,
+    /// The first bytes of a character whose rest has not been written yet (at most 3).
+    partial: Vec<u8>,
+}
+
+impl<W: Write> EscapingWriter<W> {
+    pub fn new(out: W) -> Self {
+        EscapingWriter { out, partial: Vec::new() }
+    }
+
+    /// Writes what is left; bytes of an unfinished character go out as they are.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        let rest = std::mem::take(&mut self.partial);
+        self.out.write_all(&rest)?;
+        self.out.flush()
+    }
+
+    fn escape_into_out(&mut self, text: &str) -> std::io::Result<()> {
+        let mut clean_from = 0;
+        for (at, c) in text.char_indices() {
+            if c != '\n' && crate::safe_text::is_unsafe(c) {
+                self.out.write_all(&text.as_bytes()[clean_from..at])?;
+                write!(self.out, "\\u{:04x}", c as u32)?;
+                clean_from = at + c.len_utf8();
+            }
         }
+        self.out.write_all(&text.as_bytes()[clean_from..])
     }
-    out
+}
+
+impl<W: Write> Write for EscapingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let joined;
+        let bytes: &[u8] = if self.partial.is_empty() {
+            buf
+        } else {
+            joined = [std::mem::take(&mut self.partial).as_slice(), buf].concat();
+            &joined
+        };
+        let mut bytes = bytes;
+        loop {
+            match std::str::from_utf8(bytes) {
+                Ok(text) => break self.escape_into_out(text)?,
+                Err(e) => {
+                    let (valid, rest) = bytes.split_at(e.valid_up_to());
+                    self.escape_into_out(std::str::from_utf8(valid).expect("checked valid"))?;
+                    match e.error_len() {
+                        // An unfinished character at the end: keep it for the next write.
+                        None => break self.partial.extend_from_slice(rest),
+                        // Bytes that are no UTF-8 at all (serde_json never writes them): pass
+                        // them on as they are.
+                        Some(bad) => {
+                            self.out.write_all(&rest[..bad])?;
+                            bytes = &rest[bad..];
+                        }
+                    }
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// A table of `columns` over `items`, an empty cell written `-` so that every row has as
@@ -566,6 +677,29 @@ mod tests {
             serde_json::to_string_pretty(&[1, 2]).unwrap(),
             "nothing to escape: as serde_json wrote it"
         );
+    }
+
+    #[test]
+    fn escaping_writer_escapes_a_character_split_across_writes_once_it_is_whole() {
+        // U+202E is three bytes, U+009B two: fed a byte at a time, each still becomes one
+        // escape, and text around them passes as written.
+        let text = "x\u{202E}y\u{9b}z é";
+        let mut out = Vec::new();
+        let mut writer = EscapingWriter::new(&mut out);
+        for byte in text.as_bytes() {
+            writer.write_all(std::slice::from_ref(byte)).unwrap();
+        }
+        writer.finish().unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "x\\u202ey\\u009bz é");
+    }
+
+    #[test]
+    fn streamed_rows_read_as_the_vector_of_rows() {
+        let mut a = sample_job();
+        a.name = "one\u{7f}".into();
+        let jobs = [a, sample_job()];
+        let rows: Vec<JobRow> = jobs.iter().map(JobRow::from).collect();
+        assert_eq!(json(&SeqOf::new(&jobs, JobRow::from)), json(&rows));
     }
 
     #[test]

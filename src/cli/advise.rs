@@ -46,7 +46,7 @@ pub async fn advise(config: &Config, read_only: bool, what: &str, format: Output
     estimates(config, &fleet, &mut ranked, &spec, job.as_ref()).await;
     match format {
         OutputFormat::Json => {
-            println!("{}", output::json(&ranked));
+            output::print_json(&ranked);
         }
         OutputFormat::Table => print!("{}", table(&ranked)),
     }

@@ -90,7 +90,7 @@ pub(super) async fn history(config: &Config, read_only: bool, ask: HistoryReques
                     gpu_hours: r.gpu_hours,
                 })
                 .collect();
-            println!("{}", output::json(&rows));
+            output::print_json(&rows);
         }
     }
     Ok(exit(failed))

@@ -103,7 +103,7 @@ pub(super) async fn usage(config: &Config, read_only: bool, ask: UsageRequest<'_
     }
     match ask.format {
         OutputFormat::Table => print!("{}", table(&computed)),
-        OutputFormat::Json => println!("{}", output::json(&computed)),
+        OutputFormat::Json => output::print_json(&computed),
     }
     Ok(exit(failed))
 }

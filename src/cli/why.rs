@@ -58,7 +58,7 @@ pub async fn explain(
         }
     }
     match format {
-        OutputFormat::Json => println!("{}", output::json(&answers)),
+        OutputFormat::Json => output::print_json(&answers),
         OutputFormat::Table => print!("{}", text(&answers)),
     }
     Ok(exit(failed))
