@@ -3,37 +3,14 @@
 //! [`App::update`] takes a [`Msg`] (a key, a new fleet state, an action's outcome, a log
 //! read, a resize, a clock tick) and returns the [`Command`]s the event loop carries out.
 //! Nothing here does I/O, reads the clock or touches the terminal, so every behaviour is a
-//! plain unit test (`tests/offline/tui_app.rs`).
+//! plain unit test (`tests/offline/tui_app.rs`). `update` alone marks a redraw, from whether
+//! the message changed what is drawn: a stale answer or an idle tick does not.
 //!
-//! The pure state machine (`App`, `Screen`, key dispatch, the read access views use,
-//! from `rows`; `update` alone marks a redraw, from whether the message changed what is drawn: a
-//! stale answer, an idle tick or a refresh listing what the last one did (`Msg::Restamped`: the
-//! rows take over the new snapshots' times and health, no re-sort, no re-filter, a redraw only when
-//! an elapsed time on screen turns a minute or a health changes) does not): `prepared` (`Prepared`:
-//! what the event loop builds off the UI thread for a new state, the row cache and `Lists`, the
-//! lists' rows sorted and filtered for the App's `ListView` at the time, taken as they are while
-//! the view is unchanged), `row_cache` (`RowCache`, the rows rebuilt once per fleet state,
-//! `same_listing` (equal records, times aside) and `restamp`, haystacks, GPU map, column widths,
-//! and a Slurm array's tasks grouped under one parent row `12_[0-99]` (id `cluster/12_[*]`, counts
-//! by state `R 3 · PD 5 · CD 2`, GPUs summed); knows nothing of the lists), `lists/` (`jobs`,
-//! `nodes`, `gpus`: sort through `columns`, live jobs before finished ones, quick filters, marks;
-//! `jobs` folds arrays (one linear pass; `z` unfolds, kept by parent id across refreshes; actions
-//! and marks on a parent reach every task); `filter`: fuzzy filter with nucleo; `cursor`: follows a
-//! row by id), `dialog` (targets captured when opened), `form` (submit form: fields labelled and
-//! required from the target's `SpecFields`, `nodes`, `tasks/node` and `array` offered or refused by
-//! its `ShapeFields`; the preview is the target's own `Native` form, asked of the fleet with
-//! `Command::Render` whenever the spec or the cluster changes; beside it the placement advice,
-//! `fleet::advice` over the App's own state, recomputed only when the spec's placement or the state
-//! changes, no network), `log` (bounded tail, follow; the unfinished last line capped at 64 KiB,
-//! newest kept), `command_line` (`:` commands, completion; `:history [AGE]`), `history` (the
-//! history screen's records, newest end first across clusters, per-cluster errors and notes, its
-//! cursor and cluster filter; filled by `Msg::History` answering `Command::FetchHistory { since,
-//! seq }`, a stale ticket dropped), `usage` (screen 5: per user, what is held now from
-//! `RowCache::usage`, which the row cache computes off the UI thread each refresh, beside the
-//! window's GPU-hours from `Msg::Usage`, which the event loop sums off the UI thread after one
-//! history read per cluster, `Command::FetchUsage`; merged by `model::usage::merge_window`, sorted,
-//! filtered by name), `help`, `input`.
+//! Here: the `App`, its screens, the transition and the keys every screen shares. Each
+//! screen's own keys are in `screens/`; a new fleet state is applied in `refresh`; the read
+//! access views use is in `read`.
 
+mod cluster_filter;
 pub mod command_line;
 pub mod dialog;
 pub mod form;
@@ -45,7 +22,10 @@ pub mod latest;
 pub mod lists;
 pub mod log;
 mod messages;
+mod permitted;
 pub mod prepared;
+mod read;
+mod refresh;
 pub mod row_cache;
 mod row_index;
 mod screens;
@@ -64,15 +44,14 @@ use self::form::{Field, SubmitForm};
 use self::history::HistoryView;
 use self::input::TextInput;
 use self::latest::Latest;
-use self::lists::{ClusterKeep, Cursor, GpuList, JobColumn, JobList, ListView, NodeColumn, NodeList};
-use self::row_cache::{Cell as GpuCell, RowCache};
+use self::lists::{Cursor, GpuList, JobList, NodeList};
+use self::row_cache::RowCache;
 use super::TuiOptions;
 use super::action::{Mode, UiAction};
 use super::keymap::{Keymap, Resolution};
 use super::theme::Theme;
 use crate::fleet::{BatchOutcome, FleetState};
-use crate::model::Verb;
-use crate::model::{Job, JobRef, NodeRef};
+use crate::model::JobRef;
 
 pub use self::messages::{Command, Msg};
 pub use self::screens::detail::Detail;
@@ -187,12 +166,6 @@ pub struct App {
     pub(crate) notify: crate::notify::NotifySettings,
 }
 
-/// Two healths the screen shows alike: a fresh cluster's refresh time is drawn nowhere.
-fn health_looks_the_same(a: &crate::model::Health, b: &crate::model::Health) -> bool {
-    use crate::model::Health::Fresh;
-    matches!((a, b), (Fresh { .. }, Fresh { .. })) || a == b
-}
-
 impl App {
     pub fn new(opts: TuiOptions) -> App {
         let mut form = SubmitForm::default();
@@ -235,175 +208,6 @@ impl App {
             turn_ask: Latest::default(),
             plan: Latest::default(),
         }
-    }
-
-    // ----- read access (views and tests) -----
-
-    /// Bumped whenever what is on screen may have changed; the event loop draws only when it
-    /// differs from the generation it drew last.
-    pub fn generation(&self) -> u64 {
-        self.generation
-    }
-
-    /// How many times the lists were re-sorted and re-filtered for a new fleet state: a
-    /// refresh that lists what the last one did adds none (tests and benches read it).
-    pub fn list_passes(&self) -> u64 {
-        self.list_passes
-    }
-
-    pub fn screen(&self) -> Screen {
-        self.screen
-    }
-
-    pub fn keymap(&self) -> &Keymap {
-        &self.keymap
-    }
-
-    pub fn theme(&self) -> &Theme {
-        &self.theme
-    }
-
-    pub fn now(&self) -> DateTime<Utc> {
-        self.now
-    }
-
-    pub fn fleet(&self) -> &FleetState {
-        &self.rows.fleet
-    }
-
-    /// The fleet state shown, shared (what a `Msg::Restamped` names as its base).
-    pub fn fleet_state(&self) -> Arc<FleetState> {
-        self.rows.fleet.clone()
-    }
-
-    /// Read-only, by the options or by the fleet.
-    pub fn read_only(&self) -> bool {
-        self.read_only || self.rows.fleet.read_only
-    }
-
-    pub fn cluster_filter(&self) -> Option<&str> {
-        self.cluster.as_deref()
-    }
-
-    pub fn user_filter(&self) -> Option<&str> {
-        self.jobs.user.as_deref()
-    }
-
-    pub fn state_filter(&self) -> Option<crate::model::JobState> {
-        self.jobs.state
-    }
-
-    /// Finished jobs are left out of the jobs table (`hide_finished`).
-    pub fn finished_hidden(&self) -> bool {
-        self.jobs.hide_finished
-    }
-
-    pub fn job_filter_text(&self) -> &str {
-        &self.jobs.fuzzy
-    }
-
-    /// The jobs table's rows, in order (builds a list: for tests and small tables). An
-    /// array's parent row is its [`row_cache::array_key`] (`cluster/12_[*]`).
-    pub fn visible_jobs(&self) -> Vec<JobRef> {
-        self.jobs.cursor.visible.iter().map(|r| self.rows.row_ref(*r).clone()).collect()
-    }
-
-    /// The jobs the filters keep (an array's tasks counted one by one, folded or not).
-    pub fn visible_job_count(&self) -> usize {
-        self.jobs.matched.len()
-    }
-
-    /// The row under the jobs table's cursor: a job, or an array's [`row_cache::array_key`].
-    pub fn cursor_job(&self) -> Option<&JobRef> {
-        self.jobs.cursor.current().map(|r| self.rows.row_ref(r))
-    }
-
-    /// An array's parent row, by its [`row_cache::array_key`], as the jobs table shows it.
-    pub fn array_parent(&self, key: &JobRef) -> Option<&Job> {
-        self.rows.array_index.get(key).map(|g| &self.rows.arrays[*g as usize].job)
-    }
-
-    /// The arrays shown unfolded, by key.
-    pub fn expanded_arrays(&self) -> Vec<JobRef> {
-        self.jobs.expanded.iter().cloned().collect()
-    }
-
-    pub fn marked_jobs(&self) -> Vec<JobRef> {
-        self.jobs.marked.iter().cloned().collect()
-    }
-
-    pub fn visible_nodes(&self) -> Vec<NodeRef> {
-        self.nodes.cursor.visible.iter().map(|r| lists::node_ref(&self.rows, *r)).collect()
-    }
-
-    pub fn cursor_node(&self) -> Option<NodeRef> {
-        self.nodes.cursor.current().map(|r| lists::node_ref(&self.rows, r))
-    }
-
-    /// The GPU map's selected node, cell index, and what the cell holds (with the job).
-    pub fn gpu_selection(&self) -> Option<(NodeRef, usize, GpuCell, Option<&Job>)> {
-        let g = &self.rows.gpu_nodes[self.gpus.cursor.current()? as usize];
-        let cell = *g.cells.get(self.gpus.cell)?;
-        let job = match cell {
-            GpuCell::Allocated(Some(row)) => Some(self.rows.job(row)),
-            _ => None,
-        };
-        Some((lists::node_ref(&self.rows, g.node), self.gpus.cell, cell, job))
-    }
-
-    pub fn dialog(&self) -> Option<&Dialog> {
-        self.dialog.as_ref()
-    }
-
-    pub fn input(&self) -> Option<&Input> {
-        self.input.as_ref()
-    }
-
-    pub fn toasts(&self) -> &[Toast] {
-        &self.toasts
-    }
-
-    pub fn detail(&self) -> Option<&Detail> {
-        self.detail.as_ref()
-    }
-
-    /// The history screen's state: records, error and note lines, the read in flight.
-    pub fn history(&self) -> &HistoryView {
-        &self.history
-    }
-
-    pub fn usage(&self) -> &usage::UsageView {
-        &self.usage
-    }
-
-    /// The history table's rows, in order (the cluster filter applied).
-    pub fn visible_history(&self) -> Vec<JobRef> {
-        self.history.cursor.visible.iter().map(|i| self.history.records[*i as usize].job.job_ref.clone()).collect()
-    }
-
-    /// The job under the history screen's cursor.
-    pub fn cursor_history(&self) -> Option<&JobRef> {
-        self.history.current().map(|r| &r.job.job_ref)
-    }
-
-    pub fn form(&self) -> &SubmitForm {
-        &self.form
-    }
-
-    pub fn help_open(&self) -> bool {
-        self.help.is_some()
-    }
-
-    pub fn job_sort(&self) -> (JobColumn, bool) {
-        (self.jobs.sort, self.jobs.reverse)
-    }
-
-    pub fn node_sort(&self) -> (NodeColumn, bool) {
-        (self.nodes.sort, self.nodes.reverse)
-    }
-
-    pub fn problem_nodes_only(&self) -> bool {
-        self.nodes.problems_only
     }
 
     // ----- the transition -----
@@ -523,124 +327,6 @@ impl App {
                 true
             }
         }
-    }
-
-    fn cluster_keep(&self) -> ClusterKeep {
-        ClusterKeep::resolve(&self.rows, self.cluster.as_deref())
-    }
-
-    /// The row cache replaced by the last refresh, if any; dropping it frees every row and,
-    /// often, the last reference to the old snapshots, so the event loop drops it elsewhere.
-    pub fn take_retired(&mut self) -> Option<Box<dyn std::any::Any + Send>> {
-        self.retired.take()
-    }
-
-    /// A new state listing what is shown ([`row_cache::same_listing`]): the rows take over
-    /// its snapshots, health and times, and keep their order and filters. True only when a
-    /// cell on screen changed: a cluster's health, or an elapsed time turning a minute.
-    fn on_restamp(&mut self, state: Arc<FleetState>) -> bool {
-        if Arc::ptr_eq(&self.rows.fleet, &state) {
-            return false;
-        }
-        let before = self.elapsed_on_screen();
-        let old = self.rows.restamp(state);
-        let health_moved = old
-            .clusters
-            .iter()
-            .zip(&self.rows.fleet.clusters)
-            .any(|(a, b)| !health_looks_the_same(&a.health, &b.health));
-        self.retired = Some(Box::new(old));
-        if let Some(d) = &mut self.detail
-            && let Some(row) = self.rows.job_row(&d.job)
-        {
-            d.taken_at = self.rows.taken_at(self.rows.jobs[row as usize].snap);
-        }
-        health_moved || self.elapsed_on_screen() != before
-    }
-
-    /// The elapsed times on screen (those counted to a snapshot's `taken_at`): the jobs
-    /// table's rows in view, or the detail's job.
-    fn elapsed_on_screen(&self) -> Vec<String> {
-        let column = JobColumn::Elapsed;
-        match self.screen {
-            Screen::Jobs => {
-                let c = &self.jobs.cursor;
-                let from = c.offset.get().min(c.visible.len());
-                // Before the first frame the view's height is not known: a page's worth.
-                let to = (from + c.page()).min(c.visible.len());
-                c.visible[from..to]
-                    .iter()
-                    .map(|&row| {
-                        let cx = match self.rows.array_at(row) {
-                            Some(a) => crate::columns::JobContext::at(self.rows.taken_at(a.snap)),
-                            None => self.rows.job_context(row),
-                        };
-                        column.cell(self.rows.row_job(row), cx).into_owned()
-                    })
-                    .collect()
-            }
-            Screen::Detail => self
-                .detail
-                .iter()
-                .map(|d| column.cell(&d.last, crate::columns::JobContext::at(d.taken_at)).into_owned())
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// What decides the lists' rows besides the data: the event loop has them prepared off
-    /// the UI thread with each new row cache ([`prepared::Lists`]).
-    pub fn list_view(&self) -> ListView {
-        ListView {
-            cluster: self.cluster.clone(),
-            jobs: self.jobs.view(),
-            nodes: self.nodes.view(),
-            gpus: self.gpus.view(),
-        }
-    }
-
-    /// A new row cache, with the lists' rows prepared for a view; false when it holds the
-    /// state already shown. Prepared rows are taken as they are when the view is still the
-    /// App's (the common case: nothing left to sort or filter here); else sorted and
-    /// filtered here.
-    fn on_rows(&mut self, rows: RowCache, lists: Option<prepared::Lists>) -> bool {
-        if Arc::ptr_eq(&self.rows.fleet, &rows.fleet) {
-            // Freeing 100,000 rows is no work for the UI thread either.
-            self.retired = Some(Box::new(rows));
-            return false;
-        }
-        self.retired = Some(Box::new(std::mem::replace(&mut self.rows, rows)));
-        self.list_passes += 1;
-        match lists.filter(|l| l.view == self.list_view()) {
-            Some(l) => {
-                self.jobs.adopt(&self.rows, l.jobs.0, l.jobs.1);
-                self.nodes.adopt(&self.rows, l.nodes.0, l.nodes.1);
-                self.gpus.adopt(&self.rows, l.gpus);
-            }
-            None => {
-                let keep = self.cluster_keep();
-                self.jobs.resort(&self.rows);
-                self.jobs.refilter(&self.rows, keep, &mut self.matchers, false);
-                self.nodes.resort(&self.rows);
-                self.nodes.refilter(&self.rows, keep, &mut self.matchers, false);
-                self.gpus.refilter(&self.rows, keep);
-            }
-        }
-        self.jobs.prune(&self.rows);
-        self.nodes.prune(&self.rows);
-        self.usage.rebuild(&self.rows.usage);
-        if let Some(d) = &mut self.detail {
-            match self.rows.job_row(&d.job) {
-                Some(row) => {
-                    d.last = self.rows.job(row).clone();
-                    d.taken_at = self.rows.taken_at(self.rows.jobs[row as usize].snap);
-                    d.gone = false;
-                }
-                None => d.gone = true,
-            }
-        }
-        self.form.recheck(&self.rows.fleet);
-        true
     }
 
     /// The clock moved: true when a toast expired or an age on screen turned a minute.
@@ -854,39 +540,6 @@ impl App {
         }
     }
 
-    fn refilter_jobs(&mut self) {
-        let keep = self.cluster_keep();
-        self.jobs.refilter(&self.rows, keep, &mut self.matchers, false);
-    }
-
-    fn refilter_nodes(&mut self) {
-        let keep = self.cluster_keep();
-        self.nodes.refilter(&self.rows, keep, &mut self.matchers, false);
-    }
-
-    fn refilter_all(&mut self) {
-        self.refilter_jobs();
-        self.refilter_nodes();
-        self.history.refilter(self.cluster.as_deref(), None);
-        let keep = self.cluster_keep();
-        self.gpus.refilter(&self.rows, keep);
-    }
-
-    fn set_cluster(&mut self, cluster: Option<String>) {
-        self.cluster = cluster;
-        self.refilter_all();
-    }
-
-    /// The next cluster filter: all → first → … → last → all.
-    fn cycle_cluster(&mut self) {
-        let names = self.rows.cluster_names();
-        let next = match self.cluster.as_ref().and_then(|c| names.iter().position(|n| n == c)) {
-            None => names.first().cloned(),
-            Some(i) => names.get(i + 1).cloned(),
-        };
-        self.set_cluster(next);
-    }
-
     /// Move a cursor for a movement action; false when `action` is no movement.
     fn move_cursor(cursor: &mut Cursor, action: UiAction) -> bool {
         let page = cursor.page() as isize;
@@ -900,59 +553,5 @@ impl App {
             _ => return false,
         }
         true
-    }
-
-    /// The targets whose cluster can do `verb`; for the rest a toast says which cluster
-    /// cannot, in the words the CLI and the fleet use.
-    fn permitted<T>(&mut self, verb: Verb, targets: Vec<T>, cluster_of: impl Fn(&T) -> &str) -> Vec<T> {
-        let state = self.rows.fleet.clone();
-        let mut refused: Vec<String> = Vec::new();
-        let mut left_out = 0usize;
-        let kept: Vec<T> = targets
-            .into_iter()
-            .filter(|t| match state.check(cluster_of(t), verb) {
-                Ok(()) => true,
-                Err(why) => {
-                    left_out += 1;
-                    if !refused.contains(&why) {
-                        refused.push(why);
-                    }
-                    false
-                }
-            })
-            .collect();
-        if !refused.is_empty() {
-            let text = if kept.is_empty() {
-                refused.join("; ")
-            } else {
-                format!("{}; {left_out} left out", refused.join("; "))
-            };
-            self.toast(text, true);
-        }
-        kept
-    }
-
-    /// The cluster of the row an action key would act on: the detail's job, or the row under
-    /// the cursor on the jobs and nodes screens.
-    fn selected_cluster(&self) -> Option<String> {
-        match self.screen {
-            Screen::Detail => self.detail.as_ref().map(|d| d.job.cluster.clone()),
-            Screen::Jobs => self.cursor_job().map(|j| j.cluster.clone()),
-            Screen::Nodes => self.cursor_node().map(|n| n.cluster),
-            Screen::Submit => Some(self.form.value(Field::Cluster).to_string()).filter(|c| !c.is_empty()),
-            _ => None,
-        }
-    }
-
-    /// Why the selected row's cluster cannot do what `action` asks, if it cannot: the
-    /// footer leaves such keys out and the help screen marks them.
-    pub fn unavailable(&self, action: UiAction) -> Option<String> {
-        if action == UiAction::NextPod {
-            let several = self.detail.as_ref().is_some_and(|d| !d.pods_with_logs().is_empty());
-            return (!several).then(|| "only a workload of several pods has other logs to read".to_string());
-        }
-        let verb = action.verb()?;
-        let cluster = self.selected_cluster()?;
-        self.rows.fleet.check(&cluster, verb).err()
     }
 }

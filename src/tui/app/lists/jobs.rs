@@ -1,4 +1,6 @@
-//! The jobs table's state: sort order, filters, cursor and marks.
+//! The jobs table's state: sort order, filters, cursor and marks. A Slurm array's tasks fold
+//! under one parent row in one linear pass; `z` unfolds it, kept by parent id across refreshes,
+//! and actions and marks on a parent reach every task.
 
 use std::collections::{BTreeSet, HashMap};
 

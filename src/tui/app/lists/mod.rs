@@ -1,7 +1,7 @@
 //! The jobs, nodes and GPU-map lists: sort order, filters, cursor and marks, kept as row
 //! indices into the row cache and recomputed only when the data, a filter or the sort changes.
 //!
-//! The lists read the row cache (`super::data`); the cache knows nothing of them. Columns,
+//! The lists read the row cache (`super::row_cache`); the cache knows nothing of them. Columns,
 //! cell text and sort keys are the core `crate::columns`, shared with the CLI.
 
 pub mod cursor;
