@@ -203,7 +203,8 @@ fn a_forbidden_import_is_named_with_file_and_line() {
 
 /// `backend`'s folders and files that every kind may use; every other folder under
 /// `src/backend/` is a kind.
-const BACKEND_SHARED: &[&str] = &["exec", "http", "loose_value", "naming", "registry", "telemetry"];
+const BACKEND_SHARED: &[&str] =
+    &["exec", "http", "hub_link", "loose_value", "naming", "registry", "telemetry", "unreached"];
 
 /// What a kind may import outside `backend`. `wire` is the hub's vocabulary once it stands
 /// apart from the server (`src/wire/`): the hub kind speaks it; `system` is this machine's
