@@ -577,7 +577,9 @@ fn naming_violations(files: &[(PathBuf, String)], kinds: &KindNames) -> Vec<(Str
             found.push((*line, format!("uses the kind constant `ClusterKind::{name}`")));
         }
         found.retain(|(line, _)| !read.in_test(*line));
+        // `use crate::backend::slurm::{a, b}` names the kind once.
         found.sort();
+        found.dedup();
         for (line, what) in found {
             let code = lines.get(line - 1).map_or("", |l| l.trim());
             out.push((
@@ -652,7 +654,7 @@ fn a_kind_named_above_the_kinds_is_reported_with_file_and_line() {
             "backend/slurm/config.rs",
             "impl ClusterKind { pub const SLURM: ClusterKind = ClusterKind::from_static(\"slurm\"); }\n",
         ),
-        file("cli/init/discover.rs", "use crate::backend::dstack::config;\n"),
+        file("cli/init/discover.rs", "use crate::backend::dstack::config::{cli_projects, check_url};\n"),
         file("model.rs", "const BROKEN: &str = \"unclosed;\n"),
     ];
     let shown: Vec<String> = naming_violations(&files, &kinds).into_iter().map(|(.., s)| s).collect();
@@ -665,7 +667,7 @@ fn a_kind_named_above_the_kinds_is_reported_with_file_and_line() {
             "src/output.rs:3: names `backend::kube` outside `src/backend/`; ask the registry's `KindEntry` (let s = \"slurmctld\"; let url = \"https://x\"; use crate::backend::kube::Y;)",
             "src/output.rs:9: holds the kind name \"hub\" as a string literal outside `src/backend/`; ask the registry's `KindEntry` (const AFTER: &str = r#\"hub\"#;)",
             "src/serve/peers.rs:1: names `backend::hub` outside `src/backend/`; ask the registry's `KindEntry` (use super::super::backend::{hub_link::Link, hub::config};)",
-            "src/cli/init/discover.rs:1: names `backend::dstack` outside `src/backend/`; ask the registry's `KindEntry` (use crate::backend::dstack::config;)",
+            "src/cli/init/discover.rs:1: names `backend::dstack` outside `src/backend/`; ask the registry's `KindEntry` (use crate::backend::dstack::config::{cli_projects, check_url};)",
             "src/model.rs: cannot be read as Rust tokens: cannot parse string into token stream",
         ]
     );
