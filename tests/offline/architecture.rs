@@ -672,3 +672,29 @@ fn a_kind_named_above_the_kinds_is_reported_with_file_and_line() {
         ]
     );
 }
+
+/// Issue #28's rules, pair by pair, each broken once on a synthetic file: `backend`, `wire`
+/// and `model` importing any of `serve`, `fleet`, `cli`, `tui`, `output` is reported; a kind
+/// importing anything outside what lies below the kinds is reported, and what lies below is
+/// not.
+#[test]
+fn every_pair_the_issue_forbids_is_reported() {
+    for module in ["backend", "wire", "model"] {
+        for target in ["serve", "fleet", "cli", "tui", "output"] {
+            let files = vec![(PathBuf::from(format!("{module}/x.rs")), format!("use crate::{target}::X;\n"))];
+            assert_eq!(violations(&files).len(), 1, "`{module}` importing `{target}` is reported");
+        }
+    }
+    for target in ["serve", "fleet", "cli", "tui", "output", "columns", "notify", "tomlfile"] {
+        let files = vec![(PathBuf::from("backend/slurm/x.rs"), format!("use crate::{target}::X;\n"))];
+        assert_eq!(kind_violations(&files).len(), 1, "a kind importing `{target}` is reported");
+    }
+    for target in KIND_MAY_IMPORT {
+        let files = vec![(PathBuf::from("backend/slurm/x.rs"), format!("use crate::{target}::X;\n"))];
+        assert!(kind_violations(&files).is_empty(), "a kind may import `{target}`");
+    }
+    for shared in BACKEND_SHARED {
+        let files = vec![(PathBuf::from("backend/slurm/x.rs"), format!("use crate::backend::{shared}::X;\n"))];
+        assert!(kind_violations(&files).is_empty(), "a kind may import `backend::{shared}`");
+    }
+}
