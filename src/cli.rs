@@ -437,7 +437,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         cli.command
     {
         for host in probe.iter().chain(user.iter()) {
-            crate::backend::slurm::config::check_ssh_destination(host)
+            crate::backend::exec::check_ssh_destination(host)
                 .map_err(|why| Failure(format!("--probe/--user {host:?}: {why}")))?;
         }
         let probe = init::Probe { hosts: probe, user, port, identity_file, known_hosts_file };
@@ -446,7 +446,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let mut config = Config::load(cli.config.as_deref(), &Registry::builtin()).map_err(|e| Failure(e.to_string()))?;
     if let Some(url) = &cli.hub {
         // The hub's clusters instead of the configured ones; the theme and keymap stay.
-        config.clusters = vec![crate::backend::hub::config::flag_cluster(url, cli.insecure).map_err(Failure)?];
+        config.clusters = vec![crate::backend::registry::hub_flag_cluster(url, cli.insecure).map_err(Failure)?];
     }
     let read_only = cli.read_only || config.read_only;
     match cli.command {
@@ -765,9 +765,8 @@ fn how_to_add_a_cluster(config: &Config) -> String {
 /// The cockpit's overview without any cluster: what was looked for here, item by item,
 /// and how to add a cluster.
 fn no_clusters_help(config: &Config) -> Vec<String> {
-    let host = crate::backend::local::Host::this_machine();
     let mut lines = vec![String::new(), "Looked for on this machine:".to_string()];
-    lines.extend(crate::backend::registry::looked_for_items(&host).into_iter().map(|item| format!("  {item}")));
+    lines.extend(crate::backend::registry::looked_for_items_here().into_iter().map(|item| format!("  {item}")));
     lines.push(String::new());
     lines.push(how_to_add_a_cluster(config));
     lines

@@ -50,9 +50,6 @@ use crate::tomlfile::pos;
 /// Errors of the config file.
 pub type ConfigError = FileError;
 
-/// The name of the cluster the embedded default creates for this machine.
-pub const LOCAL_CLUSTER_NAME: &str = "local";
-
 /// The cockpit's shipped themes (`tui` embeds one file per name, in this order).
 pub const BUILTIN_THEMES: &[&str] = &["default", "light", "high-contrast", "mono"];
 /// The cockpit's shipped keymaps (`tui` embeds one file per name).

@@ -8,6 +8,7 @@ pub mod dstack;
 pub mod exec;
 pub mod http;
 pub mod hub;
+pub mod hub_link;
 pub mod kube;
 pub mod local;
 pub mod loose_value;
@@ -16,6 +17,7 @@ pub mod registry;
 pub mod skypilot;
 pub mod slurm;
 pub mod telemetry;
+pub mod unreached;
 
 use async_trait::async_trait;
 

@@ -188,6 +188,12 @@ pub fn typed<T: KindSettings>(cluster: &ClusterConfig) -> Result<ClusterConfig<T
     })
 }
 
+/// The cluster entry `--hub URL` (and `--insecure`) stands for: the one flag that names a
+/// kind, answered here, where the kinds are listed, so that the CLI names none.
+pub fn hub_flag_cluster(url: &str, insecure: bool) -> Result<ClusterConfig, String> {
+    hub::config::flag_cluster(url, insecure)
+}
+
 /// What was looked for on this machine, in one line: the GPU sources, local Slurm's
 /// `squeue`, a kubeconfig context, the dstack and SkyPilot client configs. `flightdeck
 /// doctor` and the cockpit say it when there is no cluster to show.
@@ -199,6 +205,11 @@ pub fn looked_for_here() -> String {
 /// kinds read the user's own files).
 pub fn looked_for_on(host: &local::Host) -> String {
     format!("looked for: {}", looked_for_items(host).join("; "))
+}
+
+/// [`looked_for_items`] on this machine.
+pub fn looked_for_items_here() -> Vec<String> {
+    looked_for_items(&local::Host::this_machine())
 }
 
 /// What [`looked_for_on`] says, one item per source, for a front end that lists them. Each

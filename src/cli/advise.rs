@@ -12,7 +12,7 @@ use crate::backend::{BackendError, Registry};
 use crate::config::Config;
 use crate::fleet::Fleet;
 use crate::fleet::advice::{self, Advice, Options, Verdict};
-use crate::model::{ClusterKind, JobRef};
+use crate::model::JobRef;
 use crate::output;
 use crate::spec::JobSpec;
 
@@ -76,8 +76,8 @@ fn target(config: &Config, what: &str) -> Result<Target, Failure> {
     }
 }
 
-/// The scheduler's estimate for the [`ESTIMATES`] best Slurm clusters that could take the
-/// job, all at once, each within its cluster's timeout. A live job on its own cluster is
+/// The scheduler's estimate for the [`ESTIMATES`] best clusters whose kind estimates starts
+/// (`Placement::start_estimates`: Slurm) that could take the job, all at once, each within its cluster's timeout. A live job on its own cluster is
 /// asked about itself (`squeue --start`); elsewhere its spec (`sbatch --test-only`) is.
 async fn estimates(
     config: &Config,
@@ -86,10 +86,12 @@ async fn estimates(
     spec: &JobSpec,
     job: Option<&(JobRef, bool)>,
 ) {
+    let state = fleet.state();
+    let estimates_start = |cluster: &str| state.cluster(cluster).is_some_and(|c| c.placement.start_estimates);
     let chosen: Vec<usize> = ranked
         .iter()
         .enumerate()
-        .filter(|(_, a)| a.kind == ClusterKind::SLURM && matches!(a.verdict, Verdict::Now | Verdict::Queued))
+        .filter(|(_, a)| estimates_start(&a.cluster) && matches!(a.verdict, Verdict::Now | Verdict::Queued))
         .map(|(i, _)| i)
         .take(ESTIMATES)
         .collect();

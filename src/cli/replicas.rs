@@ -64,7 +64,7 @@ pub async fn lease_keeper(config: &Config, ask: &Replicas, listen: &str) -> Resu
         .map_err(|e| Failure(format!("--replicas-via kubernetes: cannot build a Kubernetes client: {e}")))?;
     let replica = match &ask.replica_id {
         Some(id) => id.clone(),
-        None => crate::backend::local::host::short_hostname(),
+        None => crate::system::host::short_hostname(),
     };
     let peer = ask.peer_address.clone().unwrap_or_else(|| listen.to_owned());
     let identity = Identity::new(&replica, &peer).map_err(|e| Failure(format!("--replica-id/--peer-address: {e}")))?;

@@ -179,9 +179,9 @@ impl FleetBuilder<'_> {
             Ok(backends) => Ok((backends.into_iter().map(member).collect(), true)),
             Err(error) => {
                 tracing::warn!(entry = %c.name, %error, "cannot list the clusters this entry stands for");
-                let stand_in: Arc<dyn Backend> = Arc::new(crate::backend::hub::Unreached {
+                let stand_in: Arc<dyn Backend> = Arc::new(crate::backend::unreached::Unreached {
                     name: c.name.clone(),
-                    why: format!("hub {}: {error}", c.name),
+                    why: format!("{} {}: {error}", c.kind(), c.name),
                 });
                 Ok((vec![member(stand_in)], false))
             }

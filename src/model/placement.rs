@@ -27,6 +27,10 @@ pub struct Placement {
     /// PyTorchJob…); elsewhere the kind runs several nodes itself and refuses the choice.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub workload_kinds: bool,
+    /// The scheduler says when a job would start (Slurm's `squeue --start` and `sbatch
+    /// --test-only`): `flightdeck advise` asks it for the best such clusters.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub start_estimates: bool,
     /// What advice adds when the spec sets a field the snapshot cannot vouch for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub caveats: Vec<Caveat>,
@@ -83,6 +87,7 @@ mod tests {
             partition: Partitions::CloudCluster,
             shares_nodes: true,
             workload_kinds: true,
+            start_estimates: true,
             provisions: Some("launches one".into()),
             managed_queue: Some("managed".into()),
             caveats: vec![Caveat::new("image", "maybe")],

@@ -25,7 +25,7 @@ use super::auth::{Caller, Role};
 use super::lease::{Identity, Owner};
 use super::peers::PeerOptions;
 use super::relay::Ownership;
-use crate::backend::hub::link::Client;
+use crate::backend::hub_link::Client;
 use crate::model::JobRef;
 use crate::wire::pb;
 
@@ -206,7 +206,7 @@ impl Forwarder {
 /// The owner's answer as it gave it; a connection that failed, said as such.
 fn from_owner(owner: &Identity, status: Status) -> Status {
     if status.code() == tonic::Code::Unavailable {
-        let why = crate::backend::hub::channel::status_text(&status);
+        let why = crate::backend::hub_link::channel::status_text(&status);
         return Status::unavailable(format!("cannot reach {owner}, which holds the cluster: {why}"));
     }
     status

@@ -1,5 +1,5 @@
 //! Reaching the other replicas of a hub (issue #32): each is found through a Lease holder
-//! identity (`ID@PEER`), and reached the way a hub client reaches a hub (`backend::hub`):
+//! identity (`ID@PEER`), and reached the way a hub client reaches a hub (`backend::hub_link`):
 //! one `Link` per peer address, subscribed and resumed as a cockpit's is, with the token
 //! the replicas share.
 
@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::http::TokenSource;
-use crate::backend::hub::channel::{self, HubUrl};
-use crate::backend::hub::link::Link;
+use crate::backend::hub_link::Link;
+use crate::backend::hub_link::channel::{self, HubUrl};
 
 /// How long connecting to a peer, and its first state, may take before the relay says so.
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(5);

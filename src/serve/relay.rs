@@ -1,6 +1,6 @@
 //! What a hub replica publishes (issue #32): the clusters whose Lease it holds from its own
 //! fleet, every other cluster relayed from the replica that holds it, as a hub client
-//! mirrors a hub (`backend::hub::link`). A `Subscribe` to any replica gets every cluster.
+//! mirrors a hub (`backend::hub_link`). A `Subscribe` to any replica gets every cluster.
 //!
 //! When a cluster's owner changes, the relay follows: while nobody serves it (the owner
 //! died, the Lease not yet taken, the new owner's first refresh under way) the last picture
@@ -16,7 +16,7 @@ use tokio::sync::{Notify, watch};
 
 use super::lease::{Identity, LeaseView, Owner};
 use super::peers::{self, PeerOptions};
-use crate::backend::hub::link::{Link, Mirrored};
+use crate::backend::hub_link::{Link, Mirrored};
 use crate::model::{ClusterState, FleetState, Health};
 
 /// How often ownership is read again (besides every local change and every relayed update).

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use flightdeck::backend::Backend;
-use flightdeck::backend::hub::link::Mirror;
+use flightdeck::backend::hub_link::Mirror;
 use flightdeck::backend::slurm::SlurmBackend;
 use flightdeck::fleet::{Fleet, FleetOptions, Member};
 use flightdeck::model::{Job, Node};

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flightdeck::backend::hub::link::Mirror;
+use flightdeck::backend::hub_link::Mirror;
 use flightdeck::fleet::{Fleet, FleetOptions, Member, TelemetryOptions};
 use flightdeck::model::Health;
 use flightdeck::serve::auth::sha256_hex;

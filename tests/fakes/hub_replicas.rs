@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flightdeck::backend::hub::link::Mirror;
+use flightdeck::backend::hub_link::Mirror;
 use flightdeck::backend::kube::{KubeBackend, KubeConfig};
 use flightdeck::config::ClusterConfig;
 use flightdeck::fleet::AuditLog;
@@ -136,7 +136,7 @@ impl Replica {
     fn channel(&self) -> tonic::transport::Channel {
         let scheme = if self.ca.is_some() { "https" } else { "http" };
         let url = format!("{scheme}://{}", self.addr).parse().unwrap();
-        flightdeck::backend::hub::channel::channel(&url, self.ca.as_deref(), Duration::from_secs(5)).unwrap()
+        flightdeck::backend::hub_link::channel::channel(&url, self.ca.as_deref(), Duration::from_secs(5)).unwrap()
     }
 
     fn holds(&self) -> Vec<String> {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use flightdeck::backend::hub::link::Mirror;
+use flightdeck::backend::hub_link::Mirror;
 use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction, Registry};
 use flightdeck::config::Config;
 use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};

@@ -19,7 +19,7 @@ use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
 // The client's connection module, compiled here on its own (it uses nothing of the crate).
 #[allow(dead_code)]
-#[path = "../../src/backend/hub/channel.rs"]
+#[path = "../../src/backend/hub_link/channel.rs"]
 mod channel;
 use channel::{HubUrl, channel as hub_channel};
 

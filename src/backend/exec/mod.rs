@@ -33,7 +33,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 use tokio_util::io::SyncIoBridge;
 
-pub use self::ssh::{KnownHosts, SshTarget, SshTransport};
+pub use self::ssh::{KnownHosts, SshTarget, SshTransport, check_ssh_destination};
 use crate::backend::BackendError;
 
 /// sshd refuses more than `MaxSessions` (default 10) sessions on one connection, and the

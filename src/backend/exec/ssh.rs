@@ -58,6 +58,22 @@ impl KnownHosts {
     }
 }
 
+/// An ssh destination or user name as a config's `host` and `user` keys and `init --probe`
+/// accept it. Each goes to ssh as an argument of its own: refuse empty ones, whitespace and
+/// control characters, and a leading `-` (ssh would read it as an option).
+pub fn check_ssh_destination(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Err("the value is empty".into());
+    }
+    if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{value:?} contains whitespace or a control character"));
+    }
+    if value.starts_with('-') {
+        return Err(format!("{value:?} starts with '-', which ssh would read as an option"));
+    }
+    Ok(())
+}
+
 /// Where and how to reach one host over SSH: what a kind's section says, made plain so the
 /// transport needs no kind's config.
 #[derive(Debug, Clone, PartialEq, Eq)]

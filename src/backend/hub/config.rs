@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::channel::HubUrl;
 use crate::backend::http::TokenSource;
+use crate::backend::hub_link::channel::HubUrl;
 use crate::config::{ClusterConfig, ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings};
 
 /// The kind's name in the config file.

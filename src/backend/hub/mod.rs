@@ -1,14 +1,12 @@
 //! A `flightdeck serve` hub as backends: one per cluster the hub serves, all sharing one
-//! connection and one subscription ([`link::Link`]).
+//! connection and one subscription ([`crate::backend::hub_link::Link`]).
 //!
 //! The hub polls; these only mirror. A cluster's snapshot is the mirror's copy (refreshed
 //! whenever an update arrives, through `changes()`), its health the hub's own
 //! (`relayed_health`), and every action, preview, log read and diagnosis is a call to the
 //! hub, which carries it out and audits it under the caller's name.
 
-pub mod channel;
 pub mod config;
-pub mod link;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use self::config::{HubConfig, KIND};
-use self::link::Link;
+use crate::backend::hub_link::{self as link, Link, channel};
 use crate::backend::{
     Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction, StartEstimate,
 };
@@ -32,7 +30,7 @@ pub fn kind_entry() -> KindEntry {
     KindEntry {
         config: config::kind_config(),
         build: |cluster| {
-            Ok(Arc::new(Unreached {
+            Ok(Arc::new(crate::backend::unreached::Unreached {
                 name: cluster.name.clone(),
                 why: "a hub's clusters are listed when the fleet connects (Fleet::connect)".into(),
             }))
@@ -272,48 +270,5 @@ impl Backend for HubCluster {
         let request =
             pb::ReadLogRequest { cluster: self.name.clone(), handle: log.as_str().to_string(), from, max_bytes };
         Ok(wire::log_chunk_from_pb(self.call("reading a log", self.client().read_log(request)).await?))
-    }
-}
-
-/// A hub entry whose hub could not be reached when the fleet started: one cluster, named
-/// after the entry, stale with the reason (its clusters appear once flightdeck is started
-/// while the hub answers).
-pub struct Unreached {
-    pub name: String,
-    pub why: String,
-}
-
-#[async_trait]
-impl Backend for Unreached {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::default()
-    }
-
-    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
-        Err(BackendError::Remote(self.why.clone()))
-    }
-
-    async fn submit(&self, _spec: &JobSpec) -> Result<JobRef, BackendError> {
-        Err(BackendError::Remote(self.why.clone()))
-    }
-
-    async fn job_action(&self, _job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
-        Err(BackendError::Remote(self.why.clone()))
-    }
-
-    async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
-        Err(BackendError::Remote(self.why.clone()))
-    }
-
-    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
-        Err(BackendError::Remote(self.why.clone()))
-    }
-
-    async fn read_log(&self, _log: &LogHandle, _from: Option<u64>, _max: u64) -> Result<LogChunk, BackendError> {
-        Err(BackendError::Remote(self.why.clone()))
     }
 }

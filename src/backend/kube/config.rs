@@ -24,6 +24,12 @@ use crate::config::{
     ClusterConfig, ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings, check_cluster_name,
 };
 
+// The kind's name lives in its folder, not in `model` (which names no kind): removing the
+// kind removes the constant with it.
+impl ClusterKind {
+    pub const KUBERNETES: ClusterKind = ClusterKind::from_static("kubernetes");
+}
+
 /// Which part of which Kubernetes cluster to watch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KubeConfig {

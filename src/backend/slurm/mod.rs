@@ -109,10 +109,12 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     teardown: false,
 };
 
-/// Partitions are node sets a job stays in; an image needs pyxis, which no snapshot shows.
+/// Partitions are node sets a job stays in; the scheduler estimates starts; an image needs
+/// pyxis, which no snapshot shows.
 pub fn placement() -> Placement {
     Placement {
         partition: Partitions::NodeSets,
+        start_estimates: true,
         caveats: vec![Caveat::new(
             "image",
             "the image runs only where the cluster has pyxis, which the snapshot does not say",

@@ -123,7 +123,7 @@ fn cluster_lines(f: &Finding) -> (String, Vec<String>) {
 
 fn base_name(f: &Finding) -> String {
     let raw = match f {
-        Finding::LocalSlurm { .. } => crate::config::LOCAL_CLUSTER_NAME.to_string(),
+        Finding::LocalSlurm { .. } => crate::backend::slurm::config::LOCAL_CLUSTER_NAME.to_string(),
         Finding::SlurmLogin { host, .. } => {
             host.rsplit('@').next().unwrap_or(host).split('.').next().unwrap_or(host).into()
         }

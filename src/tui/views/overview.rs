@@ -21,8 +21,6 @@ use crate::tui::widgets::text;
 
 const ALLOC: char = '█';
 
-/// The kind of a cluster that is this machine (`backend::local`, which `tui` does not import).
-const LOCAL_KIND: &str = "local";
 const UNAVAILABLE: char = '▒';
 const IDLE: char = '░';
 
@@ -113,9 +111,9 @@ fn cluster_lines<'a>(
     let counts_w = 40usize;
     let bar_w = (width as usize).saturating_sub(label_w + counts_w + 6).clamp(8, 60);
     if c.models.is_empty() {
-        // A local cluster is this machine: say so (its note says what was looked for).
-        let none = if c.kind == LOCAL_KIND { "  no GPU found on this machine" } else { "  no GPUs" };
-        lines.push(Line::styled(none, theme.style(Slot::Dim)));
+        // The same words for every kind: where the backend knows why (this machine's GPU
+        // sources), its note above says so.
+        lines.push(Line::styled("  no GPUs", theme.style(Slot::Dim)));
     }
     // Several models: the cluster's total first.
     let total = (c.models.len() > 1).then(|| ModelTotals {

@@ -1,6 +1,11 @@
 //! One connection to a hub: the subscription kept alive (reconnecting with the versions it
 //! holds, so a reconnect costs only what was missed), the clusters it mirrors, and the
 //! calls every cluster of the hub shares.
+//!
+//! Shared below the kinds: the `hub` kind's clusters read the mirror, and a hub replica
+//! (`serve`) relays a peer through the same link, so neither names the other.
+
+pub mod channel;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -10,7 +15,7 @@ use tokio::sync::watch;
 use tonic::codegen::InterceptedService;
 use tonic::transport::Channel;
 
-use super::channel::HubUrl;
+use self::channel::HubUrl;
 use crate::backend::BackendError;
 use crate::backend::http::TokenSource;
 use crate::model::{Health, Job, Node, Snapshot};
@@ -29,7 +34,7 @@ pub type Client = pb::hub_client::HubClient<InterceptedService<Channel, Bearer>>
 /// failed, its whole chain of causes (`tcp connect error: Connection refused`).
 pub fn from_status(status: &tonic::Status, hub: &HubUrl) -> BackendError {
     if status.code() == tonic::Code::Unavailable {
-        return BackendError::Connect { target: hub.to_string(), message: super::channel::status_text(status) };
+        return BackendError::Connect { target: hub.to_string(), message: channel::status_text(status) };
     }
     wire::error_from_status(status, &hub.to_string())
 }
