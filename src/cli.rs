@@ -765,9 +765,9 @@ fn how_to_add_a_cluster(config: &Config) -> String {
 /// The cockpit's overview without any cluster: what was looked for here, item by item,
 /// and how to add a cluster.
 fn no_clusters_help(config: &Config) -> Vec<String> {
-    let host = crate::backend::local::Host::this_machine();
     let mut lines = vec![String::new(), "Looked for on this machine:".to_string()];
-    lines.extend(crate::backend::registry::looked_for_items(&host).into_iter().map(|item| format!("  {item}")));
+    let looked = Registry::builtin().looked_for(&crate::backend::registry::Look::here());
+    lines.extend(looked.into_iter().map(|item| format!("  {item}")));
     lines.push(String::new());
     lines.push(how_to_add_a_cluster(config));
     lines
