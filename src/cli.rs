@@ -766,7 +766,8 @@ fn how_to_add_a_cluster(config: &Config) -> String {
 /// and how to add a cluster.
 fn no_clusters_help(config: &Config) -> Vec<String> {
     let mut lines = vec![String::new(), "Looked for on this machine:".to_string()];
-    lines.extend(crate::backend::registry::looked_for_items_here().into_iter().map(|item| format!("  {item}")));
+    let looked = Registry::builtin().looked_for(&crate::backend::registry::Look::here());
+    lines.extend(looked.into_iter().map(|item| format!("  {item}")));
     lines.push(String::new());
     lines.push(how_to_add_a_cluster(config));
     lines

@@ -193,19 +193,14 @@ impl Config {
         })
     }
 
-    /// No config file: what each kind would watch on this machine, in the table's order
-    /// (Slurm: this machine as `local` when `squeue` is on `PATH`; Kubernetes: the
-    /// kubeconfig's current context, named after it). Possibly no clusters at all (the CLI
-    /// explains what to write).
+    /// No config file: what the table says this machine has ([`KindTable::default_clusters`]:
+    /// the backend registry asks each kind, Slurm giving this machine as `local` when
+    /// `squeue` is on `PATH`, Kubernetes the kubeconfig's current context). Possibly no
+    /// clusters at all (the CLI explains what to write).
     pub fn embedded_default(kinds: &dyn KindTable) -> Config {
-        let mut clusters = Vec::new();
-        for kind in kinds.kinds() {
-            let found = (kind.defaults)(&clusters);
-            clusters.extend(found);
-        }
         Config {
             read_only: false,
-            clusters,
+            clusters: kinds.default_clusters(),
             theme: None,
             keymap: None,
             idle: IdleRule::default(),
@@ -449,7 +444,6 @@ mod tests {
                     }
                     Ok(Settings::new(Alpha { port: raw.port.map(Spanned::into_inner) }))
                 },
-                defaults: |_| vec![ClusterConfig::new("here", Alpha::default()).erase()],
             },
             KindConfig {
                 kind: Beta::KIND,
@@ -457,10 +451,6 @@ mod tests {
                 parse: |section| {
                     let raw: BetaRaw = section.deserialize()?;
                     Ok(Settings::new(Beta { queue: raw.queue.map(Spanned::into_inner) }))
-                },
-                defaults: |taken| {
-                    let name = if taken.iter().any(|c| c.name == "here") { "here-beta" } else { "here" };
-                    vec![ClusterConfig::new(name, Beta::default()).erase()]
                 },
             },
         ]
@@ -754,13 +744,27 @@ mod tests {
         assert_eq!(find_program_in("", &path_var), None);
     }
 
+    /// A table that finds one cluster here.
+    struct Finding;
+
+    impl KindTable for Finding {
+        fn kinds(&self) -> Vec<&KindConfig> {
+            Vec::new()
+        }
+
+        fn default_clusters(&self) -> Vec<ClusterConfig> {
+            vec![ClusterConfig::new("here", Alpha::default()).erase()]
+        }
+    }
+
     #[test]
-    fn embedded_default_asks_each_kind_in_turn() {
-        let config = Config::embedded_default(&kinds());
+    fn embedded_default_holds_what_the_table_finds() {
+        let config = Config::embedded_default(&Finding);
         assert_eq!(config.source, ConfigSource::EmbeddedDefault);
         assert!(!config.read_only);
         let names: Vec<(&str, ClusterKind)> = config.clusters.iter().map(|c| (c.name.as_str(), c.kind())).collect();
-        assert_eq!(names, vec![("here", Alpha::KIND), ("here-beta", Beta::KIND)], "later kinds see earlier names");
+        assert_eq!(names, vec![("here", Alpha::KIND)]);
+        assert!(Config::embedded_default(&kinds()).clusters.is_empty(), "a bare list of kinds finds nothing");
     }
 
     #[test]

@@ -1,13 +1,17 @@
 //! The table of cluster kinds: kind name → config section parser → constructor →
-//! capabilities. The config module reads `[[cluster]]` through it, the fleet builds
-//! backends through it.
+//! capabilities, placement, dialects and discovery. The config module reads `[[cluster]]`
+//! through it, the fleet builds backends through it, `init`, `doctor` and the embedded
+//! default ask it what is on this machine ([`discovery`]).
 //!
 //! Adding a kind is a new folder under `backend/` (its `Backend`, its `config.rs` with the
 //! section type, and a `kind_entry()`) plus one line in [`BUILTIN`]. Tests and embedders add
 //! kinds at run time with [`Registry::with`].
 
+pub mod discovery;
+
 use std::sync::Arc;
 
+pub use self::discovery::{Discover, Discovery, Found, KindDiscovery, Line, Look, Probe};
 use crate::backend::{Backend, BackendError, Capabilities, dstack, hub, kube, local, skypilot, slurm};
 use crate::config::{ClusterConfig, ClusterKind, KindConfig, KindSettings, KindTable};
 use crate::model::{Dialect, Native, Placement};
@@ -26,7 +30,7 @@ const BUILTIN: &[fn() -> KindEntry] = &[
 /// Everything flightdeck knows about one cluster kind.
 #[derive(Clone)]
 pub struct KindEntry {
-    /// Its name, keys, section parser and embedded default (`config.kind` is the kind).
+    /// Its name, keys and section parser (`config.kind` is the kind).
     pub config: KindConfig,
     /// A backend for one configured cluster of this kind.
     pub build: fn(&ClusterConfig) -> Result<Arc<dyn Backend>, BackendError>,
@@ -43,6 +47,10 @@ pub struct KindEntry {
     /// serves, asked for once when the fleet connects. `build` then makes what stands in
     /// when that fails.
     pub expand: Option<Expand>,
+    /// What of this kind is on this machine: the clusters found, each with why, and what
+    /// was looked for and missing. `init` writes it, the embedded default watches the active
+    /// ones, `doctor` says it when nothing was found ([`discovery::nothing`] for none).
+    pub discover: Discover,
 }
 
 /// Connect and list the backends one config entry stands for.
@@ -167,11 +175,55 @@ impl Registry {
     pub fn capabilities(&self, kind: &ClusterKind) -> Option<Capabilities> {
         self.get(kind).map(|e| e.capabilities)
     }
+
+    /// Every kind's discovery, all looking at once, in the table's order.
+    pub async fn discover(&self, look: &Look) -> Vec<KindDiscovery> {
+        let each = self.entries.iter().map(|e| {
+            let (kind, looking) = (e.kind().clone(), (e.discover)(look));
+            async move { KindDiscovery { kind, discovery: looking.await } }
+        });
+        futures_util::future::join_all(each).await
+    }
+
+    /// [`Registry::discover`] for code that is not async (loading the config, `doctor`'s
+    /// words), inside a runtime or not: it runs on a thread and a runtime of its own.
+    pub fn discover_blocking(&self, look: &Look) -> Vec<KindDiscovery> {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(runtime) => runtime.block_on(self.discover(look)),
+                    Err(e) => self
+                        .entries
+                        .iter()
+                        .map(|entry| KindDiscovery {
+                            kind: entry.kind().clone(),
+                            discovery: Discovery {
+                                missing: vec![format!("{} (could not look: {e})", entry.kind())],
+                                ..Discovery::default()
+                            },
+                        })
+                        .collect(),
+                })
+                .join()
+                .unwrap_or_default()
+        })
+    }
+
+    /// What was looked for on this machine and found or missed, one item per source, in the
+    /// table's order: what `doctor` and the cockpit say when there is no cluster to show.
+    pub fn looked_for(&self, look: &Look) -> Vec<String> {
+        discovery::looked_for(&self.discover_blocking(look))
+    }
 }
 
 impl KindTable for Registry {
     fn kinds(&self) -> Vec<&KindConfig> {
         self.entries.iter().map(|e| &e.config).collect()
+    }
+
+    /// The active clusters every kind finds here, files and `PATH` only.
+    fn default_clusters(&self) -> Vec<ClusterConfig> {
+        discovery::embedded(&self.discover_blocking(&Look::here()))
     }
 }
 
@@ -194,33 +246,21 @@ pub fn hub_flag_cluster(url: &str, insecure: bool) -> Result<ClusterConfig, Stri
     hub::config::flag_cluster(url, insecure)
 }
 
-/// What was looked for on this machine, in one line: the GPU sources, local Slurm's
-/// `squeue`, a kubeconfig context, the dstack and SkyPilot client configs. `flightdeck
-/// doctor` and the cockpit say it when there is no cluster to show.
+/// What the shipped kinds looked for on this machine, in one line (`looked for: …; …`):
+/// `flightdeck doctor` says it when there is no cluster to show.
 pub fn looked_for_here() -> String {
     looked_for_on(&local::Host::this_machine())
 }
 
-/// [`looked_for_here`] with the GPU sources and `squeue` looked for on `host` (the other
-/// kinds read the user's own files).
+/// [`looked_for_here`] with programs and GPU libraries looked for on `host` (the kinds read
+/// the user's own files).
 pub fn looked_for_on(host: &local::Host) -> String {
     format!("looked for: {}", looked_for_items(host).join("; "))
 }
 
-/// [`looked_for_items`] on this machine.
-pub fn looked_for_items_here() -> Vec<String> {
-    looked_for_items(&local::Host::this_machine())
-}
-
-/// What [`looked_for_on`] says, one item per source, for a front end that lists them. Each
-/// kind says its own; they are put together here, where the kinds are listed, so that no
-/// kind asks another.
+/// What [`looked_for_on`] says, one item per source, for a front end that lists them.
 pub fn looked_for_items(host: &local::Host) -> Vec<String> {
-    let mut items = local::config::looked_for_items(host);
-    items.push(kube::config::looked_for_here());
-    items.push(dstack::config::looked_for_here());
-    items.push(skypilot::config::looked_for_here());
-    items
+    Registry::builtin().looked_for(&Look { host: host.clone(), ..Look::here() })
 }
 
 /// Reading config text through the shipped kinds, for the config tests of the registry and
@@ -389,19 +429,15 @@ kind = "slurm"
     }
 
     #[test]
-    fn embedded_default_asks_each_kind_in_order() {
+    fn embedded_default_is_every_active_cluster_found_here() {
         let config = Config::embedded_default(&Registry::builtin());
         assert_eq!(config.source, ConfigSource::EmbeddedDefault);
-        let mut want = SlurmConfig::default_clusters(&[]);
-        let kube = KubeConfig::default_clusters(&want);
-        want.extend(kube);
-        let sky = crate::backend::skypilot::SkyPilotConfig::default_clusters(&want);
-        want.extend(sky);
-        let dstack = crate::backend::dstack::DstackConfig::default_clusters(&want);
-        want.extend(dstack);
-        let here = crate::backend::local::LocalConfig::default_clusters(&want);
-        want.extend(here);
-        assert_eq!(config.clusters, want);
+        let found = Registry::builtin().discover_blocking(&Look::here());
+        assert_eq!(config.clusters, discovery::embedded(&found));
+        let kinds: Vec<&ClusterKind> = found.iter().map(|d| &d.kind).collect();
+        let registry = Registry::builtin();
+        let table: Vec<&ClusterKind> = registry.entries().iter().map(|e| e.kind()).collect();
+        assert_eq!(kinds, table, "every kind, in the table's order");
         assert!(Config::embedded_default(&Registry::empty()).clusters.is_empty());
     }
 
@@ -416,7 +452,8 @@ kind = "slurm"
         };
         let said = looked_for_on(&host);
         assert!(!said.contains('\n'), "{said}");
-        assert!(said.starts_with("looked for: NVML (/nonexistent/libnvidia-ml.so.1) not loadable: "), "{said}");
+        assert!(said.starts_with("looked for: Slurm's squeue not found on PATH; "), "{said}");
+        assert!(said.contains("; NVML (/nonexistent/libnvidia-ml.so.1) not loadable: "), "{said}");
         for part in
             ["nvidia-smi not found on PATH", "Slurm's squeue not found on PATH", "kubeconfig", "dstack", "SkyPilot"]
         {

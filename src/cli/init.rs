@@ -1,19 +1,20 @@
 //! `flightdeck init`: a commented config written from what this machine can reach.
 //!
-//! `discover` looks (local Slurm, kubeconfig contexts, dstack and SkyPilot servers, the
-//! hosts of `~/.ssh/config`, and a Slurm login node behind each `--probe HOST`); `render`
-//! turns what it found into TOML that reads back as a valid config: what answered is
-//! active, the rest is written commented out with why. Nothing is overwritten without
-//! `--force`, and a replaced file is kept beside it.
+//! Every kind of the registry looks, asking what answers (`KindEntry::discover` with
+//! `Look::ask`: local Slurm's release, a login node behind each `--probe HOST`, kubeconfig
+//! contexts, the cloud clients' servers, this machine's GPUs, the hosts of `~/.ssh/config`
+//! worth probing); `render` turns what they found into TOML that reads back as a valid
+//! config: what answered is active, the rest is written commented out with why. No kind is
+//! named here. Nothing is overwritten without `--force`, and a replaced file is kept beside it.
 
-mod discover;
 mod render;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub use discover::{Finding, Probe, parse_ssh_hosts};
+pub use crate::backend::registry::Probe;
+use crate::backend::registry::{Look, Registry};
 pub use render::render;
 
 use super::Failure;
@@ -51,31 +52,49 @@ pub async fn init(ask: InitRequest) -> Result<ExitCode, Failure> {
         )));
     }
     let ssh_config = ask.ssh_config.clone().unwrap_or_else(|| crate::config::expand_tilde("~/.ssh/config"));
-    let findings = discover::look(&ask.probe, &ssh_config).await;
-    let text = render(&findings);
-    // What it wrote must be what the cockpit reads: a config that would not load is a bug
-    // here, said before anything is written.
-    crate::config::Config::from_toml_str(&text, Path::new("flightdeck init"), &crate::backend::Registry::builtin())
-        .map_err(|e| {
-            Failure(format!("flightdeck init made a config that does not read back ({e}); please report it"))
-        })?;
+    let look = Look { ask: true, probe: ask.probe.clone(), ssh_config: Some(ssh_config), ..Look::here() };
+    let written = written(&Registry::builtin(), &look).await?;
     match target {
         None => {
-            print!("{text}");
+            print!("{}", written.text);
             let _ = std::io::stdout().flush();
         }
         Some(path) => {
-            write_config(&path, &text, ask.force).map_err(Failure)?;
-            let active = findings.iter().filter(|f| f.is_active()).count();
+            write_config(&path, &written.text, ask.force).map_err(Failure)?;
             eprintln!(
-                "wrote {} ({active} cluster{} active, {} commented out); `flightdeck doctor` checks each",
+                "wrote {} ({} cluster{} active, {} commented out); `flightdeck doctor` checks each",
                 path.display(),
-                if active == 1 { "" } else { "s" },
-                findings.iter().filter(|f| f.is_cluster() && !f.is_active()).count()
+                written.active,
+                if written.active == 1 { "" } else { "s" },
+                written.commented_out
             );
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The config `init` writes, and how many clusters it holds live and commented out.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub text: String,
+    pub active: usize,
+    pub commented_out: usize,
+}
+
+/// What every kind of `registry` finds as `look` allows, written as a config and read back
+/// through the same registry: a config that would not load is a bug here, said before
+/// anything is written.
+pub async fn written(registry: &Registry, look: &Look) -> Result<Written, Failure> {
+    let discoveries = registry.discover(look).await;
+    let text = render(&discoveries);
+    crate::config::Config::from_toml_str(&text, Path::new("flightdeck init"), registry).map_err(|e| {
+        Failure(format!("flightdeck init made a config that does not read back ({e}); please report it"))
+    })?;
+    let (active, commented_out) = discoveries
+        .iter()
+        .flat_map(|d| &d.discovery.found)
+        .fold((0, 0), |(on, off), f| if f.active { (on + 1, off) } else { (on, off + 1) });
+    Ok(Written { text, active, commented_out })
 }
 
 fn backup_path(path: &Path) -> PathBuf {

@@ -1,9 +1,9 @@
 //! One `[[cluster]]` entry: the keys every kind shares (`name`, `kind`, `refresh_seconds`,
 //! `timeout_seconds`) and the typed section its kind owns.
 //!
-//! The config module knows no kind. Each adapter hands it a [`KindConfig`] (its keys, a
-//! parser for its section, what the embedded default holds for it) through the backend
-//! registry; the parser gets a [`ClusterSection`], which makes every error name the file,
+//! The config module knows no kind. Each adapter hands it a [`KindConfig`] (its keys and a
+//! parser for its section) through the backend registry, which also says what the embedded
+//! default holds ([`KindTable::default_clusters`]); the parser gets a [`ClusterSection`], which makes every error name the file,
 //! the line and the key the way the rest of the file does.
 
 use std::any::Any;
@@ -186,9 +186,6 @@ pub struct KindConfig {
     /// Read and check its section of one `[[cluster]]` (only its own and the shared keys
     /// are there: the others were refused before).
     pub parse: fn(&ClusterSection<'_>) -> Result<Settings, FileError>,
-    /// The clusters of this kind the embedded default watches; `taken` are the clusters
-    /// earlier kinds already gave (their names are taken).
-    pub defaults: fn(taken: &[ClusterConfig]) -> Vec<ClusterConfig>,
 }
 
 impl KindConfig {
@@ -211,6 +208,12 @@ impl fmt::Debug for KindConfig {
 /// The kinds a config file may name, in the order messages list them.
 pub trait KindTable {
     fn kinds(&self) -> Vec<&KindConfig>;
+
+    /// What a run without a config file watches (the backend registry asks each kind what
+    /// it finds on this machine); none unless the table says.
+    fn default_clusters(&self) -> Vec<ClusterConfig> {
+        Vec::new()
+    }
 }
 
 impl KindTable for [KindConfig] {

@@ -453,12 +453,7 @@ impl KindSettings for Scripted {
 
 fn registry() -> Registry {
     Registry::builtin().with(KindEntry {
-        config: KindConfig {
-            kind: Scripted::KIND,
-            keys: &[],
-            parse: |_| Ok(Settings::new(Scripted)),
-            defaults: |_| Vec::new(),
-        },
+        config: KindConfig { kind: Scripted::KIND, keys: &[], parse: |_| Ok(Settings::new(Scripted)) },
         build: |cluster| {
             let cluster = typed::<Scripted>(cluster)?;
             let backend = MemoryCluster::new(&cluster.name).snapshot_of(slurm_snapshot()).telemetry(|_| {
@@ -470,6 +465,7 @@ fn registry() -> Registry {
         placement: flightdeck::model::Placement::default(),
         dialects: Vec::new(),
         expand: None,
+        discover: flightdeck::backend::registry::discovery::nothing,
     })
 }
 

@@ -79,11 +79,22 @@ fn what_this_machine_has_becomes_a_config_that_reads_back() {
     if flightdeck::config::find_program("squeue").is_some() {
         want.push(("local", ClusterKind::SLURM));
     }
+    // In the registry's order, as the embedded default has them.
     want.extend([
         ("prod", ClusterKind::KUBERNETES),
-        ("dstack-main", flightdeck::backend::dstack::config::KIND),
         ("sky", ClusterKind::from_static("skypilot")),
+        ("dstack-main", flightdeck::backend::dstack::config::KIND),
     ]);
+    let here = flightdeck::backend::local::Host::this_machine();
+    let gpus = flightdeck::backend::local::nvml::probe(&here.nvml_library).is_ok()
+        || flightdeck::backend::local::smi::locate("nvidia-smi", &here.path).is_some();
+    let local_name;
+    if gpus {
+        local_name = flightdeck::backend::registry::discovery::cluster_name(&here.hostname)
+            .filter(|n| n != "local")
+            .unwrap_or_else(|| flightdeck::backend::local::config::FALLBACK_NAME.into());
+        want.push((&local_name, flightdeck::backend::local::config::KIND));
+    }
     assert_eq!(active, want, "{out}");
     // The other contexts and projects are there to uncomment; a name that would break the
     // file is said, not written.

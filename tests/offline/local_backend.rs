@@ -14,8 +14,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use chrono::DateTime;
-use flightdeck::backend::local::config::{FALLBACK_NAME, default_clusters_on};
+use flightdeck::backend::local::config::FALLBACK_NAME;
 use flightdeck::backend::local::{Host, LocalBackend, LocalConfig, nvml};
+use flightdeck::backend::registry::discovery::{Discovery, Found, KindDiscovery, Line, embedded};
 use flightdeck::backend::registry::looked_for_on;
 use flightdeck::backend::telemetry::nvidia_smi::{QUERY_APPS, QUERY_GPU};
 use flightdeck::backend::{Backend, BackendError, Registry};
@@ -415,17 +416,32 @@ fn the_registry_builds_a_local_cluster_that_can_change_nothing() {
 #[test]
 fn the_embedded_default_picks_up_a_gpu_box() {
     let m = Machine::new();
-    assert!(default_clusters_on(&m.host(), &[]).is_empty(), "no GPU source: no cluster");
+    let local = |host: &Host, before: Option<Found>| {
+        let before = KindDiscovery {
+            kind: ClusterKind::SLURM,
+            discovery: Discovery { found: before.into_iter().collect(), ..Discovery::default() },
+        };
+        let here = KindDiscovery {
+            kind: flightdeck::backend::local::config::KIND,
+            discovery: flightdeck::backend::local::discover::on(host),
+        };
+        embedded(&[before, here])
+    };
+    assert!(local(&m.host(), None).is_empty(), "no GPU source: no cluster");
     recorded_smi(&m.bin());
-    let found = default_clusters_on(&m.host(), &[]);
+    let found = local(&m.host(), None);
     assert_eq!(found, [ClusterConfig::new("gpubox", LocalConfig::default()).erase()]);
     // Taken names (the local Slurm's `local`) and unusable host names give the fallback.
-    let taken = default_clusters_on(
-        &Host { hostname: "local".into(), ..m.host() },
-        &[ClusterConfig::new("local", flightdeck::backend::slurm::SlurmConfig::default()).erase()],
-    );
-    assert_eq!(taken[0].name, FALLBACK_NAME);
-    let odd = default_clusters_on(&Host { hostname: "-".into(), ..m.host() }, &[]);
+    let slurm_local = Found {
+        names: vec!["local".into()],
+        why: "Slurm's squeue at /usr/bin/squeue".into(),
+        active: true,
+        settings: flightdeck::config::Settings::new(flightdeck::backend::slurm::SlurmConfig::default()),
+        section: vec![Line::Comment("host omitted".into())],
+    };
+    let taken = local(&Host { hostname: "local".into(), ..m.host() }, Some(slurm_local));
+    assert_eq!(taken[1].name, FALLBACK_NAME);
+    let odd = local(&Host { hostname: "-".into(), ..m.host() }, None);
     assert_eq!(odd[0].name, "this-machine");
 
     // This machine: a local cluster exactly when one of its GPU sources is there.
@@ -469,7 +485,8 @@ fn the_binary_runs_without_a_driver_and_does_not_link_nvml() {
     let (code, text) = run("");
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("No clusters configured"), "{text}");
-    assert!(text.contains("\nlooked for: NVML (libnvidia-ml.so.1) "), "{text}");
+    // Each kind's sources in the registry's order: the GPU sources come with the local kind's.
+    assert!(text.contains("\nlooked for: ") && text.contains("; NVML (libnvidia-ml.so.1) "), "{text}");
     assert!(text.contains("`flightdeck init`"), "{text}");
 
     let (code, text) = run("[[cluster]]\nname = \"gpus\"\nkind = \"local\"\ngpu_source = \"nvml\"\n");

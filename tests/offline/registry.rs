@@ -9,6 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use flightdeck::backend::DialectEntry;
 use flightdeck::backend::registry::typed;
+use flightdeck::backend::registry::{Discovery, Found, Line, Look};
 use flightdeck::backend::{
     Backend, BackendError, Capabilities, Diagnosis, JobAction, KindEntry, LogChunk, NodeAction, Registry,
 };
@@ -18,6 +19,7 @@ use flightdeck::config::{
 use flightdeck::fleet::{Fleet, FleetOptions};
 use flightdeck::model::{Caveat, Dialect, JobRef, LogHandle, Native, Partitions, Placement, Snapshot};
 use flightdeck::spec::{ImportError, Imported, JobSpec};
+use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -104,7 +106,6 @@ fn stub_entry() -> KindEntry {
             kind: StubConfig::KIND,
             keys: &["endpoint"],
             parse: |section| StubConfig::parse(section).map(Settings::new),
-            defaults: |_| Vec::new(),
         },
         build: |cluster| {
             let cluster = typed::<StubConfig>(cluster)?;
@@ -124,7 +125,29 @@ fn stub_entry() -> KindEntry {
             export: write_stub_job,
         }],
         expand: None,
+        discover: discover_stubs,
     }
+}
+
+/// What a stub finds on a machine: one server that answers (active), one that does not,
+/// and a file it looked for in vain.
+fn discover_stubs(_look: &Look) -> BoxFuture<'static, Discovery> {
+    let stub = |name: &str, port: u16, active: bool| {
+        let endpoint = format!("http://127.0.0.1:{port}");
+        Found {
+            names: vec![name.to_string()],
+            why: format!("stub server at {endpoint} ({})", if active { "it answered" } else { "it did not answer" }),
+            active,
+            settings: Settings::new(StubConfig { endpoint: endpoint.clone() }),
+            section: vec![Line::text("endpoint", endpoint)],
+        }
+    };
+    let discovery = Discovery {
+        found: vec![stub("stub-here", 9001, true), stub("stub-here", 9002, false)],
+        missing: vec!["stub (no ~/.stub/servers.toml)".into()],
+        notes: vec!["a stub note\nin two lines".into()],
+    };
+    Box::pin(async move { discovery })
 }
 
 /// The stub's own job form: `stub-job NAME` then the command on the next line.
@@ -315,4 +338,42 @@ async fn building_names_what_is_missing() {
     let kinds: Vec<(String, ClusterKind)> =
         every.iter().map(|m| (m.backend.name().to_string(), m.kind.clone())).collect();
     assert_eq!(kinds, vec![("hpc".into(), ClusterKind::SLURM), ("s".into(), StubConfig::KIND)]);
+}
+
+#[tokio::test]
+async fn init_writes_what_the_stub_discovers() {
+    // What `flightdeck init --print` does, with the stub's line in the registry.
+    let look = Look { ask: true, ssh_config: None, ..Look::here() };
+    let written = flightdeck::cli::init::written(&registry(), &look).await.expect("init's config reads back");
+    let text = &written.text;
+    let live = "# stub server at http://127.0.0.1:9001 (it answered)\n[[cluster]]\nname = \"stub-here\"\nkind = \"stub\"\nendpoint = \"http://127.0.0.1:9001\"\n";
+    assert!(text.contains(live), "{text}");
+    let commented = "# stub server at http://127.0.0.1:9002 (it did not answer)\n# [[cluster]]\n# name = \"stub-here-2\"\n# kind = \"stub\"\n# endpoint = \"http://127.0.0.1:9002\"\n";
+    assert!(text.contains(commented), "{text}");
+    assert!(text.contains("\n# a stub note\n# in two lines\n"), "{text}");
+    let missing = text.split("# Looked for and not found:\n").nth(1).expect("what was missing, last");
+    assert!(missing.contains("#   stub (no ~/.stub/servers.toml)\n"), "{text}");
+    let config = Config::from_toml_str(text, Path::new("init"), &registry()).unwrap();
+    let stub = config.cluster("stub-here").expect("the stub's live cluster");
+    assert_eq!(stub.section::<StubConfig>(), Some(&StubConfig { endpoint: "http://127.0.0.1:9001".into() }));
+    assert!(config.cluster("stub-here-2").is_none(), "written commented out");
+    assert!(written.active >= 1 && written.commented_out >= 1, "{written:?}");
+}
+
+#[tokio::test]
+async fn doctor_without_a_config_watches_and_names_what_the_stub_discovers() {
+    // No config file: the embedded default holds the stub's active server, which doctor
+    // diagnoses like any cluster.
+    let config = Config::embedded_default(&registry());
+    let stub = config.cluster("stub-here").expect("the stub's active server");
+    assert_eq!(stub.kind(), StubConfig::KIND);
+    let stubs = config.clusters.iter().filter(|c| c.kind() == StubConfig::KIND).count();
+    assert_eq!(stubs, 1, "the server that did not answer is not watched");
+    let fleet = Fleet::builder(&config).registry(registry()).only(&["stub-here".to_string()]).start(options()).unwrap();
+    assert_eq!(fleet.diagnose("stub-here").await.unwrap().transport, "http://127.0.0.1:9001");
+    // With nothing to show, doctor says what each kind looked for: the stub's words too.
+    let said = registry().looked_for(&Look::here());
+    assert!(said.contains(&"stub server at http://127.0.0.1:9001 (it answered)".to_string()), "{said:?}");
+    assert!(said.contains(&"stub (no ~/.stub/servers.toml)".to_string()), "{said:?}");
+    assert!(!Registry::builtin().looked_for(&Look::here()).iter().any(|s| s.starts_with("stub")));
 }

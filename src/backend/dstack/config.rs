@@ -14,7 +14,8 @@
 //! ```
 //!
 //! With no config file, the embedded default adds the default project of the dstack CLI's
-//! own `~/.dstack/config.yml` (its url, project and token), when that file exists.
+//! own `~/.dstack/config.yml` (its url, project and token), when that file exists
+//! (`discover.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -22,9 +23,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::backend::http::TokenSource;
-use crate::config::{
-    ClusterConfig, ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings, check_cluster_name,
-};
+use crate::config::{ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings};
 
 /// The kind's name in the config file.
 pub const KIND: ClusterKind = ClusterKind::from_static("dstack");
@@ -118,13 +117,6 @@ impl DstackConfig {
         }
         Ok(out)
     }
-
-    /// The embedded default: the default project of `~/.dstack/config.yml`, when it exists.
-    pub fn default_clusters(taken: &[ClusterConfig]) -> Vec<ClusterConfig> {
-        let Some(home) = directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf()) else { return Vec::new() };
-        let path = home.join(".dstack").join("config.yml");
-        cli_default(&path, taken).map(ClusterConfig::erase).into_iter().collect()
-    }
 }
 
 /// The config module's view of the kind (its line in the backend registry).
@@ -133,7 +125,6 @@ pub fn kind_config() -> KindConfig {
         kind: KIND,
         keys: DstackConfig::KEYS,
         parse: |section| DstackConfig::parse(section).map(Settings::new),
-        defaults: DstackConfig::default_clusters,
     }
 }
 
@@ -162,36 +153,6 @@ pub fn cli_projects(path: &Path) -> Option<Vec<CliProject>> {
     }
     let text = std::fs::read_to_string(path).ok()?;
     serde_saphyr::from_str::<CliFile>(&text).ok().map(|f| f.projects)
-}
-
-/// What the embedded default looked for, in words: the dstack CLI's `~/.dstack/config.yml`.
-pub fn looked_for_here() -> String {
-    let home = directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf());
-    match home.as_deref().and_then(|h| cli_default(&h.join(".dstack/config.yml"), &[])) {
-        Some(c) => format!("dstack project at {}", c.settings.url),
-        None => "no dstack config (~/.dstack/config.yml)".to_string(),
-    }
-}
-
-/// The embedded default's cluster for a dstack CLI config file: its default project (else
-/// its first), named `dstack-<project>` (or `dstack` when taken or unusable).
-pub fn cli_default(path: &Path, taken: &[ClusterConfig]) -> Option<ClusterConfig<DstackConfig>> {
-    let projects = cli_projects(path)?;
-    let project = projects.iter().find(|p| p.default).or(projects.first())?;
-    let url = check_url(&project.url).ok()?;
-    check_project(&project.name).ok()?;
-    let mut name = format!("dstack-{}", project.name);
-    if check_cluster_name(&name).is_err() || taken.iter().any(|c| c.name == name) {
-        name = "dstack".into();
-    }
-    if taken.iter().any(|c| c.name == name) {
-        return None;
-    }
-    let token = project
-        .token
-        .is_some()
-        .then(|| TokenFrom::CliConfig { path: path.to_path_buf(), project: project.name.clone() });
-    Some(ClusterConfig::new(name, DstackConfig { url, project: project.name.clone(), token, retry_secs: None }))
 }
 
 /// The section as written (shared keys are read by the config module).
@@ -251,7 +212,7 @@ pub fn check_url(value: &str) -> Result<String, String> {
 }
 
 /// A dstack project name: what its API paths can hold.
-fn check_project(value: &str) -> Result<(), String> {
+pub(super) fn check_project(value: &str) -> Result<(), String> {
     if value.is_empty() {
         return Err("the value is empty".into());
     }
@@ -327,27 +288,5 @@ mod tests {
         let shown = refused(&format!("{BASE}host = \"login\"\n"), 5, "host");
         assert!(shown.contains("does not apply to a dstack cluster"), "{shown}");
         assert!(shown.contains("url, project, token_env, token_file, retry"), "{shown}");
-    }
-
-    #[test]
-    fn the_cli_config_gives_the_embedded_default() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config.yml");
-        std::fs::write(
-            &path,
-            "projects:\n- default: false\n  name: other\n  token: t1\n  url: http://10.0.0.1:3000\n\
-             - default: true\n  name: main\n  token: t2\n  url: http://127.0.0.1:3300/\nrepos: []\n",
-        )
-        .unwrap();
-        let c = cli_default(&path, &[]).expect("a default cluster");
-        assert_eq!(c.name, "dstack-main");
-        assert_eq!(c.settings.url, "http://127.0.0.1:3300");
-        assert_eq!(c.settings.project, "main");
-        assert_eq!(c.settings.token, Some(TokenFrom::CliConfig { path: path.clone(), project: "main".into() }));
-        let taken = [ClusterConfig::new("dstack-main", OtherKind).erase()];
-        assert_eq!(cli_default(&path, &taken).unwrap().name, "dstack");
-        std::fs::write(&path, "not: [yaml").unwrap();
-        assert!(cli_default(&path, &[]).is_none());
-        assert!(cli_default(&dir.path().join("absent.yml"), &[]).is_none());
     }
 }

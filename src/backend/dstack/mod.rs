@@ -10,6 +10,7 @@
 pub mod api;
 pub mod config;
 pub mod dialect;
+pub mod discover;
 pub mod logs;
 pub mod manifest;
 pub mod map;
@@ -68,6 +69,7 @@ pub fn kind_entry() -> KindEntry {
         placement: placement(),
         dialects: vec![dialect::entry()],
         expand: None,
+        discover: discover::discover,
     }
 }
 

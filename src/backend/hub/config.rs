@@ -105,12 +105,7 @@ fn check_clear_text(url: &HubUrl, token: Option<&TokenSource>, insecure: bool) -
 /// The config module's view of the kind. A hub is never part of the embedded default:
 /// it is named in a config file or with `--hub`.
 pub fn kind_config() -> KindConfig {
-    KindConfig {
-        kind: KIND,
-        keys: HubConfig::KEYS,
-        parse: |section| HubConfig::parse(section).map(Settings::new),
-        defaults: |_| Vec::new(),
-    }
+    KindConfig { kind: KIND, keys: HubConfig::KEYS, parse: |section| HubConfig::parse(section).map(Settings::new) }
 }
 
 /// The cluster entry `--hub URL` (and `--insecure`) stands for.

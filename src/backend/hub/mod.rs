@@ -40,6 +40,8 @@ pub fn kind_entry() -> KindEntry {
         placement: crate::model::Placement::default(),
         dialects: Vec::new(),
         expand: Some(|cluster| Box::pin(expand(cluster.clone()))),
+        // A hub is named (`--hub URL`, a config entry), never found on a machine.
+        discover: crate::backend::registry::discovery::nothing,
     }
 }
 

@@ -20,9 +20,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::workloads::submit::MultiNode;
-use crate::config::{
-    ClusterConfig, ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings, check_cluster_name,
-};
+use crate::config::{ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings};
 
 // The kind's name lives in its folder, not in `model` (which names no kind): removing the
 // kind removes the constant with it.
@@ -110,11 +108,6 @@ impl KubeConfig {
         }
         Ok(out)
     }
-
-    /// The embedded default: the kubeconfig's current context, when there is one.
-    pub fn default_clusters(taken: &[ClusterConfig]) -> Vec<ClusterConfig> {
-        current_kube_context().map(|context| default_cluster(&context, taken).erase()).into_iter().collect()
-    }
 }
 
 /// The config module's view of the kind (its line in the backend registry).
@@ -123,41 +116,7 @@ pub fn kind_config() -> KindConfig {
         kind: ClusterKind::KUBERNETES,
         keys: KubeConfig::KEYS,
         parse: |section| KubeConfig::parse(section).map(Settings::new),
-        defaults: KubeConfig::default_clusters,
     }
-}
-
-/// What the embedded default looked for, in words: the kubeconfig's current context.
-pub fn looked_for_here() -> String {
-    match current_kube_context() {
-        Some(context) => format!("kubeconfig context {context}"),
-        None => "no kubeconfig context ($KUBECONFIG or ~/.kube/config)".to_string(),
-    }
-}
-
-/// The current context of the user's kubeconfig (`$KUBECONFIG`, else `~/.kube/config`), when
-/// one is set and names a context the file defines.
-pub fn current_kube_context() -> Option<String> {
-    let kubeconfig = ::kube::config::Kubeconfig::read().ok()?;
-    let current = kubeconfig.current_context.clone().filter(|c| !c.is_empty())?;
-    kubeconfig.contexts.iter().any(|c| c.name == current).then_some(current)
-}
-
-/// The embedded default's cluster for a kubeconfig context: named after the context (made
-/// a usable cluster name, not one of `taken`), pinned to it.
-pub fn default_cluster(context: &str, taken: &[ClusterConfig]) -> ClusterConfig<KubeConfig> {
-    let mut name: String = context
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '-' })
-        .collect();
-    name = name.trim_start_matches(['-', '.']).to_string();
-    if name.is_empty() || check_cluster_name(&name).is_err() {
-        name = "kubernetes".into();
-    }
-    if taken.iter().any(|c| c.name == name) {
-        name.push_str("-k8s");
-    }
-    ClusterConfig::new(name, KubeConfig { context: Some(context.to_string()), ..KubeConfig::default() })
 }
 
 /// The section as written (shared keys are read by the config module).
@@ -220,6 +179,7 @@ mod tests {
 
     use super::*;
     use crate::backend::registry::testing::{parse, refused_naming_key as refused};
+    use crate::config::ClusterConfig;
 
     /// Another kind's section, made up here: a kind's tests name no other kind's folder.
     #[derive(Debug, Clone, PartialEq)]
@@ -284,28 +244,5 @@ mod tests {
         let ok = parse(&format!("{BASE}kubeconfig = \"~/.kube/other\"\nqueue = \"Team_A.1\"\n")).unwrap();
         let kube = ok.clusters[0].section::<KubeConfig>().unwrap();
         assert!(kube.kubeconfig.as_ref().unwrap().ends_with(".kube/other"));
-    }
-
-    #[test]
-    fn kube_default_cluster_names() {
-        let c = default_cluster("arn:aws:eks:us-west-2:1234:cluster/prod", &[]);
-        assert_eq!(c.name, "arn-aws-eks-us-west-2-1234-cluster-prod");
-        assert_eq!(c.settings.context.as_deref(), Some("arn:aws:eks:us-west-2:1234:cluster/prod"));
-        let local = ClusterConfig::new("local", OtherKind).erase();
-        assert_eq!(default_cluster("local", std::slice::from_ref(&local)).name, "local-k8s");
-        assert_eq!(default_cluster("///", &[]).name, "kubernetes");
-    }
-
-    #[test]
-    fn embedded_default_follows_the_current_context() {
-        let found = KubeConfig::default_clusters(&[]);
-        match current_kube_context() {
-            Some(ctx) => {
-                let contexts: Vec<_> =
-                    found.iter().map(|c| c.section::<KubeConfig>().unwrap().context.clone()).collect();
-                assert_eq!(contexts, vec![Some(ctx)]);
-            }
-            None => assert!(found.is_empty()),
-        }
     }
 }

@@ -14,6 +14,7 @@
 pub mod body_cap;
 pub mod config;
 pub mod dialect;
+pub mod discover;
 pub mod drain;
 pub mod gpu;
 pub mod kueue;
@@ -205,6 +206,7 @@ pub fn kind_entry() -> KindEntry {
         placement: placement(),
         dialects: dialect::entries(),
         expand: None,
+        discover: discover::discover,
     }
 }
 

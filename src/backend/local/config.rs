@@ -9,7 +9,8 @@
 //! ```
 //!
 //! With no config file, the embedded default adds this machine when a GPU source is found
-//! here (NVML's library opens, or `nvidia-smi` is on `PATH`), named after the machine.
+//! here (NVML's library opens, or `nvidia-smi` is on `PATH`), named after the machine
+//! (`discover.rs`).
 
 use std::path::PathBuf;
 
@@ -18,10 +19,7 @@ use toml::Spanned;
 
 use super::host::Host;
 use super::{nvml, smi};
-use crate::config::{
-    ClusterConfig, ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings, check_cluster_name,
-    find_program_in,
-};
+use crate::config::{ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings};
 
 /// The kind's name in config files.
 pub const KIND: ClusterKind = ClusterKind::from_static("local");
@@ -110,43 +108,11 @@ impl LocalConfig {
         }
         Ok(out)
     }
-
-    /// The embedded default: this machine, when it has a GPU source.
-    pub fn default_clusters(taken: &[ClusterConfig]) -> Vec<ClusterConfig> {
-        default_clusters_on(&Host::this_machine(), taken)
-    }
 }
 
 /// The config module's view of the kind (its line in the backend registry).
 pub fn kind_config() -> KindConfig {
-    KindConfig {
-        kind: KIND,
-        keys: LocalConfig::KEYS,
-        parse: |section| LocalConfig::parse(section).map(Settings::new),
-        defaults: LocalConfig::default_clusters,
-    }
-}
-
-/// The embedded default on `host`: one cluster for it when NVML's library opens there or
-/// `nvidia-smi` is on its `PATH`, named by [`default_name`].
-pub fn default_clusters_on(host: &Host, taken: &[ClusterConfig]) -> Vec<ClusterConfig> {
-    let found = gpu_sources(host, NVIDIA_SMI);
-    if found.nvml.is_err() && found.nvidia_smi.is_none() {
-        return Vec::new();
-    }
-    vec![ClusterConfig::new(default_name(&host.hostname, taken), LocalConfig::default()).erase()]
-}
-
-/// This machine's cluster name: its host name made a usable cluster name (other characters
-/// become `-`), else [`FALLBACK_NAME`] when that is not usable or `taken` has it.
-pub fn default_name(hostname: &str, taken: &[ClusterConfig]) -> String {
-    let cleaned: String = hostname
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '-' })
-        .collect();
-    let cleaned = cleaned.trim_start_matches(['-', '.']).to_string();
-    let usable = !cleaned.is_empty() && check_cluster_name(&cleaned).is_ok();
-    if usable && !taken.iter().any(|c| c.name == cleaned) { cleaned } else { FALLBACK_NAME.to_string() }
+    KindConfig { kind: KIND, keys: LocalConfig::KEYS, parse: |section| LocalConfig::parse(section).map(Settings::new) }
 }
 
 /// The GPU sources `host` offers: whether NVML's library opens (without starting NVML), and
@@ -159,27 +125,6 @@ pub struct Sources {
 
 pub fn gpu_sources(host: &Host, nvidia_smi: &str) -> Sources {
     Sources { nvml: nvml::probe(&host.nvml_library), nvidia_smi: smi::locate(nvidia_smi, &host.path) }
-}
-
-/// What was looked for on `host` for this kind, one item per source: the GPU sources and
-/// local Slurm's `squeue` (the registry's `looked_for_items` adds the other kinds' own).
-pub fn looked_for_items(host: &Host) -> Vec<String> {
-    let found = gpu_sources(host, NVIDIA_SMI);
-    let library = host.nvml_library.to_string_lossy();
-    vec![
-        match &found.nvml {
-            Ok(()) => format!("NVML ({library}) loadable"),
-            Err(why) => why.to_string(),
-        },
-        match &found.nvidia_smi {
-            Some(path) => format!("nvidia-smi at {}", path.display()),
-            None => smi::not_found(NVIDIA_SMI),
-        },
-        match find_program_in("squeue", &host.path) {
-            Some(path) => format!("Slurm's squeue at {}", path.display()),
-            None => "Slurm's squeue not found on PATH".to_string(),
-        },
-    ]
 }
 
 /// `nvidia_smi`: run without a shell, so only what `execve` would misread is refused: an
@@ -219,14 +164,6 @@ struct Raw {
 mod tests {
     use super::*;
     use crate::backend::registry::testing::{FILE, parse, refused_naming_key as refused};
-
-    /// Another kind's section, made up here: a kind's tests name no other kind's folder.
-    #[derive(Debug, Clone, PartialEq)]
-    struct OtherKind;
-
-    impl crate::config::KindSettings for OtherKind {
-        const KIND: crate::config::ClusterKind = crate::config::ClusterKind::from_static("slurm");
-    }
 
     const BASE: &str = "[[cluster]]\nname = \"box\"\nkind = \"local\"\n";
 
@@ -274,33 +211,5 @@ mod tests {
             shown.contains("keys for kind = \"local\": name, kind, gpu_source, nvidia_smi, refresh_seconds"),
             "{shown}"
         );
-    }
-
-    fn host(path: &std::path::Path, hostname: &str) -> Host {
-        Host {
-            path: path.as_os_str().to_owned(),
-            nvml_library: "/nonexistent/libnvidia-ml.so.1".into(),
-            proc_root: "/proc".into(),
-            hostname: hostname.into(),
-        }
-    }
-
-    #[test]
-    fn the_embedded_default_names_a_gpu_box_after_itself() {
-        let bin = tempfile::tempdir().unwrap();
-        let empty = tempfile::tempdir().unwrap();
-        assert!(default_clusters_on(&host(empty.path(), "gpu-07"), &[]).is_empty(), "no GPU source, no cluster");
-        let exe = bin.path().join("nvidia-smi");
-        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let found = default_clusters_on(&host(bin.path(), "gpu-07"), &[]);
-        assert_eq!(found, vec![ClusterConfig::new("gpu-07", LocalConfig::default()).erase()]);
-        let slurm_local = ClusterConfig::new("local", OtherKind).erase();
-        let found = default_clusters_on(&host(bin.path(), "local"), std::slice::from_ref(&slurm_local));
-        assert_eq!(found[0].name, FALLBACK_NAME, "the local Slurm has the name");
-        assert_eq!(default_name("gpu box#1", &[]), "gpu-box-1");
-        assert_eq!(default_name("--", &[]), FALLBACK_NAME);
-        assert_eq!(default_name("..", &[]), FALLBACK_NAME);
     }
 }

@@ -11,6 +11,7 @@
 //! scheduler's cancel), no node actions.
 
 pub mod config;
+pub mod discover;
 pub mod host;
 pub mod map;
 pub mod nvml;
@@ -58,6 +59,7 @@ pub fn kind_entry() -> KindEntry {
         placement: crate::model::Placement::default(),
         dialects: Vec::new(),
         expand: None,
+        discover: discover::discover,
     }
 }
 

@@ -41,8 +41,8 @@ impl fmt::Display for Unavailable {
     }
 }
 
-/// Whether `library` opens, without starting NVML: what the embedded default and
-/// `looked_for_here` ask, cheaply (starting NVML costs a driver round trip per GPU).
+/// Whether `library` opens, without starting NVML: what the local kind's discovery asks
+/// (for `init`, the embedded default and `doctor`), cheaply (starting NVML costs a driver round trip per GPU).
 pub fn probe(library: &OsStr) -> Result<(), Unavailable> {
     // SAFETY: opening the library runs its initialisers, which are the NVIDIA driver's own;
     // nvml-wrapper opens the same library the same way. Nothing from it is called here.

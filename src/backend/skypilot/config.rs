@@ -10,18 +10,19 @@
 //! ```
 //!
 //! With no config file, the embedded default adds the API server that `~/.sky/config.yaml`
-//! names (`api_server: endpoint:`), else one answering on SkyPilot's default local port.
+//! names (`api_server: endpoint:`), else one answering on SkyPilot's default local port
+//! (`discover.rs`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::backend::http::TokenSource;
-use crate::config::{ClusterConfig, ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings};
+use crate::config::{ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings};
 
 /// The port `sky api start` listens on by default.
 pub const DEFAULT_PORT: u16 = 46580;
@@ -67,29 +68,14 @@ impl SkyPilotConfig {
         })?;
         Ok(out)
     }
-
-    /// The embedded default: the endpoint of `~/.sky/config.yaml`, else a server on the default
-    /// local port (probed, bounded by [`PROBE_BOUND`]).
-    pub fn default_clusters(taken: &[ClusterConfig]) -> Vec<ClusterConfig> {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let endpoint = home.as_deref().and_then(|h| endpoint_in(&h.join(".sky/config.yaml")));
-        let url = match endpoint {
-            Some(url) => url,
-            None if probe_local(DEFAULT_PORT) => format!("http://127.0.0.1:{DEFAULT_PORT}"),
-            None => return Vec::new(),
-        };
-        let name = if taken.iter().any(|c| c.name == "sky") { "skypilot" } else { "sky" };
-        vec![ClusterConfig::new(name, SkyPilotConfig { url, token: None }).erase()]
-    }
 }
 
-/// The kind's config: its keys, parser and embedded default.
+/// The kind's config: its keys and parser.
 pub fn kind_config() -> KindConfig {
     KindConfig {
         kind: SkyPilotConfig::KIND,
         keys: SkyPilotConfig::KEYS,
         parse: |section| SkyPilotConfig::parse(section).map(Settings::new),
-        defaults: SkyPilotConfig::default_clusters,
     }
 }
 
@@ -112,17 +98,6 @@ pub fn check_url(url: &str) -> Result<String, String> {
         return Err(format!("{url:?} is not a plain server URL (no spaces, query or fragment)"));
     }
     Ok(url.trim_end_matches('/').to_string())
-}
-
-/// What the embedded default looked for, in words: `~/.sky/config.yaml`'s endpoint, else a
-/// server on the default local port.
-pub fn looked_for_here() -> String {
-    let home = directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf());
-    match home.as_deref().and_then(|h| endpoint_in(&h.join(".sky/config.yaml"))) {
-        Some(url) => format!("SkyPilot API server {url}"),
-        None if probe_local(DEFAULT_PORT) => format!("SkyPilot API server http://127.0.0.1:{DEFAULT_PORT}"),
-        None => format!("no SkyPilot API server (~/.sky/config.yaml, 127.0.0.1:{DEFAULT_PORT})"),
-    }
 }
 
 /// `api_server: endpoint: URL` of a SkyPilot client config, when it has a usable one.

@@ -15,6 +15,7 @@
 pub mod api;
 pub mod config;
 pub mod dialect;
+pub mod discover;
 pub mod map;
 pub mod request;
 pub mod task;
@@ -78,6 +79,7 @@ pub fn kind_entry() -> KindEntry {
         placement: placement(),
         dialects: vec![dialect::entry()],
         expand: None,
+        discover: discover::discover,
     }
 }
 

@@ -174,14 +174,6 @@ impl SlurmConfig {
         }
         Ok(out)
     }
-
-    /// The embedded default: this machine, when it has Slurm's commands.
-    pub fn default_clusters(_taken: &[ClusterConfig]) -> Vec<ClusterConfig> {
-        match find_program("squeue") {
-            Some(_) => vec![ClusterConfig::new(LOCAL_CLUSTER_NAME, SlurmConfig::default()).erase()],
-            None => Vec::new(),
-        }
-    }
 }
 
 /// The config module's view of the kind (its line in the backend registry).
@@ -190,7 +182,6 @@ pub fn kind_config() -> KindConfig {
         kind: ClusterKind::SLURM,
         keys: SlurmConfig::KEYS,
         parse: |section| SlurmConfig::parse(section).map(Settings::new),
-        defaults: SlurmConfig::default_clusters,
     }
 }
 
@@ -426,16 +417,6 @@ mod tests {
         ] {
             let shown = refused(&format!("{BASE}nvidia_smi = {:?}\n", bad.replace("\\n", "\n")), 4, "nvidia_smi");
             assert!(shown.contains(why), "{bad:?}: {shown}");
-        }
-    }
-
-    #[test]
-    fn embedded_default_follows_squeue() {
-        let found = SlurmConfig::default_clusters(&[]);
-        if find_program("squeue").is_some() {
-            assert_eq!(found, vec![ClusterConfig::new("local", SlurmConfig::default()).erase()]);
-        } else {
-            assert!(found.is_empty());
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod batch;
 pub mod commands;
 pub mod config;
 pub mod dialect;
+pub mod discover;
 pub mod estimate;
 pub mod history;
 pub mod jobspec;
@@ -135,6 +136,7 @@ pub fn kind_entry() -> KindEntry {
         placement: placement(),
         dialects: vec![dialect::entry()],
         expand: None,
+        discover: discover::discover,
     }
 }
 
