@@ -206,6 +206,20 @@ mod tests {
     }
 
     #[test]
+    fn a_hubs_answer_to_a_viewer_keeps_the_rows_held_now_to_their_own() {
+        let mut v = UsageView::default();
+        let held = now(vec![row("alice", 8, 0), row("bob", 2, 0)]);
+        v.rebuild(&held);
+        assert_eq!(keys(&v), ["alice", "bob"]);
+        let mut bob = row("bob", 2, 0);
+        bob.gpu_hours = Some(5.0);
+        v.window = Some(Usage { rows: vec![bob], rows_of: Some("bob".into()), ..Usage::default() });
+        v.rebuild(&held);
+        assert_eq!(keys(&v), ["bob"], "alice's row is not the viewer's to see");
+        assert_eq!(v.rows[0].gpu_hours, Some(5.0));
+    }
+
+    #[test]
     fn the_filter_keeps_users_whose_name_holds_every_word_and_the_cursor_follows_its_user() {
         let mut v = UsageView::default();
         let held = now(vec![row("alice", 8, 0), row("bob", 4, 0), row("alina", 2, 0)]);
