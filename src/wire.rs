@@ -9,7 +9,8 @@
 //! * [`state`]: jobs, nodes, queues, snapshots, health and what a cluster can do;
 //! * [`calls`]: actions and their outcomes, specs, logs, previews, diagnoses, estimates;
 //! * [`status`]: `BackendError` ↔ gRPC status;
-//! * [`telemetry`]: a cluster's GPU telemetry, whole or as the newest history point.
+//! * [`telemetry`]: a cluster's GPU telemetry, whole or as the newest history point;
+//! * [`usage`]: who holds the GPUs, asked of the hub and answered per caller.
 
 /// The largest gRPC message either side sends or takes, both ways: a full state goes out in
 /// chunks of a few hundred jobs, so anything near this is a mistake or an attack, and is
@@ -20,6 +21,7 @@ mod calls;
 mod state;
 mod status;
 mod telemetry;
+mod usage;
 
 pub use self::calls::{
     action_from_pb, action_to_pb, diagnosis_from_pb, diagnosis_to_pb, estimate_from_pb, estimate_to_pb,
@@ -33,6 +35,7 @@ pub use self::state::{
 };
 pub use self::status::{MAX_STATUS_MESSAGE, error_from_status, status_from_error};
 pub use self::telemetry::{telemetry_from_pb, telemetry_to_pb};
+pub use self::usage::{usage_from_pb, usage_request_from_pb, usage_request_to_pb, usage_to_pb};
 
 use crate::model::Verb;
 

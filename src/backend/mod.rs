@@ -139,6 +139,16 @@ pub trait Backend: Send + Sync {
     async fn fair_share(&self) -> Result<Option<Vec<crate::model::usage::FairShare>>, BackendError> {
         Ok(None)
     }
+    /// Who holds this cluster's GPUs, where the backend computes it itself (a hub: from its
+    /// picture and its own accounting read, a viewer's rows their own). `None`: the fleet
+    /// computes it from the snapshot, `history` and `fair_share`.
+    async fn usage(
+        &self,
+        query: &crate::model::usage::UsageQuery,
+    ) -> Result<Option<crate::model::usage::Usage>, BackendError> {
+        let _ = query;
+        Ok(None)
+    }
     /// Its GPUs measured through the backend's own reach (`nvidia-smi` on the nodes that hold
     /// the running jobs of `snapshot`, over the cluster's link; NVML on this machine), at the
     /// telemetry cadence, not per refresh. `None`: the backend cannot measure its GPUs (a

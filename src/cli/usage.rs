@@ -1,19 +1,18 @@
 //! `flightdeck usage [--since 7d] [--by user|account|cluster|model]`: who holds the GPUs now
 //! (one refresh and one telemetry reading) and the GPU-hours of the window (each cluster's
 //! history: one `sacct` per Slurm cluster, what other clusters still list), computed by
-//! `model::usage`. What a source cannot say is named on stderr and in the JSON's `not_known`.
+//! `model::usage`; through a hub, the hub's part comes from its `Usage` call
+//! (`fleet::usage`). What a source cannot say is named on stderr and in the JSON's `not_known`.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use futures_util::future::join_all;
 
 use super::{Failure, OutputFormat, exit, first_refresh, first_telemetry};
 use crate::config::Config;
 use crate::fleet::{Fleet, FleetOptions};
-use crate::model::usage::{self, Usage, UsageAsk, UsageBy, UsageRow};
-use crate::model::{History, HistoryQuery};
+use crate::model::usage::{self, Usage, UsageBy, UsageQuery, UsageRow};
 use crate::output;
 
 /// `--by`: what the rows are.
@@ -65,39 +64,14 @@ pub(super) async fn usage(config: &Config, read_only: bool, ask: UsageRequest<'_
     let fleet = Fleet::builder(config).only(ask.clusters).connect(opts).await.map_err(|e| Failure(e.to_string()))?;
     let (_, mut failed) = first_refresh(config, &fleet).await;
     let longest = config.clusters.iter().map(|c| c.timeout).max().unwrap_or(Duration::from_secs(30));
-    let state = first_telemetry(&fleet, longest, false).await;
-    // Every end state, every user the source shows; one call per cluster, all at once.
-    let query = HistoryQuery { since, user: None, states: Vec::new(), limit: usage::WINDOW_LIMIT };
-    let names = fleet.cluster_names();
-    let answers = join_all(names.iter().map(|name| fleet.history(name, &query))).await;
-    let answers: Vec<(String, Result<History, String>)> =
-        names.into_iter().zip(answers).map(|(name, answer)| (name, answer.map_err(|e| e.to_string()))).collect();
-    failed |= answers.iter().any(|(_, a)| a.is_err());
-    let windows = usage::window_answers(answers);
-    let sources = usage::window_sources(&windows);
-    let idle_below_percent = Some(config.idle.below_percent);
-    let mut computed = usage::compute(
-        &state,
-        // The window ends at `until`: records and running jobs are clipped to it.
-        &UsageAsk {
-            by: ask.by,
-            now: until.unwrap_or_else(Utc::now),
-            window: Some((since, &sources)),
-            idle_below_percent,
-        },
-    );
-    // Fair share beside the usage: one sshare per Slurm cluster, all at once.
-    let shares = join_all(windows.iter().map(|(name, _, _)| fleet.fair_share(name))).await;
-    for ((name, _, _), share) in windows.iter().zip(shares) {
-        match share {
-            Ok(Some(rows)) => computed.fair_share.extend(rows),
-            Ok(None) => {}
-            Err(e) => {
-                failed = true;
-                computed.not_known.push(format!("{name}: fair share: {e}"));
-            }
-        }
-    }
+    first_telemetry(&fleet, longest, false).await;
+    // Through a hub, the hub computes its clusters' part (a viewer's rows their own); the
+    // rest is summed here from one history and one sshare per cluster, all at once. The
+    // window ends at `until`: records and running jobs are clipped to it.
+    let query = UsageQuery { by: ask.by, since: Some(since), until };
+    let answer = fleet.usage(&query, None).await;
+    failed |= answer.failed;
+    let computed = answer.usage;
     for line in &computed.not_known {
         eprintln!("{}", output::printable(&format!("flightdeck: not known: {line}")));
     }
@@ -134,7 +108,7 @@ pub fn table(u: &Usage) -> String {
     }
     if !u.queue_quota.is_empty() {
         let quotas: Vec<Vec<String>> = u.queue_quota.iter().map(usage::QueueQuotaRow::cells).collect();
-        text.push_str("\nQueue quota (GPUs granted, borrowed and used per flavor):\n");
+        text.push_str(&format!("\n{}:\n", usage::QUEUE_QUOTA_TITLE));
         text.push_str(&output::table(&usage::QUEUE_QUOTA_HEADER, &quotas));
     }
     text

@@ -26,6 +26,7 @@ pub mod poller;
 pub mod telemetry;
 mod telemetry_poller;
 mod telemetry_sources;
+pub mod usage;
 pub mod why;
 
 use std::collections::HashMap;
@@ -117,6 +118,8 @@ pub struct Fleet {
     audit: Option<AuditLog>,
     /// Each cluster's refresh interval.
     intervals: HashMap<String, Duration>,
+    /// Under this mean utilisation a job's GPUs read idle (`[idle]`), for `usage`.
+    idle_below_percent: f32,
 }
 
 impl Drop for Fleet {
@@ -161,6 +164,7 @@ impl Fleet {
         registry: &crate::backend::Registry,
     ) -> Fleet {
         gates.resize_with(members.len(), || None);
+        let idle_below_percent = telemetry.idle.below_percent;
         let initial = FleetState {
             clusters: members
                 .iter()
@@ -254,6 +258,7 @@ impl Fleet {
             tasks,
             audit,
             intervals,
+            idle_below_percent,
         }
     }
 
@@ -459,6 +464,24 @@ impl Fleet {
             return Err(BackendError::NotFound(format!("no cluster named `{cluster}` is configured")));
         };
         backend.fair_share().await
+    }
+
+    /// Who holds `cluster`'s GPUs as its backend computes it (see [`Backend::usage`]);
+    /// `None` where the fleet computes it.
+    pub async fn remote_usage(
+        &self,
+        cluster: &str,
+        query: &crate::model::usage::UsageQuery,
+    ) -> Result<Option<crate::model::usage::Usage>, BackendError> {
+        let Some(backend) = self.backends.get(cluster) else {
+            return Err(BackendError::NotFound(format!("no cluster named `{cluster}` is configured")));
+        };
+        backend.usage(query).await
+    }
+
+    /// Under this mean utilisation a job's GPUs read idle (the configuration's `[idle]`).
+    pub fn idle_below_percent(&self) -> f32 {
+        self.idle_below_percent
     }
 
     /// The portable spec of a live job, read from its backend (see [`Backend::job_spec`]):

@@ -14,6 +14,10 @@
 //! into a window source (a failed read is a gap), `merge_window` puts a window's GPU-hours beside
 //! what is held now, `UsageRow::cells` and `header` are the CLI's and the cockpit's table.
 
+mod merge;
+
+pub use self::merge::merge;
+
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
@@ -41,6 +45,8 @@ pub enum UsageBy {
 }
 
 impl UsageBy {
+    pub const ALL: [UsageBy; 4] = [UsageBy::User, UsageBy::Account, UsageBy::Cluster, UsageBy::Model];
+
     pub fn as_str(self) -> &'static str {
         match self {
             UsageBy::User => "user",
@@ -49,6 +55,20 @@ impl UsageBy {
             UsageBy::Model => "model",
         }
     }
+
+    /// The rows [`UsageBy::as_str`] names.
+    pub fn from_name(name: &str) -> Option<UsageBy> {
+        UsageBy::ALL.into_iter().find(|b| b.as_str() == name)
+    }
+}
+
+/// What a usage read asks of a cluster that computes its own (a hub): the rows, and the
+/// window (`since` absent: only what is held now; `until` absent: up to now).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UsageQuery {
+    pub by: UsageBy,
+    pub since: Option<DateTime<Utc>>,
+    pub until: Option<DateTime<Utc>>,
 }
 
 /// One cluster's finished jobs over the window.
@@ -203,6 +223,9 @@ impl QueueQuotaRow {
     }
 }
 
+/// What the queue quota table is, above it in the CLI and on screen 5.
+pub const QUEUE_QUOTA_TITLE: &str = "Queue quota (GPUs granted, borrowed and used per flavor)";
+
 /// The column titles of the queue quota table.
 pub const QUEUE_QUOTA_HEADER: [&str; 11] = [
     "CLUSTER",
@@ -261,6 +284,9 @@ pub struct Usage {
     /// Each queue's GPU quota, borrowing and use beside the usage (Kueue's ClusterQueues).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queue_quota: Vec<QueueQuotaRow>,
+    /// The rows count only this user's jobs (a hub's viewer); the total counts everyone's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_of: Option<String>,
 }
 
 #[derive(Default)]
@@ -373,6 +399,12 @@ fn idleness(used: Option<&GpuUse>, job: &Job, below: Option<f32>) -> (bool, bool
 
 /// Usage over the fleet's current picture and, with a window, its sources' records.
 pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
+    compute_rows_of(state, ask, None)
+}
+
+/// [`compute`] with rows for `user`'s jobs alone (`None`: everyone's), as a hub answers a
+/// viewer: the total still counts every job, so it is the true total.
+pub fn compute_rows_of(state: &FleetState, ask: &UsageAsk<'_>, user: Option<&str>) -> Usage {
     let by = ask.by;
     let now = ask.now;
     let mut acc: HashMap<&str, Acc<'_>> = HashMap::new();
@@ -415,6 +447,9 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
             };
             add(&mut total, gpus, 1.0);
             for_each_model(job, gpus, |m, n| total.add_model(m, n));
+            if user.is_some_and(|u| u != job.user) {
+                continue;
+            }
             if by == UsageBy::Model {
                 for_each_model(job, gpus, |m, n| {
                     let a = acc.entry(m).or_default();
@@ -449,6 +484,9 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
                     continue;
                 }
                 total.hours += hours;
+                if user.is_some_and(|u| u != r.job.user) {
+                    continue;
+                }
                 let gpus = r.job.gpus_allocated;
                 if by == UsageBy::Model {
                     for_each_model(&r.job, gpus, |m, n| {
@@ -506,6 +544,7 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
         not_known,
         fair_share: Vec::new(),
         queue_quota: queue_quotas(state),
+        rows_of: user.map(str::to_string),
     }
 }
 

@@ -20,6 +20,7 @@ pub enum Read {
     Render,
     Diagnose,
     EstimateStart,
+    Usage,
 }
 
 impl Read {
@@ -31,6 +32,7 @@ impl Read {
             Read::Render => "render",
             Read::Diagnose => "diagnose",
             Read::EstimateStart => "estimate-start",
+            Read::Usage => "usage",
         }
     }
 }

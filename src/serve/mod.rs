@@ -19,5 +19,6 @@ pub mod relay;
 pub mod server;
 pub mod service;
 pub mod strict_modes;
+pub mod usage;
 
 pub use self::server::{Replication, ServeOptions, serve, serve_published};

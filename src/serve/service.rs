@@ -8,7 +8,7 @@
 //! Subscribe, Act (a viewer's request refused with `PERMISSION_DENIED` and audited as one refused
 //! record, however many actions it carries; an operator's carried out by the fleet as one batch,
 //! audited as `USER@hub`), ReadLog (only a handle the hub put on a job, ≤ 4 MiB), Diagnose, Render,
-//! JobSpec, EstimateStart; every read admitted by `access` and written to the audit log
+//! JobSpec, EstimateStart, Usage (a viewer's rows their own, the total everyone's; `usage`); every read admitted by `access` and written to the audit log
 //! (`Fleet::audit`) before it is answered.
 
 use std::pin::Pin;
@@ -25,6 +25,7 @@ use super::forward::{self, Asker, Forwarder, Route};
 use super::limits::{Seat, SubscriberLimits, Subscribers};
 use super::metrics::{Metrics, SubscriberGuard};
 use super::publish::{Messages, Publisher};
+use super::usage::UsageCache;
 use crate::fleet::Fleet;
 use crate::model::{JobRef, LogHandle};
 use crate::wire::{self, pb};
@@ -39,6 +40,8 @@ pub struct HubService {
     metrics: Arc<Metrics>,
     subscribers: Arc<Subscribers>,
     diagnoses: DiagnoseCache,
+    /// Each cluster's accounting read for `Usage`, shared by every caller a short while.
+    usage: UsageCache,
     /// A replica's: calls on clusters another replica holds go there.
     forward: Option<Arc<Forwarder>>,
 }
@@ -56,7 +59,15 @@ impl HubService {
         limits: SubscriberLimits,
     ) -> Self {
         let subscribers = Subscribers::new(limits);
-        Self { fleet, publisher, metrics, subscribers, diagnoses: DiagnoseCache::default(), forward: None }
+        Self {
+            fleet,
+            publisher,
+            metrics,
+            subscribers,
+            diagnoses: DiagnoseCache::default(),
+            usage: UsageCache::default(),
+            forward: None,
+        }
     }
 
     /// A replica's service: `Act` and `ReadLog` on a cluster another replica holds are
@@ -441,6 +452,42 @@ impl pb::hub_server::Hub for HubService {
         };
         let estimate = estimate.map_err(|e| wire::status_from_error(&e))?;
         Ok(Response::new(wire::estimate_to_pb(estimate.as_ref())))
+    }
+
+    async fn usage(&self, request: Request<pb::UsageRequest>) -> Result<Response<pb::UsageReply>, Status> {
+        let caller = self.caller(&request)?;
+        let asker = self.asker(&request, caller)?;
+        let ask = request.into_inner();
+        let (cluster, query) = wire::usage_request_from_pb(&ask).map_err(Status::invalid_argument)?;
+        if let Some((forward, owner)) = self.owner_of(&asker, &cluster) {
+            // The holder reads the cluster's accounting, once for all its callers.
+            let answer = forward.call(&owner, &asker, ask, |mut c, r| async move { c.usage(r).await });
+            return answer.await.map(Response::new);
+        }
+        if self.fleet.state().cluster(&cluster).is_none() {
+            return Err(Status::not_found(format!("the hub serves no cluster named `{cluster}`")));
+        }
+        let caller = &asker.caller;
+        // Everyone's rows for an operator; a viewer's own, beside everyone's total.
+        let user = (caller.role != auth::Role::Operator).then(|| caller.user.clone());
+        let detail = Some(format!("by {}", query.by.as_str()));
+        self.admit_as(forwarded_by(&asker), caller, Read::Usage, &cluster, detail, Ok(())).await?;
+        let fleet = &self.fleet;
+        let reads = self
+            .usage
+            .get(&cluster, query.since, super::usage::MAX_AGE, |since| {
+                fleet.usage_reads(&cluster, since, Some(super::usage::READ_BOUND))
+            })
+            .await;
+        let state = crate::fleet::usage::only(&fleet.state(), std::slice::from_ref(&cluster));
+        let idle = fleet.idle_below_percent();
+        // Up to a window limit of records: summed off the async threads.
+        let usage = tokio::task::spawn_blocking(move || {
+            crate::fleet::usage::usage_of(&state, std::slice::from_ref(&*reads), &query, idle, user.as_deref())
+        })
+        .await
+        .map_err(|e| Status::internal(format!("the sum failed: {e}")))?;
+        Ok(Response::new(wire::usage_to_pb(&usage)))
     }
 }
 

@@ -375,24 +375,12 @@ where
                     let fleet = fleet.clone();
                     let tx = results_tx.clone();
                     tokio::spawn(async move {
-                        use crate::model::usage::{self, UsageAsk, UsageBy};
-                        let answers = read_histories(&fleet, since, usage::WINDOW_LIMIT).await;
-                        // Summed off the UI thread: up to a window limit of records per cluster.
-                        let summed = tokio::task::spawn_blocking(move || {
-                            let windows = usage::window_answers(answers);
-                            let sources = usage::window_sources(&windows);
-                            let state = fleet.state();
-                            let ask = UsageAsk {
-                                by: UsageBy::User,
-                                now: chrono::Utc::now(),
-                                window: Some((since, &sources)),
-                                idle_below_percent: None,
-                            };
-                            Box::new(usage::compute(&state, &ask))
-                        })
-                        .await
-                        .map_err(|e| format!("the sum failed: {e}"));
-                        let _ = tx.send(Msg::Usage { seq, result: summed });
+                        use crate::model::usage::{UsageBy, UsageQuery};
+                        // A hub's clusters from its `Usage` call, the rest read and summed
+                        // here (the sum off the async threads).
+                        let query = UsageQuery { by: UsageBy::User, since: Some(since), until: None };
+                        let answer = fleet.usage(&query, Some(HISTORY_TIMEOUT)).await;
+                        let _ = tx.send(Msg::Usage { seq, result: Ok(Box::new(answer.usage)) });
                     });
                 }
                 Command::LoadSpec(path) => {

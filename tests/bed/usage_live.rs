@@ -4,7 +4,9 @@
 //! itself says of the same window, clipped the way `sreport` clips. Two more users in two
 //! accounts (`tests/testbed/users.sh`: fd-alice in fd-physics, fd-bob in fd-biology) run jobs
 //! here, and a window of whole past hours agrees with `sreport cluster
-//! AccountUtilizationByUser` per user and per account, to the minute.
+//! AccountUtilizationByUser` per user and per account, to the minute. Through a hub
+//! (`flightdeck serve` over the cluster), an operator's rows are the direct read's, and
+//! fd-alice, a viewer, gets her own row beside the same total.
 
 use crate::common;
 
@@ -250,8 +252,112 @@ async fn two_users_in_two_accounts_agree_with_sreport_to_the_minute(cluster: &st
     eprintln!("{cluster} {since}..{until}: compared users {users:?} and accounts {accounts:?} with sreport");
 }
 
+/// A window of whole past hours: running jobs are clipped to its end, so two reads a moment
+/// apart say the same.
+fn past_hours() -> [String; 4] {
+    let end = Utc::now() - chrono::TimeDelta::minutes(5);
+    let end = end.date_naive().and_hms_opt(end.hour(), 0, 0).unwrap().and_utc();
+    let start = end - chrono::TimeDelta::hours(6);
+    ["--since".into(), start.to_rfc3339(), "--until".into(), end.to_rfc3339()]
+}
+
+/// `flightdeck --hub URL usage` with `token`.
+fn usage_through(hub: &str, token: &str, by: &str, window: &[String]) -> Value {
+    let state = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        .args(["--hub", hub, "usage", "--by", by, "--output", "json"])
+        .args(window)
+        .env("XDG_STATE_HOME", state.path())
+        .env("FLIGHTDECK_HUB_TOKEN", token)
+        .env_remove("FLIGHTDECK_CONFIG")
+        .output()
+        .expect("run flightdeck");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// Each row's key and GPU-hours.
+fn hours_by_key(v: &Value) -> Vec<(String, f64)> {
+    let mut rows: Vec<(String, f64)> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["key"].as_str().unwrap().to_string(), r["gpu_hours"].as_f64().unwrap()))
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows
+}
+
+async fn through_a_hub_a_viewer_gets_their_own_row_and_the_operators_total(cluster: &str) {
+    use flightdeck::fleet::{Fleet, FleetOptions, Member};
+    use flightdeck::serve::auth::sha256_hex;
+    let _lock = cluster_lock(cluster);
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    let (viewer, operator) = ("fd-alice-token-0001", "operator-token-0002");
+    std::fs::write(
+        &tokens,
+        format!("{} fd-alice viewer\n{} tester operator\n", sha256_hex(viewer), sha256_hex(operator)),
+    )
+    .unwrap();
+    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let member = Member {
+        backend: backend(cluster),
+        kind: "slurm".into(),
+        refresh: Duration::from_secs(2),
+        timeout: Duration::from_secs(20),
+    };
+    let opts = FleetOptions { read_only: true, poll: true, audit: None, actor: "tester@live".into() };
+    let fleet = std::sync::Arc::new(Fleet::start(vec![member], opts));
+    fleet.wait_for(Duration::from_secs(60), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
+    let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let opts = flightdeck::serve::ServeOptions {
+        listen: flightdeck::serve::listen::ListenAddr::Tcp(addr),
+        tls: None,
+        health_listen: None,
+        metrics_listen: None,
+        subscribers: Default::default(),
+        tokens: Some(tokens),
+    };
+    let served = tokio::spawn(flightdeck::serve::serve(fleet.clone(), opts, async move {
+        let _ = stopped.await;
+    }));
+    let hub = format!("http://{addr}");
+    let window = past_hours();
+    let (w, h, c) = (window.clone(), hub.clone(), cluster.to_string());
+    let (direct, as_operator, as_viewer) = tokio::task::spawn_blocking(move || {
+        let direct = usage_of(&c, "user", &w.iter().map(String::as_str).collect::<Vec<_>>());
+        (direct, usage_through(&h, operator, "user", &w), usage_through(&h, viewer, "user", &w))
+    })
+    .await
+    .unwrap();
+    let _ = stop.send(());
+    let _ = served.await;
+
+    // The operator's rows are the direct read's, from the hub's own sacct.
+    let (ours, theirs) = (hours_by_key(&as_operator), hours_by_key(&direct));
+    assert_eq!(ours.iter().map(|r| &r.0).collect::<Vec<_>>(), theirs.iter().map(|r| &r.0).collect::<Vec<_>>());
+    for ((key, hub_hours), (_, direct_hours)) in ours.iter().zip(&theirs) {
+        assert!(
+            (hub_hours - direct_hours).abs() < 1.0 / 60.0,
+            "{key}: {hub_hours} through the hub, {direct_hours} direct"
+        );
+    }
+    assert_eq!(as_operator["total"]["gpu_hours_complete"], true, "{as_operator}");
+    // The viewer: her own row alone (if she used any GPU in the window), the same total.
+    let hers = hours_by_key(&as_viewer);
+    assert!(hers.iter().all(|(k, _)| k == "fd-alice"), "{as_viewer}");
+    assert_eq!(hers, ours.iter().filter(|(k, _)| k == "fd-alice").cloned().collect::<Vec<_>>());
+    assert_eq!(as_viewer["rows_of"], "fd-alice");
+    assert_eq!(as_viewer["total"]["gpu_hours"], as_operator["total"]["gpu_hours"], "{as_viewer} {as_operator}");
+    assert!(as_operator.get("rows_of").is_none());
+    eprintln!("{cluster}: operator {ours:?}, viewer {hers:?}, total {}", as_viewer["total"]["gpu_hours"]);
+}
+
 on_both_clusters!(
     the_gpus_held_now_and_the_windows_hours_agree_with_sacct,
     the_fair_share_is_the_schedulers_sshare,
-    two_users_in_two_accounts_agree_with_sreport_to_the_minute
+    two_users_in_two_accounts_agree_with_sreport_to_the_minute,
+    through_a_hub_a_viewer_gets_their_own_row_and_the_operators_total
 );

@@ -294,3 +294,27 @@ async fn a_submitted_runs_name_is_the_one_given_and_its_ref_the_runs() {
     let imported = (flightdeck::backend::Registry::builtin().dialect("dstack").unwrap().import)(&sent.to_string());
     assert_eq!(imported.unwrap().spec.name, "train-llm");
 }
+
+/// `flightdeck usage` over the recorded runs: the running run's user holds its machine's
+/// 8 H100s at its price, and a project row carries the same; the pending run holds nothing.
+#[tokio::test]
+async fn usage_over_recorded_runs_carries_their_price() {
+    use flightdeck::model::usage::{UsageAsk, UsageBy, compute};
+    let (url, _stub) = start(recorded()).await;
+    let snap = backend(&url, TOKEN).snapshot().await.unwrap();
+    let mut cluster = flightdeck::model::ClusterState::new("dstack", "dstack");
+    cluster.snapshot = Some(Arc::new(snap));
+    let state = flightdeck::model::FleetState { clusters: vec![cluster], read_only: true, version: 1 };
+    let ask = |by| UsageAsk { by, now: chrono::Utc::now(), window: None, idle_below_percent: None };
+    let by_user = compute(&state, &ask(UsageBy::User));
+    let rows: Vec<(&str, u32, Option<f64>)> =
+        by_user.rows.iter().map(|r| (r.key.as_str(), r.gpus_now, r.cost_per_hour)).collect();
+    assert_eq!(rows, [("alice", 8, Some(23.92))]);
+    assert_eq!(by_user.rows[0].models[0].model, "h100");
+    assert_eq!((by_user.total.gpus_now, by_user.total.cost_per_hour), (8, Some(23.92)));
+    let by_model = compute(&state, &ask(UsageBy::Model));
+    assert_eq!(
+        by_model.rows.iter().map(|r| (r.key.as_str(), r.cost_per_hour)).collect::<Vec<_>>(),
+        [("h100", Some(23.92))]
+    );
+}

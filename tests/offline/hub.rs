@@ -33,6 +33,8 @@ struct Toy {
     next: AtomicU32,
     /// Diagnoses asked of it.
     diagnoses: AtomicU32,
+    /// Accounting reads asked of it (its `sacct`).
+    histories: AtomicU32,
 }
 
 impl Toy {
@@ -43,6 +45,7 @@ impl Toy {
             calls: Mutex::new(Vec::new()),
             next: AtomicU32::new(1),
             diagnoses: AtomicU32::new(0),
+            histories: AtomicU32::new(0),
         });
         for _ in 0..jobs {
             toy.add(JobState::Running);
@@ -127,6 +130,29 @@ impl Backend for Toy {
         self.diagnoses.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(50)).await;
         Ok(Diagnosis { transport: "toy".into(), ..Diagnosis::default() })
+    }
+    /// Its accounting, as `sacct` would give it: alice used 2 GPUs and bob 1 for an hour
+    /// each, ended an hour ago. Takes a while, as accounting does.
+    async fn history(
+        &self,
+        _query: &flightdeck::model::HistoryQuery,
+    ) -> Result<Option<flightdeck::model::History>, BackendError> {
+        self.histories.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let end = chrono::Utc::now() - chrono::TimeDelta::hours(1);
+        let records = [("alice", 2), ("bob", 1)]
+            .into_iter()
+            .enumerate()
+            .map(|(i, (user, gpus))| {
+                let mut job = Job::new(JobRef::new(self.name, format!("old-{i}").as_str()), JobState::Completed);
+                job.user = user.into();
+                job.gpus_allocated = gpus;
+                job.start_time = Some(end - chrono::TimeDelta::hours(1));
+                job.end_time = Some(end);
+                flightdeck::model::JobRecord::from_job(job)
+            })
+            .collect();
+        Ok(Some(flightdeck::model::History { records, source: "sacct".into(), left_out: 0, notes: vec![] }))
     }
     /// Job 1's GPU idle, job 2's busy; a reading's time moves on.
     async fn telemetry(&self, _snapshot: &Snapshot) -> Result<Option<Telemetry>, BackendError> {
@@ -262,11 +288,16 @@ impl Hub {
     /// A fleet through this hub (`kind = "hub"`, the operator's token in an owner-only
     /// file), auditing locally to `audit`.
     async fn client_fleet(&self, read_only: bool, audit: Option<AuditLog>) -> Fleet {
+        self.client_fleet_as(OPERATOR_TOKEN, read_only, audit).await
+    }
+
+    /// [`Hub::client_fleet`] with `token`'s user and role.
+    async fn client_fleet_as(&self, token_text: &str, read_only: bool, audit: Option<AuditLog>) -> Fleet {
         use std::os::unix::fs::OpenOptionsExt;
         let token = self.dir.path().join("client-token");
         let mut file =
             std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).open(&token).unwrap();
-        std::io::Write::write_all(&mut file, OPERATOR_TOKEN.as_bytes()).unwrap();
+        std::io::Write::write_all(&mut file, token_text.as_bytes()).unwrap();
         let path = self.dir.path().join("client.toml");
         std::fs::write(
             &path,
@@ -963,4 +994,118 @@ async fn gpu_telemetry_joined_in_the_hub_reaches_its_clients_with_idle_flags_and
     }
     assert!(text.contains("flightdeck_telemetry_age_seconds{cluster=\"hpc\"}"), "{text}");
     assert!(mine.gpus[0].history.len() >= 10, "{:?}", mine.gpus[0].history);
+}
+
+/// The toy's running jobs hold GPUs: alice's two 4 each, bob's one 2, since two hours ago.
+fn holding(toy: &Toy) {
+    for job in toy.jobs.lock().unwrap().iter_mut() {
+        job.gpus_allocated = if job.user == "bob" { 2 } else { 4 };
+        job.start_time = Some(chrono::Utc::now() - chrono::TimeDelta::hours(2));
+    }
+}
+
+fn usage_request(by: &str) -> pb::UsageRequest {
+    let since = chrono::Utc::now() - chrono::TimeDelta::days(1);
+    pb::UsageRequest {
+        cluster: "hpc".into(),
+        by: by.into(),
+        since_ns: Some(flightdeck::wire::time_to_ns(since)),
+        until_ns: None,
+    }
+}
+
+#[tokio::test]
+async fn usage_through_the_hub_gives_a_viewer_their_own_rows_and_the_true_total_an_operator_everyones() {
+    // Jobs 1 and 2 are alice's (an operator), job 3 bob's (a viewer).
+    let toy = Toy::new("hpc", 2);
+    toy.add_for(JobState::Running, "bob");
+    holding(&toy);
+    let hub = Hub::start(&toy, free_port()).await;
+    hub.fleet
+        .wait_for(Duration::from_secs(5), |s| {
+            s.clusters[0].snapshot.as_ref().is_some_and(|s| s.jobs.iter().all(|j| j.gpus_allocated > 0))
+        })
+        .await;
+    let client = raw(&hub).await;
+    let ask = |token: &'static str, by: &'static str| {
+        let mut client = client.clone();
+        async move {
+            let reply = client.usage(authed(usage_request(by), token)).await.unwrap().into_inner();
+            flightdeck::wire::usage_from_pb(&reply).unwrap()
+        }
+    };
+    // Ten viewers and an operator at once: one accounting read for them all.
+    let mut calls: Vec<_> = (0..10).map(|_| ask(VIEWER_TOKEN, "user")).collect();
+    calls.push(ask(OPERATOR_TOKEN, "user"));
+    let mut answers = futures_util::future::join_all(calls).await;
+    assert_eq!(toy.histories.load(Ordering::SeqCst), 1, "eleven callers at once, one sacct");
+    let operator = answers.pop().unwrap();
+    let viewer = answers.pop().unwrap();
+    let held =
+        |u: &flightdeck::model::usage::Usage| u.rows.iter().map(|r| (r.key.clone(), r.gpus_now)).collect::<Vec<_>>();
+    assert!(answers.iter().all(|a| held(a) == held(&viewer)), "every viewer is answered alike");
+
+    let rows = |u: &flightdeck::model::usage::Usage| {
+        u.rows.iter().map(|r| (r.key.clone(), r.gpus_now, r.gpu_hours.map(|h| h.round() as i64))).collect::<Vec<_>>()
+    };
+    // alice: 8 GPUs now, 2 × 2 h running + 2 GPU-h finished; bob: 2 now, 2 × 2 h + 1.
+    assert_eq!(rows(&operator), vec![("alice".to_string(), 8, Some(18)), ("bob".to_string(), 2, Some(5))]);
+    assert_eq!(operator.rows_of, None);
+    assert_eq!(rows(&viewer), vec![("bob".to_string(), 2, Some(5))], "a viewer's own row alone");
+    assert_eq!(viewer.rows_of.as_deref(), Some("bob"));
+    // The total is everyone's for both: computed before the rows were kept to bob's.
+    assert_eq!((viewer.total.gpus_now, viewer.total.jobs_now), (10, 3));
+    assert_eq!(viewer.total.gpu_hours.map(|h| h.round() as i64), Some(23));
+    assert_eq!(
+        (viewer.total.gpus_now, viewer.total.models.clone()),
+        (operator.total.gpus_now, operator.total.models.clone())
+    );
+    assert!(viewer.total.gpu_hours_complete, "the hub read its accounting: {:?}", viewer.not_known);
+
+    // By account or model, a viewer's rows count only their jobs too.
+    let by_model = ask(VIEWER_TOKEN, "model").await;
+    assert_eq!(by_model.rows.iter().map(|r| r.gpus_now).sum::<u32>(), 2);
+    assert_eq!(by_model.total.gpus_now, 10);
+    // A question the hub cannot answer is refused in words.
+    let mut c = client.clone();
+    let bad = c.usage(authed(usage_request("team"), VIEWER_TOKEN)).await.expect_err("no such rows");
+    assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+    assert!(bad.message().contains("user, account, cluster, model"), "{}", bad.message());
+    let unknown = pb::UsageRequest { cluster: "nowhere".into(), ..usage_request("user") };
+    assert_eq!(c.usage(authed(unknown, VIEWER_TOKEN)).await.expect_err("no cluster").code(), tonic::Code::NotFound);
+    // Every read on record, under its caller.
+    let records = hub.audit.read_all().unwrap();
+    let count = |who: &str| records.iter().filter(|r| r.who == who && r.action == "usage" && r.target == "hpc").count();
+    assert_eq!((count("bob@hub"), count("alice@hub")), (11, 1), "{records:#?}");
+}
+
+#[tokio::test]
+async fn the_cli_fleet_through_a_hub_takes_the_hubs_usage_for_a_viewer_and_an_operator() {
+    let toy = Toy::new("hpc", 2);
+    toy.add_for(JobState::Running, "bob");
+    holding(&toy);
+    let hub = Hub::start(&toy, free_port()).await;
+    hub.fleet
+        .wait_for(Duration::from_secs(5), |s| {
+            s.clusters[0].snapshot.as_ref().is_some_and(|s| s.jobs.iter().all(|j| j.gpus_allocated > 0))
+        })
+        .await;
+    let query = flightdeck::model::usage::UsageQuery {
+        by: flightdeck::model::usage::UsageBy::User,
+        since: Some(chrono::Utc::now() - chrono::TimeDelta::days(1)),
+        until: None,
+    };
+    let viewer = hub.client_fleet_as(VIEWER_TOKEN, true, None).await;
+    let answer = viewer.usage(&query, None).await;
+    assert!(!answer.failed, "{:?}", answer.usage.not_known);
+    let keys: Vec<&str> = answer.usage.rows.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, ["bob"]);
+    assert_eq!(answer.usage.total.gpus_now, 10);
+    // From the hub's accounting, not the client's picture of current jobs.
+    assert!(answer.usage.total.gpu_hours_complete && answer.usage.not_known.is_empty(), "{:?}", answer.usage.not_known);
+    let operator = hub.client_fleet(true, None).await;
+    let answer = operator.usage(&query, None).await;
+    let keys: Vec<&str> = answer.usage.rows.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, ["alice", "bob"]);
+    assert_eq!(toy.histories.load(Ordering::SeqCst), 1, "the operator's read came from the viewer's, a moment old");
 }

@@ -558,6 +558,55 @@ fn usage() {
     });
 }
 
+/// The usage screen beside a Kubernetes cluster's queues: a Kueue ClusterQueue borrowing
+/// from its cohort, a Volcano Queue (deserved as nominal, capability beyond it as the
+/// borrowing limit), and more flavors than the small screen has room for.
+fn usage_quota_app() -> App {
+    use flightdeck::model::{Queue, QueueQuota};
+    let mut app = usage_app();
+    let mut state = app.fleet().clone();
+    let quota = |flavor: &str, nominal, limit, used, borrowed| QueueQuota {
+        flavor: flavor.into(),
+        resource: "nvidia.com/gpu".into(),
+        nominal_milli: nominal,
+        borrowing_limit_milli: limit,
+        used_milli: used,
+        borrowed_milli: borrowed,
+    };
+    let mut k8s = ClusterState::new("k8s", "kubernetes");
+    let queues = vec![
+        Queue {
+            cluster: "k8s".into(),
+            name: "team-a-cq".into(),
+            cohort: Some("research".into()),
+            quota: (0..6)
+                .map(|i| quota(&format!("h100-pool-{i}"), 16_000, Some(8_000), 20_000 - i * 1000, 4_000 - i * 500))
+                .collect(),
+            workloads_pending: 4,
+            workloads_admitted: 5,
+            ..Queue::default()
+        },
+        Queue {
+            cluster: "k8s".into(),
+            name: "vc-research".into(),
+            quota: vec![quota("volcano", 8_000, Some(4_000), 10_500, 2_500)],
+            workloads_pending: 1,
+            workloads_admitted: 3,
+            ..Queue::default()
+        },
+    ];
+    k8s.snapshot = Some(Arc::new(Snapshot { cluster: "k8s".into(), queues, ..Snapshot::default() }));
+    state.clusters.push(k8s);
+    state.version += 1;
+    app.update(Msg::Fleet(Arc::new(state)));
+    app
+}
+
+#[test]
+fn usage_queue_quota() {
+    both("usage_queue_quota", usage_quota_app);
+}
+
 #[test]
 fn cancel_dialog() {
     both("cancel_dialog", || {

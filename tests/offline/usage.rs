@@ -114,3 +114,66 @@ fn the_table_shows_most_held_first_marks_the_unknown_and_ends_with_the_total() {
     assert_eq!(lines[2], ["sky", "1", "2", "?", "3.00", ">=4.00", "?", "h100×2"]);
     assert_eq!(lines[3][5], ">=14.00");
 }
+
+fn held(cluster: &str, id: &str, user: &str, gpus: u32) -> Job {
+    let mut j = job(cluster, id, user, gpus, None);
+    j.start_time = Some(Utc::now() - chrono::TimeDelta::hours(1));
+    j
+}
+
+/// A fleet of `backends`, polled until each has a snapshot.
+async fn polled(backends: Vec<Arc<crate::memory::MemoryCluster>>) -> flightdeck::fleet::Fleet {
+    use flightdeck::fleet::{Fleet, FleetOptions, Member};
+    let members = backends
+        .into_iter()
+        .map(|backend| Member {
+            backend,
+            kind: "sim".into(),
+            refresh: std::time::Duration::from_millis(50),
+            timeout: std::time::Duration::from_secs(2),
+        })
+        .collect();
+    let fleet = Fleet::start(members, FleetOptions { read_only: true, poll: true, audit: None, actor: "t@h".into() });
+    fleet.wait_for(std::time::Duration::from_secs(5), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
+    fleet
+}
+
+#[tokio::test]
+async fn a_hubs_part_is_merged_with_the_rest_and_an_older_hub_is_counted_here_and_named() {
+    use crate::memory::MemoryCluster;
+    use flightdeck::model::usage::{Usage, UsageQuery, UsageRow};
+    // A hub that answers a viewer (bob): his row, everyone's total.
+    let hub_part = Usage {
+        rows: vec![UsageRow { key: "bob".into(), jobs_now: 1, gpus_now: 2, ..UsageRow::default() }],
+        total: UsageRow { key: "total".into(), jobs_now: 3, gpus_now: 10, ..UsageRow::default() },
+        rows_of: Some("bob".into()),
+        ..Usage::default()
+    };
+    let hub = MemoryCluster::new("hub-c").usage(move |_| Ok(Some(hub_part.clone())));
+    // An older hub: the client has only its picture.
+    let older = MemoryCluster::new("old-c")
+        .jobs(vec![held("old-c", "1", "alice", 4), held("old-c", "2", "bob", 1)])
+        .usage(|_| {
+            Err(flightdeck::backend::BackendError::Unsupported(
+                "the hub at http://old:50051 is older and has no Usage call: counted here from what it lists".into(),
+            ))
+        });
+    let local = MemoryCluster::new("lab").jobs(vec![held("lab", "7", "bob", 8)]);
+    let fleet = polled(vec![Arc::new(hub), Arc::new(older), Arc::new(local)]).await;
+    let query = UsageQuery { by: UsageBy::User, since: Some(Utc::now() - chrono::TimeDelta::days(1)), until: None };
+    let answer = fleet.usage(&query, None).await;
+    assert!(!answer.failed, "an older hub is no failure: {:?}", answer.usage.not_known);
+    let u = answer.usage;
+    // The hub's viewer answer keeps the rows to bob's: his 2 there, 1 + 8 counted here.
+    let rows: Vec<(&str, u32)> = u.rows.iter().map(|r| (r.key.as_str(), r.gpus_now)).collect();
+    assert_eq!(rows, vec![("bob", 11)]);
+    assert_eq!(u.total.gpus_now, 10 + 5 + 8, "every part's total");
+    assert!(
+        u.not_known.iter().any(|n| n.starts_with("old-c: the hub at http://old:50051 is older and has no Usage call")),
+        "{:?}",
+        u.not_known
+    );
+    // What the older hub's clusters list now is all the client has of their window.
+    assert!(u.not_known.iter().any(|n| n.starts_with("old-c: finished jobs counted only")), "{:?}", u.not_known);
+    assert!(!u.total.gpu_hours_complete);
+}

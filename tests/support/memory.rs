@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use async_trait::async_trait;
 use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
+use flightdeck::model::usage::{Usage, UsageQuery};
 use flightdeck::model::{History, HistoryQuery, Job, JobRef, LogHandle, Snapshot, Telemetry};
 use flightdeck::spec::JobSpec;
 
@@ -19,6 +20,7 @@ type TelemetryHook = Box<dyn Fn(&Snapshot) -> Result<Option<Telemetry>, BackendE
 type HistoryHook = Box<dyn Fn(&HistoryQuery) -> Option<History> + Send + Sync>;
 /// `None`: the read never answers (a log on a hung filesystem).
 type LogHook = Box<dyn Fn(&LogHandle) -> Option<LogChunk> + Send + Sync>;
+type UsageHook = Box<dyn Fn(&UsageQuery) -> Result<Option<Usage>, BackendError> + Send + Sync>;
 
 pub struct MemoryCluster {
     name: String,
@@ -33,6 +35,7 @@ pub struct MemoryCluster {
     telemetry: Option<TelemetryHook>,
     history: Option<HistoryHook>,
     log: Option<LogHook>,
+    usage: Option<UsageHook>,
 }
 
 impl MemoryCluster {
@@ -51,6 +54,7 @@ impl MemoryCluster {
             telemetry: None,
             history: None,
             log: None,
+            usage: None,
         }
     }
 
@@ -83,6 +87,15 @@ impl MemoryCluster {
     /// Its accounting answers with `hook` (without one: none, as the trait's default).
     pub fn history(mut self, hook: impl Fn(&HistoryQuery) -> Option<History> + Send + Sync + 'static) -> Self {
         self.history = Some(Box::new(hook));
+        self
+    }
+
+    /// It computes its own usage with `hook`, as a hub does (without one: `Ok(None)`).
+    pub fn usage(
+        mut self,
+        hook: impl Fn(&UsageQuery) -> Result<Option<Usage>, BackendError> + Send + Sync + 'static,
+    ) -> Self {
+        self.usage = Some(Box::new(hook));
         self
     }
 
@@ -145,6 +158,10 @@ impl Backend for MemoryCluster {
     async fn history(&self, query: &HistoryQuery) -> Result<Option<History>, BackendError> {
         self.histories.fetch_add(1, Ordering::SeqCst);
         Ok(self.history.as_ref().and_then(|hook| hook(query)))
+    }
+
+    async fn usage(&self, query: &UsageQuery) -> Result<Option<Usage>, BackendError> {
+        self.usage.as_ref().map_or(Ok(None), |hook| hook(query))
     }
 
     async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {

@@ -239,6 +239,26 @@ impl Backend for HubCluster {
         Ok(wire::estimate_from_pb(self.call("a start estimate", self.client().estimate_start(request)).await?))
     }
 
+    async fn usage(
+        &self,
+        query: &crate::model::usage::UsageQuery,
+    ) -> Result<Option<crate::model::usage::Usage>, BackendError> {
+        let request = wire::usage_request_to_pb(&self.name, query);
+        // The hub may read its accounting first (one `sacct`): as long as a history read.
+        match tokio::time::timeout(self.timeout.saturating_mul(4), self.client().usage(request)).await {
+            Ok(Ok(reply)) => wire::usage_from_pb(reply.get_ref()).map(Some).map_err(BackendError::Remote),
+            Ok(Err(status)) if status.code() == tonic::Code::Unimplemented => Err(BackendError::Unsupported(format!(
+                "the hub at {} is older and has no Usage call: counted here from what it lists",
+                self.link.url
+            ))),
+            Ok(Err(status)) => Err(link::from_status(&status, &self.link.url)),
+            Err(_) => Err(BackendError::Timeout {
+                what: "usage through the hub".into(),
+                secs: self.timeout.saturating_mul(4).as_secs(),
+            }),
+        }
+    }
+
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {
         self.job_action_if(job, action, None).await
     }

@@ -1,7 +1,8 @@
 //! The usage screen: who holds the GPUs, one row per user. What each user holds now comes
 //! with every refresh (the row cache computes it off the UI thread); the GPU-hours of the
 //! window are read on demand, one history read per cluster when the screen first opens or
-//! on `r`, and computed off the UI thread by the event loop, never per refresh.
+//! on `r`, and computed off the UI thread by the event loop, never per refresh (through a
+//! hub, by the hub: a viewer's window holds their own row alone, and so do the rows shown).
 //! Pure: the rows, their order, the filter.
 
 use chrono::{DateTime, Duration, Utc};
@@ -72,6 +73,11 @@ pub struct UsageView {
     pub cells: Vec<Vec<String>>,
     /// Widest cell of each column over the shown rows (and the header).
     pub widths: Vec<usize>,
+    /// Each queue's GPU quota beside the rows, as `flightdeck usage` prints it
+    /// (`QueueQuotaRow::cells`, made printable), from the latest refresh.
+    pub quota_cells: Vec<Vec<String>>,
+    /// Widest cell of each quota column (and its header).
+    pub quota_widths: Vec<usize>,
 }
 
 impl UsageView {
@@ -89,6 +95,10 @@ impl UsageView {
     pub fn rebuild(&mut self, now: &Usage) {
         let selected = self.current().map(|r| r.key.clone());
         self.rows = usage::merge_window(now, self.window.as_ref());
+        // A hub that answers a viewer with their own rows: the rows held now are theirs too.
+        if let Some(user) = self.window.as_ref().and_then(|w| w.rows_of.as_deref()) {
+            self.rows.retain(|r| r.key == user);
+        }
         let sort = self.sort;
         // Ties by name, so equal figures keep one order from refresh to refresh.
         self.rows.sort_by(|a, b| {
@@ -105,14 +115,11 @@ impl UsageView {
             .collect();
         let row = selected.and_then(|k| self.cursor.visible.iter().copied().find(|&i| self.rows[i as usize].key == k));
         self.cursor.place(row);
-        self.cells =
-            self.rows.iter().map(|r| r.cells().into_iter().map(|c| printable(&c).into_owned()).collect()).collect();
-        self.widths = usage::header(UsageBy::User).iter().map(|t| t.chars().count()).collect();
-        for &i in &self.cursor.visible {
-            for (w, c) in self.widths.iter_mut().zip(&self.cells[i as usize]) {
-                *w = (*w).max(crate::tui::widgets::text::width(c));
-            }
-        }
+        self.cells = self.rows.iter().map(|r| printable_cells(r.cells())).collect();
+        let shown: Vec<&Vec<String>> = self.cursor.visible.iter().map(|&i| &self.cells[i as usize]).collect();
+        self.widths = widths(&usage::header(UsageBy::User), shown);
+        self.quota_cells = now.queue_quota.iter().map(|q| printable_cells(q.cells())).collect();
+        self.quota_widths = widths(&usage::QUEUE_QUOTA_HEADER, &self.quota_cells);
     }
 
     /// The lines above the table: the read in flight, what the window could not say.
@@ -126,6 +133,22 @@ impl UsageView {
         }
         lines
     }
+}
+
+/// Cells as the screen may show them: backend text with its controls neutralised.
+fn printable_cells(cells: Vec<String>) -> Vec<String> {
+    cells.into_iter().map(|c| printable(&c).into_owned()).collect()
+}
+
+/// The widest cell of each column over `rows` and the column's title.
+fn widths<'a>(header: &[&str], rows: impl IntoIterator<Item = &'a Vec<String>>) -> Vec<usize> {
+    let mut widths: Vec<usize> = header.iter().map(|t| t.chars().count()).collect();
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(crate::tui::widgets::text::width(c));
+        }
+    }
+    widths
 }
 
 #[cfg(test)]
@@ -180,6 +203,20 @@ mod tests {
         v.rebuild(&held);
         assert_eq!(keys(&v)[0], "alice");
         assert_eq!(v.rows[v.cursor.visible[0] as usize].idle_gpu_hours_at_least, Some(2.5));
+    }
+
+    #[test]
+    fn a_hubs_answer_to_a_viewer_keeps_the_rows_held_now_to_their_own() {
+        let mut v = UsageView::default();
+        let held = now(vec![row("alice", 8, 0), row("bob", 2, 0)]);
+        v.rebuild(&held);
+        assert_eq!(keys(&v), ["alice", "bob"]);
+        let mut bob = row("bob", 2, 0);
+        bob.gpu_hours = Some(5.0);
+        v.window = Some(Usage { rows: vec![bob], rows_of: Some("bob".into()), ..Usage::default() });
+        v.rebuild(&held);
+        assert_eq!(keys(&v), ["bob"], "alice's row is not the viewer's to see");
+        assert_eq!(v.rows[0].gpu_hours, Some(5.0));
     }
 
     #[test]
