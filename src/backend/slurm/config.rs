@@ -22,9 +22,7 @@ use toml::Spanned;
 
 pub use crate::backend::exec::KnownHosts;
 use crate::backend::exec::SshTarget;
-use crate::config::{
-    ClusterConfig, ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings, find_program,
-};
+use crate::config::{ClusterKind, ClusterSection, FileError, KindConfig, KindSettings, Settings};
 
 // The kind's name lives in its folder, not in `model` (which names no kind): removing the
 // kind removes the constant with it.

@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
+use super::config::LOCAL_CLUSTER_NAME;
 use super::config::{SlurmConfig, check_ssh_destination};
 use crate::backend::exec::{KnownHosts, SshTarget, Transport};
 use crate::backend::registry::discovery::cluster_name;
 use crate::backend::registry::{Discovery, Found, Line, Look};
-use crate::config::{LOCAL_CLUSTER_NAME, Settings, find_program_in};
+use crate::config::{Settings, find_program_in};
 
 /// How long a probe or a local `squeue --version` may take: a login node that does not
 /// answer in this long is written commented out, with the reason.
