@@ -407,7 +407,9 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
 pub fn compute_rows_of(state: &FleetState, ask: &UsageAsk<'_>, user: Option<&str>) -> Usage {
     let by = ask.by;
     let now = ask.now;
-    let mut acc: HashMap<&str, Acc<'_>> = HashMap::new();
+    // One lookup per running job (100,000 at scale): foldhash, not SipHash. The rows are
+    // sorted below, so the map's order is never seen.
+    let mut acc: HashMap<&str, Acc<'_>, foldhash::fast::RandomState> = HashMap::default();
     let mut total = Acc::default();
     let since = ask.window.map(|(s, _)| s);
 

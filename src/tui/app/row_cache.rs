@@ -377,6 +377,8 @@ impl RowCache {
         let mut cell = String::new();
         let mut job_widths: Vec<usize> = JobColumn::COCKPIT.iter().map(|c| c.initial_width()).collect();
         let mut node_widths = vec![0; NodeColumn::COCKPIT.len()];
+        let mut job_index = RowIndex::with_capacity(job_total);
+        let mut node_index = RowIndex::with_capacity(node_total);
         for (snap, (cluster, s)) in snaps.iter().enumerate() {
             let gpu_use = fleet.clusters[*cluster].gpu_use.as_deref();
             for (index, job) in s.jobs.iter().enumerate() {
@@ -392,6 +394,9 @@ impl RowCache {
                     *users.entry(job.user.as_str()).or_insert(next)
                 };
                 jobs.push(JobRow { snap: snap as u16, index: index as u32, state: job.state, user });
+                // Indexed while the job's strings are still in the cache: a second pass
+                // would fetch two strings per job from memory again.
+                job_index.insert(jobs.len() as u32 - 1, |r| job_key(&snaps, &jobs, r));
             }
             for (index, node) in s.nodes.iter().enumerate() {
                 widen_node_columns(&mut node_widths, node);
@@ -411,6 +416,7 @@ impl RowCache {
                 *reason = (*reason).max(text::width(&NodeColumn::Reason.cell(node)) + evidence);
                 node_hays.push(&hay);
                 nodes.push(NodeRow { snap: snap as u16, index: index as u32 });
+                node_index.insert(nodes.len() as u32 - 1, |r| node_key(&snaps, &nodes, r));
             }
         }
         let mut by_name: Vec<(&str, u32)> = users.into_iter().collect();
@@ -425,14 +431,6 @@ impl RowCache {
             }
         }
         let users: Vec<String> = by_name.into_iter().map(|(u, _)| u.to_string()).collect();
-        let mut job_index = RowIndex::with_capacity(jobs.len());
-        for row in 0..jobs.len() as u32 {
-            job_index.insert(row, |r| job_key(&snaps, &jobs, r));
-        }
-        let mut node_index = RowIndex::with_capacity(nodes.len());
-        for row in 0..nodes.len() as u32 {
-            node_index.insert(row, |r| node_key(&snaps, &nodes, r));
-        }
         let mut data = RowCache {
             fleet,
             snaps,
@@ -725,7 +723,8 @@ impl RowCache {
     /// backend reports indices, else by count in job order.
     fn build_gpu_map(&self) -> Vec<GpuNode> {
         // (snap, node name) → jobs holding GPUs there, with (model, count, indices).
-        let mut holders: HashMap<(u16, &str), Vec<Holder>> = HashMap::new();
+        // foldhash, not SipHash: one lookup per running job.
+        let mut holders: HashMap<(u16, &str), Vec<Holder>, foldhash::fast::RandomState> = HashMap::default();
         for (row, r) in self.jobs.iter().enumerate() {
             let job = self.job(row as u32);
             if !job.state.is_active() {
@@ -791,10 +790,12 @@ impl RowCache {
             }
             // The node's own counts are the authority on how many are held and broken.
             for (m, slot) in node.gpus.iter().enumerate() {
-                let of_model: Vec<usize> = (0..cells.len()).filter(|&i| models[i] as usize == m).collect();
-                let held = of_model.iter().filter(|&&i| matches!(cells[i], Cell::Allocated(_))).count() as u32;
+                // The cells of this model, walked in place (no list per slot and node).
+                let of_model = |i: &usize| models[*i] as usize == m;
+                let held = (0..cells.len()).filter(of_model).filter(|&i| matches!(cells[i], Cell::Allocated(_))).count()
+                    as u32;
                 let mut extra = slot.allocated.saturating_sub(held);
-                for &i in &of_model {
+                for i in (0..cells.len()).filter(of_model) {
                     if extra == 0 {
                         break;
                     }
@@ -804,7 +805,7 @@ impl RowCache {
                     }
                 }
                 let mut broken = if node.is_unavailable() { u32::MAX } else { slot.unhealthy };
-                for &i in of_model.iter().rev() {
+                for i in (0..cells.len()).rev().filter(of_model) {
                     if broken == 0 {
                         break;
                     }
@@ -866,7 +867,7 @@ impl RowCache {
                     unavailable: t.unavailable,
                 })
                 .collect();
-            let mut reasons: HashMap<std::borrow::Cow<'_, str>, u32> = HashMap::new();
+            let mut reasons: HashMap<std::borrow::Cow<'_, str>, u32, foldhash::fast::RandomState> = HashMap::default();
             for job in &snap.jobs {
                 *sum.jobs_by_state.entry(job.state).or_default() += 1;
                 if job.state.is_waiting() {
@@ -920,19 +921,18 @@ fn widen_node_columns(widths: &mut [usize], node: &Node) {
     }
 }
 
+/// `cluster/id name user partition state reason`, pushed piece by piece: `write!` through
+/// the formatter cost more than the rest of the row at 100,000 jobs.
 fn job_haystack(out: &mut String, job: &Job) {
-    use std::fmt::Write;
-    let _ = write!(
-        out,
-        "{}/{} {} {} {} {} {}",
-        job.job_ref.cluster,
-        job.job_ref.id,
-        job.name,
-        job.user,
-        job.partition,
-        job.state.as_str(),
-        job.reason.as_deref().unwrap_or("")
-    );
+    out.push_str(&job.job_ref.cluster);
+    out.push('/');
+    for part in [&job.job_ref.id, &job.name, &job.user, &job.partition] {
+        out.push_str(part);
+        out.push(' ');
+    }
+    out.push_str(job.state.as_str());
+    out.push(' ');
+    out.push_str(job.reason.as_deref().unwrap_or(""));
     // The canonical model and the backend's own name, so `/NVIDIA-H100` finds what `/h100` does.
     for name in [&job.gpu_model, &job.gpu_product].into_iter().flatten() {
         out.push(' ');
