@@ -15,12 +15,13 @@
 //! a trimmed pod maps to the same job as the whole one and that the trimmed store is smaller.
 
 use std::alloc::{GlobalAlloc, Layout};
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use criterion::Criterion;
-use flightdeck::backend::kube::map::{self, GpuKind, Lookup};
+use flightdeck::backend::kube::map::{self, Lookup};
 use flightdeck::backend::kube::trim::Trim;
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::ObjectList;
@@ -229,9 +230,11 @@ impl Lookup for H100 {
     fn failed_scheduling(&self, _: &str, _: &str) -> Option<&str> {
         None
     }
-    fn node_gpu(&self, _: &str, resource: &str) -> Option<GpuKind> {
-        let labels = [("nvidia.com/gpu.product".to_string(), "NVIDIA-H100-80GB-HBM3".to_string())].into();
-        Some(map::gpu_kind(resource, Some(&labels)))
+    fn node_labels(&self, _: &str) -> Option<&BTreeMap<String, String>> {
+        static LABELS: std::sync::LazyLock<BTreeMap<String, String>> = std::sync::LazyLock::new(|| {
+            [("nvidia.com/gpu.product".to_string(), "NVIDIA-H100-80GB-HBM3".to_string())].into()
+        });
+        Some(&LABELS)
     }
     fn cluster_queue_of(&self, _: &str, _: &str) -> Option<&str> {
         None

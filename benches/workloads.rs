@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::Criterion;
-use flightdeck::backend::kube::map::{GpuKind, Lookup, gpu_kind};
+use flightdeck::backend::kube::map::Lookup;
 use flightdeck::backend::kube::workloads::cache::JobCache;
 use flightdeck::backend::kube::workloads::job::{Beside, workload_job, workload_jobs};
 use flightdeck::backend::kube::workloads::{WorkloadKind, owners, status};
@@ -40,8 +40,8 @@ impl Lookup for Nodes {
     fn failed_scheduling(&self, _: &str, _: &str) -> Option<&str> {
         None
     }
-    fn node_gpu(&self, _: &str, resource: &str) -> Option<GpuKind> {
-        Some(gpu_kind(resource, Some(&self.0)))
+    fn node_labels(&self, _: &str) -> Option<&BTreeMap<String, String>> {
+        Some(&self.0)
     }
     fn cluster_queue_of(&self, _: &str, _: &str) -> Option<&str> {
         None

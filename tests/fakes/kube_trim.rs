@@ -72,8 +72,8 @@ impl map::Lookup for Fixtures {
     fn failed_scheduling(&self, namespace: &str, pod: &str) -> Option<&str> {
         self.failed.get(&(namespace.to_string(), pod.to_string())).map(String::as_str)
     }
-    fn node_gpu(&self, node: &str, resource: &str) -> Option<map::GpuKind> {
-        self.labels.get(node).map(|l| map::gpu_kind(resource, Some(l)))
+    fn node_labels(&self, node: &str) -> Option<&BTreeMap<String, String>> {
+        self.labels.get(node)
     }
     fn cluster_queue_of(&self, _: &str, _: &str) -> Option<&str> {
         Some("gpu-cluster-queue")

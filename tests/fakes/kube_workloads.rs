@@ -825,6 +825,13 @@ async fn the_jobs_screen_shows_every_kind_as_one_row() {
         ["ml:tfjob:mnist", "ml:raycluster:notebook"].iter().all(|id| snap.jobs.iter().any(|j| j.job_ref.id == *id))
     })
     .await;
+    // The RayCluster of a head group and two worker groups is one job with its three pods.
+    let notebook = job(&snap, "ml:raycluster:notebook");
+    let w = notebook.workload.as_ref().unwrap();
+    let groups: Vec<(&str, u32, u32)> =
+        w.groups.iter().map(|g| (g.name.as_str(), g.replicas, g.gpus_per_replica)).collect();
+    assert_eq!(groups, vec![("head", 1, 0), ("gpu", 1, 1), ("cpu", 1, 0)]);
+    assert_eq!((notebook.gpus_requested, notebook.gpus_allocated, w.pods.len()), (1, 1, 3));
     let at = snap.taken_at.unwrap();
     let cluster = ClusterState {
         health: Health::Fresh { at },

@@ -595,8 +595,9 @@ pub fn kubeflow_family_and_rayservice() -> Vec<Value> {
 
 /// The two kinds of the table `cluster()` has no top-level object of: `ml/mnist`, a TFJob
 /// of one Worker (shaped after the training-operator's `tf_job_mnist.yaml` example), and
-/// `ml/notebook`, a RayCluster of its own (KubeRay's `ray-cluster.sample.yaml`: a head and
-/// one GPU worker group), all on `wl-7`.
+/// `ml/notebook`, a RayCluster of its own (KubeRay's `ray-cluster.sample.yaml`: a head and a
+/// GPU worker group, with a second worker group of CPU pods beside it, as the issue asks),
+/// all on `wl-7`.
 pub fn tfjob_and_raycluster() -> Vec<Value> {
     let tf = ("kubeflow.org/v1", "TFJob", "mnist");
     let tf_status = json!({"conditions": [
@@ -610,7 +611,9 @@ pub fn tfjob_and_raycluster() -> Vec<Value> {
     let rc = ("ray.io/v1", "RayCluster", "notebook");
     let rc_spec = json!({"headGroupSpec": {"rayStartParams": {}, "template": template("ray-head", 0)},
         "workerGroupSpecs": [{"groupName": "gpu", "replicas": 1, "minReplicas": 1, "maxReplicas": 2,
-            "rayStartParams": {}, "template": template("ray-worker", 1)}]});
+            "rayStartParams": {}, "template": template("ray-worker", 1)},
+            {"groupName": "cpu", "replicas": 1, "minReplicas": 0, "maxReplicas": 4,
+            "rayStartParams": {}, "template": template("ray-worker", 0)}]});
     let ray = |t: &str| json!({"ray.io/cluster": "notebook", "ray.io/node-type": t, "ray.io/group": t});
     vec![
         object(tf.0, tf.1, "ml", tf.2, None, tf_spec, tf_status),
@@ -618,6 +621,7 @@ pub fn tfjob_and_raycluster() -> Vec<Value> {
         object(rc.0, rc.1, "ml", rc.2, None, rc_spec, json!({"state": "ready"})),
         member("ml", "notebook-head-4xk2p", Some("wl-7"), 0, rc, ray("headgroup")),
         member("ml", "notebook-gpu-worker-8fz7q", Some("wl-7"), 1, rc, ray("gpu")),
+        member("ml", "notebook-cpu-worker-2m9xq", Some("wl-7"), 0, rc, ray("cpu")),
     ]
 }
 

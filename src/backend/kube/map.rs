@@ -121,16 +121,36 @@ impl GpuKind {
 /// (AMD's product name) through the alias table, a MIG resource's profile, time-slicing from
 /// the resource name or the `-SHARED` suffix.
 pub fn gpu_kind(resource: &str, labels: Option<&BTreeMap<String, String>>) -> GpuKind {
-    let label = |k: &str| labels.and_then(|l| l.get(k)).filter(|v| !v.is_empty()).cloned();
+    gpu_kind_of(resource, product_label(resource, labels))
+}
+
+/// The label that names the GPUs behind `resource` on a node with these labels (GFD's
+/// product, a MIG profile's product, AMD's product name), when one does and is not empty.
+fn product_label<'l>(resource: &str, labels: Option<&'l BTreeMap<String, String>>) -> Option<&'l str> {
+    let labels = labels?;
+    let value = match resource.strip_prefix(gpu::NVIDIA_MIG_PREFIX) {
+        Some(profile) => labels.get(&format!("{}{profile}.product", gpu::NVIDIA_MIG_PREFIX)),
+        None => match resource {
+            gpu::NVIDIA_GPU | gpu::NVIDIA_SHARED => labels.get(NVIDIA_PRODUCT),
+            gpu::AMD_GPU => labels.get(AMD_PRODUCT),
+            _ => None,
+        },
+    };
+    value.map(String::as_str).filter(|v| !v.is_empty())
+}
+
+/// [`gpu_kind`] with the resource's product label already read ([`product_label`]): the
+/// kind depends on nothing else, so a count over many pods names each kind once.
+fn gpu_kind_of(resource: &str, product: Option<&str>) -> GpuKind {
+    let product = product.map(str::to_string);
     if let Some(profile) = resource.strip_prefix(gpu::NVIDIA_MIG_PREFIX) {
-        let product = label(&format!("{}{profile}.product", gpu::NVIDIA_MIG_PREFIX));
         let shared = product.as_deref().is_some_and(|p| gpu_names::canonical(p).shared);
         return GpuKind { model: profile.to_ascii_lowercase(), product, shared };
     }
     match resource {
-        gpu::NVIDIA_GPU => GpuKind::from_label(label(NVIDIA_PRODUCT), false),
-        gpu::NVIDIA_SHARED => GpuKind::from_label(label(NVIDIA_PRODUCT), true),
-        gpu::AMD_GPU => GpuKind::from_label(label(AMD_PRODUCT), false),
+        gpu::NVIDIA_GPU => GpuKind::from_label(product, false),
+        gpu::NVIDIA_SHARED => GpuKind::from_label(product, true),
+        gpu::AMD_GPU => GpuKind::from_label(product, false),
         other => GpuKind {
             model: other
                 .strip_prefix(gpu::INTEL_GPU_PREFIX)
@@ -461,8 +481,8 @@ pub fn log_path(pod: &Pod) -> Option<String> {
 pub trait Lookup {
     /// The latest `FailedScheduling` message for a pod.
     fn failed_scheduling(&self, namespace: &str, pod: &str) -> Option<&str>;
-    /// What the GPUs of `resource` on `node` are (see [`gpu_kind`]).
-    fn node_gpu(&self, node: &str, resource: &str) -> Option<GpuKind>;
+    /// A node's labels, which name its GPUs (see [`gpu_kind`]); `None` for a node not known.
+    fn node_labels(&self, node: &str) -> Option<&BTreeMap<String, String>>;
     /// The ClusterQueue behind a namespace's LocalQueue.
     fn cluster_queue_of(&self, namespace: &str, local_queue: &str) -> Option<&str>;
 }
@@ -480,35 +500,45 @@ pub(crate) fn gpu_allocations_of<D: std::borrow::Borrow<Amounts>>(
     demands: &[D],
     lookup: &dyn Lookup,
 ) -> (Vec<GpuAllocation>, Vec<String>, Vec<String>) {
-    // Node names borrowed from the pods while counting, copied once each at the end: this
-    // runs for every pod of every workload mapped.
-    let mut by_node: BTreeMap<(&str, String), u32> = BTreeMap::new();
+    // Each kind of GPU named once per call, by resource and product label: a workload's pods
+    // sit on nodes of one or two kinds, and naming a kind (the alias table, its strings) per
+    // pod was the larger part of this count. Node names and models are borrowed while
+    // counting, copied once each at the end: this runs for every pod of every workload mapped.
+    let mut kinds: Vec<(&str, Option<&str>, GpuKind)> = Vec::new();
+    let mut held: Vec<(&str, usize, u64)> = Vec::with_capacity(pods.len());
     let mut nodes: BTreeSet<&str> = BTreeSet::new();
-    let mut products: BTreeSet<String> = BTreeSet::new();
     for (pod, demand) in pods.iter().zip(demands) {
         let Some(node) = gpu::holding_node(pod) else { continue };
         nodes.insert(node);
+        let labels = lookup.node_labels(node);
         for (resource, count) in demand.borrow().gpu_resources() {
-            let kind = lookup.node_gpu(node, resource).unwrap_or_else(|| gpu_kind(resource, None));
-            if let Some(product) = kind.product
-                && !products.contains(&product)
-            {
-                products.insert(product);
-            }
-            let held = by_node.entry((node, kind.model)).or_default();
-            *held = held.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
+            let product = product_label(resource, labels);
+            let at = match kinds.iter().position(|(r, p, _)| *r == resource && *p == product) {
+                Some(at) => at,
+                None => {
+                    kinds.push((resource, product, gpu_kind_of(resource, product)));
+                    kinds.len() - 1
+                }
+            };
+            held.push((node, at, count));
         }
+    }
+    let mut by_node: BTreeMap<(&str, &str), u32> = BTreeMap::new();
+    for (node, at, count) in held {
+        let sum = by_node.entry((node, kinds[at].2.model.as_str())).or_default();
+        *sum = sum.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
     }
     let allocs = by_node
         .into_iter()
         .map(|((node, model), count)| GpuAllocation {
             node: node.to_string(),
-            model: Some(model),
+            model: Some(model.to_string()),
             count,
             indices: Vec::new(),
         })
         .collect();
-    (allocs, nodes.into_iter().map(str::to_string).collect(), products.into_iter().collect())
+    let products: BTreeSet<&str> = kinds.iter().filter_map(|(_, _, k)| k.product.as_deref()).collect();
+    (allocs, nodes.into_iter().map(str::to_string).collect(), products.into_iter().map(str::to_string).collect())
 }
 
 /// The GPU a pod template asks for, `(model, product)`: a MIG profile, or a product node
@@ -808,10 +838,10 @@ mod tests {
                 "0/7 nodes are available: 3 Insufficient nvidia.com/gpu, 4 node(s) had untolerated taint {gpu: bad}. preemption: 0/7 nodes are available: 7 No preemption victims found.",
             )
         }
-        fn node_gpu(&self, _: &str, resource: &str) -> Option<GpuKind> {
-            let labels: BTreeMap<String, String> =
-                [(NVIDIA_PRODUCT.to_string(), "NVIDIA-H100-80GB-HBM3".to_string())].into();
-            (resource == "nvidia.com/gpu").then(|| gpu_kind(resource, Some(&labels)))
+        fn node_labels(&self, _: &str) -> Option<&BTreeMap<String, String>> {
+            static LABELS: std::sync::LazyLock<BTreeMap<String, String>> =
+                std::sync::LazyLock::new(|| [(NVIDIA_PRODUCT.to_string(), "NVIDIA-H100-80GB-HBM3".to_string())].into());
+            Some(&LABELS)
         }
         fn cluster_queue_of(&self, _: &str, lq: &str) -> Option<&str> {
             (lq == "team-a").then_some("cq-a")

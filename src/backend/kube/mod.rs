@@ -1013,8 +1013,8 @@ impl map::Lookup for Index {
         self.failed_scheduling.get(namespace)?.get(pod).map(String::as_str)
     }
 
-    fn node_gpu(&self, node: &str, resource: &str) -> Option<map::GpuKind> {
-        self.node_labels.get(node).map(|labels| map::gpu_kind(resource, Some(labels)))
+    fn node_labels(&self, node: &str) -> Option<&BTreeMap<String, String>> {
+        self.node_labels.get(node)
     }
 
     fn cluster_queue_of(&self, namespace: &str, local_queue: &str) -> Option<&str> {

@@ -45,6 +45,12 @@ impl JobCache {
 }
 
 impl Round<'_> {
+    /// Room for `n` more jobs in this round: a cold cache starts empty, and
+    /// growing its table job by job was a visible part of a first snapshot.
+    pub fn reserve(&mut self, n: usize) {
+        self.next.reserve(n);
+    }
+
     /// The job for `key` as kept when its fingerprint is still `print`, else `build()`'s.
     /// `print: None` (something without a version) always builds and keeps nothing.
     pub fn job(&mut self, key: String, print: Option<u64>, build: impl FnOnce() -> Job) -> Job {

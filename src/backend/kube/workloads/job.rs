@@ -319,6 +319,7 @@ pub fn workload_jobs<'b>(
     round: &mut super::cache::Round<'_>,
     out: &mut Vec<Job>,
 ) {
+    round.reserve(objects.len());
     for (i, (kind, obj)) in objects.iter().enumerate() {
         if grouped.workloads_owned[i] {
             continue;
