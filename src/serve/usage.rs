@@ -34,11 +34,15 @@ struct Cached {
 }
 
 /// Whether a read from `held` serves a window from `asked`: one that reaches as far back
-/// (records before the asked start are clipped away by the sum).
-fn covers(held: Option<DateTime<Utc>>, asked: Option<DateTime<Utc>>) -> bool {
+/// (records before the asked start are clipped away by the sum), or starts at most `slack`
+/// later. Callers asking for "the last day" a moment apart compute starts a moment apart, and
+/// reach the cache in any order; a read that is up to `slack` old at its end may as well be
+/// up to `slack` short at its start.
+fn covers(held: Option<DateTime<Utc>>, asked: Option<DateTime<Utc>>, slack: Duration) -> bool {
+    let slack = chrono::TimeDelta::from_std(slack).unwrap_or(chrono::TimeDelta::zero());
     match (held, asked) {
         (_, None) => true,
-        (Some(held), Some(asked)) => held <= asked,
+        (Some(held), Some(asked)) => held <= asked + slack,
         (None, Some(_)) => false,
     }
 }
@@ -64,7 +68,7 @@ impl UsageCache {
             slots.entry(cluster.to_string()).or_default().clone()
         };
         let mut held = slot.lock().await;
-        if let Some(cached) = held.as_ref().filter(|c| c.at.elapsed() < max_age && covers(c.since, since)) {
+        if let Some(cached) = held.as_ref().filter(|c| c.at.elapsed() < max_age && covers(c.since, since, max_age)) {
             return cached.reads.clone();
         }
         let reads = Arc::new(read(since).await);
@@ -105,10 +109,15 @@ mod tests {
         cache.get("hpc", Some(at("2026-12-06T00:00:00Z")), MAX_AGE, read(asked.clone())).await;
         cache.get("hpc", None, MAX_AGE, read(asked.clone())).await;
         assert_eq!(asked.load(Ordering::SeqCst), 1);
+        // The same "last day" asked a moment later first, then a moment earlier: one read.
+        let moment = cache.get("lab", Some(at("2026-12-06T00:00:01Z")), MAX_AGE, read(asked.clone())).await;
+        let before = cache.get("lab", Some(at("2026-12-06T00:00:00Z")), MAX_AGE, read(asked.clone())).await;
+        assert!(Arc::ptr_eq(&moment, &before), "a start a second earlier is served by the held read");
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
         // A longer one is not, nor a read older than the bound.
         cache.get("hpc", Some(at("2026-11-01T00:00:00Z")), MAX_AGE, read(asked.clone())).await;
-        assert_eq!(asked.load(Ordering::SeqCst), 2);
-        cache.get("hpc", week, Duration::ZERO, read(asked.clone())).await;
         assert_eq!(asked.load(Ordering::SeqCst), 3);
+        cache.get("hpc", week, Duration::ZERO, read(asked.clone())).await;
+        assert_eq!(asked.load(Ordering::SeqCst), 4);
     }
 }
