@@ -1014,9 +1014,9 @@ fn usage_request(by: &str) -> pb::UsageRequest {
     }
 }
 
-#[tokio::test]
-async fn usage_through_the_hub_gives_a_viewer_their_own_rows_and_the_true_total_an_operator_everyones() {
-    // Jobs 1 and 2 are alice's (an operator), job 3 bob's (a viewer).
+/// A hub over a cluster where jobs 1 and 2 are alice's (an operator) and job 3 bob's (a
+/// viewer), all three holding GPUs once the hub has refreshed.
+async fn alices_two_jobs_and_bobs_one() -> (Arc<Toy>, Hub) {
     let toy = Toy::new("hpc", 2);
     toy.add_for(JobState::Running, "bob");
     holding(&toy);
@@ -1026,6 +1026,13 @@ async fn usage_through_the_hub_gives_a_viewer_their_own_rows_and_the_true_total_
             s.clusters[0].snapshot.as_ref().is_some_and(|s| s.jobs.iter().all(|j| j.gpus_allocated > 0))
         })
         .await;
+    (toy, hub)
+}
+
+#[tokio::test]
+async fn usage_through_the_hub_gives_a_viewer_their_own_rows_and_the_true_total_an_operator_everyones() {
+    // Jobs 1 and 2 are alice's (an operator), job 3 bob's (a viewer).
+    let (toy, hub) = alices_two_jobs_and_bobs_one().await;
     let client = raw(&hub).await;
     let ask = |token: &'static str, by: &'static str| {
         let mut client = client.clone();
@@ -1081,15 +1088,7 @@ async fn usage_through_the_hub_gives_a_viewer_their_own_rows_and_the_true_total_
 
 #[tokio::test]
 async fn the_cli_fleet_through_a_hub_takes_the_hubs_usage_for_a_viewer_and_an_operator() {
-    let toy = Toy::new("hpc", 2);
-    toy.add_for(JobState::Running, "bob");
-    holding(&toy);
-    let hub = Hub::start(&toy, free_port()).await;
-    hub.fleet
-        .wait_for(Duration::from_secs(5), |s| {
-            s.clusters[0].snapshot.as_ref().is_some_and(|s| s.jobs.iter().all(|j| j.gpus_allocated > 0))
-        })
-        .await;
+    let (toy, hub) = alices_two_jobs_and_bobs_one().await;
     let query = flightdeck::model::usage::UsageQuery {
         by: flightdeck::model::usage::UsageBy::User,
         since: Some(chrono::Utc::now() - chrono::TimeDelta::days(1)),
