@@ -217,7 +217,10 @@ async fn a_keeper_cut_off_from_the_api_stops_polling_before_another_takes_over()
 
     let cut_at = Instant::now();
     cut.cancel();
-    eventually("b takes a's cluster", || b.held().len() == 2).await;
+    // The recorder notes a flag's flip from its own task, a moment after the flip: wait for
+    // the note, not only for b's answer (a loaded machine ran the check in between).
+    eventually("b takes a's cluster", || b.held().len() == 2 && recorder.first("hub-b", &lost, true, cut_at).is_some())
+        .await;
     let stopped = recorder.first("hub-a", &lost, false, cut_at).expect("a stopped polling");
     let taken = recorder.first("hub-b", &lost, true, cut_at).expect("b started polling");
     assert!(stopped < taken, "a stopped at {:?}, b took over at {:?} after the cut", stopped - cut_at, taken - cut_at);
