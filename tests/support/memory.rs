@@ -5,8 +5,9 @@
 //! is not applied, so a test that needs its effect changes the jobs itself; with
 //! [`MemoryCluster::applying`] a submit lists the job and a cancel drops it, as a scheduler
 //! would. Faults are scripted per verb ([`Fault`]): refused, or taken with the answer lost,
-//! optionally taking the link down with it. What a test needs beyond that (a reading, a
-//! history, a log) is a hook. Calls are counted.
+//! optionally taking the link down with it; so are listings. What a test needs beyond that
+//! (a reading, a history, a log, how long an action takes) is a hook. Calls are counted, and
+//! so are job actions under way at once.
 //!
 //! A binary that needs it declares `#[path = "../support/memory.rs"] mod memory;`.
 #![allow(dead_code)]
@@ -27,6 +28,10 @@ type HistoryHook = Box<dyn Fn(&HistoryQuery) -> Option<History> + Send + Sync>;
 /// `None`: the read never answers (a log on a hung filesystem).
 type LogHook = Box<dyn Fn(&LogHandle) -> Option<LogChunk> + Send + Sync>;
 type UsageHook = Box<dyn Fn(&UsageQuery) -> Result<Option<Usage>, BackendError> + Send + Sync>;
+/// How a job action goes, asked before it is recorded as done: it may take a while, never
+/// end, fail or panic.
+pub type ActionFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), BackendError>> + Send>>;
+type ActionHook = Box<dyn Fn(&JobRef, JobAction) -> ActionFuture + Send + Sync>;
 
 /// A scripted failure of one verb (`submit`, `cancel`, `hold` …). `BackendError` is not
 /// `Clone`, so the error is made afresh for each call.
@@ -68,6 +73,18 @@ pub struct MemoryCluster {
     /// Shared with other clusters: every call of all of them, in the order they came.
     journal: Option<Arc<Mutex<Vec<String>>>>,
     faults: Mutex<HashMap<Verb, Fault>>,
+    /// A scripted failure of every listing (a controller rate-limiting, a bug that panics).
+    listing: Mutex<Option<Fault>>,
+    /// Announces changes as a watching backend does.
+    changes: Option<tokio::sync::watch::Sender<u64>>,
+    action: Option<ActionHook>,
+    /// The identities job actions were asked for with (`job_action_if`).
+    uids: Mutex<Vec<Option<String>>>,
+    /// Job actions answered `Ok`.
+    done: AtomicU32,
+    /// Job actions under way now, and the most there ever were at once.
+    active: AtomicU32,
+    most: AtomicU32,
     applying: bool,
     acting_user: Option<String>,
     /// How long diagnoses and accounting reads take.
@@ -96,6 +113,13 @@ impl MemoryCluster {
             calls: Mutex::new(Vec::new()),
             journal: None,
             faults: Mutex::new(HashMap::new()),
+            listing: Mutex::new(None),
+            changes: None,
+            action: None,
+            uids: Mutex::new(Vec::new()),
+            done: AtomicU32::new(0),
+            active: AtomicU32::new(0),
+            most: AtomicU32::new(0),
             applying: false,
             acting_user: None,
             slowness: Duration::ZERO,
@@ -195,6 +219,38 @@ impl MemoryCluster {
         self
     }
 
+    /// It announces changes on `changes`, as a watching backend does.
+    pub fn announcing(mut self, changes: tokio::sync::watch::Sender<u64>) -> Self {
+        self.changes = Some(changes);
+        self
+    }
+
+    /// Each job action first goes as `hook` says (a delay, a hang, an error, a panic).
+    pub fn acts_with(mut self, hook: impl Fn(&JobRef, JobAction) -> ActionFuture + Send + Sync + 'static) -> Self {
+        self.action = Some(Box::new(hook));
+        self
+    }
+
+    /// From now on every listing fails as `fault` says (`None`: listings work again).
+    pub fn fail_listing(&self, fault: Option<Fault>) {
+        *self.listing.lock().unwrap() = fault;
+    }
+
+    /// Job actions that answered `Ok`.
+    pub fn done(&self) -> u32 {
+        self.done.load(Ordering::SeqCst)
+    }
+
+    /// The most job actions there ever were under way at once.
+    pub fn most_at_once(&self) -> u32 {
+        self.most.load(Ordering::SeqCst)
+    }
+
+    /// The identities job actions were asked for with, in order.
+    pub fn uids(&self) -> Vec<Option<String>> {
+        self.uids.lock().unwrap().clone()
+    }
+
     /// The next id it hands out.
     pub fn next_id(&self) -> String {
         self.next_id.fetch_add(1, Ordering::SeqCst).to_string()
@@ -261,8 +317,9 @@ impl MemoryCluster {
     /// `Some`: the answer to a call of `verb` that is not carried out; `None`: carry it out,
     /// then answer with [`MemoryCluster::after`].
     fn before(&self, verb: Verb) -> Option<BackendError> {
-        let faults = self.faults.lock().unwrap();
-        faults.get(&verb).filter(|f| !f.taken).map(|f| (f.error)())
+        // Out of the lock first: a scripted error may panic, which must not poison it.
+        let fault = self.faults.lock().unwrap().get(&verb).filter(|f| !f.taken).cloned();
+        fault.map(|f| (f.error)())
     }
 
     /// The answer to a call of `verb` that was carried out.
@@ -294,6 +351,10 @@ impl Backend for MemoryCluster {
         self.snapshots.fetch_add(1, Ordering::SeqCst);
         if self.unreachable.load(Ordering::SeqCst) {
             return Err(BackendError::Connect { target: self.name.clone(), message: "link down".into() });
+        }
+        let listing = self.listing.lock().unwrap().clone();
+        if let Some(fault) = listing {
+            return Err((fault.error)());
         }
         let mut snapshot = self.snapshot.lock().unwrap().clone();
         if snapshot.queues.is_empty() {
@@ -360,13 +421,30 @@ impl Backend for MemoryCluster {
 
     async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {
         self.record(format!("{} {job}", action.verb()));
+        let now = self.active.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        let _leave = Leave(&self.active);
+        if let Some(hook) = &self.action {
+            hook(job, action).await?;
+        }
         if let Some(refused) = self.before(action.verb()) {
             return Err(refused);
         }
         if self.applying && action == JobAction::Cancel {
             self.snapshot.lock().unwrap().jobs.retain(|j| &j.job_ref != job);
         }
-        self.after(action.verb())
+        self.after(action.verb())?;
+        self.done.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn job_action_if(&self, job: &JobRef, action: JobAction, uid: Option<&str>) -> Result<(), BackendError> {
+        self.uids.lock().unwrap().push(uid.map(str::to_string));
+        self.job_action(job, action).await
+    }
+
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.changes.as_ref().map(|tx| tx.subscribe())
     }
 
     async fn node_action(&self, node: &str, action: &NodeAction) -> Result<String, BackendError> {
@@ -388,5 +466,14 @@ impl Backend for MemoryCluster {
                 None => std::future::pending().await,
             },
         }
+    }
+}
+
+/// Counts a job action out when it ends, however it ends (a panic, a dropped future).
+struct Leave<'a>(&'a AtomicU32);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
