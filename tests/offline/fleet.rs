@@ -3,126 +3,72 @@
 //! what the fleet adds on top, which a real cluster cannot be made to do on cue.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
+use flightdeck::backend::{BackendError, Capabilities, JobAction};
 use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
-use flightdeck::model::{Health, Job, JobRef, JobState, Snapshot};
-use flightdeck::spec::JobSpec;
+use flightdeck::model::{Health, Job, JobRef, JobState};
 
-use crate::memory::MemoryCluster;
+use crate::memory::{ActionFuture, Fault, MemoryCluster};
 
-#[derive(Default)]
-struct Scripted {
-    failing: AtomicBool,
-    /// Set: `snapshot` panics (a bug in an adapter).
-    panicking: AtomicBool,
-    /// Set: `snapshot` fails as against a controller rate-limiting this user's RPCs.
-    rate_limited: AtomicBool,
-    calls: AtomicU32,
-    cancels: AtomicU32,
-    /// Set: the backend announces changes like a watching backend does.
-    changes: Option<tokio::sync::watch::Sender<u64>>,
-    /// Job actions under way now, and the most there ever were at once.
-    active: AtomicU32,
-    most: AtomicU32,
-    /// The identities job actions were asked for with.
-    uids: std::sync::Mutex<Vec<Option<String>>>,
+/// A cluster of one running job that can cancel. Its job actions go by the job's id: a
+/// batch job (`b…`) takes long enough that calls would pile up if nothing bounded them,
+/// `slow` takes 300 ms, `hang` never ends, `boom` panics, `404` is not there.
+fn sim() -> MemoryCluster {
+    let mut job = Job::new(JobRef::new("sim", "0"), JobState::Running);
+    job.partition = "gpu".into();
+    MemoryCluster::new("sim")
+        .capabilities(Capabilities { cancel: true, ..Capabilities::default() })
+        .jobs(vec![job])
+        .acts_with(by_id)
 }
 
-#[async_trait]
-impl Backend for Scripted {
-    fn name(&self) -> &str {
-        "sim"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities { cancel: true, ..Capabilities::default() }
-    }
-    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
-        let n = self.calls.fetch_add(1, Ordering::SeqCst);
-        if self.panicking.load(Ordering::SeqCst) {
-            panic!("index out of bounds: the len is 0 but the index is 3");
-        }
-        if self.failing.load(Ordering::SeqCst) {
-            return Err(BackendError::Connect { target: "sim".into(), message: "link down".into() });
-        }
-        if self.rate_limited.load(Ordering::SeqCst) {
-            return Err(BackendError::RateLimited {
-                command: "squeue --json".into(),
-                detail: "slurm_load_jobs error: Rate limit exceeded, please retry momentarily".into(),
-            });
-        }
-        let mut job = Job::new(JobRef::new("sim", n.to_string()), JobState::Running);
-        job.partition = "gpu".into();
-        let mut s = Snapshot { cluster: "sim".into(), jobs: vec![job], ..Snapshot::default() };
-        s.derive_queues();
-        Ok(s)
-    }
-    async fn submit(&self, _spec: &JobSpec) -> Result<JobRef, BackendError> {
-        Ok(JobRef::new("sim", "99"))
-    }
-    async fn job_action(&self, job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
-        let now = self.active.fetch_add(1, Ordering::SeqCst) + 1;
-        self.most.fetch_max(now, Ordering::SeqCst);
-        let _leave = Leave(&self.active);
+fn scripted() -> Arc<MemoryCluster> {
+    Arc::new(sim())
+}
+
+/// The same, announcing changes on `changes` as a watching backend does.
+fn watching(changes: &tokio::sync::watch::Sender<u64>) -> Arc<MemoryCluster> {
+    Arc::new(sim().announcing(changes.clone()))
+}
+
+fn by_id(job: &JobRef, _action: JobAction) -> ActionFuture {
+    let job = job.clone();
+    Box::pin(async move {
         if job.id.starts_with('b') {
-            // A batch job: long enough that calls would pile up if nothing bounded them.
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        if job.id == "slow" {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+        match job.id.as_str() {
+            "slow" => tokio::time::sleep(Duration::from_millis(300)).await,
+            "hang" => std::future::pending::<()>().await,
+            "boom" => panic!("cancel of {job} panicked"),
+            "404" => {
+                return Err(BackendError::Command {
+                    command: "scancel 404".into(),
+                    status: Some(1),
+                    stderr: "Invalid job id specified".into(),
+                });
+            }
+            _ => {}
         }
-        if job.id == "hang" {
-            std::future::pending::<()>().await;
-        }
-        if job.id == "boom" {
-            panic!("cancel of {job} panicked");
-        }
-        if job.id == "404" {
-            return Err(BackendError::Command {
-                command: "scancel 404".into(),
-                status: Some(1),
-                stderr: "Invalid job id specified".into(),
-            });
-        }
-        self.cancels.fetch_add(1, Ordering::SeqCst);
         Ok(())
-    }
-    async fn job_action_if(&self, job: &JobRef, action: JobAction, uid: Option<&str>) -> Result<(), BackendError> {
-        self.uids.lock().unwrap().push(uid.map(str::to_string));
-        self.job_action(job, action).await
-    }
-    async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
-        Ok(String::new())
-    }
-    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
-        Ok(Diagnosis::default())
-    }
-    async fn read_log(
-        &self,
-        _log: &flightdeck::model::LogHandle,
-        _from: Option<u64>,
-        _max: u64,
-    ) -> Result<LogChunk, BackendError> {
-        Ok(LogChunk::default())
-    }
-    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        self.changes.as_ref().map(|tx| tx.subscribe())
-    }
+    })
 }
 
-/// Counts a job action out when it ends, however it ends.
-struct Leave<'a>(&'a AtomicU32);
-
-impl Drop for Leave<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
+/// Listings panic, as an adapter with a bug does.
+fn panicking() -> Option<Fault> {
+    Some(Fault::refused(|| panic!("index out of bounds: the len is 0 but the index is 3")))
 }
 
-fn fleet(backend: Arc<Scripted>, read_only: bool, audit: Option<AuditLog>) -> Fleet {
+/// Listings fail as against a controller rate-limiting this user's RPCs.
+fn rate_limited() -> Option<Fault> {
+    Some(Fault::refused(|| BackendError::RateLimited {
+        command: "squeue --json".into(),
+        detail: "slurm_load_jobs error: Rate limit exceeded, please retry momentarily".into(),
+    }))
+}
+
+fn fleet(backend: Arc<MemoryCluster>, read_only: bool, audit: Option<AuditLog>) -> Fleet {
     Fleet::start(
         vec![Member {
             backend,
@@ -136,14 +82,14 @@ fn fleet(backend: Arc<Scripted>, read_only: bool, audit: Option<AuditLog>) -> Fl
 
 #[tokio::test]
 async fn stale_keeps_the_last_snapshot_and_recovers() {
-    let b = Arc::new(Scripted::default());
+    let b = scripted();
     let f = fleet(b.clone(), false, None);
     let s = f.wait_for(Duration::from_secs(5), |s| s.clusters[0].health.is_fresh()).await;
     assert!(s.clusters[0].health.is_fresh());
     let first = s.clusters[0].snapshot.clone().expect("snapshot");
     assert_eq!(first.queues[0].name, "gpu");
 
-    b.failing.store(true, Ordering::SeqCst);
+    b.set_unreachable(true);
     let s = f.wait_for(Duration::from_secs(5), |s| matches!(s.clusters[0].health, Health::Stale { .. })).await;
     match &s.clusters[0].health {
         Health::Stale { error, last_ok, .. } => {
@@ -154,7 +100,7 @@ async fn stale_keeps_the_last_snapshot_and_recovers() {
     }
     assert!(s.clusters[0].snapshot.is_some(), "the last good snapshot stays while stale");
 
-    b.failing.store(false, Ordering::SeqCst);
+    b.set_unreachable(false);
     f.refresh_now(None);
     let s = f.wait_for(Duration::from_secs(10), |s| s.clusters[0].health.is_fresh()).await;
     assert!(s.clusters[0].health.is_fresh(), "recovered: {:?}", s.clusters[0].health);
@@ -163,17 +109,17 @@ async fn stale_keeps_the_last_snapshot_and_recovers() {
 /// On tokio's paused clock, so the count is exact however busy the machine is.
 #[tokio::test(start_paused = true)]
 async fn failures_back_off() {
-    let b = Arc::new(Scripted::default());
-    b.failing.store(true, Ordering::SeqCst);
+    let b = scripted();
+    b.set_unreachable(true);
     let _f = fleet(b.clone(), false, None);
     // At 50 ms without back-off, one second would be 20 attempts; doubling after each
     // failure tries at 0, 50, 150, 350 and 750 ms, then not before 1550 ms.
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(b.calls.load(Ordering::SeqCst), 5);
+    assert_eq!(b.snapshots(), 5);
     tokio::time::sleep(Duration::from_millis(540)).await;
-    assert_eq!(b.calls.load(Ordering::SeqCst), 5, "nothing before 1550 ms");
+    assert_eq!(b.snapshots(), 5, "nothing before 1550 ms");
     tokio::time::sleep(Duration::from_millis(20)).await;
-    assert_eq!(b.calls.load(Ordering::SeqCst), 6);
+    assert_eq!(b.snapshots(), 6);
 }
 
 /// A controller rate-limiting this user: the cluster is stale with that reason in words, the
@@ -181,16 +127,16 @@ async fn failures_back_off() {
 /// the wait short, and the cluster is fresh again once the limit lifts. Paused clock.
 #[tokio::test(start_paused = true)]
 async fn a_rate_limiting_controller_is_asked_less_often_and_recovers() {
-    let b = Arc::new(Scripted::default());
-    b.rate_limited.store(true, Ordering::SeqCst);
+    let b = scripted();
+    b.fail_listing(rate_limited());
     let f = fleet(b.clone(), false, None);
     // At 50 ms, waits of 100, 200, 400, 800 ms: attempts at 0, 100, 300, 700, then 1500 ms
     // (another failure's back-off would have made five attempts by 1000 ms).
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(b.calls.load(Ordering::SeqCst), 4);
+    assert_eq!(b.snapshots(), 4);
     f.refresh_now(None);
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(b.calls.load(Ordering::SeqCst), 4, "a refresh key does not ask a limiting controller again");
+    assert_eq!(b.snapshots(), 4, "a refresh key does not ask a limiting controller again");
     let s = f.wait_for(Duration::from_secs(1), |s| matches!(s.clusters[0].health, Health::Stale { .. })).await;
     match &s.clusters[0].health {
         Health::Stale { error, .. } => {
@@ -198,9 +144,9 @@ async fn a_rate_limiting_controller_is_asked_less_often_and_recovers() {
         }
         h => panic!("expected stale, got {h:?}"),
     }
-    b.rate_limited.store(false, Ordering::SeqCst);
+    b.fail_listing(None);
     tokio::time::sleep(Duration::from_millis(390)).await;
-    assert_eq!(b.calls.load(Ordering::SeqCst), 4, "nothing before 1500 ms");
+    assert_eq!(b.snapshots(), 4, "nothing before 1500 ms");
     let s = f.wait_for(Duration::from_secs(5), |s| s.clusters[0].health.is_fresh()).await;
     assert!(s.clusters[0].health.is_fresh(), "recovered: {:?}", s.clusters[0].health);
 }
@@ -209,7 +155,7 @@ async fn a_rate_limiting_controller_is_asked_less_often_and_recovers() {
 async fn actions_are_audited_and_errors_keep_the_backends_words() {
     let dir = tempfile::tempdir().unwrap();
     let log = AuditLog::new(dir.path().join("audit.jsonl"));
-    let b = Arc::new(Scripted::default());
+    let b = scripted();
     let f = fleet(b.clone(), false, Some(log.clone()));
     let mut outcomes = f.outcomes();
     let ok = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel, uid: None }).await;
@@ -235,25 +181,25 @@ async fn actions_are_audited_and_errors_keep_the_backends_words() {
     assert_eq!(entries[1].outcome, "error");
     assert!(entries[1].message.contains("Invalid job id"));
     assert_eq!(entries[0].who, "tester@host");
-    assert_eq!(b.cancels.load(Ordering::SeqCst), 1);
+    assert_eq!(b.done(), 1);
 }
 
 #[tokio::test]
 async fn read_only_is_refused_in_the_fleet() {
     let dir = tempfile::tempdir().unwrap();
     let log = AuditLog::new(dir.path().join("audit.jsonl"));
-    let b = Arc::new(Scripted::default());
+    let b = scripted();
     let f = fleet(b.clone(), true, Some(log.clone()));
     let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel, uid: None }).await;
     assert!(out.result.unwrap_err().contains("read-only"));
-    assert_eq!(b.cancels.load(Ordering::SeqCst), 0, "the backend was never called");
+    assert_eq!(b.done(), 0, "the backend was never called");
     assert_eq!(log.read_all().unwrap()[0].outcome, "refused");
 }
 
 #[tokio::test]
 async fn a_watching_backend_is_reread_when_it_changes_not_at_the_interval() {
     let (tx, _rx) = tokio::sync::watch::channel(0u64);
-    let b = Arc::new(Scripted { changes: Some(tx.clone()), ..Scripted::default() });
+    let b = watching(&tx);
     let f = Fleet::start(
         vec![Member {
             backend: b.clone(),
@@ -264,7 +210,7 @@ async fn a_watching_backend_is_reread_when_it_changes_not_at_the_interval() {
         FleetOptions { read_only: true, poll: true, audit: None, actor: "t".into() },
     );
     f.wait_for(Duration::from_secs(5), |s| s.clusters[0].attempts == 1).await;
-    assert_eq!(b.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(b.snapshots(), 1);
     // A burst of changes: one more refresh soon after, not one per change.
     for i in 1..=5 {
         tx.send_replace(i);
@@ -272,14 +218,14 @@ async fn a_watching_backend_is_reread_when_it_changes_not_at_the_interval() {
     let s = f.wait_for(Duration::from_secs(5), |s| s.clusters[0].attempts == 2).await;
     assert_eq!(s.clusters[0].attempts, 2, "re-read after the change");
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(b.calls.load(Ordering::SeqCst), 2, "the burst cost one refresh");
+    assert_eq!(b.snapshots(), 2, "the burst cost one refresh");
 }
 
 #[tokio::test]
 async fn a_change_after_failures_cuts_the_back_off_short() {
     let (tx, _rx) = tokio::sync::watch::channel(0u64);
-    let b = Arc::new(Scripted { changes: Some(tx.clone()), ..Scripted::default() });
-    b.failing.store(true, Ordering::SeqCst);
+    let b = watching(&tx);
+    b.set_unreachable(true);
     let f = Fleet::start(
         vec![Member {
             backend: b.clone(),
@@ -291,7 +237,7 @@ async fn a_change_after_failures_cuts_the_back_off_short() {
     );
     // Four failures: the next attempt would be 500 ms × 2³ = 4 s away.
     f.wait_for(Duration::from_secs(10), |s| s.clusters[0].attempts >= 4).await;
-    b.failing.store(false, Ordering::SeqCst);
+    b.set_unreachable(false);
     tx.send_replace(1);
     // The change brings the refresh forward to within one interval (500 ms), well before 4 s.
     let s = f.wait_for(Duration::from_secs(2), |s| s.clusters[0].health.is_fresh()).await;
@@ -300,7 +246,7 @@ async fn a_change_after_failures_cuts_the_back_off_short() {
 
 #[tokio::test]
 async fn what_a_cluster_cannot_do_is_refused_by_the_fleet_without_calling_it() {
-    let b = Arc::new(Scripted::default());
+    let b = scripted();
     let f = fleet(b.clone(), false, None);
     let state = f.state();
     assert!(!state.clusters[0].capabilities.allows(flightdeck::model::Verb::Requeue));
@@ -310,18 +256,18 @@ async fn what_a_cluster_cannot_do_is_refused_by_the_fleet_without_calling_it() {
 
     let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Requeue, uid: None }).await;
     assert_eq!(out.result.unwrap_err(), refusal, "the fleet says the same as the front ends");
-    assert_eq!(b.cancels.load(Ordering::SeqCst), 0, "the backend was never called");
+    assert_eq!(b.done(), 0, "the backend was never called");
     let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel, uid: None }).await;
     assert!(out.is_ok(), "{out:?}");
-    assert_eq!(b.cancels.load(Ordering::SeqCst), 1);
+    assert_eq!(b.done(), 1);
 }
 
 #[tokio::test]
 async fn a_panicking_backend_goes_stale_with_an_internal_error_and_is_retried() {
-    let b = Arc::new(Scripted::default());
+    let b = scripted();
     let f = fleet(b.clone(), true, None);
     f.wait_for(Duration::from_secs(5), |s| s.clusters[0].health.is_fresh()).await;
-    b.panicking.store(true, Ordering::SeqCst);
+    b.fail_listing(panicking());
     let s = f.wait_for(Duration::from_secs(5), |s| matches!(s.clusters[0].health, Health::Stale { .. })).await;
     match &s.clusters[0].health {
         Health::Stale { error, .. } => {
@@ -331,12 +277,12 @@ async fn a_panicking_backend_goes_stale_with_an_internal_error_and_is_retried() 
     }
     assert!(s.clusters[0].snapshot.is_some(), "the last good snapshot stays");
     // The poller lives on: it keeps trying, and recovers once the bug stops biting.
-    let before = b.calls.load(Ordering::SeqCst);
-    b.panicking.store(false, Ordering::SeqCst);
+    let before = b.snapshots();
+    b.fail_listing(None);
     f.refresh_now(None);
     let s = f.wait_for(Duration::from_secs(5), |s| s.clusters[0].health.is_fresh()).await;
     assert!(s.clusters[0].health.is_fresh(), "{:?}", s.clusters[0].health);
-    assert!(b.calls.load(Ordering::SeqCst) > before);
+    assert!(b.snapshots() > before);
 }
 
 #[tokio::test]
@@ -346,7 +292,7 @@ async fn an_action_the_audit_log_cannot_record_is_not_done() {
     let blocker = dir.path().join("state");
     std::fs::write(&blocker, "not a directory").unwrap();
     let log = AuditLog::new(blocker.join("audit.jsonl"));
-    let b = Arc::new(Scripted::default());
+    let b = scripted();
     let f = fleet(b.clone(), false, Some(log));
     let out = f.perform(Action::Job { job: JobRef::new("sim", "7"), action: JobAction::Cancel, uid: None }).await;
     let err = out.result.unwrap_err();
@@ -355,26 +301,26 @@ async fn an_action_the_audit_log_cannot_record_is_not_done() {
             && err.ends_with("); nothing was done"),
         "{err}"
     );
-    assert_eq!(b.cancels.load(Ordering::SeqCst), 0, "the cluster was never asked");
+    assert_eq!(b.done(), 0, "the cluster was never asked");
 }
 
 #[tokio::test]
 async fn a_panicking_action_answers_with_an_internal_error() {
-    let b = Arc::new(Scripted::default());
+    let b = scripted();
     let f = fleet(b.clone(), false, None);
-    b.panicking.store(true, Ordering::SeqCst);
+    b.fail_listing(panicking());
     let out = f.perform(Action::Job { job: JobRef::new("sim", "boom"), action: JobAction::Cancel, uid: None }).await;
     assert_eq!(out.result.unwrap_err(), "internal error: cancel of sim/boom panicked");
 }
 
 #[tokio::test]
 async fn quitting_waits_for_actions_under_way_and_names_those_that_do_not_end() {
-    let b = Arc::new(Scripted::default());
+    let b = scripted();
     let f = fleet(b.clone(), false, None);
     assert!(f.request(Action::Job { job: JobRef::new("sim", "slow"), action: JobAction::Cancel, uid: None }));
     assert_eq!(f.in_flight(), ["cancel sim/slow"]);
     assert!(f.settle(Duration::from_secs(5)).await.is_empty(), "it finished within the bound");
-    assert_eq!(b.cancels.load(Ordering::SeqCst), 1, "the action was carried out, not dropped");
+    assert_eq!(b.done(), 1, "the action was carried out, not dropped");
 
     assert!(f.request(Action::Job { job: JobRef::new("sim", "hang"), action: JobAction::Cancel, uid: None }));
     assert!(f.request(Action::Job { job: JobRef::new("sim", "slow"), action: JobAction::Hold, uid: None }));
@@ -391,7 +337,7 @@ async fn quitting_waits_for_actions_under_way_and_names_those_that_do_not_end() 
 async fn a_thousand_job_batch_is_carried_out_whole_and_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let log = AuditLog::new(dir.path().join("audit.jsonl"));
-    let b = Arc::new(Scripted::default());
+    let b = scripted();
     let f = fleet(b.clone(), false, Some(log.clone()));
     let mut ids: Vec<String> = (0..1000).map(|i| format!("b{i}")).collect();
     ids[500] = "404".into();
@@ -408,8 +354,8 @@ async fn a_thousand_job_batch_is_carried_out_whole_and_bounded() {
     assert_eq!(targets, asked, "outcomes in the order asked");
     assert_eq!(batch.failed(), 1);
     assert!(batch.summary().starts_with("cancelled 999 of 1000; 1 failed: sim/404 ("), "{}", batch.summary());
-    assert_eq!(b.cancels.load(Ordering::SeqCst), 999);
-    let most = b.most.load(Ordering::SeqCst);
+    assert_eq!(b.done(), 999);
+    let most = b.most_at_once();
     assert!((1..=flightdeck::backend::BATCH_CONCURRENCY as u32).contains(&most), "{most} job actions at once");
 
     let recs = log.read_all().unwrap();
@@ -431,7 +377,7 @@ async fn a_thousand_job_batch_is_carried_out_whole_and_bounded() {
 /// the others of the batch go together through `job_actions`.
 #[tokio::test]
 async fn an_identity_reaches_the_backend_with_its_action() {
-    let b = Arc::new(Scripted::default());
+    let b = scripted();
     let f = fleet(b.clone(), false, None);
     let batch = f
         .perform_batch(vec![
@@ -440,8 +386,8 @@ async fn an_identity_reaches_the_backend_with_its_action() {
         ])
         .await;
     assert_eq!(batch.failed(), 0, "{}", batch.summary());
-    assert_eq!(*b.uids.lock().unwrap(), vec![Some("u-7".to_string())]);
-    assert_eq!(b.cancels.load(Ordering::SeqCst), 2);
+    assert_eq!(b.uids(), vec![Some("u-7".to_string())]);
+    assert_eq!(b.done(), 2);
 }
 
 /// A backend that keeps no history of its own (a Kubernetes cluster, a cloud): what its

@@ -4,172 +4,108 @@
 //! `hub_live.rs`.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use flightdeck::backend::hub_link::Mirror;
-use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction, Registry};
+use flightdeck::backend::{Backend, Capabilities, JobAction, LogChunk, Registry};
 use flightdeck::config::Config;
 use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
-use flightdeck::model::{GpuOwner, GpuSample, Health, Job, JobRef, JobState, LogHandle, Native, Snapshot, Telemetry};
+use flightdeck::model::{GpuOwner, GpuSample, Health, Job, JobRef, JobState, LogHandle, Snapshot, Telemetry};
 use flightdeck::serve::limits::SubscriberLimits;
 use flightdeck::serve::listen::ListenAddr;
 use flightdeck::serve::{ServeOptions, auth::sha256_hex};
-use flightdeck::spec::{Imported, JobSpec};
+use flightdeck::spec::JobSpec;
 use flightdeck::wire::pb;
 use prost::Message;
 use tokio::sync::oneshot;
 
+use crate::memory::MemoryCluster;
+
 const OPERATOR_TOKEN: &str = "op-token-0123456789";
 const VIEWER_TOKEN: &str = "viewer-token-9876543210";
 
-/// A cluster held in memory.
-struct Toy {
-    name: &'static str,
-    jobs: Mutex<Vec<Job>>,
-    calls: Mutex<Vec<String>>,
-    next: AtomicU32,
-    /// Diagnoses asked of it.
-    diagnoses: AtomicU32,
-    /// Accounting reads asked of it (its `sacct`).
-    histories: AtomicU32,
+/// The in-memory cluster the hub serves: `jobs` running jobs of alice's, numbered from 1;
+/// actions take effect; its diagnosis and accounting take a while, as on a cluster. Its
+/// accounting, as `sacct` would give it: alice used 2 GPUs and bob 1 for an hour each,
+/// ended an hour ago. Its GPUs: job 1's idle, job 2's busy, a reading's time moving on. A
+/// log read answers with the handle's owner, which proves the hub used its own handle, not
+/// the client's text.
+fn toy(name: &'static str, jobs: usize) -> Arc<MemoryCluster> {
+    let toy = MemoryCluster::new(name)
+        .capabilities(Capabilities { submit: true, cancel: true, hold_release: true, ..Capabilities::default() })
+        .snapshot_of(Snapshot { release: Some("toy 1.0".into()), ..Snapshot::default() })
+        .applying()
+        .ids_from(1)
+        .import_warnings(vec!["a warning".into()])
+        .slow(Duration::from_millis(50))
+        .history(move |_| Some(accounting(name)))
+        .telemetry(|_| Ok(Some(gpu_reading())))
+        .logs(|log| {
+            Some(LogChunk { data: format!("{} owned by {:?}", log.as_str(), log.owner()), offset: 10, dropped: 0 })
+        });
+    let toy = Arc::new(toy);
+    for _ in 0..jobs {
+        add(&toy, JobState::Running);
+    }
+    toy
 }
 
-impl Toy {
-    fn new(name: &'static str, jobs: usize) -> Arc<Toy> {
-        let toy = Arc::new(Toy {
-            name,
-            jobs: Mutex::new(Vec::new()),
-            calls: Mutex::new(Vec::new()),
-            next: AtomicU32::new(1),
-            diagnoses: AtomicU32::new(0),
-            histories: AtomicU32::new(0),
-        });
-        for _ in 0..jobs {
-            toy.add(JobState::Running);
-        }
-        toy
-    }
+fn accounting(cluster: &str) -> flightdeck::model::History {
+    let end = chrono::Utc::now() - chrono::TimeDelta::hours(1);
+    let records = [("alice", 2), ("bob", 1)]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (user, gpus))| {
+            let mut job = Job::new(JobRef::new(cluster, format!("old-{i}").as_str()), JobState::Completed);
+            job.user = user.into();
+            job.gpus_allocated = gpus;
+            job.start_time = Some(end - chrono::TimeDelta::hours(1));
+            job.end_time = Some(end);
+            flightdeck::model::JobRecord::from_job(job)
+        })
+        .collect();
+    flightdeck::model::History { records, source: "sacct".into(), left_out: 0, notes: vec![] }
+}
 
-    fn add(&self, state: JobState) -> JobRef {
-        self.add_for(state, "alice")
+fn gpu_reading() -> Telemetry {
+    let mut gpus = Vec::new();
+    for (index, job, util) in [(0, "1", 1.0), (1, "2", 90.0)] {
+        let mut g = GpuSample::new("n1", index);
+        g.utilisation = Some(util + (chrono::Utc::now().timestamp_subsec_millis() % 3) as f32);
+        g.owner = Some(GpuOwner::Job(job.into()));
+        g.memory_total_mb = Some(81_559);
+        gpus.push(g);
     }
+    Telemetry { taken_at: chrono::Utc::now(), source: "toy-smi".into(), gpus, notes: vec![] }
+}
 
-    /// A job of `user`'s, its output in their home.
-    fn add_for(&self, state: JobState, user: &str) -> JobRef {
-        let id = self.next.fetch_add(1, Ordering::SeqCst).to_string();
-        let r = JobRef::new(self.name, id.as_str());
-        let mut job = Job::new(r.clone(), state);
-        job.name = format!("train-{id}");
-        job.user = user.into();
-        job.partition = "gpu".into();
-        job.gpus_requested = 4;
-        job.stdout = Some(LogHandle::owned_by(format!("/home/{user}/slurm-{id}.out"), user));
-        self.jobs.lock().unwrap().push(job);
-        r
-    }
+fn add(toy: &MemoryCluster, state: JobState) -> JobRef {
+    add_for(toy, state, "alice")
+}
 
-    /// Change `n` jobs (their priority), so a refresh carries `n` changed jobs.
-    fn touch(&self, n: usize) {
-        for job in self.jobs.lock().unwrap().iter_mut().take(n) {
+/// A job of `user`'s, its output in their home.
+fn add_for(toy: &MemoryCluster, state: JobState, user: &str) -> JobRef {
+    let id = toy.next_id();
+    let r = JobRef::new(toy.name(), id.as_str());
+    let mut job = Job::new(r.clone(), state);
+    job.name = format!("train-{id}");
+    job.user = user.into();
+    job.partition = "gpu".into();
+    job.gpus_requested = 4;
+    job.stdout = Some(LogHandle::owned_by(format!("/home/{user}/slurm-{id}.out"), user));
+    let spec = JobSpec { name: format!("spec-of-{id}"), command: Some("true".into()), ..JobSpec::default() };
+    toy.add(job, spec);
+    r
+}
+
+/// Change `n` jobs (their priority), so a refresh carries `n` changed jobs.
+fn touch(toy: &MemoryCluster, n: usize) {
+    toy.edit(|s| {
+        for job in s.jobs.iter_mut().take(n) {
             job.priority = Some(job.priority.unwrap_or(0) + 1);
         }
-    }
-
-    fn calls(&self) -> Vec<String> {
-        self.calls.lock().unwrap().clone()
-    }
-}
-
-#[async_trait]
-impl Backend for Toy {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities { submit: true, cancel: true, hold_release: true, ..Capabilities::default() }
-    }
-    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
-        let jobs = self.jobs.lock().unwrap().clone();
-        let mut s =
-            Snapshot { cluster: self.name.into(), jobs, release: Some("toy 1.0".into()), ..Snapshot::default() };
-        s.derive_queues();
-        Ok(s)
-    }
-    async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
-        self.calls.lock().unwrap().push(format!("submit {}", spec.name));
-        Ok(self.add(JobState::Pending))
-    }
-    async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
-        Ok(Native {
-            dialect: flightdeck::backend::slurm::dialect::SBATCH,
-            text: format!("#SBATCH --job-name={}\n", spec.name),
-            warnings: vec![],
-        })
-    }
-    async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
-        Ok(Imported {
-            spec: JobSpec { name: format!("spec-of-{}", job.id), command: Some("true".into()), ..JobSpec::default() },
-            warnings: vec!["a warning".into()],
-        })
-    }
-    async fn job_action(&self, job: &JobRef, action: JobAction) -> Result<(), BackendError> {
-        self.calls.lock().unwrap().push(format!("{} {job}", action.verb()));
-        if action == JobAction::Cancel {
-            self.jobs.lock().unwrap().retain(|j| &j.job_ref != job);
-        }
-        Ok(())
-    }
-    async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
-        Ok(String::new())
-    }
-    /// Takes a while, as commands on a cluster do.
-    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
-        self.diagnoses.fetch_add(1, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        Ok(Diagnosis { transport: "toy".into(), ..Diagnosis::default() })
-    }
-    /// Its accounting, as `sacct` would give it: alice used 2 GPUs and bob 1 for an hour
-    /// each, ended an hour ago. Takes a while, as accounting does.
-    async fn history(
-        &self,
-        _query: &flightdeck::model::HistoryQuery,
-    ) -> Result<Option<flightdeck::model::History>, BackendError> {
-        self.histories.fetch_add(1, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let end = chrono::Utc::now() - chrono::TimeDelta::hours(1);
-        let records = [("alice", 2), ("bob", 1)]
-            .into_iter()
-            .enumerate()
-            .map(|(i, (user, gpus))| {
-                let mut job = Job::new(JobRef::new(self.name, format!("old-{i}").as_str()), JobState::Completed);
-                job.user = user.into();
-                job.gpus_allocated = gpus;
-                job.start_time = Some(end - chrono::TimeDelta::hours(1));
-                job.end_time = Some(end);
-                flightdeck::model::JobRecord::from_job(job)
-            })
-            .collect();
-        Ok(Some(flightdeck::model::History { records, source: "sacct".into(), left_out: 0, notes: vec![] }))
-    }
-    /// Job 1's GPU idle, job 2's busy; a reading's time moves on.
-    async fn telemetry(&self, _snapshot: &Snapshot) -> Result<Option<Telemetry>, BackendError> {
-        let mut gpus = Vec::new();
-        for (index, job, util) in [(0, "1", 1.0), (1, "2", 90.0)] {
-            let mut g = GpuSample::new("n1", index);
-            g.utilisation = Some(util + (chrono::Utc::now().timestamp_subsec_millis() % 3) as f32);
-            g.owner = Some(GpuOwner::Job(job.into()));
-            g.memory_total_mb = Some(81_559);
-            gpus.push(g);
-        }
-        Ok(Some(Telemetry { taken_at: chrono::Utc::now(), source: "toy-smi".into(), gpus, notes: vec![] }))
-    }
-    async fn read_log(&self, log: &LogHandle, _from: Option<u64>, _max: u64) -> Result<LogChunk, BackendError> {
-        // The owner arriving here proves the hub used its own handle, not the client's text.
-        Ok(LogChunk { data: format!("{} owned by {:?}", log.as_str(), log.owner()), offset: 10, dropped: 0 })
-    }
+    });
 }
 
 /// A running hub over `toy`, stopped on drop.
@@ -201,19 +137,19 @@ fn tokens_file(dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 impl Hub {
-    async fn start(toy: &Arc<Toy>, addr: SocketAddr) -> Hub {
+    async fn start(toy: &Arc<MemoryCluster>, addr: SocketAddr) -> Hub {
         Hub::start_with(toy, addr, None).await
     }
 
     /// A hub whose fleet also reads the toy's GPUs every `telemetry` (and flags a job idle
     /// as soon as it is under 5%).
-    async fn start_with(toy: &Arc<Toy>, addr: SocketAddr, telemetry: Option<Duration>) -> Hub {
+    async fn start_with(toy: &Arc<MemoryCluster>, addr: SocketAddr, telemetry: Option<Duration>) -> Hub {
         Hub::start_limited(toy, addr, telemetry, SubscriberLimits::default()).await
     }
 
     /// A hub that holds at most `subscribers` subscriptions open.
     async fn start_limited(
-        toy: &Arc<Toy>,
+        toy: &Arc<MemoryCluster>,
         addr: SocketAddr,
         telemetry: Option<Duration>,
         subscribers: SubscriberLimits,
@@ -223,7 +159,7 @@ impl Hub {
 
     /// A hub whose fleet refreshes the toy every `refresh`.
     async fn start_full(
-        toy: &Arc<Toy>,
+        toy: &Arc<MemoryCluster>,
         addr: SocketAddr,
         telemetry: Option<Duration>,
         subscribers: SubscriberLimits,
@@ -242,7 +178,7 @@ impl Hub {
                 flightdeck::fleet::TelemetryOptions {
                     idle: flightdeck::config::IdleRule { below_percent: 5.0, window: Duration::ZERO },
                     sources: Default::default(),
-                    every: [(toy.name.to_string(), every)].into_iter().collect(),
+                    every: [(toy.name().to_string(), every)].into_iter().collect(),
                     ..Default::default()
                 },
             ),
@@ -361,7 +297,7 @@ fn mirrored_jobs(mirror: &mut Mirror, cluster: &str) -> Vec<Job> {
     jobs
 }
 
-async fn toy_jobs(toy: &Toy) -> Vec<Job> {
+async fn toy_jobs(toy: &MemoryCluster) -> Vec<Job> {
     let mut jobs = toy.snapshot().await.unwrap().jobs;
     jobs.sort_by(|a, b| a.job_ref.id.cmp(&b.job_ref.id));
     jobs
@@ -369,7 +305,7 @@ async fn toy_jobs(toy: &Toy) -> Vec<Job> {
 
 #[tokio::test]
 async fn a_subscriber_gets_the_whole_state_then_one_job_per_one_job_change() {
-    let toy = Toy::new("hpc", 50);
+    let toy = toy("hpc", 50);
     let hub = Hub::start(&toy, free_port()).await;
     let mut client = raw(&hub).await;
     let mut stream =
@@ -385,7 +321,7 @@ async fn a_subscriber_gets_the_whole_state_then_one_job_per_one_job_change() {
     assert_eq!(first.clusters[0].info.as_ref().unwrap().kind, "slurm");
     assert!(mirror.apply(first));
 
-    let added = toy.add(JobState::Pending);
+    let added = add(&toy, JobState::Pending);
     let update = next_with_jobs(&mut stream, &mut mirror).await;
     let cluster = &update.clusters[0];
     assert!(!cluster.replace && !update.full);
@@ -400,7 +336,7 @@ async fn a_subscriber_gets_the_whole_state_then_one_job_per_one_job_change() {
     );
 
     // A removal is an id, not a job.
-    let gone = toy.jobs.lock().unwrap().remove(0).job_ref.id;
+    let gone = toy.edit(|s| s.jobs.remove(0)).job_ref.id;
     let update = next_with_jobs(&mut stream, &mut mirror).await;
     assert_eq!(update.clusters[0].removed_jobs, vec![gone]);
     assert!(update.clusters[0].jobs.is_empty());
@@ -412,7 +348,7 @@ async fn a_subscriber_gets_the_whole_state_then_one_job_per_one_job_change() {
 
 #[tokio::test]
 async fn a_client_that_reconnects_with_its_versions_receives_only_what_it_missed() {
-    let toy = Toy::new("hpc", 200);
+    let toy = toy("hpc", 200);
     let hub = Hub::start(&toy, free_port()).await;
     let mut client = raw(&hub).await;
     let mut mirror = Mirror::default();
@@ -422,8 +358,8 @@ async fn a_client_that_reconnects_with_its_versions_receives_only_what_it_missed
         assert!(mirror.apply(stream.message().await.unwrap().unwrap()));
     }
     // Away for a while: two jobs change, one goes.
-    toy.touch(2);
-    let gone = toy.jobs.lock().unwrap().pop().unwrap().job_ref.id;
+    touch(&toy, 2);
+    let gone = toy.edit(|s| s.jobs.pop()).unwrap().job_ref.id;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut stream = client.subscribe(authed(mirror.resume(), OPERATOR_TOKEN)).await.unwrap().into_inner();
     let first = stream.message().await.unwrap().unwrap();
@@ -449,7 +385,7 @@ async fn a_client_that_reconnects_with_its_versions_receives_only_what_it_missed
 
 #[tokio::test]
 async fn a_subscriber_too_slow_to_keep_up_is_sent_a_full_state_not_a_queue() {
-    let toy = Toy::new("hpc", 400);
+    let toy = toy("hpc", 400);
     let hub = Hub::start(&toy, free_port()).await;
     // A small window, so the connection stops taking updates after a few.
     let channel = tonic::transport::Endpoint::from_shared(hub.url())
@@ -470,7 +406,7 @@ async fn a_subscriber_too_slow_to_keep_up_is_sent_a_full_state_not_a_queue() {
         let toy = toy.clone();
         tokio::spawn(async move {
             for _ in 0..200 {
-                toy.touch(400);
+                touch(&toy, 400);
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         })
@@ -491,14 +427,14 @@ async fn a_subscriber_too_slow_to_keep_up_is_sent_a_full_state_not_a_queue() {
     }
     assert!(resynced, "the slow subscriber was never sent a fresh full state");
     // And it is in step again afterwards.
-    toy.touch(1);
+    touch(&toy, 1);
     let update = tokio::time::timeout(Duration::from_secs(20), next_with_jobs(&mut stream, &mut mirror)).await.unwrap();
     assert!(!update.full);
 }
 
 #[tokio::test]
 async fn a_fleet_through_the_hub_shows_its_clusters_and_acts_through_it_audited_by_caller() {
-    let toy = Toy::new("hpc", 5);
+    let toy = toy("hpc", 5);
     let hub = Hub::start(&toy, free_port()).await;
     let dir = tempfile::tempdir().unwrap();
     let fleet = hub.client_fleet(false, Some(AuditLog::new(dir.path().join("audit.jsonl")))).await;
@@ -551,7 +487,7 @@ async fn a_fleet_through_the_hub_shows_its_clusters_and_acts_through_it_audited_
 
 #[tokio::test]
 async fn a_viewers_cancel_is_refused_in_the_hub_and_audited_as_refused() {
-    let toy = Toy::new("hpc", 3);
+    let toy = toy("hpc", 3);
     let hub = Hub::start(&toy, free_port()).await;
     let mut client = raw(&hub).await;
     let cancel = pb::ActRequest {
@@ -585,8 +521,8 @@ async fn a_viewers_cancel_is_refused_in_the_hub_and_audited_as_refused() {
 #[tokio::test]
 async fn a_viewer_reads_only_their_own_jobs_and_every_read_is_audited() {
     // Jobs 1 and 2 are alice's, job 3 is bob's (bob is a viewer, alice an operator).
-    let toy = Toy::new("hpc", 2);
-    let bobs = toy.add_for(JobState::Pending, "bob");
+    let toy = toy("hpc", 2);
+    let bobs = add_for(&toy, JobState::Pending, "bob");
     let hub = Hub::start(&toy, free_port()).await;
     let mut client = raw(&hub).await;
     let log = |user: &str, id: &str| pb::ReadLogRequest {
@@ -658,7 +594,7 @@ async fn a_viewer_reads_only_their_own_jobs_and_every_read_is_audited() {
 
 #[tokio::test]
 async fn subscriptions_are_limited_per_user_and_in_all() {
-    let toy = Toy::new("hpc", 3);
+    let toy = toy("hpc", 3);
     let limits = SubscriberLimits { per_caller: 2, total: 3 };
     let hub = Hub::start_limited(&toy, free_port(), None, limits).await;
     let mut client = raw(&hub).await;
@@ -692,7 +628,7 @@ async fn subscriptions_are_limited_per_user_and_in_all() {
 
 #[tokio::test]
 async fn viewers_share_one_diagnosis_per_refresh_and_operators_ask_afresh() {
-    let toy = Toy::new("hpc", 1);
+    let toy = toy("hpc", 1);
     // Viewers share an answer for one refresh interval: one long enough that ten calls
     // under any load fall into it (at 20 ms a loaded machine saw three diagnoses).
     let hub = Hub::start_full(&toy, free_port(), None, SubscriberLimits::default(), Duration::from_secs(30)).await;
@@ -703,11 +639,11 @@ async fn viewers_share_one_diagnosis_per_refresh_and_operators_ask_afresh() {
     };
     let answers = futures_util::future::join_all((0..10).map(|_| ask(VIEWER_TOKEN))).await;
     for answer in answers {
-        assert_eq!(answer.unwrap().into_inner().transport, "toy");
+        assert_eq!(answer.unwrap().into_inner().transport, "memory");
     }
-    assert_eq!(toy.diagnoses.load(Ordering::SeqCst), 1, "ten viewers at once, one diagnosis");
+    assert_eq!(toy.diagnoses(), 1, "ten viewers at once, one diagnosis");
     ask(OPERATOR_TOKEN).await.unwrap();
-    assert_eq!(toy.diagnoses.load(Ordering::SeqCst), 2, "an operator's doctor asks the cluster");
+    assert_eq!(toy.diagnoses(), 2, "an operator's doctor asks the cluster");
     // A cluster the hub does not serve is no entry in any cache.
     let unknown = client
         .clone()
@@ -719,7 +655,7 @@ async fn viewers_share_one_diagnosis_per_refresh_and_operators_ask_afresh() {
 
 #[tokio::test]
 async fn a_viewers_refused_request_is_one_audit_record_with_its_fields_capped() {
-    let toy = Toy::new("hpc", 3);
+    let toy = toy("hpc", 3);
     let hub = Hub::start(&toy, free_port()).await;
     let mut client = raw(&hub).await;
     let long_id = "9".repeat(5000);
@@ -749,7 +685,7 @@ async fn a_viewers_refused_request_is_one_audit_record_with_its_fields_capped() 
 
 #[tokio::test]
 async fn messages_are_bounded_both_ways() {
-    let toy = Toy::new("hpc", 1);
+    let toy = toy("hpc", 1);
     let hub = Hub::start(&toy, free_port()).await;
     let limit = flightdeck::wire::MAX_MESSAGE;
     let big = JobSpec { name: "big".into(), command: Some("x".repeat(limit + 1024)), ..JobSpec::default() };
@@ -802,7 +738,7 @@ fn the_cli_sends_no_token_in_clear_text_to_another_machine_without_insecure() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_through_a_hub_lists_jobs_and_says_when_the_token_is_wrong() {
-    let toy = Toy::new("hpc", 4);
+    let toy = toy("hpc", 4);
     let hub = Hub::start(&toy, free_port()).await;
     let run = |token: &str| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"));
@@ -835,7 +771,7 @@ async fn the_cli_through_a_hub_lists_jobs_and_says_when_the_token_is_wrong() {
 
 #[tokio::test]
 async fn a_killed_hub_restarts_and_its_clients_reconnect_by_themselves() {
-    let toy = Toy::new("hpc", 10);
+    let toy = toy("hpc", 10);
     let addr = free_port();
     // The first hub's folder (the client's token file) outlives its stop.
     let mut first = Hub::start(&toy, addr).await;
@@ -847,7 +783,7 @@ async fn a_killed_hub_restarts_and_its_clients_reconnect_by_themselves() {
     assert!(error.contains("hub"), "{error}");
     assert!(down.clusters[0].snapshot.is_some(), "the last picture is kept while the hub is away");
 
-    toy.add(JobState::Pending);
+    add(&toy, JobState::Pending);
     let hub = Hub::start(&toy, addr).await;
     let back = fleet
         .wait_for(Duration::from_secs(30), |s| {
@@ -861,7 +797,7 @@ async fn a_killed_hub_restarts_and_its_clients_reconnect_by_themselves() {
 
 #[tokio::test]
 async fn health_answers_beside_the_service_and_metrics_on_a_port_of_its_own() {
-    let toy = Toy::new("hpc", 2);
+    let toy = toy("hpc", 2);
     let hub = Hub::start(&toy, free_port()).await;
     let channel = tonic::transport::Endpoint::from_shared(hub.url()).unwrap().connect().await.unwrap();
     let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
@@ -891,7 +827,7 @@ async fn health_answers_beside_the_service_and_metrics_on_a_port_of_its_own() {
 
 #[tokio::test]
 async fn a_large_cluster_arrives_in_chunks_and_is_shown_only_whole() {
-    let toy = Toy::new("hpc", 1000);
+    let toy = toy("hpc", 1000);
     let hub = Hub::start(&toy, free_port()).await;
     let mut client = raw(&hub).await;
     let mut stream =
@@ -923,10 +859,8 @@ async fn a_large_cluster_arrives_in_chunks_and_is_shown_only_whole() {
 
 #[tokio::test]
 async fn gpu_telemetry_joined_in_the_hub_reaches_its_clients_with_idle_flags_and_histories() {
-    let toy = Toy::new("hpc", 3);
-    for job in toy.jobs.lock().unwrap().iter_mut() {
-        job.gpus_allocated = 1;
-    }
+    let toy = toy("hpc", 3);
+    toy.edit(|s| s.jobs.iter_mut().for_each(|job| job.gpus_allocated = 1));
     let hub = Hub::start_with(&toy, free_port(), Some(Duration::from_millis(50))).await;
     let hub_use = |min: usize| {
         let fleet = hub.fleet.clone();
@@ -997,11 +931,13 @@ async fn gpu_telemetry_joined_in_the_hub_reaches_its_clients_with_idle_flags_and
 }
 
 /// The toy's running jobs hold GPUs: alice's two 4 each, bob's one 2, since two hours ago.
-fn holding(toy: &Toy) {
-    for job in toy.jobs.lock().unwrap().iter_mut() {
-        job.gpus_allocated = if job.user == "bob" { 2 } else { 4 };
-        job.start_time = Some(chrono::Utc::now() - chrono::TimeDelta::hours(2));
-    }
+fn holding(toy: &MemoryCluster) {
+    toy.edit(|s| {
+        for job in s.jobs.iter_mut() {
+            job.gpus_allocated = if job.user == "bob" { 2 } else { 4 };
+            job.start_time = Some(chrono::Utc::now() - chrono::TimeDelta::hours(2));
+        }
+    });
 }
 
 fn usage_request(by: &str) -> pb::UsageRequest {
@@ -1016,9 +952,9 @@ fn usage_request(by: &str) -> pb::UsageRequest {
 
 /// A hub over a cluster where jobs 1 and 2 are alice's (an operator) and job 3 bob's (a
 /// viewer), all three holding GPUs once the hub has refreshed.
-async fn alices_two_jobs_and_bobs_one() -> (Arc<Toy>, Hub) {
-    let toy = Toy::new("hpc", 2);
-    toy.add_for(JobState::Running, "bob");
+async fn alices_two_jobs_and_bobs_one() -> (Arc<MemoryCluster>, Hub) {
+    let toy = toy("hpc", 2);
+    add_for(&toy, JobState::Running, "bob");
     holding(&toy);
     let hub = Hub::start(&toy, free_port()).await;
     hub.fleet
@@ -1045,7 +981,7 @@ async fn usage_through_the_hub_gives_a_viewer_their_own_rows_and_the_true_total_
     let mut calls: Vec<_> = (0..10).map(|_| ask(VIEWER_TOKEN, "user")).collect();
     calls.push(ask(OPERATOR_TOKEN, "user"));
     let mut answers = futures_util::future::join_all(calls).await;
-    assert_eq!(toy.histories.load(Ordering::SeqCst), 1, "eleven callers at once, one sacct");
+    assert_eq!(toy.histories(), 1, "eleven callers at once, one sacct");
     let operator = answers.pop().unwrap();
     let viewer = answers.pop().unwrap();
     let held =
@@ -1106,5 +1042,5 @@ async fn the_cli_fleet_through_a_hub_takes_the_hubs_usage_for_a_viewer_and_an_op
     let answer = operator.usage(&query, None).await;
     let keys: Vec<&str> = answer.usage.rows.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(keys, ["alice", "bob"]);
-    assert_eq!(toy.histories.load(Ordering::SeqCst), 1, "the operator's read came from the viewer's, a moment old");
+    assert_eq!(toy.histories(), 1, "the operator's read came from the viewer's, a moment old");
 }

@@ -8,189 +8,94 @@
 //! the target, owned by the user, newer than the intent. The same order runs over the real test bed in
 //! `tests/bed/migrate_live.rs`; here the faults are injected on cue.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use flightdeck::backend::{Backend, BackendError, Capabilities, Diagnosis, JobAction, LogChunk, NodeAction};
+use flightdeck::backend::{Backend, BackendError, Capabilities};
 use flightdeck::fleet::migrate::{self, GpuChoice, MigrateOptions};
 use flightdeck::fleet::{Action, AuditLog, Fleet, FleetOptions, Member};
-use flightdeck::model::{Job, JobRef, JobState, Native, Snapshot};
-use flightdeck::spec::{Imported, JobSpec};
+use flightdeck::model::{Job, JobRef, JobState, Verb};
+use flightdeck::spec::JobSpec;
 
-/// A cluster held in memory: its jobs, what was asked of it in order, and faults to inject.
-struct Toy {
-    name: &'static str,
-    jobs: Mutex<Vec<(Job, JobSpec)>>,
-    /// Every call, `submit NAME` / `cancel ID`, across both clusters (shared).
-    calls: Arc<Mutex<Vec<String>>>,
-    refuse_submit: AtomicBool,
-    fail_cancel: AtomicBool,
-    /// Submit takes the job, then times out.
-    answer_lost: AtomicBool,
-    /// Listings fail (the cluster's link is down).
-    unreachable: AtomicBool,
-    /// A submit whose answer is lost also takes the link down.
-    dark_after_submit: AtomicBool,
-    next: AtomicU32,
-    /// The machines it lists (none by default: a cluster that cannot say "never").
-    nodes: Mutex<Vec<flightdeck::model::Node>>,
+use crate::memory::{Fault, MemoryCluster};
+
+/// A cluster held in memory where actions take effect, acting as alice; every call of both
+/// clusters, `submit NAME` / `cancel ID`, goes to `calls` (shared) in order.
+fn toy(name: &str, calls: Arc<Mutex<Vec<String>>>) -> Arc<MemoryCluster> {
+    let toy = MemoryCluster::new(name)
+        .capabilities(Capabilities { submit: true, cancel: true, ..Capabilities::default() })
+        .applying()
+        .acting_as("alice")
+        .ids_from(100)
+        .import_warnings(vec!["`#SBATCH --mail-type=END`: no portable form".into()])
+        .journal(calls);
+    Arc::new(toy)
 }
 
-impl Toy {
-    fn new(name: &'static str, calls: Arc<Mutex<Vec<String>>>) -> Arc<Toy> {
-        Arc::new(Toy {
-            name,
-            jobs: Mutex::new(Vec::new()),
-            calls,
-            refuse_submit: AtomicBool::new(false),
-            fail_cancel: AtomicBool::new(false),
-            answer_lost: AtomicBool::new(false),
-            unreachable: AtomicBool::new(false),
-            dark_after_submit: AtomicBool::new(false),
-            next: AtomicU32::new(100),
-            nodes: Mutex::new(Vec::new()),
-        })
-    }
-
-    fn add(&self, id: &str, state: JobState) -> JobRef {
-        let r = JobRef::new(self.name, id);
-        let mut job = Job::new(r.clone(), state);
-        job.name = format!("train-{id}");
-        job.partition = "gpu".into();
-        let spec = JobSpec {
-            name: job.name.clone(),
-            command: Some("python train.py".into()),
-            gpus: 4,
-            gpu_type: Some("h100".into()),
-            partition: Some("gpu".into()),
-            account: Some("ml".into()),
-            ..JobSpec::default()
-        };
-        self.jobs.lock().unwrap().push((job, spec));
-        r
-    }
-
-    /// A job someone else put there: tagged `tag`, owned by `user`, submitted at `at`.
-    fn plant(&self, id: &str, tag: &str, user: &str, at: chrono::DateTime<chrono::Utc>) -> JobRef {
-        let r = JobRef::new(self.name, id);
-        let mut job = Job::new(r.clone(), JobState::Pending);
-        job.name = format!("planted-{id}");
-        job.user = user.into();
-        job.submit_time = Some(at);
-        job.migrated_from = Some(tag.into());
-        let spec = JobSpec { name: job.name.clone(), command: Some("true".into()), ..JobSpec::default() };
-        self.jobs.lock().unwrap().push((job, spec));
-        r
-    }
-
-    fn has(&self, id: &str) -> bool {
-        self.jobs.lock().unwrap().iter().any(|(j, _)| j.job_ref.id == id)
-    }
-
-    fn tagged(&self, origin: &str) -> Vec<JobRef> {
-        self.jobs
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(j, _)| j.origin() == Some(origin))
-            .map(|(j, _)| j.job_ref.clone())
-            .collect()
-    }
+fn add(toy: &MemoryCluster, id: &str, state: JobState) -> JobRef {
+    let r = JobRef::new(toy.name(), id);
+    let mut job = Job::new(r.clone(), state);
+    job.name = format!("train-{id}");
+    job.partition = "gpu".into();
+    let spec = JobSpec {
+        name: job.name.clone(),
+        command: Some("python train.py".into()),
+        gpus: 4,
+        gpu_type: Some("h100".into()),
+        partition: Some("gpu".into()),
+        account: Some("ml".into()),
+        ..JobSpec::default()
+    };
+    toy.add(job, spec);
+    r
 }
 
-#[async_trait]
-impl Backend for Toy {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities { submit: true, cancel: true, ..Capabilities::default() }
-    }
-    async fn snapshot(&self) -> Result<Snapshot, BackendError> {
-        if self.unreachable.load(Ordering::SeqCst) {
-            return Err(BackendError::Connect { target: "login".into(), message: "connection refused".into() });
-        }
-        let jobs = self.jobs.lock().unwrap().iter().map(|(j, _)| j.clone()).collect();
-        let nodes = self.nodes.lock().unwrap().clone();
-        let mut s = Snapshot { cluster: self.name.into(), jobs, nodes, ..Snapshot::default() };
-        s.derive_queues();
-        Ok(s)
-    }
-    async fn submit(&self, spec: &JobSpec) -> Result<JobRef, BackendError> {
-        self.calls.lock().unwrap().push(format!("submit {}/{}", self.name, spec.name));
-        if self.refuse_submit.load(Ordering::SeqCst) {
-            return Err(BackendError::Command {
-                command: "sbatch".into(),
-                status: Some(1),
-                stderr: "Batch job submission failed: Invalid partition name specified".into(),
-            });
-        }
-        let id = self.next.fetch_add(1, Ordering::SeqCst).to_string();
-        let r = JobRef::new(self.name, id);
-        let mut job = Job::new(r.clone(), JobState::Pending);
-        job.name = spec.name.clone();
-        job.user = "alice".into();
-        job.submit_time = Some(chrono::Utc::now());
-        job.migrated_from = spec.migrated_from.clone();
-        if self.answer_lost.load(Ordering::SeqCst) {
-            // Taken, but the answer never comes back (sbatch under load, a dropped link).
-            self.jobs.lock().unwrap().push((job, spec.clone()));
-            if self.dark_after_submit.load(Ordering::SeqCst) {
-                self.unreachable.store(true, Ordering::SeqCst);
-            }
-            return Err(BackendError::Timeout { what: "sbatch".into(), secs: 20 });
-        }
-        self.jobs.lock().unwrap().push((job, spec.clone()));
-        Ok(r)
-    }
-    async fn acting_user(&self) -> Result<Option<String>, BackendError> {
-        Ok(Some("alice".into()))
-    }
-    async fn render(&self, spec: &JobSpec) -> Result<Native, BackendError> {
-        Ok(Native {
-            dialect: flightdeck::backend::slurm::dialect::SBATCH,
-            text: format!("#SBATCH --job-name={}\n", spec.name),
-            warnings: Vec::new(),
-        })
-    }
-    async fn job_spec(&self, job: &JobRef) -> Result<Imported, BackendError> {
-        let jobs = self.jobs.lock().unwrap();
-        let (_, spec) =
-            jobs.iter().find(|(j, _)| &j.job_ref == job).ok_or_else(|| BackendError::NotFound(job.to_string()))?;
-        Ok(Imported { spec: spec.clone(), warnings: vec!["`#SBATCH --mail-type=END`: no portable form".into()] })
-    }
-    async fn job_action(&self, job: &JobRef, _action: JobAction) -> Result<(), BackendError> {
-        self.calls.lock().unwrap().push(format!("cancel {job}"));
-        if self.fail_cancel.load(Ordering::SeqCst) {
-            return Err(BackendError::Connect {
-                target: "login".into(),
-                message: "the remote process has terminated".into(),
-            });
-        }
-        self.jobs.lock().unwrap().retain(|(j, _)| &j.job_ref != job);
-        Ok(())
-    }
-    async fn node_action(&self, _node: &str, _action: &NodeAction) -> Result<String, BackendError> {
-        Ok(String::new())
-    }
-    async fn diagnose(&self) -> Result<Diagnosis, BackendError> {
-        Ok(Diagnosis::default())
-    }
-    async fn read_log(
-        &self,
-        _log: &flightdeck::model::LogHandle,
-        _from: Option<u64>,
-        _max: u64,
-    ) -> Result<LogChunk, BackendError> {
-        Ok(LogChunk::default())
-    }
+/// A job someone else put there: tagged `tag`, owned by `user`, submitted at `at`.
+fn plant(toy: &MemoryCluster, id: &str, tag: &str, user: &str, at: chrono::DateTime<chrono::Utc>) -> JobRef {
+    let r = JobRef::new(toy.name(), id);
+    let mut job = Job::new(r.clone(), JobState::Pending);
+    job.name = format!("planted-{id}");
+    job.user = user.into();
+    job.submit_time = Some(at);
+    job.migrated_from = Some(tag.into());
+    let spec = JobSpec { name: job.name.clone(), command: Some("true".into()), ..JobSpec::default() };
+    toy.add(job, spec);
+    r
+}
+
+fn tagged(toy: &MemoryCluster, origin: &str) -> Vec<JobRef> {
+    toy.edit(|s| s.jobs.iter().filter(|j| j.origin() == Some(origin)).map(|j| j.job_ref.clone()).collect())
+}
+
+/// The target refuses every submit, as sbatch does a partition it lacks.
+fn refuse_submits(toy: &MemoryCluster) {
+    toy.fail(
+        Verb::Submit,
+        Some(Fault::refused(|| BackendError::Command {
+            command: "sbatch".into(),
+            status: Some(1),
+            stderr: "Batch job submission failed: Invalid partition name specified".into(),
+        })),
+    );
+}
+
+/// Cancels fail on a dead link (`false`: they work again).
+fn fail_cancels(toy: &MemoryCluster, failing: bool) {
+    let fault = Fault::refused(|| BackendError::Connect {
+        target: "login".into(),
+        message: "the remote process has terminated".into(),
+    });
+    toy.fail(Verb::Cancel, failing.then_some(fault));
+}
+
+/// A submit takes the job, then times out (sbatch under load, a dropped link).
+fn lost_answer() -> Fault {
+    Fault::answer_lost(|| BackendError::Timeout { what: "sbatch".into(), secs: 20 })
 }
 
 struct Bed {
-    hpc: Arc<Toy>,
-    k8s: Arc<Toy>,
+    hpc: Arc<MemoryCluster>,
+    k8s: Arc<MemoryCluster>,
     calls: Arc<Mutex<Vec<String>>>,
     audit: AuditLog,
     _dir: tempfile::TempDir,
@@ -201,12 +106,12 @@ impl Bed {
         let calls = Arc::new(Mutex::new(Vec::new()));
         let dir = tempfile::tempdir().unwrap();
         let audit = AuditLog::new(dir.path().join("state/audit.jsonl"));
-        Bed { hpc: Toy::new("hpc", calls.clone()), k8s: Toy::new("k8s", calls.clone()), calls, audit, _dir: dir }
+        Bed { hpc: toy("hpc", calls.clone()), k8s: toy("k8s", calls.clone()), calls, audit, _dir: dir }
     }
 
     /// A polling fleet over both clusters, once both have been seen.
     async fn fleet(&self, read_only: bool) -> Fleet {
-        let member = |b: &Arc<Toy>, kind: &str| Member {
+        let member = |b: &Arc<MemoryCluster>, kind: &str| Member {
             backend: b.clone(),
             kind: kind.into(),
             refresh: Duration::from_millis(20),
@@ -244,7 +149,7 @@ async fn plan_and_go(fleet: &Fleet, source: &JobRef, opts: &MigrateOptions) -> R
 #[tokio::test]
 async fn a_pending_job_moves_target_first_and_the_source_is_cancelled_after() {
     let bed = Bed::new();
-    let source = bed.hpc.add("12", JobState::Pending);
+    let source = add(&bed.hpc, "12", JobState::Pending);
     let fleet = bed.fleet(false).await;
 
     let plan = fleet.plan_migration(std::slice::from_ref(&source), "k8s", &MigrateOptions::default()).await;
@@ -263,7 +168,7 @@ async fn a_pending_job_moves_target_first_and_the_source_is_cancelled_after() {
 
     let outcome = fleet.perform_batch(plan.actions()).await;
     let result = outcome.outcomes[0].result.clone().expect("migrated");
-    let moved = bed.k8s.tagged("hpc/12");
+    let moved = tagged(&bed.k8s, "hpc/12");
     assert_eq!(moved.len(), 1);
     assert_eq!(result, format!("hpc/12 → {}", moved[0]));
     assert!(!bed.hpc.has("12"), "the source is cancelled");
@@ -273,7 +178,7 @@ async fn a_pending_job_moves_target_first_and_the_source_is_cancelled_after() {
     // The intent carries the spec, its origin tag naming this migration's id.
     let tag = intent.spec.as_ref().unwrap().migrated_from.clone().unwrap();
     assert_eq!(flightdeck::model::split_migration_tag(&tag), ("hpc/12", Some(intent.id.as_str())));
-    let copy = bed.k8s.jobs.lock().unwrap()[0].0.clone();
+    let copy = bed.k8s.edit(|s| s.jobs[0].clone());
     assert_eq!(copy.migration_id(), Some(intent.id.as_str()), "the copy carries the id");
     assert_eq!((intent.target.as_str(), intent.detail.as_deref()), ("hpc/12", Some("to=k8s")));
     assert!(migrate::unfinished(&bed.audit.read_all().unwrap()).is_empty());
@@ -283,8 +188,8 @@ async fn a_pending_job_moves_target_first_and_the_source_is_cancelled_after() {
 #[tokio::test]
 async fn a_target_that_refuses_leaves_the_source_untouched() {
     let bed = Bed::new();
-    let source = bed.hpc.add("12", JobState::Pending);
-    bed.k8s.refuse_submit.store(true, Ordering::SeqCst);
+    let source = add(&bed.hpc, "12", JobState::Pending);
+    refuse_submits(&bed.k8s);
     let fleet = bed.fleet(false).await;
     let err = plan_and_go(&fleet, &source, &MigrateOptions::default()).await.unwrap_err();
     assert!(err.starts_with("k8s refused it: `sbatch` failed (exit 1): Batch job submission failed"), "{err}");
@@ -298,25 +203,25 @@ async fn a_target_that_refuses_leaves_the_source_untouched() {
 #[tokio::test]
 async fn a_failed_cancel_reports_both_jobs_and_resume_finishes_without_a_second_submit() {
     let bed = Bed::new();
-    let source = bed.hpc.add("12", JobState::Pending);
-    bed.hpc.fail_cancel.store(true, Ordering::SeqCst);
+    let source = add(&bed.hpc, "12", JobState::Pending);
+    fail_cancels(&bed.hpc, true);
     let fleet = bed.fleet(false).await;
     let err = plan_and_go(&fleet, &source, &MigrateOptions::default()).await.unwrap_err();
-    let moved = bed.k8s.tagged("hpc/12");
+    let moved = tagged(&bed.k8s, "hpc/12");
     assert_eq!(moved.len(), 1);
     assert!(err.contains(&format!("both exist: hpc/12 and {}", moved[0])), "{err}");
     assert!(err.contains("the remote process has terminated"), "{err}");
     assert!(bed.hpc.has("12"));
 
     // The link is back: --resume finishes it from the log.
-    bed.hpc.fail_cancel.store(false, Ordering::SeqCst);
+    fail_cancels(&bed.hpc, false);
     let open = migrate::unfinished(&bed.audit.read_all().unwrap());
     assert_eq!(open.len(), 1);
     assert_eq!(open[0].submitted.as_ref(), Some(&moved[0]));
     let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
     assert_eq!(done.outcomes[0].result, Ok(format!("hpc/12 → {}", moved[0])));
     assert!(!bed.hpc.has("12"));
-    assert_eq!(bed.k8s.tagged("hpc/12"), moved, "nothing duplicated");
+    assert_eq!(tagged(&bed.k8s, "hpc/12"), moved, "nothing duplicated");
     assert_eq!(bed.calls(), ["submit k8s/train-12", "cancel hpc/12", "cancel hpc/12"]);
     assert_eq!(bed.story(), ["intent", "submitted", "error", "intent", "ok"]);
     assert!(migrate::unfinished(&bed.audit.read_all().unwrap()).is_empty());
@@ -329,8 +234,8 @@ async fn a_failed_cancel_reports_both_jobs_and_resume_finishes_without_a_second_
 #[tokio::test]
 async fn a_migration_cut_off_after_its_intent_is_finished_from_the_tag_or_done_again() {
     let bed = Bed::new();
-    let first = bed.hpc.add("12", JobState::Pending);
-    let second = bed.hpc.add("13", JobState::Pending);
+    let first = add(&bed.hpc, "12", JobState::Pending);
+    let second = add(&bed.hpc, "13", JobState::Pending);
     let fleet = bed.fleet(false).await;
     // What a killed process leaves: intents on disk, and for hpc/12 a target job that was
     // accepted before the `submitted` record could be written.
@@ -361,8 +266,8 @@ async fn a_migration_cut_off_after_its_intent_is_finished_from_the_tag_or_done_a
     assert_eq!(open.len(), 2);
     let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
     assert_eq!(done.failed(), 0, "{}", done.summary());
-    assert_eq!(bed.k8s.tagged("hpc/12").len(), 1, "found by its tag, not submitted again");
-    assert_eq!(bed.k8s.tagged("hpc/13").len(), 1, "never submitted: submitted now");
+    assert_eq!(tagged(&bed.k8s, "hpc/12").len(), 1, "found by its tag, not submitted again");
+    assert_eq!(tagged(&bed.k8s, "hpc/13").len(), 1, "never submitted: submitted now");
     assert!(!bed.hpc.has("12") && !bed.hpc.has("13"));
     let mut calls = bed.calls();
     calls.sort();
@@ -373,11 +278,11 @@ async fn a_migration_cut_off_after_its_intent_is_finished_from_the_tag_or_done_a
 #[tokio::test]
 async fn a_second_migration_of_the_same_source_is_refused() {
     let bed = Bed::new();
-    let source = bed.hpc.add("12", JobState::Pending);
-    bed.hpc.fail_cancel.store(true, Ordering::SeqCst);
+    let source = add(&bed.hpc, "12", JobState::Pending);
+    fail_cancels(&bed.hpc, true);
     let fleet = bed.fleet(false).await;
     plan_and_go(&fleet, &source, &MigrateOptions::default()).await.unwrap_err();
-    let moved = bed.k8s.tagged("hpc/12");
+    let moved = tagged(&bed.k8s, "hpc/12");
     fleet.refresh_now(None);
     fleet.wait_for(Duration::from_secs(5), |s| migrate::already_migrated(s, &source).is_some()).await;
     let err = plan_and_go(&fleet, &source, &MigrateOptions::default()).await.unwrap_err();
@@ -388,14 +293,14 @@ async fn a_second_migration_of_the_same_source_is_refused() {
         Action::Migrate { source: source.clone(), to: "k8s".into(), spec: Box::new(spec), uid: None, resume: None };
     let out = fleet.perform(direct).await;
     assert!(out.result.unwrap_err().contains("already migrated"));
-    assert_eq!(bed.k8s.tagged("hpc/12").len(), 1);
+    assert_eq!(tagged(&bed.k8s, "hpc/12").len(), 1);
 }
 
 #[tokio::test]
 async fn running_jobs_move_only_when_asked_and_ended_ones_never() {
     let bed = Bed::new();
-    let running = bed.hpc.add("20", JobState::Running);
-    let ended = bed.hpc.add("21", JobState::Completed);
+    let running = add(&bed.hpc, "20", JobState::Running);
+    let ended = add(&bed.hpc, "21", JobState::Completed);
     let fleet = bed.fleet(false).await;
     let err = plan_and_go(&fleet, &running, &MigrateOptions::default()).await.unwrap_err();
     assert!(err.contains("hpc/20 is running: moving it kills it") && err.contains("--running"), "{err}");
@@ -412,7 +317,7 @@ async fn running_jobs_move_only_when_asked_and_ended_ones_never() {
 #[tokio::test]
 async fn read_only_refuses_a_migration_and_touches_nothing() {
     let bed = Bed::new();
-    let source = bed.hpc.add("12", JobState::Pending);
+    let source = add(&bed.hpc, "12", JobState::Pending);
     let fleet = bed.fleet(true).await;
     let err = plan_and_go(&fleet, &source, &MigrateOptions::default()).await.unwrap_err();
     assert_eq!(err, "refused: flightdeck runs read-only");
@@ -423,15 +328,15 @@ async fn read_only_refuses_a_migration_and_touches_nothing() {
 #[tokio::test]
 async fn a_thousand_moves_are_planned_and_carried_out_whole() {
     let bed = Bed::new();
-    let sources: Vec<JobRef> = (0..1000).map(|i| bed.hpc.add(&format!("{}", 1000 + i), JobState::Pending)).collect();
+    let sources: Vec<JobRef> = (0..1000).map(|i| add(&bed.hpc, &format!("{}", 1000 + i), JobState::Pending)).collect();
     let fleet = bed.fleet(false).await;
     let plan = fleet.plan_migration(&sources, "k8s", &MigrateOptions::default()).await;
     assert_eq!(plan.refused(), 0);
     let done = fleet.perform_batch(plan.actions()).await;
     assert_eq!(done.failed(), 0, "{}", done.summary());
     assert_eq!(done.summary(), "migrated 1000 of 1000");
-    assert!(bed.hpc.jobs.lock().unwrap().is_empty());
-    assert_eq!(bed.k8s.jobs.lock().unwrap().len(), 1000);
+    assert!(bed.hpc.edit(|s| s.jobs.is_empty()));
+    assert_eq!(bed.k8s.edit(|s| s.jobs.len()), 1000);
 }
 
 /// An intent as `flightdeck migrate` writes it, for a process cut off right after it.
@@ -457,11 +362,11 @@ fn intent_record(
 #[tokio::test]
 async fn a_submit_whose_answer_is_lost_after_the_target_took_it_carries_on_from_the_tagged_copy() {
     let bed = Bed::new();
-    let source = bed.hpc.add("12", JobState::Pending);
-    bed.k8s.answer_lost.store(true, Ordering::SeqCst);
+    let source = add(&bed.hpc, "12", JobState::Pending);
+    bed.k8s.fail(Verb::Submit, Some(lost_answer()));
     let fleet = bed.fleet(false).await;
     let result = plan_and_go(&fleet, &source, &MigrateOptions::default()).await;
-    let moved = bed.k8s.tagged("hpc/12");
+    let moved = tagged(&bed.k8s, "hpc/12");
     assert_eq!(moved.len(), 1, "{result:?}");
     assert_eq!(result, Ok(format!("hpc/12 → {}", moved[0])));
     assert!(!bed.hpc.has("12"), "the source is cancelled");
@@ -472,9 +377,8 @@ async fn a_submit_whose_answer_is_lost_after_the_target_took_it_carries_on_from_
 #[tokio::test]
 async fn a_lost_answer_while_the_target_cannot_be_listed_is_interrupted_and_resume_adopts_the_copy() {
     let bed = Bed::new();
-    let source = bed.hpc.add("12", JobState::Pending);
-    bed.k8s.answer_lost.store(true, Ordering::SeqCst);
-    bed.k8s.dark_after_submit.store(true, Ordering::SeqCst);
+    let source = add(&bed.hpc, "12", JobState::Pending);
+    bed.k8s.fail(Verb::Submit, Some(lost_answer().then_link_down()));
     let fleet = bed.fleet(false).await;
     let err = plan_and_go(&fleet, &source, &MigrateOptions::default()).await.unwrap_err();
     assert!(err.starts_with("k8s gave no answer to the submit (`sbatch` timed out after 20 s)"), "{err}");
@@ -489,10 +393,10 @@ async fn a_lost_answer_while_the_target_cannot_be_listed_is_interrupted_and_resu
     assert_eq!(open[0].submitted, None);
 
     // The link is back: --resume finds the copy the lost answer named and submits nothing.
-    bed.k8s.answer_lost.store(false, Ordering::SeqCst);
-    bed.k8s.unreachable.store(false, Ordering::SeqCst);
+    bed.k8s.fail(Verb::Submit, None);
+    bed.k8s.set_unreachable(false);
     let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
-    let moved = bed.k8s.tagged("hpc/12");
+    let moved = tagged(&bed.k8s, "hpc/12");
     assert_eq!(moved.len(), 1, "{}", done.summary());
     assert_eq!(done.outcomes[0].result, Ok(format!("hpc/12 → {}", moved[0])));
     assert!(!bed.hpc.has("12"));
@@ -504,7 +408,7 @@ async fn a_lost_answer_while_the_target_cannot_be_listed_is_interrupted_and_resu
 #[tokio::test]
 async fn resume_adopts_only_this_migrations_copy_on_the_target_owned_by_the_user_after_the_intent() {
     let bed = Bed::new();
-    let source = bed.hpc.add("12", JobState::Pending);
+    let source = add(&bed.hpc, "12", JobState::Pending);
     let fleet = bed.fleet(false).await;
     let plan = fleet.plan_migration(std::slice::from_ref(&source), "k8s", &MigrateOptions::default()).await;
     let mut spec = plan.moves[0].spec.clone().unwrap();
@@ -513,15 +417,15 @@ async fn resume_adopts_only_this_migrations_copy_on_the_target_owned_by_the_user
     let now = chrono::Utc::now();
     let later = now + chrono::TimeDelta::seconds(2);
     // Tagged with this migration's id, but submitted before its intent.
-    let early = bed.k8s.plant("900", &ours, "alice", now - chrono::TimeDelta::seconds(5));
+    let early = plant(&bed.k8s, "900", &ours, "alice", now - chrono::TimeDelta::seconds(5));
     bed.audit.append(&intent_record("m-1", &source, spec, now)).unwrap();
     // The same origin under another migration's id; no id at all (anyone can write a comment).
-    let other_id = bed.k8s.plant("901", &flightdeck::model::migration_tag("hpc/12", "m-2"), "alice", later);
-    let no_id = bed.k8s.plant("902", "hpc/12", "alice", later);
+    let other_id = plant(&bed.k8s, "901", &flightdeck::model::migration_tag("hpc/12", "m-2"), "alice", later);
+    let no_id = plant(&bed.k8s, "902", "hpc/12", "alice", later);
     // This migration's id, but another user's job.
-    let mallory = bed.k8s.plant("903", &ours, "mallory", later);
+    let mallory = plant(&bed.k8s, "903", &ours, "mallory", later);
     // This migration's id on the source cluster itself.
-    let on_source = bed.hpc.plant("904", &ours, "alice", later);
+    let on_source = plant(&bed.hpc, "904", &ours, "alice", later);
     fleet.refresh_now(None);
     fleet.wait_for(Duration::from_secs(5), |s| migrate::already_migrated(s, &source).is_some()).await;
 
@@ -537,7 +441,7 @@ async fn resume_adopts_only_this_migrations_copy_on_the_target_owned_by_the_user
     assert!(bed.hpc.has("12"));
 
     // That one cancelled by its owner, --resume submits a copy of its own.
-    bed.k8s.jobs.lock().unwrap().retain(|(j, _)| j.job_ref != early);
+    bed.k8s.edit(|s| s.jobs.retain(|j| j.job_ref != early));
     let open = migrate::unfinished(&bed.audit.read_all().unwrap());
     assert_eq!(open.len(), 1);
     let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
@@ -545,9 +449,8 @@ async fn resume_adopts_only_this_migrations_copy_on_the_target_owned_by_the_user
     assert_eq!(bed.calls(), ["submit k8s/train-12", "cancel hpc/12"], "none of the planted jobs was adopted");
     let copy: JobRef = result.rsplit(' ').next().unwrap().parse().unwrap();
     assert!(![&early, &other_id, &no_id, &mallory, &on_source].contains(&&copy), "{copy}");
-    let jobs = bed.k8s.jobs.lock().unwrap().clone();
-    let made = jobs.iter().find(|(j, _)| j.job_ref == copy).unwrap();
-    assert_eq!(made.0.migration_id(), Some("m-1"));
+    let made = bed.k8s.edit(|s| s.jobs.iter().find(|j| j.job_ref == copy).cloned()).unwrap();
+    assert_eq!(made.migration_id(), Some("m-1"));
     for planted in [&other_id, &no_id, &mallory] {
         assert!(bed.k8s.has(&planted.id), "{planted} is left alone");
     }
@@ -557,29 +460,29 @@ async fn resume_adopts_only_this_migrations_copy_on_the_target_owned_by_the_user
 #[tokio::test]
 async fn resume_never_submits_while_the_target_cannot_be_listed() {
     let bed = Bed::new();
-    let source = bed.hpc.add("12", JobState::Pending);
+    let source = add(&bed.hpc, "12", JobState::Pending);
     let fleet = bed.fleet(false).await;
     let plan = fleet.plan_migration(std::slice::from_ref(&source), "k8s", &MigrateOptions::default()).await;
     let mut spec = plan.moves[0].spec.clone().unwrap();
     spec.migrated_from = Some(flightdeck::model::migration_tag("hpc/12", "m-1"));
     bed.audit.append(&intent_record("m-1", &source, spec, chrono::Utc::now())).unwrap();
-    bed.k8s.unreachable.store(true, Ordering::SeqCst);
+    bed.k8s.set_unreachable(true);
 
     let open = migrate::unfinished(&bed.audit.read_all().unwrap());
     let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
     let err = done.outcomes[0].result.clone().unwrap_err();
-    assert!(err.starts_with("k8s has no fresh listing (cannot reach login: connection refused)"), "{err}");
+    assert!(err.starts_with("k8s has no fresh listing (cannot reach k8s: link down)"), "{err}");
     assert!(err.contains("nothing is submitted again"), "{err}");
     assert!(bed.calls().is_empty(), "{:?}", bed.calls());
     assert!(bed.hpc.has("12"));
     assert_eq!(migrate::unfinished(&bed.audit.read_all().unwrap()).len(), 1, "still to finish");
 
     // Once the target answers, the same resume finishes it.
-    bed.k8s.unreachable.store(false, Ordering::SeqCst);
+    bed.k8s.set_unreachable(false);
     let open = migrate::unfinished(&bed.audit.read_all().unwrap());
     let done = fleet.perform_batch(open.iter().map(migrate::Unfinished::action).collect()).await;
     assert_eq!(done.failed(), 0, "{}", done.summary());
-    assert_eq!(bed.k8s.tagged("hpc/12").len(), 1);
+    assert_eq!(tagged(&bed.k8s, "hpc/12").len(), 1);
     assert!(!bed.hpc.has("12"));
 }
 
@@ -605,8 +508,8 @@ fn gpu_node(cluster: &str, model: &str) -> flightdeck::model::Node {
 #[tokio::test]
 async fn a_move_that_can_never_start_on_the_target_is_refused_naming_why() {
     let bed = Bed::new();
-    bed.k8s.nodes.lock().unwrap().push(gpu_node("k8s", "h200"));
-    let job = bed.hpc.add("7", JobState::Pending);
+    bed.k8s.edit(|s| s.nodes.push(gpu_node("k8s", "h200")));
+    let job = add(&bed.hpc, "7", JobState::Pending);
     let fleet = bed.fleet(false).await;
     let plan = fleet.plan_migration(std::slice::from_ref(&job), "k8s", &MigrateOptions::default()).await;
     let why = plan.moves[0].refused.clone().expect("refused");
@@ -624,8 +527,8 @@ async fn a_move_that_can_never_start_on_the_target_is_refused_naming_why() {
 #[tokio::test]
 async fn gpu_type_maps_the_model_and_the_plan_shows_the_change() {
     let bed = Bed::new();
-    bed.k8s.nodes.lock().unwrap().push(gpu_node("k8s", "h200"));
-    let job = bed.hpc.add("7", JobState::Pending);
+    bed.k8s.edit(|s| s.nodes.push(gpu_node("k8s", "h200")));
+    let job = add(&bed.hpc, "7", JobState::Pending);
     let fleet = bed.fleet(false).await;
     let opts = MigrateOptions { gpu_type: Some(GpuChoice::Model("h200".into())), ..MigrateOptions::default() };
     let plan = fleet.plan_migration(std::slice::from_ref(&job), "k8s", &opts).await;
@@ -639,8 +542,9 @@ async fn gpu_type_maps_the_model_and_the_plan_shows_the_change() {
     assert_eq!(m.advice.as_ref().map(|a| a.verdict.as_str()), Some("now"), "{:?}", m.advice);
     assert_eq!(m.spec.as_ref().and_then(|s| s.gpu_type.as_deref()), Some("h200"));
     plan_and_go(&fleet, &job, &opts).await.expect("moved");
-    let on_target = bed.k8s.jobs.lock().unwrap().iter().find(|(j, _)| j.origin() == Some("hpc/7")).cloned();
-    let (_, spec) = on_target.expect("the target has the copy");
+    let on_target = tagged(&bed.k8s, "hpc/7");
+    let copy = on_target.first().expect("the target has the copy");
+    let spec = bed.k8s.job_spec(copy).await.unwrap().spec;
     assert_eq!((spec.gpus, spec.gpu_type.as_deref()), (4, Some("h200")));
     assert!(!bed.hpc.has("7"), "the source is cancelled once the target lists the copy");
 }
@@ -650,8 +554,8 @@ async fn gpu_type_maps_the_model_and_the_plan_shows_the_change() {
 #[tokio::test]
 async fn gpu_type_any_leaves_the_model_open_and_bad_names_are_refused() {
     let bed = Bed::new();
-    bed.k8s.nodes.lock().unwrap().push(gpu_node("k8s", "h200"));
-    let job = bed.hpc.add("7", JobState::Pending);
+    bed.k8s.edit(|s| s.nodes.push(gpu_node("k8s", "h200")));
+    let job = add(&bed.hpc, "7", JobState::Pending);
     let fleet = bed.fleet(false).await;
     let opts = MigrateOptions { gpu_type: Some(GpuChoice::Any), ..MigrateOptions::default() };
     let plan = fleet.plan_migration(std::slice::from_ref(&job), "k8s", &opts).await;
