@@ -79,6 +79,9 @@ fn add(a: &UsageRow, b: &UsageRow) -> UsageRow {
         gpu_hours: sum(a.gpu_hours, b.gpu_hours),
         gpu_hours_complete: a.gpu_hours_complete && b.gpu_hours_complete,
         idle_gpu_hours_at_least: sum(a.idle_gpu_hours_at_least, b.idle_gpu_hours_at_least),
+        // What one part knows is at least the whole's; complete only where both are.
+        cost_window: sum(a.cost_window, b.cost_window),
+        cost_window_complete: a.cost_window_complete && b.cost_window_complete,
     }
 }
 
