@@ -152,6 +152,25 @@ mod tests {
     }
 
     #[test]
+    fn the_windows_dollars_add_and_a_part_that_cannot_price_makes_them_a_lower_bound() {
+        let spent = |key: &str, cost: Option<f64>, complete| UsageRow {
+            cost_window: cost,
+            cost_window_complete: complete,
+            ..row(key, 0, None, 1.0, true, "h100")
+        };
+        let sky = part(vec![spent("erin", Some(5.0), true)], spent("total", Some(5.0), true), &[]);
+        let dstack = part(vec![spent("erin", Some(2.5), true)], spent("total", Some(2.5), true), &[]);
+        let slurm = part(vec![spent("erin", None, false)], spent("total", None, false), &[]);
+        let both = merge(UsageBy::User, vec![sky.clone(), dstack]);
+        assert_eq!((both.rows[0].cost_window, both.rows[0].cost_window_complete), (Some(7.5), true));
+        let mixed = merge(UsageBy::User, vec![sky, slurm.clone()]);
+        assert_eq!((mixed.rows[0].cost_window, mixed.rows[0].cost_window_complete), (Some(5.0), false));
+        assert!(!mixed.total.cost_window_complete);
+        let none = merge(UsageBy::User, vec![slurm.clone(), slurm]);
+        assert_eq!(none.rows[0].cost_window, None, "no part priced it: not known, not $0");
+    }
+
+    #[test]
     fn a_part_of_one_users_rows_keeps_the_whole_to_that_users_row_with_the_true_total() {
         let mut hub = part(vec![row("bob", 2, None, 1.0, true, "h100")], row("total", 9, None, 7.0, true, "h100"), &[]);
         hub.rows_of = Some("bob".into());
