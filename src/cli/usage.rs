@@ -94,12 +94,19 @@ pub fn window_order(since: DateTime<Utc>, until: DateTime<Utc>, now: DateTime<Ut
 }
 
 /// The usage table with its total, then the fair share and the queue quota where known.
+/// The window's dollars (`SPENT`) only where some row has a price, as `jobs` shows `$/H`.
 pub fn table(u: &Usage) -> String {
-    let header = usage::header(u.by);
+    let mut header = usage::header(u.by).to_vec();
     let mut rows: Vec<Vec<String>> = u.rows.iter().map(UsageRow::cells).collect();
     let mut total = u.total.cells();
     total[0] = "TOTAL".into();
     rows.push(total);
+    if u.rows.iter().chain([&u.total]).all(|r| r.cost_window.is_none()) {
+        header.remove(usage::SPENT_COLUMN);
+        for row in &mut rows {
+            row.remove(usage::SPENT_COLUMN);
+        }
+    }
     let mut text = output::table(&header, &rows);
     if !u.fair_share.is_empty() {
         let shares: Vec<Vec<String>> = u.fair_share.iter().map(usage::FairShare::cells).collect();
@@ -117,6 +124,34 @@ pub fn table(u: &Usage) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_windows_dollars_are_a_column_only_where_some_row_has_a_price() {
+        let row = |key: &str, cost: Option<f64>, complete| UsageRow {
+            key: key.into(),
+            gpu_hours: Some(2.0),
+            gpu_hours_complete: true,
+            idle_gpu_hours_at_least: Some(0.0),
+            cost_window: cost,
+            cost_window_complete: complete,
+            ..UsageRow::default()
+        };
+        let slurm =
+            Usage { rows: vec![row("alice", None, false)], total: row("total", None, false), ..Usage::default() };
+        let text = table(&slurm);
+        let header: Vec<&str> = text.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(header, ["USER", "JOBS", "GPUS", "IDLE", "$/H", "GPU-H", "IDLE-H", "MODELS"], "{text}");
+        assert!(text.lines().all(|l| l.split_whitespace().count() == 8), "every row without it: {text}");
+        let mixed = Usage {
+            rows: vec![row("erin", Some(6.75), true), row("alice", None, false)],
+            total: row("total", Some(6.75), false),
+            ..Usage::default()
+        };
+        let text = table(&mixed);
+        let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split_whitespace().collect()).collect();
+        let at = lines[0].iter().position(|t| *t == "SPENT").expect(&text);
+        assert_eq!((lines[1][at], lines[2][at], lines[3][at]), ("6.75", "?", ">=6.75"), "{text}");
+    }
 
     #[test]
     fn a_window_ends_after_it_starts_and_not_after_now() {

@@ -8,7 +8,8 @@
 //! cluster or canonical model (`UsageBy`), most held first: GPUs held now by running jobs with
 //! their models, idle where telemetry measured them (else counted as unmeasured), $/h only when
 //! every holder has a price; with a window, GPU-hours of finished records clipped to it plus
-//! running jobs' hours so far; a source that cannot say (`WindowSource::gap`, a cluster with no
+//! running jobs' hours so far, and the dollars they cost in it (each job's price × its hours
+//! inside; a lower bound where some job has no price, not known where none has); a source that cannot say (`WindowSource::gap`, a cluster with no
 //! source) makes the rows it could touch lower bounds (`gpu_hours_complete: false`), named in
 //! `not_known`; `window_answers`/`window_sources`/`window_gap` turn each cluster's history answer
 //! into a window source (a failed read is a gap), `merge_window` puts a window's GPU-hours beside
@@ -127,6 +128,15 @@ pub struct UsageRow {
     /// `None` without a window.
     #[serde(default)]
     pub idle_gpu_hours_at_least: Option<f64>,
+    /// Dollars the window's jobs cost inside it: each job's `cost_per_hour` × its hours
+    /// inside the window (clipped as `gpu_hours` are), ended runs and running ones so far.
+    /// `None` without a window, or where no such job has a price (not known, not $0).
+    #[serde(default)]
+    pub cost_window: Option<f64>,
+    /// False when some job in the window has no price or some source could not say all of
+    /// the window: `cost_window` is then a lower bound.
+    #[serde(default)]
+    pub cost_window_complete: bool,
 }
 
 /// One association's fair share as the scheduler weighs it (Slurm's `sshare`): an account
@@ -301,6 +311,11 @@ struct Acc<'a> {
     hours: f64,
     incomplete: bool,
     idle_hours: f64,
+    /// Dollars inside the window, of the jobs that have a price.
+    spent: f64,
+    /// Some job in the window has a price; some job in it has none.
+    spent_priced: bool,
+    spent_unpriced: bool,
 }
 
 impl<'a> Acc<'a> {
@@ -308,6 +323,17 @@ impl<'a> Acc<'a> {
         match self.models.iter_mut().find(|(m, _)| *m == model) {
             Some((_, n)) => *n = n.saturating_add(gpus),
             None => self.models.push((model, gpus)),
+        }
+    }
+
+    /// A job's dollars inside the window: `hours` of it there at `price` per hour.
+    fn add_spent(&mut self, price: Option<f64>, hours: f64) {
+        match price.filter(|p| p.is_finite() && *p >= 0.0) {
+            Some(p) => {
+                self.spent += p * hours;
+                self.spent_priced = true;
+            }
+            None => self.spent_unpriced = true,
         }
     }
 
@@ -326,6 +352,9 @@ impl<'a> Acc<'a> {
             gpu_hours: windowed.then_some(self.hours),
             gpu_hours_complete: !windowed || !self.incomplete,
             idle_gpu_hours_at_least: windowed.then_some(self.idle_hours),
+            // Not known only where every job in the window lacks a price.
+            cost_window: (windowed && (self.spent_priced || !self.spent_unpriced)).then_some(self.spent),
+            cost_window_complete: !windowed || !(self.spent_unpriced || self.incomplete),
         }
     }
 }
@@ -366,6 +395,12 @@ fn record_hours(r: &JobRecord, since: DateTime<Utc>, now: DateTime<Utc>) -> Opti
     if gpus == 0 {
         return Some(0.0);
     }
+    Some(f64::from(gpus) * record_clock_hours(r, since, now)?)
+}
+
+/// A finished record's wall-clock hours inside the window (what its price per hour is
+/// charged for); `None` when its times cannot place it.
+fn record_clock_hours(r: &JobRecord, since: DateTime<Utc>, now: DateTime<Utc>) -> Option<f64> {
     let end = r.job.end_time?;
     let start = match r.job.start_time {
         Some(s) => s,
@@ -373,7 +408,7 @@ fn record_hours(r: &JobRecord, since: DateTime<Utc>, now: DateTime<Utc>) -> Opti
         None if r.elapsed_secs.is_none() => return Some(0.0),
         None => end - chrono::TimeDelta::seconds(i64::try_from(r.elapsed_secs?).ok()?),
     };
-    Some(f64::from(gpus) * hours_inside(start, end, since, now))
+    Some(hours_inside(start, end, since, now))
 }
 
 fn key_of<'j>(by: UsageBy, cluster: &'j str, job: &'j Job) -> &'j str {
@@ -422,7 +457,8 @@ pub fn compute_rows_of(state: &FleetState, ask: &UsageAsk<'_>, user: Option<&str
                 continue;
             }
             let (idle, measured, low_since) = idleness(used, job, ask.idle_below_percent);
-            let running_hours = since.map(|s| job.start_time.map(|t| f64::from(gpus) * hours_inside(t, now, s, now)));
+            let clock_hours = since.map(|s| job.start_time.map(|t| hours_inside(t, now, s, now)));
+            let running_hours = clock_hours.map(|h| h.map(|h| f64::from(gpus) * h));
             // Idle since its readings went under the threshold, as far as the window reaches.
             let idle_hours = match (since, low_since) {
                 (Some(s), Some(low)) => f64::from(gpus) * hours_inside(low, now, s, now),
@@ -445,6 +481,10 @@ pub fn compute_rows_of(state: &FleetState, ask: &UsageAsk<'_>, user: Option<&str
                     Some(Some(h)) => a.hours += h * share,
                     Some(None) => a.incomplete = true,
                     None => {}
+                }
+                // Its cost so far inside the window; a start not known is already a gap.
+                if let Some(Some(h)) = clock_hours {
+                    a.add_spent(job.cost_per_hour.map(|c| c * share), h);
                 }
             };
             add(&mut total, gpus, 1.0);
@@ -485,17 +525,26 @@ pub fn compute_rows_of(state: &FleetState, ask: &UsageAsk<'_>, user: Option<&str
                 if hours <= 0.0 {
                     continue;
                 }
+                let gpus = r.job.gpus_allocated;
+                // Placed, as its GPU-hours were: its hours are those over its GPUs.
+                let clock = hours / f64::from(gpus);
+                let price = r.job.cost_per_hour;
                 total.hours += hours;
+                total.add_spent(price, clock);
                 if user.is_some_and(|u| u != r.job.user) {
                     continue;
                 }
-                let gpus = r.job.gpus_allocated;
                 if by == UsageBy::Model {
                     for_each_model(&r.job, gpus, |m, n| {
-                        acc.entry(m).or_default().hours += hours * f64::from(n) / f64::from(gpus);
+                        let share = f64::from(n) / f64::from(gpus);
+                        let a = acc.entry(m).or_default();
+                        a.hours += hours * share;
+                        a.add_spent(price.map(|p| p * share), clock);
                     });
                 } else {
-                    acc.entry(key_of(by, source.cluster, &r.job)).or_default().hours += hours;
+                    let a = acc.entry(key_of(by, source.cluster, &r.job)).or_default();
+                    a.hours += hours;
+                    a.add_spent(price, clock);
                 }
             }
             if unplaced > 0 {
@@ -592,20 +641,26 @@ pub fn window_sources(answers: &[(String, History, Option<String>)]) -> Vec<Wind
 }
 
 /// The column titles of a usage table whose rows are `by`.
-pub fn header(by: UsageBy) -> [&'static str; 8] {
+pub fn header(by: UsageBy) -> [&'static str; 9] {
     let key = match by {
         UsageBy::User => "USER",
         UsageBy::Account => "ACCOUNT",
         UsageBy::Cluster => "CLUSTER",
         UsageBy::Model => "MODEL",
     };
-    [key, "JOBS", "GPUS", "IDLE", "$/H", "GPU-H", "IDLE-H", "MODELS"]
+    [key, "JOBS", "GPUS", "IDLE", "$/H", "GPU-H", "IDLE-H", "SPENT", "MODELS"]
 }
+
+/// Where [`header`] puts the window's dollars (`SPENT`), a column the CLI leaves out when
+/// no row has a price.
+pub const SPENT_COLUMN: usize = 7;
 
 impl UsageRow {
     /// The cells under [`header`]: `?` where a figure is not known, `-` where there is none,
     /// `>=N` for GPU-hours some source could not fully say; idle GPU-hours are always at least
-    /// (`>=N`), and `?` where no telemetry read any held GPU under the threshold (not zero).
+    /// (`>=N`), and `?` where no telemetry read any held GPU under the threshold (not zero);
+    /// the window's dollars alike: `>=N` where some job has no price or a source could not
+    /// say all, `?` where none has a price (Slurm's), `-` without a window.
     pub fn cells(&self) -> Vec<String> {
         let idle = match (self.gpus_now, self.unmeasured_gpus_now) {
             (0, _) => "-".to_string(),
@@ -629,6 +684,13 @@ impl UsageRow {
             Some(h) if h > 0.0 => format!(">={h:.2}"),
             Some(_) => "?".to_string(),
         };
+        let spent = match self.cost_window {
+            None if self.gpu_hours.is_none() => "-".to_string(),
+            None => "?".to_string(),
+            Some(c) if self.cost_window_complete => format!("{c:.2}"),
+            Some(c) if c > 0.0 => format!(">={c:.2}"),
+            Some(_) => "?".to_string(),
+        };
         let models: Vec<String> = self.models.iter().map(|m| format!("{}×{}", m.model, m.gpus)).collect();
         vec![
             if self.key.is_empty() { "-".into() } else { self.key.clone() },
@@ -638,6 +700,7 @@ impl UsageRow {
             cost,
             hours,
             idle_hours,
+            spent,
             if models.is_empty() { "-".into() } else { models.join(",") },
         ]
     }
@@ -659,6 +722,9 @@ pub fn merge_window(now: &Usage, window: Option<&Usage>) -> Vec<UsageRow> {
             // A key the window has no row for was in no source: as complete as the window.
             row.gpu_hours_complete = known.map_or(window.total.gpu_hours_complete, |w| w.gpu_hours_complete);
             row.idle_gpu_hours_at_least = Some(known.and_then(|w| w.idle_gpu_hours_at_least).unwrap_or(0.0));
+            // A key with no row in the window spent nothing in any source that could say.
+            row.cost_window = known.map_or(Some(0.0), |w| w.cost_window);
+            row.cost_window_complete = known.map_or(window.total.gpu_hours_complete, |w| w.cost_window_complete);
             row
         })
         .collect();
@@ -670,6 +736,8 @@ pub fn merge_window(now: &Usage, window: Option<&Usage>) -> Vec<UsageRow> {
             gpu_hours: w.gpu_hours,
             gpu_hours_complete: w.gpu_hours_complete,
             idle_gpu_hours_at_least: w.idle_gpu_hours_at_least,
+            cost_window: w.cost_window,
+            cost_window_complete: w.cost_window_complete,
             ..UsageRow::default()
         });
     }
@@ -854,6 +922,135 @@ mod tests {
         let complete: Vec<(&str, bool)> = u.rows.iter().map(|r| (r.key.as_str(), r.gpu_hours_complete)).collect();
         assert_eq!(complete, vec![("fd22", true), ("sky", false)]);
         assert_eq!(u.not_known, vec!["sky: no finished jobs were read"]);
+    }
+
+    /// A cloud run of `gpus` GPUs at `price` dollars an hour, ended.
+    fn priced(id: &str, user: &str, gpus: u32, price: Option<f64>, start: &str, end: &str) -> JobRecord {
+        let mut r = record(id, user, gpus, start, end);
+        r.job.cost_per_hour = price;
+        r
+    }
+
+    /// Usage by user over `records` of one cluster `sky` (fd22 has no source: nothing of its
+    /// finished jobs is counted), in the window from midnight to noon.
+    fn spent_over(records: &[JobRecord]) -> Usage {
+        let sources = [
+            WindowSource { cluster: "sky", records, gap: None },
+            WindowSource { cluster: "fd22", records: &[], gap: None },
+        ];
+        let ask = UsageAsk {
+            by: UsageBy::User,
+            now: at("2026-12-04T12:00:00Z"),
+            window: Some((at("2026-12-04T00:00:00Z"), &sources)),
+            idle_below_percent: None,
+        };
+        compute(&FleetState::default(), &ask)
+    }
+
+    fn row<'u>(u: &'u Usage, key: &str) -> &'u UsageRow {
+        u.rows.iter().find(|r| r.key == key).unwrap_or_else(|| panic!("no row {key}: {:?}", u.rows))
+    }
+
+    #[test]
+    fn the_window_costs_each_priced_run_its_price_times_its_hours_inside() {
+        let u = spent_over(&[
+            // 2 h at $3/h (the price is the run's, not per GPU).
+            priced("r1", "erin", 4, Some(3.0), "2026-12-04T06:00:00Z", "2026-12-04T08:00:00Z"),
+            // 30 min at $1.5/h.
+            priced("r2", "erin", 1, Some(1.5), "2026-12-04T09:00:00Z", "2026-12-04T09:30:00Z"),
+        ]);
+        let erin = row(&u, "erin");
+        assert_eq!((erin.cost_window, erin.cost_window_complete), (Some(6.75), true));
+        assert_eq!((u.total.cost_window, u.total.cost_window_complete), (Some(6.75), true));
+        assert_eq!(erin.cells()[SPENT_COLUMN], "6.75");
+        let text = serde_json::to_string(&u).unwrap();
+        assert!(text.contains("\"cost_window\":6.75,\"cost_window_complete\":true"), "{text}");
+    }
+
+    #[test]
+    fn runs_without_a_price_are_not_known_never_zero_dollars() {
+        // Slurm's records carry no price.
+        let u = spent_over(&[record("10", "alice", 2, "2026-12-04T06:00:00Z", "2026-12-04T07:00:00Z")]);
+        let alice = row(&u, "alice");
+        assert_eq!((alice.cost_window, alice.cost_window_complete), (None, false));
+        assert_eq!(alice.cells()[SPENT_COLUMN], "?");
+        assert_eq!(u.total.cost_window, None);
+        // No window: no figure at all.
+        assert_eq!(now_only(UsageBy::User).rows[0].cells()[SPENT_COLUMN], "-");
+        assert_eq!(now_only(UsageBy::User).rows[0].cost_window, None);
+    }
+
+    #[test]
+    fn some_runs_priced_and_some_not_give_a_lower_bound() {
+        let u = spent_over(&[
+            priced("r1", "erin", 8, Some(20.0), "2026-12-04T06:00:00Z", "2026-12-04T07:00:00Z"),
+            priced("r2", "erin", 8, None, "2026-12-04T08:00:00Z", "2026-12-04T09:00:00Z"),
+            priced("r3", "frank", 1, Some(1.0), "2026-12-04T08:00:00Z", "2026-12-04T10:00:00Z"),
+        ]);
+        let erin = row(&u, "erin");
+        assert_eq!((erin.cost_window, erin.cost_window_complete), (Some(20.0), false));
+        assert_eq!(erin.cells()[SPENT_COLUMN], ">=20.00");
+        let frank = row(&u, "frank");
+        assert_eq!((frank.cost_window, frank.cost_window_complete), (Some(2.0), true));
+        assert_eq!((u.total.cost_window, u.total.cost_window_complete), (Some(22.0), false));
+        // A source that cannot say all of the window makes every figure a lower bound.
+        let sources = [WindowSource {
+            cluster: "sky",
+            records: &[priced("r3", "frank", 1, Some(1.0), "2026-12-04T08:00:00Z", "2026-12-04T10:00:00Z")],
+            gap: Some("history: timed out"),
+        }];
+        let ask = UsageAsk {
+            by: UsageBy::User,
+            now: at("2026-12-04T12:00:00Z"),
+            window: Some((at("2026-12-04T00:00:00Z"), &sources)),
+            idle_below_percent: None,
+        };
+        let gappy = compute(&FleetState::default(), &ask);
+        assert_eq!(row(&gappy, "frank").cells()[SPENT_COLUMN], ">=2.00");
+    }
+
+    #[test]
+    fn a_run_that_started_before_the_window_costs_only_its_hours_inside() {
+        // Ran 22:00 → 02:00 at $10/h: 2 h of it inside the window that starts at midnight.
+        let u = spent_over(&[priced("r1", "erin", 2, Some(10.0), "2026-12-03T22:00:00Z", "2026-12-04T02:00:00Z")]);
+        let erin = row(&u, "erin");
+        assert_eq!((erin.cost_window, erin.gpu_hours), (Some(20.0), Some(4.0)));
+        // By model, a run's price is split as its GPUs are.
+        let mut split = priced("r2", "erin", 4, Some(8.0), "2026-12-04T06:00:00Z", "2026-12-04T07:00:00Z");
+        split.job.gpu_allocations = vec![
+            GpuAllocation { node: "n1".into(), model: Some("h100".into()), count: 3, indices: vec![] },
+            GpuAllocation { node: "n2".into(), model: Some("a100".into()), count: 1, indices: vec![] },
+        ];
+        let sources = [WindowSource { cluster: "sky", records: std::slice::from_ref(&split), gap: None }];
+        let ask = UsageAsk {
+            by: UsageBy::Model,
+            now: at("2026-12-04T12:00:00Z"),
+            window: Some((at("2026-12-04T00:00:00Z"), &sources)),
+            idle_below_percent: None,
+        };
+        let by_model = compute(&FleetState::default(), &ask);
+        assert_eq!(row(&by_model, "h100").cost_window, Some(6.0));
+        assert_eq!(row(&by_model, "a100").cost_window, Some(2.0));
+    }
+
+    #[test]
+    fn running_priced_jobs_add_their_cost_so_far_and_slurm_ones_make_it_a_lower_bound() {
+        let sources = [
+            WindowSource { cluster: "fd22", records: &[], gap: None },
+            WindowSource { cluster: "sky", records: &[], gap: None },
+        ];
+        let ask = UsageAsk {
+            by: UsageBy::User,
+            now: at("2026-12-04T12:00:00Z"),
+            window: Some((at("2026-12-04T00:00:00Z"), &sources)),
+            idle_below_percent: None,
+        };
+        let u = compute(&fleet(), &ask);
+        // carol's two sky runs, $0.7/h and $1.4/h, both running since 10:00.
+        let carol = row(&u, "carol");
+        assert!((carol.cost_window.unwrap() - 4.2).abs() < 1e-9 && carol.cost_window_complete, "{carol:?}");
+        assert_eq!(row(&u, "alice").cost_window, None, "slurm jobs have no price");
+        assert_eq!(u.total.cells()[SPENT_COLUMN], ">=4.20");
     }
 
     #[test]

@@ -295,6 +295,68 @@ async fn a_submitted_runs_name_is_the_one_given_and_its_ref_the_runs() {
     assert_eq!(imported.unwrap().spec.name, "train-llm");
 }
 
+/// An ended run as the server lists it: the recorded running run, done at `finished_at`
+/// after starting at `started_at`, renamed `name`.
+fn ended(name: &str, started_at: &str, finished_at: &str) -> Value {
+    let mut run = fixture("runs-running.json").as_array().unwrap()[0].clone();
+    assert_eq!(run["status"], "running", "the recorded run this one is made from");
+    run["id"] = json!(format!("id-{name}"));
+    run["status"] = json!("done");
+    run["run_spec"]["run_name"] = json!(name);
+    run["submitted_at"] = json!(started_at);
+    let sub = &mut run["latest_job_submission"];
+    sub["submitted_at"] = json!(started_at);
+    sub["finished_at"] = json!(finished_at);
+    sub["status"] = json!("done");
+    sub["termination_reason"] = json!("done_by_runner");
+    run
+}
+
+/// `flightdeck usage --since` over ended recorded runs: each costs its machine's price for
+/// its hours inside the window (one that began before the window only its part inside),
+/// beside its 8 H100s' GPU-hours; the window's figures are lower bounds, because dstack lists
+/// only the runs it still keeps.
+#[tokio::test]
+async fn usage_over_ended_recorded_runs_costs_their_hours_inside_the_window() {
+    use flightdeck::model::usage::{SPENT_COLUMN, UsageAsk, UsageBy, compute, window_answers, window_sources};
+    use flightdeck::model::{History, JobRecord};
+    let mut stub = recorded();
+    // Newest first, as the server lists them.
+    stub.runs.insert(0, ended("eval", "2026-12-04T09:00:00.000000Z", "2026-12-04T11:00:00.000000Z"));
+    stub.runs.insert(1, ended("warmup", "2026-12-03T23:00:00.000000Z", "2026-12-04T00:30:00.000000Z"));
+    let (url, _stub) = start(stub).await;
+    let snap = backend(&url, TOKEN).snapshot().await.unwrap();
+    let records: Vec<JobRecord> =
+        snap.jobs.iter().filter(|j| j.state.is_finished()).cloned().map(JobRecord::from_job).collect();
+    let eval = records.iter().find(|r| r.job.job_ref.id == "eval").expect("the ended run is listed");
+    assert_eq!(
+        (eval.job.state, eval.job.gpus_allocated, eval.job.cost_per_hour),
+        (JobState::Completed, 8, Some(23.92))
+    );
+    let history = History { records, source: "the cluster's current jobs".into(), ..History::default() };
+    let answers = window_answers(vec![("dstack".to_string(), Ok(history))]);
+    let sources = window_sources(&answers);
+    let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&chrono::Utc);
+    let ask = UsageAsk {
+        by: UsageBy::User,
+        now: at("2026-12-04T12:00:00Z"),
+        window: Some((at("2026-12-04T00:00:00Z"), &sources)),
+        idle_below_percent: None,
+    };
+    // Only the ended runs: the fleet's picture holds nothing now.
+    let u = compute(&flightdeck::model::FleetState::default(), &ask);
+    assert_eq!(u.rows.len(), 1, "{:?}", u.rows);
+    let alice = &u.rows[0];
+    assert_eq!(alice.key, "alice");
+    // eval: 2 h inside; warmup: 30 min of its 90 inside. At $23.92/h, 8 GPUs each.
+    let (hours, dollars) = (2.5, 2.5 * 23.92);
+    assert!((alice.gpu_hours.unwrap() - 8.0 * hours).abs() < 1e-9, "{alice:?}");
+    assert!((alice.cost_window.unwrap() - dollars).abs() < 1e-9, "{alice:?}");
+    assert!(!alice.cost_window_complete, "dstack lists only the runs it keeps: at least");
+    assert_eq!(alice.cells()[SPENT_COLUMN], format!(">={dollars:.2}"));
+    assert_eq!(u.total.cost_window, alice.cost_window);
+}
+
 /// `flightdeck usage` over the recorded runs: the running run's user holds its machine's
 /// 8 H100s at its price, and a project row carries the same; the pending run holds nothing.
 #[tokio::test]

@@ -525,6 +525,11 @@ fn history() {
 /// the GPU-hours of the window from one cluster's finished jobs, and a cluster that could
 /// not say (its hours then a lower bound, named above the table).
 fn usage_app() -> App {
+    usage_app_with(Vec::new())
+}
+
+/// [`usage_app`] with `cloud`'s ended runs in the window too (a cluster `sky` of them).
+fn usage_app_with(cloud: Vec<flightdeck::model::JobRecord>) -> App {
     use flightdeck::model::usage::{self, UsageAsk, UsageBy};
     let mut app = new_app(false);
     let sent = keys(&mut app, "5");
@@ -536,10 +541,12 @@ fn usage_app() -> App {
     let record =
         flightdeck::model::JobRecord { job: done, elapsed_secs: Some(9000), max_rss_mb: None, gpu_hours: None };
     let fd22 = flightdeck::model::History { records: vec![record], source: "sacct".into(), left_out: 0, notes: vec![] };
-    let answers = usage::window_answers(vec![
-        ("fd22".into(), Ok(fd22)),
-        ("fd24".into(), Err("sacct: Slurm accounting storage is disabled".into())),
-    ]);
+    let mut answers =
+        vec![("fd22".into(), Ok(fd22)), ("fd24".into(), Err("sacct: Slurm accounting storage is disabled".into()))];
+    if !cloud.is_empty() {
+        answers.push(("sky".into(), Ok(flightdeck::model::History::newest("the cluster's current jobs", cloud, 100))));
+    }
+    let answers = usage::window_answers(answers);
     let sources = usage::window_sources(&answers);
     let ask =
         UsageAsk { by: UsageBy::User, now: at(12, 0, 0), window: Some((since, &sources)), idle_below_percent: None };
@@ -551,6 +558,16 @@ fn usage_app() -> App {
 #[test]
 fn usage() {
     both("usage", usage_app);
+    // An ended priced cloud run of carol's: the window's dollars are a column, a lower bound
+    // where Slurm's jobs (no price) are counted too, `?` for users with none priced.
+    both("usage_spent", || {
+        let mut run = job("sky", "r1", "eval", "carol", JobState::Completed, None, 8, Some("h100"), &["sky-1"]);
+        run.start_time = Some(at(2, 0, 0));
+        run.end_time = Some(at(4, 0, 0));
+        run.gpus_allocated = 8;
+        run.cost_per_hour = Some(23.92);
+        usage_app_with(vec![flightdeck::model::JobRecord::from_job(run)])
+    });
     both("usage_reading", || {
         let mut app = new_app(false);
         keys(&mut app, "5");

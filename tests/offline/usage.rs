@@ -1,5 +1,5 @@
 //! `flightdeck usage` on a computed fleet: the JSON a script reads (keys, not-known as
-//! `null`, lower bounds flagged, the sources' gaps named) and the table (most held first,
+//! `null`, lower bounds flagged, the window's dollars, the sources' gaps named) and the table (most held first,
 //! `?` where not known, `>=` for a lower bound, the total last, backend text made printable).
 
 use std::sync::Arc;
@@ -76,6 +76,10 @@ fn the_json_names_each_figure_and_what_is_not_known() {
     assert_eq!(alice["idle_gpu_hours_at_least"], 0.0, "no telemetry: nothing known idle (the table says ?)");
     assert_eq!(alice["models"], serde_json::json!([{"model": "h100", "gpus": 4}]));
     assert_eq!(v["rows"][1]["cost_per_hour"], 3.0);
+    assert_eq!(alice["cost_window"], Value::Null, "no price in the window: null, never 0");
+    assert_eq!(v["rows"][1]["cost_window"], 6.0, "carol: $3/h × 2 h so far");
+    assert_eq!(v["rows"][1]["cost_window_complete"], false, "sky could not say all");
+    assert_eq!(v["rows"][3]["cost_window"], Value::Null, "dave's Slurm record has no price");
     assert_eq!(v["rows"][3]["gpu_hours"], 3.0, "dave: 2 GPUs × 1.5 h, finished");
     assert_eq!(v["total"]["gpus_now"], 7);
     assert_eq!(v["not_known"], serde_json::json!(["sky: history: HTTP 503"]));
@@ -98,11 +102,13 @@ fn the_table_shows_most_held_first_marks_the_unknown_and_ends_with_the_total() {
     };
     let text = table(&compute(&fleet(), &ask));
     let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split_whitespace().collect()).collect();
-    assert_eq!(lines[0], ["USER", "JOBS", "GPUS", "IDLE", "$/H", "GPU-H", "IDLE-H", "MODELS"]);
-    assert_eq!(lines[1], ["alice", "1", "4", "?", "?", "8.00", "?", "h100×4"]);
-    assert_eq!(lines[2], ["carol", "1", "2", "?", "3.00", "4.00", "?", "h100×2"]);
-    assert_eq!(lines[3], ["bob�[2J", "1", "1", "?", "?", "2.00", "?", "h100×1"], "{text}");
-    assert_eq!(lines[4], ["TOTAL", "3", "7", "?", "?", "14.00", "?", "h100×7"]);
+    assert_eq!(lines[0], ["USER", "JOBS", "GPUS", "IDLE", "$/H", "GPU-H", "IDLE-H", "SPENT", "MODELS"]);
+    assert_eq!(lines[1], ["alice", "1", "4", "?", "?", "8.00", "?", "?", "h100×4"]);
+    // carol's run: $3/h × 2 h so far; the Slurm jobs' dollars are not known, so the total's
+    // are at least hers.
+    assert_eq!(lines[2], ["carol", "1", "2", "?", "3.00", "4.00", "?", "6.00", "h100×2"]);
+    assert_eq!(lines[3], ["bob�[2J", "1", "1", "?", "?", "2.00", "?", "?", "h100×1"], "{text}");
+    assert_eq!(lines[4], ["TOTAL", "3", "7", "?", "?", "14.00", "?", ">=6.00", "h100×7"]);
     assert!(!text.contains('\u{1b}'));
 
     // Without sky's window, its row and the total are lower bounds by cluster.
@@ -110,8 +116,8 @@ fn the_table_shows_most_held_first_marks_the_unknown_and_ends_with_the_total() {
     let text = table(&compute(&fleet(), &ask));
     let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split_whitespace().collect()).collect();
     assert_eq!(lines[0][0], "CLUSTER");
-    assert_eq!(lines[1], ["fd22", "2", "5", "?", "?", "10.00", "?", "h100×5"]);
-    assert_eq!(lines[2], ["sky", "1", "2", "?", "3.00", ">=4.00", "?", "h100×2"]);
+    assert_eq!(lines[1], ["fd22", "2", "5", "?", "?", "10.00", "?", "?", "h100×5"]);
+    assert_eq!(lines[2], ["sky", "1", "2", "?", "3.00", ">=4.00", "?", ">=6.00", "h100×2"]);
     assert_eq!(lines[3][5], ">=14.00");
 }
 

@@ -8,7 +8,8 @@
 //!
 //! * run → `Job`: id and name are the run name (unique in a project while not deleted),
 //!   the fleet is the partition, `cost_per_hour` is the price of the machine its latest
-//!   submission got, the reason is the latest submission's termination reason and message
+//!   submission got (an ended run that started keeps it and that machine's GPUs, which
+//!   usage windows count), the reason is the latest submission's termination reason and message
 //!   (`no capacity: No matching fleet found…`), prefixed `retrying` while the run waits.
 //! * instance → `Node`: busy/idle GPU slots (a busy instance shared in blocks holds
 //!   `busy_blocks / total_blocks` of its GPUs), price, its fleet as partition.
@@ -412,20 +413,22 @@ pub fn job(cluster: &str, run: &Run, nodes_of: &NodesByJob<'_>) -> Option<Job> {
             .as_ref()
             .and_then(Value::as_i64)
             .map(|c| ExitStatus { code: c.clamp(i32::MIN as i64, i32::MAX as i64) as i32, signal: None });
-        if let Some(p) = &sub.job_provisioning_data
-            && !state.is_finished()
-        {
+        // An ended run keeps the price it ran at: its dollars over a usage window are counted
+        // from it (`model::usage`).
+        if let Some(p) = &sub.job_provisioning_data {
             job.cost_per_hour = price(p.price);
         }
     }
 
     // Machines: the instances that say they run one of this run's jobs, else the machine
-    // the latest submission was given.
+    // the latest submission was given. An ended run that started held that machine's GPUs:
+    // its GPU-hours over a usage window are counted from them (instances are now others').
     let job_names: Vec<&str> =
         run.jobs.iter().flatten().filter_map(|j| j.job_spec.as_ref().and_then(|s| s.job_name.as_deref())).collect();
-    if state.is_active() {
+    let ran = state.is_finished() && job.start_time.is_some() && job.end_time.is_some();
+    if state.is_active() || ran {
         let mut allocations = Vec::new();
-        for jn in &job_names {
+        for jn in job_names.iter().filter(|_| state.is_active()) {
             for inst in nodes_of.get(jn).into_iter().flatten() {
                 let Some(node) = inst.name.clone() else { continue };
                 let gpus = instance_gpus(inst.instance_type.as_ref());

@@ -6,7 +6,8 @@
 //!   instance type as features; `accelerators` (`{'H100': 8}`, per node) → GPU slots.
 //! * Jobs on a cluster (`/queue`) are `CLUSTER:JOB_ID` in the cluster's own queue (SkyPilot
 //!   gives every cluster its job queue); managed jobs (`/jobs/queue/v2`) are their managed
-//!   job id, in the queue of the managed-jobs controller ([`MANAGED_QUEUE`]).
+//!   job id, in the queue of the managed-jobs controller ([`MANAGED_QUEUE`]); an ended one
+//!   that ran keeps its GPUs and price, which usage windows count.
 //!
 //! Every field is read leniently: a wrong type is an unknown value, numbers saturate, and a
 //! record that is not an object is skipped and counted, so no server answer panics or loses
@@ -534,6 +535,9 @@ pub fn managed_jobs(fleet_cluster: &str, records: &[ManagedJobRecord]) -> Vec<Jo
             if job.state.is_active() {
                 job.gpus_allocated = job.gpus_requested;
                 job.nodes = r.current_cluster_name.iter().cloned().collect();
+            } else if job.state.is_finished() && job.start_time.is_some() && job.end_time.is_some() {
+                // It ran, on what it asked for, at its price: what a usage window counts of it.
+                job.gpus_allocated = job.gpus_requested;
             }
             job.reason = match job.state {
                 JobState::Failed => r.failure_reason.clone().or_else(|| r.details.clone()),
@@ -691,6 +695,20 @@ mod tests {
         assert!(jobs[2].reason.as_deref().unwrap().contains("recovery 2"));
         assert_eq!((jobs[3].state, jobs[3].name.as_str()), (JobState::Running, "pipe"), "the task that runs");
         assert_eq!(jobs[1].stdout.as_ref().unwrap().as_str(), "skypilot-managed/7");
+        assert_eq!(jobs[0].gpus_allocated, 0, "never started: held nothing");
+    }
+
+    #[test]
+    fn an_ended_managed_job_that_ran_held_its_gpus_at_its_price() {
+        let records = records::<ManagedJobRecord>(json!({"jobs": [
+            {"job_id": 3, "task_id": 0, "job_name": "ft", "status": "SUCCEEDED", "accelerators": {"H100": 8},
+             "resources": "1x[H100:8]", "start_at": 1796280000.0, "end_at": 1796287200.0, "cost_per_hour": 23.92},
+        ], "total": 1}));
+        let job = &managed_jobs("sky", &records.records)[0];
+        assert_eq!((job.state, job.gpus_allocated, job.cost_per_hour), (JobState::Completed, 8, Some(23.92)));
+        assert!(job.nodes.is_empty(), "its cluster is gone");
+        let r = crate::model::JobRecord::from_job(job.clone());
+        assert_eq!(r.gpu_hours, Some(16.0), "8 GPUs × 2 h");
     }
 
     #[test]

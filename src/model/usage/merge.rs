@@ -79,6 +79,9 @@ fn add(a: &UsageRow, b: &UsageRow) -> UsageRow {
         gpu_hours: sum(a.gpu_hours, b.gpu_hours),
         gpu_hours_complete: a.gpu_hours_complete && b.gpu_hours_complete,
         idle_gpu_hours_at_least: sum(a.idle_gpu_hours_at_least, b.idle_gpu_hours_at_least),
+        // What one part knows is at least the whole's; complete only where both are.
+        cost_window: sum(a.cost_window, b.cost_window),
+        cost_window_complete: a.cost_window_complete && b.cost_window_complete,
     }
 }
 
@@ -146,6 +149,25 @@ mod tests {
             ],
         );
         assert_eq!((priced.rows[0].cost_per_hour, priced.total.cost_per_hour), (Some(1.5), Some(1.5)));
+    }
+
+    #[test]
+    fn the_windows_dollars_add_and_a_part_that_cannot_price_makes_them_a_lower_bound() {
+        let spent = |key: &str, cost: Option<f64>, complete| UsageRow {
+            cost_window: cost,
+            cost_window_complete: complete,
+            ..row(key, 0, None, 1.0, true, "h100")
+        };
+        let sky = part(vec![spent("erin", Some(5.0), true)], spent("total", Some(5.0), true), &[]);
+        let dstack = part(vec![spent("erin", Some(2.5), true)], spent("total", Some(2.5), true), &[]);
+        let slurm = part(vec![spent("erin", None, false)], spent("total", None, false), &[]);
+        let both = merge(UsageBy::User, vec![sky.clone(), dstack]);
+        assert_eq!((both.rows[0].cost_window, both.rows[0].cost_window_complete), (Some(7.5), true));
+        let mixed = merge(UsageBy::User, vec![sky, slurm.clone()]);
+        assert_eq!((mixed.rows[0].cost_window, mixed.rows[0].cost_window_complete), (Some(5.0), false));
+        assert!(!mixed.total.cost_window_complete);
+        let none = merge(UsageBy::User, vec![slurm.clone(), slurm]);
+        assert_eq!(none.rows[0].cost_window, None, "no part priced it: not known, not $0");
     }
 
     #[test]

@@ -118,6 +118,11 @@ impl UsageView {
         self.cells = self.rows.iter().map(|r| printable_cells(r.cells())).collect();
         let shown: Vec<&Vec<String>> = self.cursor.visible.iter().map(|&i| &self.cells[i as usize]).collect();
         self.widths = widths(&usage::header(UsageBy::User), shown);
+        // The window's dollars only where some row has a price, as `flightdeck usage` prints
+        // them: an optional column of no width is left out.
+        if self.rows.iter().all(|r| r.cost_window.is_none()) {
+            self.widths[usage::SPENT_COLUMN] = 0;
+        }
         self.quota_cells = now.queue_quota.iter().map(|q| printable_cells(q.cells())).collect();
         self.quota_widths = widths(&usage::QUEUE_QUOTA_HEADER, &self.quota_cells);
     }
@@ -203,6 +208,23 @@ mod tests {
         v.rebuild(&held);
         assert_eq!(keys(&v)[0], "alice");
         assert_eq!(v.rows[v.cursor.visible[0] as usize].idle_gpu_hours_at_least, Some(2.5));
+    }
+
+    #[test]
+    fn the_windows_dollars_are_a_column_only_where_some_row_has_a_price() {
+        let mut v = UsageView::default();
+        let held = now(vec![row("alice", 8, 0)]);
+        v.rebuild(&held);
+        assert_eq!(v.widths[usage::SPENT_COLUMN], 0, "no window: no column");
+        let mut alice = row("alice", 8, 0);
+        (alice.gpu_hours, alice.cost_window, alice.cost_window_complete) = (Some(16.0), Some(47.84), false);
+        v.window = Some(Usage { rows: vec![alice], since: Some(DateTime::UNIX_EPOCH), ..Usage::default() });
+        v.rebuild(&held);
+        assert_eq!(v.cells[0][usage::SPENT_COLUMN], ">=47.84");
+        assert_eq!(v.widths[usage::SPENT_COLUMN], ">=47.84".len());
+        v.window.as_mut().unwrap().rows[0].cost_window = None;
+        v.rebuild(&held);
+        assert_eq!(v.widths[usage::SPENT_COLUMN], 0, "no price anywhere (Slurm's): left out");
     }
 
     #[test]

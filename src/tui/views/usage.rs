@@ -1,7 +1,9 @@
 //! The usage screen: who holds the GPUs, one row per user, as `flightdeck usage` prints
 //! them: jobs and GPUs held now, how many of those read idle, $/h where every holder has a
 //! price, GPU-hours over the window (`>=` where a source could not say all), idle GPU-hours
-//! in it (at least; `?` where telemetry read none), and the models.
+//! in it (at least; `?` where telemetry read none), the dollars the window's priced jobs
+//! cost in it (`>=` where some had no price, `?` where none had; the column only where some
+//! row has a price), and the models.
 //! Above the table: the read in flight and what the window could not say. Below it, where
 //! any queue has a GPU quota (Kueue ClusterQueues, Volcano Queues): the CLI's queue quota
 //! table, the same rows (`model::usage::QueueQuotaRow`) from the latest refresh.
@@ -19,7 +21,7 @@ use crate::tui::widgets::table::RowCells;
 use crate::tui::widgets::text;
 
 /// The columns of [`crate::model::usage::header`] by user.
-pub const COLUMNS: [Shape; 8] = [
+pub const COLUMNS: [Shape; 9] = [
     Shape::new("USER", 6, 24, 0).content_first(),
     Shape::new("JOBS", 4, 7, 2).right(),
     Shape::new("GPUS", 4, 7, 0).right(),
@@ -27,6 +29,7 @@ pub const COLUMNS: [Shape; 8] = [
     Shape::new("$/H", 4, 10, 4).right(),
     Shape::new("GPU-H", 5, 12, 1).right(),
     Shape::new("IDLE-H", 6, 12, 2).right(),
+    Shape::new("SPENT", 5, 12, 4).right().optional(),
     Shape::new("MODELS", 6, 40, 3),
 ];
 
