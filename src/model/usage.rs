@@ -823,6 +823,16 @@ mod tests {
         }
     }
 
+    /// The tests' window: from midnight to noon of one day, nothing idle-measured.
+    fn midnight_to_noon<'a>(by: UsageBy, sources: &'a [WindowSource<'a>]) -> UsageAsk<'a> {
+        UsageAsk {
+            by,
+            now: at("2026-12-04T12:00:00Z"),
+            window: Some((at("2026-12-04T00:00:00Z"), sources)),
+            idle_below_percent: None,
+        }
+    }
+
     fn now_only(by: UsageBy) -> Usage {
         let ask = UsageAsk { by, now: at("2026-12-04T12:00:00Z"), window: None, idle_below_percent: Some(5.0) };
         compute(&fleet(), &ask)
@@ -886,12 +896,7 @@ mod tests {
         let fd22 = [WindowSource { cluster: "fd22", records: &records, gap: None }];
         let mut sources = fd22.to_vec();
         sources.push(WindowSource { cluster: "sky", records: &[], gap: None });
-        let ask = UsageAsk {
-            by: UsageBy::User,
-            now: at("2026-12-04T12:00:00Z"),
-            window: Some((at("2026-12-04T00:00:00Z"), &sources)),
-            idle_below_percent: None,
-        };
+        let ask = midnight_to_noon(UsageBy::User, &sources);
         let u = compute(&fleet(), &ask);
         let hours = |k: &str| u.rows.iter().find(|r| r.key == k).and_then(|r| r.gpu_hours).unwrap();
         // alice: 2 GPU-h finished + (4 + 2) GPUs × 2 h running.
@@ -938,12 +943,7 @@ mod tests {
             WindowSource { cluster: "sky", records, gap: None },
             WindowSource { cluster: "fd22", records: &[], gap: None },
         ];
-        let ask = UsageAsk {
-            by: UsageBy::User,
-            now: at("2026-12-04T12:00:00Z"),
-            window: Some((at("2026-12-04T00:00:00Z"), &sources)),
-            idle_below_percent: None,
-        };
+        let ask = midnight_to_noon(UsageBy::User, &sources);
         compute(&FleetState::default(), &ask)
     }
 
@@ -999,12 +999,7 @@ mod tests {
             records: &[priced("r3", "frank", 1, Some(1.0), "2026-12-04T08:00:00Z", "2026-12-04T10:00:00Z")],
             gap: Some("history: timed out"),
         }];
-        let ask = UsageAsk {
-            by: UsageBy::User,
-            now: at("2026-12-04T12:00:00Z"),
-            window: Some((at("2026-12-04T00:00:00Z"), &sources)),
-            idle_below_percent: None,
-        };
+        let ask = midnight_to_noon(UsageBy::User, &sources);
         let gappy = compute(&FleetState::default(), &ask);
         assert_eq!(row(&gappy, "frank").cells()[SPENT_COLUMN], ">=2.00");
     }
@@ -1022,12 +1017,7 @@ mod tests {
             GpuAllocation { node: "n2".into(), model: Some("a100".into()), count: 1, indices: vec![] },
         ];
         let sources = [WindowSource { cluster: "sky", records: std::slice::from_ref(&split), gap: None }];
-        let ask = UsageAsk {
-            by: UsageBy::Model,
-            now: at("2026-12-04T12:00:00Z"),
-            window: Some((at("2026-12-04T00:00:00Z"), &sources)),
-            idle_below_percent: None,
-        };
+        let ask = midnight_to_noon(UsageBy::Model, &sources);
         let by_model = compute(&FleetState::default(), &ask);
         assert_eq!(row(&by_model, "h100").cost_window, Some(6.0));
         assert_eq!(row(&by_model, "a100").cost_window, Some(2.0));
@@ -1039,12 +1029,7 @@ mod tests {
             WindowSource { cluster: "fd22", records: &[], gap: None },
             WindowSource { cluster: "sky", records: &[], gap: None },
         ];
-        let ask = UsageAsk {
-            by: UsageBy::User,
-            now: at("2026-12-04T12:00:00Z"),
-            window: Some((at("2026-12-04T00:00:00Z"), &sources)),
-            idle_below_percent: None,
-        };
+        let ask = midnight_to_noon(UsageBy::User, &sources);
         let u = compute(&fleet(), &ask);
         // carol's two sky runs, $0.7/h and $1.4/h, both running since 10:00.
         let carol = row(&u, "carol");
