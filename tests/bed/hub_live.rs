@@ -12,11 +12,8 @@ use flightdeck::backend::hub_link::Mirror;
 use flightdeck::backend::slurm::SlurmBackend;
 use flightdeck::fleet::{Fleet, FleetOptions, Member};
 use flightdeck::model::{Job, Node};
-use flightdeck::serve::listen::ListenAddr;
-use flightdeck::serve::{ServeOptions, auth::sha256_hex};
 use flightdeck::spec::JobSpec;
 use flightdeck::wire::pb;
-use tokio::sync::oneshot;
 
 use common::*;
 
@@ -73,34 +70,12 @@ async fn two_hundred_subscribers_cost_the_controller_one_poller() {
 
     // The hub with 200 subscribers.
     let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, format!("{} tester operator\n", sha256_hex(TOKEN))).unwrap();
-    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let fleet = Arc::new(Fleet::start(vec![member(backend(CLUSTER))], options()));
-    let (stop, stopped) = oneshot::channel::<()>();
-    let opts = ServeOptions {
-        listen: ListenAddr::Tcp(addr),
-        tls: None,
-        health_listen: None,
-        metrics_listen: None,
-        subscribers: Default::default(),
-        tokens: Some(tokens),
-    };
-    let served = tokio::spawn(flightdeck::serve::serve(fleet.clone(), opts, async move {
-        let _ = stopped.await;
-    }));
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(addr).await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let hub = LoopbackHub::start(fleet.clone(), tokens_file(dir.path(), &[(TOKEN, "tester operator")])).await;
     // Subscribers over a handful of connections, as cockpits behind a few login nodes.
     let mut channels = Vec::new();
     for _ in 0..8 {
-        channels
-            .push(tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap());
+        channels.push(tonic::transport::Endpoint::from_shared(hub.url()).unwrap().connect().await.unwrap());
     }
     let mirrors: Vec<Arc<Mutex<Mirror>>> = (0..CLIENTS).map(|_| Arc::new(Mutex::new(Mirror::default()))).collect();
     let mut followers = Vec::new();
@@ -186,8 +161,7 @@ async fn two_hundred_subscribers_cost_the_controller_one_poller() {
     let total = fleet.state().cluster(CLUSTER).unwrap().snapshot.as_ref().unwrap().jobs.len();
     assert!(sent < total.max(2), "{sent} jobs resent of {total}");
 
-    let _ = stop.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(10), served).await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), hub.stop()).await;
     for f in followers {
         f.abort();
     }

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use flightdeck::backend::Backend;
 use flightdeck::model::{JobRef, JobState};
-use flightdeck::serve::auth::sha256_hex;
 use flightdeck::spec::JobSpec;
 use flightdeck::wire::pb;
 use tokio::time::Instant;
@@ -128,9 +127,7 @@ async fn twenty_clients_of_a_hub_cost_one_job_query_per_refresh() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("flightdeck.toml");
     std::fs::write(&cfg, config()).unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, format!("{} tester operator\n", sha256_hex(TOKEN))).unwrap();
-    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let tokens = tokens_file(dir.path(), &[(TOKEN, "tester operator")]);
     let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let (addr, metrics) = (free(), free());
     let _hub = Hub(Command::new(env!("CARGO_BIN_EXE_flightdeck"))

@@ -290,17 +290,10 @@ fn hours_by_key(v: &Value) -> Vec<(String, f64)> {
 
 async fn through_a_hub_a_viewer_gets_their_own_row_and_the_operators_total(cluster: &str) {
     use flightdeck::fleet::{Fleet, FleetOptions, Member};
-    use flightdeck::serve::auth::sha256_hex;
     let _lock = cluster_lock(cluster);
     let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens");
     let (viewer, operator) = ("fd-alice-token-0001", "operator-token-0002");
-    std::fs::write(
-        &tokens,
-        format!("{} fd-alice viewer\n{} tester operator\n", sha256_hex(viewer), sha256_hex(operator)),
-    )
-    .unwrap();
-    std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let tokens = tokens_file(dir.path(), &[(viewer, "fd-alice viewer"), (operator, "tester operator")]);
     let member = Member {
         backend: backend(cluster),
         kind: "slurm".into(),
@@ -310,20 +303,8 @@ async fn through_a_hub_a_viewer_gets_their_own_row_and_the_operators_total(clust
     let opts = FleetOptions { read_only: true, poll: true, audit: None, actor: "tester@live".into() };
     let fleet = std::sync::Arc::new(Fleet::start(vec![member], opts));
     fleet.wait_for(Duration::from_secs(60), |s| s.clusters.iter().all(|c| c.snapshot.is_some())).await;
-    let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let opts = flightdeck::serve::ServeOptions {
-        listen: flightdeck::serve::listen::ListenAddr::Tcp(addr),
-        tls: None,
-        health_listen: None,
-        metrics_listen: None,
-        subscribers: Default::default(),
-        tokens: Some(tokens),
-    };
-    let served = tokio::spawn(flightdeck::serve::serve(fleet.clone(), opts, async move {
-        let _ = stopped.await;
-    }));
-    let hub = format!("http://{addr}");
+    let served = LoopbackHub::start(fleet.clone(), tokens).await;
+    let hub = served.url();
     let window = past_hours();
     let (w, h, c) = (window.clone(), hub.clone(), cluster.to_string());
     let (direct, as_operator, as_viewer) = tokio::task::spawn_blocking(move || {
@@ -332,8 +313,7 @@ async fn through_a_hub_a_viewer_gets_their_own_row_and_the_operators_total(clust
     })
     .await
     .unwrap();
-    let _ = stop.send(());
-    let _ = served.await;
+    served.stop().await;
 
     // The operator's rows are the direct read's, from the hub's own sacct.
     let (ours, theirs) = (hours_by_key(&as_operator), hours_by_key(&direct));

@@ -162,3 +162,71 @@ macro_rules! on_both_clusters {
         mod fd24 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name("fd24").await } )* }
     };
 }
+
+/// A hub's token file in `dir`: one `(token, "user role")` line per caller, hashed as
+/// `serve` expects and private to its owner (`serve` refuses a file others can read).
+pub fn tokens_file(dir: &std::path::Path, callers: &[(&str, &str)]) -> PathBuf {
+    use std::fmt::Write;
+    let path = dir.join("tokens");
+    let mut text = String::new();
+    for (token, who) in callers {
+        let _ = writeln!(text, "{} {who}", flightdeck::serve::auth::sha256_hex(token));
+    }
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    path
+}
+
+/// `flightdeck serve` over `fleet` in this process, on a free loopback port, answering
+/// once `start` returns. Dropping it (or `stop`) ends the server.
+pub struct LoopbackHub {
+    pub addr: std::net::SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    served: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl LoopbackHub {
+    pub async fn start(fleet: Arc<flightdeck::fleet::Fleet>, tokens: PathBuf) -> LoopbackHub {
+        use flightdeck::serve::{ServeOptions, listen::ListenAddr};
+        let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let opts = ServeOptions {
+            listen: ListenAddr::Tcp(addr),
+            tls: None,
+            health_listen: None,
+            metrics_listen: None,
+            subscribers: Default::default(),
+            tokens: Some(tokens),
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(async move {
+            let _ = flightdeck::serve::serve(fleet, opts, async move {
+                let _ = stopped.await;
+            })
+            .await;
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while tokio::net::TcpStream::connect(addr).await.is_err() {
+            assert!(Instant::now() < deadline, "the loopback hub does not answer on {addr}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        LoopbackHub { addr, stop: Some(stop), served: Some(served) }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Ends the server and waits until it has let go of its port.
+    pub async fn stop(mut self) {
+        let _ = self.stop.take().map(|s| s.send(()));
+        if let Some(served) = self.served.take() {
+            let _ = served.await;
+        }
+    }
+}
+
+impl Drop for LoopbackHub {
+    fn drop(&mut self) {
+        let _ = self.stop.take().map(|s| s.send(()));
+    }
+}
