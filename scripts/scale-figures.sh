@@ -14,7 +14,9 @@
 #   cockpit  the cockpit over the stand-in (10 s refresh) in a tmux pane for 60 s: CPU from
 #            /proc/PID/stat utime+stime, peak and resident memory from /proc/PID/status.
 #   kube     `flightdeck jobs --output json` against 10,000 heavy pods on 1,000 nodes
-#            (the Kubernetes fake; `tests/fakes/kube_trim.rs`), peak RSS.
+#            (the Kubernetes fake; `tests/fakes/kube_trim.rs`), peak RSS; then the cockpit
+#            over the same fake in a tmux pane for 30 s, peak and resident memory from
+#            /proc/PID/status.
 # Prints one line per figure. Speed figures depend on the machine: compare runs of one sitting.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -178,8 +180,8 @@ figure_cockpit() {
 # --- Kubernetes -----------------------------------------------------------------------------
 
 figure_kube() {
-    (cd "$ROOT" && FLIGHTDECK_BIN=$BIN cargo test -q --test fakes kube_trim::ten_thousand_pods -- --ignored --nocapture 2>&1 \
-        | grep 'flightdeck jobs --output json')
+    (cd "$ROOT" && FLIGHTDECK_BIN=$BIN cargo test -q --test fakes kube_trim::ten_thousand_pods -- --ignored --nocapture --test-threads 1 2>&1 \
+        | grep -oE '(flightdeck jobs --output json|cockpit, 10,000 pods).*')
 }
 
 for what in "${@:-jobs link cockpit kube}"; do

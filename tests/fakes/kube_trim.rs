@@ -173,13 +173,16 @@ async fn the_cache_holds_no_managed_fields_env_or_volumes_and_the_picture_is_unc
     assert!(nodes.iter().all(|n| n.metadata.managed_fields.is_none()));
 }
 
-/// `flightdeck jobs --output json` against 10,000 heavy GPU pods on 1,000 nodes: the peak
-/// resident set (`/usr/bin/time -f %M`) printed for the record (issue #29's figure; measured,
-/// not asserted: a figure of the build, not a behaviour). Run by hand:
-/// `cargo test --test fakes kube_trim::ten_thousand_pods -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn ten_thousand_pods_jobs_peak() {
+/// The fake serving 10,000 heavy GPU pods on 1,000 nodes, a config naming it as cluster
+/// `k8s`, and the bytes one pod takes on the wire (issue #29's scale).
+struct TenThousandPods {
+    _fake: FakeApi,
+    dir: tempfile::TempDir,
+    config: std::path::PathBuf,
+    wire_per_pod: usize,
+}
+
+fn ten_thousand_pods() -> TenThousandPods {
     let fake = FakeApi::start_blocking();
     let namespaces = ["train", "research", "inference", "notebooks"];
     let mut objs: Vec<Value> = namespaces.iter().map(|ns| fixtures::namespace(ns)).collect();
@@ -205,15 +208,30 @@ fn ten_thousand_pods_jobs_peak() {
         ),
     )
     .unwrap();
-    // FLIGHTDECK_BIN: the release binary (`scripts/scale-figures.sh kube`), else this build's.
-    let bin = std::env::var("FLIGHTDECK_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_flightdeck").to_string());
+    TenThousandPods { _fake: fake, dir, config, wire_per_pod: wire / 10_000 }
+}
+
+/// FLIGHTDECK_BIN: the release binary (`scripts/scale-figures.sh kube`), else this build's.
+fn flightdeck_bin() -> String {
+    std::env::var("FLIGHTDECK_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_flightdeck").to_string())
+}
+
+/// `flightdeck jobs --output json` against 10,000 heavy GPU pods on 1,000 nodes: the peak
+/// resident set (`/usr/bin/time -f %M`) printed for the record (issue #29's figure; measured,
+/// not asserted: a figure of the build, not a behaviour). Run by hand:
+/// `cargo test --test fakes kube_trim::ten_thousand_pods -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn ten_thousand_pods_jobs_peak() {
+    let scale = ten_thousand_pods();
+    let dir = scale.dir.path();
     let out = std::process::Command::new("/usr/bin/time")
-        .args(["-f", "%M", &bin, "jobs", "--output", "json"])
-        .env("FLIGHTDECK_CONFIG", &config)
-        .env("HOME", dir.path())
-        .env("XDG_CONFIG_HOME", dir.path())
-        .env("XDG_STATE_HOME", dir.path())
-        .env("XDG_CACHE_HOME", dir.path())
+        .args(["-f", "%M", &flightdeck_bin(), "jobs", "--output", "json"])
+        .env("FLIGHTDECK_CONFIG", &scale.config)
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir)
+        .env("XDG_STATE_HOME", dir)
+        .env("XDG_CACHE_HOME", dir)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -221,8 +239,59 @@ fn ten_thousand_pods_jobs_peak() {
     let peak_kb: u64 = stderr.lines().last().and_then(|l| l.trim().parse().ok()).expect("a peak from /usr/bin/time");
     println!(
         "flightdeck jobs --output json: 10,000 pods ({} B each on the wire) on 1,000 nodes: peak {} MB, {} B of JSON out",
-        wire / 10_000,
+        scale.wire_per_pod,
         peak_kb / 1024,
         out.stdout.len()
+    );
+}
+
+/// A `/proc/PID/status` figure in kB (`VmHWM`, `VmRSS`).
+fn proc_status_kb(pid: &str, key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The cockpit over the same 10,000 pods in a 160×48 tmux pane: once the cluster is
+/// connected (the watches listed, the rows built), the jobs screen for 30 s; then its peak
+/// and resident memory from `/proc/PID/status`, printed for the record like the `jobs`
+/// figure. Needs tmux. Run by hand:
+/// `cargo test --test fakes kube_trim::ten_thousand_pods_cockpit -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn ten_thousand_pods_cockpit_peak() {
+    let scale = ten_thousand_pods();
+    let dir = scale.dir.path().display().to_string();
+    let session = format!("fd-kube-scale-{}", std::process::id());
+    let command = format!(
+        "exec env FLIGHTDECK_CONFIG='{}' HOME='{dir}' XDG_CONFIG_HOME='{dir}' XDG_STATE_HOME='{dir}' XDG_CACHE_HOME='{dir}' '{}'",
+        scale.config.display(),
+        flightdeck_bin()
+    );
+    let tmux = |args: &[&str]| std::process::Command::new("tmux").args(["-L", &session]).args(args).output().unwrap();
+    let screen = || String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", &session]).stdout).to_string();
+    let started = tmux(&["new-session", "-d", "-s", &session, "-x", "160", "-y", "48", &command]);
+    assert!(started.status.success(), "tmux: {}", String::from_utf8_lossy(&started.stderr));
+    let pid = String::from_utf8_lossy(&tmux(&["display-message", "-p", "-t", &session, "#{pane_pid}"]).stdout)
+        .trim()
+        .to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(240);
+    // Drawn, and the cluster no longer connecting.
+    let connected = |s: &str| s.contains("1 cluster") && !s.contains("connecting");
+    while !connected(&screen()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    tmux(&["send-keys", "-t", &session, "2"]);
+    std::thread::sleep(Duration::from_secs(30));
+    let figures = (proc_status_kb(&pid, "VmHWM:"), proc_status_kb(&pid, "VmRSS:"));
+    let shown = screen();
+    tmux(&["kill-server"]);
+    let (Some(peak_kb), Some(rss_kb)) = figures else { panic!("the cockpit (pid {pid}) ended early:\n{shown}") };
+    assert!(shown.contains("train-0"), "the jobs screen shows the pods:\n{shown}");
+    println!(
+        "cockpit, 10,000 pods ({} B each on the wire) on 1,000 nodes, jobs screen 30 s: peak {} MB, resident {} MB",
+        scale.wire_per_pod,
+        peak_kb / 1024,
+        rss_kb / 1024
     );
 }
