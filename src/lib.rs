@@ -2,6 +2,7 @@
 //!
 //! See `ARCHITECTURE.md` for the module map and data flow.
 
+pub mod allocator;
 pub mod backend;
 pub mod cli;
 pub mod columns;

@@ -13,6 +13,8 @@ use flightdeck::cli::{self, Cli};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> color_eyre::Result<ExitCode> {
+    // Before anything sizeable is allocated: issue #29's peak was mostly freed memory kept.
+    flightdeck::allocator::return_freed_memory_at_once();
     // Backtraces for our own errors cost ~0.7 s in debug builds and mean nothing to users.
     if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
         // SAFETY: single-threaded here, before the runtime starts.

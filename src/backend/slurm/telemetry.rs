@@ -79,19 +79,27 @@ pub struct ReadingSummary {
 
 /// One job on one node, as the snapshot has it.
 #[derive(Debug, Clone, PartialEq)]
-struct JobOnNode {
-    /// The job's id as flightdeck shows it (`123`, `123_4`).
-    id: String,
+struct JobOnNode<'s> {
+    /// The job's id as flightdeck shows it (`123`, `123_4`), borrowed from the snapshot: a
+    /// reading of a large queue copies no id it does not send.
+    id: &'s str,
     /// Its device indices there, sorted; empty when Slurm did not list them.
     indices: Vec<u32>,
 }
 
-/// One command of a reading and what it was for.
+/// One command of a reading and what it was for. It owns what it names: the commands run
+/// concurrently, and a future holding a borrow of the snapshot is not `Send` to rustc there.
 struct NodeCommand {
     node: String,
     /// The job it steps into (srun), for the note and the owner.
-    job: Option<JobOnNode>,
+    job: Option<StepJob>,
     argv: Vec<String>,
+}
+
+/// A [`JobOnNode`] that a command steps into, owned (one per command, not per busy job).
+struct StepJob {
+    id: String,
+    indices: Vec<u32>,
 }
 
 impl GpuReader {
@@ -202,9 +210,7 @@ impl GpuReader {
             last_notes.clone_from(&telemetry.notes);
             return Ok((telemetry, 0, 0));
         }
-        // Owned: the nodes' jobs get their device indices filled in below.
-        let owned: Vec<String> = busy.keys().cloned().collect();
-        let names: Vec<&String> = owned.iter().collect();
+        let names: Vec<&str> = busy.keys().copied().collect();
         let start = self.cursor.fetch_add(self.max_nodes, Ordering::Relaxed);
         let (chosen, skipped) = rotate(&names, start, self.max_nodes);
         if !skipped.is_empty() {
@@ -220,8 +226,8 @@ impl GpuReader {
             TelemetryVia::Srun => {
                 let ids = self.numeric_ids(transport, timeout, &chosen, &busy, &mut telemetry.notes).await;
                 for node in &chosen {
-                    for job in &busy[*node] {
-                        let Some(raw) = ids.get(&job.id) else {
+                    for job in &busy[node] {
+                        let Some(raw) = ids.get(job.id) else {
                             failed.entry(node.to_string()).or_default().push(format!(
                                 "job {}: its numeric job id is not known, so srun cannot step into it",
                                 job.id
@@ -230,7 +236,8 @@ impl GpuReader {
                         };
                         match commands::srun_on_node(raw, node, &program, limit) {
                             Ok(argv) => {
-                                planned.push(NodeCommand { node: node.to_string(), job: Some(job.clone()), argv })
+                                let job = StepJob { id: job.id.to_string(), indices: job.indices.clone() };
+                                planned.push(NodeCommand { node: node.to_string(), job: Some(job), argv })
                             }
                             Err(e) => failed.entry(node.to_string()).or_default().push(format!("job {}: {e}", job.id)),
                         }
@@ -268,7 +275,7 @@ impl GpuReader {
                 Some(job) => job_view_to_node(samples, &job.indices)
                     .map(|s| owned_by(s, &job.id))
                     .map_err(|why| format!("{job_words}{why}")),
-                None => Ok(owners_from_allocations(samples, &busy[&cmd.node])),
+                None => Ok(owners_from_allocations(samples, &busy[cmd.node.as_str()])),
             });
             match samples {
                 Ok(samples) => {
@@ -303,24 +310,26 @@ impl GpuReader {
         &self,
         transport: &Transport,
         timeout: Duration,
-        chosen: &[&String],
-        busy: &BTreeMap<String, Vec<JobOnNode>>,
+        chosen: &[&str],
+        busy: &BTreeMap<&str, Vec<JobOnNode<'_>>>,
         notes: &mut Vec<String>,
     ) -> HashMap<String, String> {
-        let jobs: Vec<&str> = chosen.iter().flat_map(|n| busy[*n].iter().map(|j| j.id.as_str())).collect();
+        let jobs: Vec<&str> = chosen.iter().flat_map(|n| busy[n].iter().map(|j| j.id)).collect();
         let mut ids = HashMap::new();
+        // In the order met (the command's order), each once however many nodes it runs on.
         let mut unknown = Vec::new();
+        let mut asked: HashSet<&str> = HashSet::new();
         {
             let mut cache = self.task_ids.lock().unwrap_or_else(|e| e.into_inner());
             // Only tasks still running are kept: the cache never outgrows the queue.
-            let running: HashSet<&str> = busy.values().flatten().map(|j| j.id.as_str()).collect();
+            let running: HashSet<&str> = busy.values().flatten().map(|j| j.id).collect();
             cache.retain(|task, _| running.contains(task.as_str()));
             for id in &jobs {
                 if id.bytes().all(|b| b.is_ascii_digit()) {
                     ids.insert(id.to_string(), id.to_string());
                 } else if let Some(raw) = cache.get(*id) {
                     ids.insert(id.to_string(), raw.clone());
-                } else if !unknown.contains(id) {
+                } else if asked.insert(*id) {
                     unknown.push(*id);
                 }
             }
@@ -352,25 +361,27 @@ impl GpuReader {
 /// field listing indexes a node's GPUs only where one job holds them all): one
 /// `squeue --json --jobs=…` for just those jobs, whose `gres_detail` lists them. A job it
 /// cannot index stays without, and its reading says so.
-async fn fill_device_indices(
+async fn fill_device_indices<'s>(
     (cache, job_queries): (&DeviceIndices, &AtomicU64),
     transport: &Transport,
     timeout: Duration,
     cluster: &str,
-    chosen: &[&String],
-    busy: &mut BTreeMap<String, Vec<JobOnNode>>,
+    chosen: &[&'s str],
+    busy: &mut BTreeMap<&'s str, Vec<JobOnNode<'s>>>,
     notes: &mut Vec<String>,
 ) {
-    let mut missing: Vec<String> = Vec::new();
+    // In the order met, each once however many chosen nodes it runs on.
+    let mut missing: Vec<&'s str> = Vec::new();
+    let mut seen: HashSet<&'s str> = HashSet::new();
     {
         let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
         // Only jobs still running are kept: the cache never outgrows the queue.
-        cache.retain(|(job, node), _| busy.get(node).is_some_and(|jobs| jobs.iter().any(|j| &j.id == job)));
+        cache.retain(|(job, node), _| busy.get(node.as_str()).is_some_and(|jobs| jobs.iter().any(|j| j.id == job)));
         for node in chosen {
-            for job in busy.get_mut(*node).into_iter().flatten().filter(|j| j.indices.is_empty()) {
-                match cache.get(&(job.id.clone(), node.to_string())) {
+            for job in busy.get_mut(node).into_iter().flatten().filter(|j| j.indices.is_empty()) {
+                match cache.get(&(job.id.to_string(), node.to_string())) {
                     Some(known) => job.indices.clone_from(known),
-                    None if !missing.contains(&job.id) => missing.push(job.id.clone()),
+                    None if seen.insert(job.id) => missing.push(job.id),
                     None => {}
                 }
             }
@@ -379,7 +390,6 @@ async fn fill_device_indices(
     if missing.is_empty() {
         return;
     }
-    let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
     let read = match commands::jobs_json_of(&missing) {
         Ok(argv) => match counted(job_queries, transport, &argv, timeout).await {
             Ok(out) if out.success() => {
@@ -397,16 +407,16 @@ async fn fill_device_indices(
             return;
         }
     };
-    let chosen: HashSet<&str> = chosen.iter().map(|n| n.as_str()).collect();
+    let chosen: HashSet<&str> = chosen.iter().copied().collect();
     for job in &doc.jobs {
         for alloc in job.gpu_allocations.iter().filter(|a| !a.indices.is_empty() && chosen.contains(a.node.as_str())) {
-            let Some(on_node) = busy.get_mut(&alloc.node) else { continue };
+            let Some(on_node) = busy.get_mut(alloc.node.as_str()) else { continue };
             if let Some(j) = on_node.iter_mut().find(|j| j.id == job.job_ref.id && j.indices.is_empty()) {
                 j.indices = alloc.indices.clone();
                 j.indices.sort_unstable();
                 j.indices.dedup();
                 let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-                cache.insert((j.id.clone(), alloc.node.clone()), j.indices.clone());
+                cache.insert((j.id.to_string(), alloc.node.clone()), j.indices.clone());
             }
         }
     }
@@ -432,15 +442,16 @@ fn parse_task_ids(text: &str) -> HashMap<String, String> {
         .collect()
 }
 
-/// The nodes that hold running jobs with GPUs, each with those jobs (in snapshot order).
-fn busy_nodes(snapshot: &Snapshot) -> BTreeMap<String, Vec<JobOnNode>> {
-    let mut busy: BTreeMap<String, Vec<JobOnNode>> = BTreeMap::new();
+/// The nodes that hold running jobs with GPUs, each with those jobs (in snapshot order),
+/// borrowed from the snapshot: nothing of it is copied but the device indices.
+fn busy_nodes(snapshot: &Snapshot) -> BTreeMap<&str, Vec<JobOnNode<'_>>> {
+    let mut busy: BTreeMap<&str, Vec<JobOnNode<'_>>> = BTreeMap::new();
     for job in snapshot.jobs.iter().filter(|j| j.state == JobState::Running) {
         for alloc in job.gpu_allocations.iter().filter(|a| a.count > 0 || !a.indices.is_empty()) {
             let mut indices = alloc.indices.clone();
             indices.sort_unstable();
             indices.dedup();
-            let jobs = busy.entry(alloc.node.clone()).or_default();
+            let jobs = busy.entry(alloc.node.as_str()).or_default();
             match jobs.iter_mut().find(|j| j.id == job.job_ref.id) {
                 // One job, two allocation entries on a node (two GPU types): one step sees both.
                 Some(j) => {
@@ -448,7 +459,7 @@ fn busy_nodes(snapshot: &Snapshot) -> BTreeMap<String, Vec<JobOnNode>> {
                     j.indices.sort_unstable();
                     j.indices.dedup();
                 }
-                None => jobs.push(JobOnNode { id: job.job_ref.id.clone(), indices }),
+                None => jobs.push(JobOnNode { id: &job.job_ref.id, indices }),
             }
         }
     }
@@ -456,21 +467,21 @@ fn busy_nodes(snapshot: &Snapshot) -> BTreeMap<String, Vec<JobOnNode>> {
 }
 
 /// `max` of `names` from `start` on (wrapping), and the ones left for later readings.
-fn rotate<'a>(names: &[&'a String], start: usize, max: usize) -> (Vec<&'a String>, Vec<&'a String>) {
+fn rotate<'a>(names: &[&'a str], start: usize, max: usize) -> (Vec<&'a str>, Vec<&'a str>) {
     let n = names.len();
     if n <= max {
         return (names.to_vec(), Vec::new());
     }
     let first = start % n;
-    let mut chosen: Vec<&String> = (0..max).map(|i| names[(first + i) % n]).collect();
-    let mut skipped: Vec<&String> = (max..n).map(|i| names[(first + i) % n]).collect();
+    let mut chosen: Vec<&str> = (0..max).map(|i| names[(first + i) % n]).collect();
+    let mut skipped: Vec<&str> = (max..n).map(|i| names[(first + i) % n]).collect();
     chosen.sort();
     skipped.sort();
     (chosen, skipped)
 }
 
-fn skipped_note(skipped: &[&String], total: usize, max: usize) -> String {
-    let mut named: Vec<&str> = skipped.iter().take(NAMED_SKIPPED).map(|s| s.as_str()).collect();
+fn skipped_note(skipped: &[&str], total: usize, max: usize) -> String {
+    let mut named: Vec<&str> = skipped.iter().take(NAMED_SKIPPED).copied().collect();
     if skipped.len() > NAMED_SKIPPED {
         named.push("…");
     }
@@ -523,9 +534,9 @@ fn owned_by(mut samples: Vec<GpuSample>, job: &str) -> Vec<GpuSample> {
 }
 
 /// Every GPU of a node (ssh), each owned by the running job whose allocation lists its index.
-fn owners_from_allocations(mut samples: Vec<GpuSample>, jobs: &[JobOnNode]) -> Vec<GpuSample> {
+fn owners_from_allocations(mut samples: Vec<GpuSample>, jobs: &[JobOnNode<'_>]) -> Vec<GpuSample> {
     for s in &mut samples {
-        s.owner = jobs.iter().find(|j| j.indices.contains(&s.index)).map(|j| GpuOwner::Job(j.id.clone()));
+        s.owner = jobs.iter().find(|j| j.indices.contains(&s.index)).map(|j| GpuOwner::Job(j.id.to_string()));
     }
     samples
 }
@@ -648,17 +659,16 @@ mod tests {
             cpu_only,
         ]);
         let busy = busy_nodes(&snap);
-        assert_eq!(busy.keys().collect::<Vec<_>>(), ["gpu-01", "gpu-02"]);
+        assert_eq!(busy.keys().copied().collect::<Vec<_>>(), ["gpu-01", "gpu-02"]);
         assert_eq!(
             busy["gpu-02"],
-            vec![JobOnNode { id: "12".into(), indices: vec![1, 3] }, JobOnNode { id: "13_4".into(), indices: vec![0] }]
+            vec![JobOnNode { id: "12", indices: vec![1, 3] }, JobOnNode { id: "13_4", indices: vec![0] }]
         );
     }
 
     #[test]
     fn nodes_past_the_bound_rotate_into_later_readings() {
-        let names: Vec<String> = ["a", "b", "c", "d", "e"].iter().map(|s| s.to_string()).collect();
-        let refs: Vec<&String> = names.iter().collect();
+        let refs = ["a", "b", "c", "d", "e"];
         let mut seen = std::collections::BTreeSet::new();
         for reading in 0..3 {
             let (chosen, skipped) = rotate(&refs, reading * 2, 2);
@@ -678,8 +688,7 @@ mod tests {
 
     #[test]
     fn owners_over_ssh_come_from_the_allocations() {
-        let jobs =
-            vec![JobOnNode { id: "12".into(), indices: vec![0, 1] }, JobOnNode { id: "14".into(), indices: vec![3] }];
+        let jobs = vec![JobOnNode { id: "12", indices: vec![0, 1] }, JobOnNode { id: "14", indices: vec![3] }];
         let got = owners_from_allocations((0..4).map(sample).collect(), &jobs);
         let owners: Vec<Option<GpuOwner>> = got.into_iter().map(|s| s.owner).collect();
         let job = |id: &str| Some(GpuOwner::Job(id.into()));
