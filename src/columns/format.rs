@@ -2,15 +2,25 @@
 
 /// A duration in the compact form the tables use: `42s`, `7m05s`, `5h07m`, `3d04h`.
 pub fn duration(secs: u64) -> String {
-    let (d, h, m, s) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60, secs % 60);
-    if d > 0 {
-        format!("{d}d{h:02}h")
-    } else if h > 0 {
-        format!("{h}h{m:02}m")
-    } else if m > 0 {
-        format!("{m}m{s:02}s")
-    } else {
-        format!("{s}s")
+    Duration(secs).to_string()
+}
+
+/// [`duration`] as a value to format, so that a cell is written without a string of its own.
+pub struct Duration(pub u64);
+
+impl std::fmt::Display for Duration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secs = self.0;
+        let (d, h, m, s) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60, secs % 60);
+        if d > 0 {
+            write!(f, "{d}d{h:02}h")
+        } else if h > 0 {
+            write!(f, "{h}h{m:02}m")
+        } else if m > 0 {
+            write!(f, "{m}m{s:02}s")
+        } else {
+            write!(f, "{s}s")
+        }
     }
 }
 
@@ -27,12 +37,17 @@ pub fn elapsed(secs: u64) -> String {
     }
 }
 
-/// Mebibytes as `0`, `3.5G` (below 10 GiB) or `512G`.
-pub fn gib(mb: u64) -> String {
-    match mb {
-        0 => "0".into(),
-        m if m >= 10 * 1024 => format!("{}G", m / 1024),
-        m => format!("{:.1}G", m as f64 / 1024.0),
+/// Mebibytes as `0`, `3.5G` (below 10 GiB) or `512G`: a value to format, so that a cell is
+/// written without a string per figure.
+pub struct Gib(pub u64);
+
+impl std::fmt::Display for Gib {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            0 => f.write_str("0"),
+            m if m >= 10 * 1024 => write!(f, "{}G", m / 1024),
+            m => write!(f, "{:.1}G", m as f64 / 1024.0),
+        }
     }
 }
 

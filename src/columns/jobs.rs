@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use chrono::{DateTime, Utc};
 
 use super::Shape;
-use super::format::{cost, duration, elapsed};
+use super::format::{Duration, cost, elapsed};
 use super::natural::natural_cmp;
 use crate::model::{Job, JobGpuUse};
 
@@ -193,7 +193,7 @@ impl JobColumn {
             },
             // `∞` when there is none.
             JobColumn::Limit => match job.time_limit_secs {
-                Some(secs) => put(format_args!("{}", duration(secs))),
+                Some(secs) => put(format_args!("{}", Duration(secs))),
                 None => Some("∞"),
             },
             JobColumn::Ref => put(format_args!("{}", job.job_ref)),
@@ -202,7 +202,7 @@ impl JobColumn {
                 None => Some(""),
             },
             JobColumn::GpuUse => match cx.gpu_use {
-                Some(u) => put(format_args!("{}", gpu_use_cell(u))),
+                Some(u) => put(format_args!("{}", GpuUseText(u))),
                 None => Some(""),
             },
             JobColumn::NodeList => match job.nodes.as_slice() {
@@ -279,11 +279,20 @@ pub fn gpus_cell(job: &Job) -> String {
 /// `87%`; `idle(2%)` once flagged idle (one word, so CLI rows keep their word count); `?`
 /// when its GPUs were read without a figure.
 pub fn gpu_use_cell(used: &JobGpuUse) -> String {
-    match (used.mean_utilisation, used.idle) {
-        (Some(u), false) => format!("{u:.0}%"),
-        (Some(u), true) => format!("idle({u:.0}%)"),
-        (None, true) => "idle".into(),
-        (None, false) => "?".into(),
+    GpuUseText(used).to_string()
+}
+
+/// [`gpu_use_cell`] as a value to format: a pass over every job writes it into one buffer.
+struct GpuUseText<'a>(&'a JobGpuUse);
+
+impl std::fmt::Display for GpuUseText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.0.mean_utilisation, self.0.idle) {
+            (Some(u), false) => write!(f, "{u:.0}%"),
+            (Some(u), true) => write!(f, "idle({u:.0}%)"),
+            (None, true) => f.write_str("idle"),
+            (None, false) => f.write_str("?"),
+        }
     }
 }
 

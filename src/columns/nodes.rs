@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use super::Shape;
-use super::format::{cost, gib};
+use super::format::{Gib, cost};
 use super::natural::natural_cmp;
 use crate::model::Node;
 
@@ -108,25 +108,72 @@ impl NodeColumn {
 
     /// The cell's text for `node`.
     pub fn cell(self, node: &Node) -> Cow<'_, str> {
+        let mut text = String::new();
+        match self.cell_into(node, &mut text) {
+            Some(own) => Cow::Borrowed(own),
+            None => Cow::Owned(text),
+        }
+    }
+
+    /// The cell's text: the node's own (`Some`), or else written into `out` (cleared first),
+    /// as [`super::JobColumn::cell_into`]: a pass over every node allocates nothing per cell.
+    pub fn cell_into<'n>(self, node: &'n Node, out: &mut String) -> Option<&'n str> {
+        use std::fmt::Write;
+        out.clear();
+        // Writing to a String cannot fail.
+        let mut put = |args: std::fmt::Arguments<'_>| {
+            let _ = out.write_fmt(args);
+            None
+        };
         match self {
-            NodeColumn::Cluster => Cow::Borrowed(&node.cluster),
-            NodeColumn::Name => Cow::Borrowed(&node.name),
-            NodeColumn::State => Cow::Owned(state_cell(node)),
-            NodeColumn::Gpus => Cow::Owned(gpus_cell(node)),
-            NodeColumn::Unhealthy => match node.gpus_unhealthy() {
-                0 => Cow::Borrowed("-"),
-                bad => Cow::Owned(bad.to_string()),
-            },
-            NodeColumn::Cpu => Cow::Owned(format!("{}/{}", node.cpus_allocated, node.cpus_total)),
-            NodeColumn::Memory => {
-                Cow::Owned(format!("{}/{}", gib(node.memory_allocated_mb), gib(node.memory_total_mb)))
+            NodeColumn::Cluster => Some(&node.cluster),
+            NodeColumn::Name => Some(&node.name),
+            NodeColumn::State if node.flags.is_empty() => Some(node.state.as_str()),
+            NodeColumn::State => {
+                write_state(node, out);
+                None
             }
-            NodeColumn::Reason => Cow::Owned(reason_cell(node)),
-            NodeColumn::Ref => Cow::Owned(format!("{}/{}", node.cluster, node.name)),
-            NodeColumn::Cost => node.cost_per_hour.map_or(Cow::Borrowed(""), |c| Cow::Owned(cost(c))),
-            NodeColumn::GpuCount => Cow::Owned(format!("{}/{}", node.gpus_allocated(), node.gpus_total())),
-            NodeColumn::GpuType => node.gpu_model().map_or(Cow::Borrowed("-"), Cow::Owned),
-            NodeColumn::Partitions => Cow::Owned(node.partitions.join(",")),
+            NodeColumn::Gpus if node.gpus.is_empty() => Some("-"),
+            NodeColumn::Gpus => {
+                for (i, g) in node.gpus.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    let _ = write!(out, "{sep}{} {}/{}", g.model, g.allocated, g.total);
+                }
+                None
+            }
+            NodeColumn::Unhealthy => match node.gpus_unhealthy() {
+                0 => Some("-"),
+                bad => put(format_args!("{bad}")),
+            },
+            NodeColumn::Cpu => put(format_args!("{}/{}", node.cpus_allocated, node.cpus_total)),
+            NodeColumn::Memory => put(format_args!("{}/{}", Gib(node.memory_allocated_mb), Gib(node.memory_total_mb))),
+            NodeColumn::Reason => match &node.reason {
+                None => Some(""),
+                Some(reason) if node.reason_user.is_none() && node.reason_time.is_none() => Some(reason),
+                Some(_) => {
+                    write_reason(node, out);
+                    None
+                }
+            },
+            NodeColumn::Ref => put(format_args!("{}/{}", node.cluster, node.name)),
+            NodeColumn::Cost => match node.cost_per_hour {
+                Some(c) => put(format_args!("{}", cost(c))),
+                None => Some(""),
+            },
+            NodeColumn::GpuCount => put(format_args!("{}/{}", node.gpus_allocated(), node.gpus_total())),
+            NodeColumn::GpuType => match node.gpu_model() {
+                Some(model) => put(format_args!("{model}")),
+                None => Some("-"),
+            },
+            NodeColumn::Partitions => {
+                for (i, p) in node.partitions.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(p);
+                }
+                None
+            }
         }
     }
 
@@ -163,41 +210,51 @@ impl NodeColumn {
 
 /// `drained+drain+not_responding`: the base state, then the flags that add to it.
 pub fn state_cell(node: &Node) -> String {
-    let mut s = node.state.as_str().to_string();
+    let mut s = String::new();
+    write_state(node, &mut s);
+    s
+}
+
+/// [`state_cell`] written into `out`, the flags lowered without a copy of each.
+fn write_state(node: &Node, out: &mut String) {
+    out.push_str(node.state.as_str());
     for f in &node.flags {
-        let f = f.to_ascii_lowercase();
-        // `drained` already says `drain`.
-        if !s.split('+').any(|part| part == f || part.starts_with(&f)) {
-            s.push('+');
-            s.push_str(&f);
+        // `drained` already says `drain`; every part written so far is lower case.
+        let said = out
+            .split('+')
+            .any(|part| part.len() >= f.len() && part.as_bytes()[..f.len()].eq_ignore_ascii_case(f.as_bytes()));
+        if !said {
+            out.push('+');
+            out.extend(f.chars().map(|c| c.to_ascii_lowercase()));
         }
     }
-    s
 }
 
 /// `a100 3/4, h100 0/8`: allocated of total, per model.
 pub fn gpus_cell(node: &Node) -> String {
-    if node.gpus.is_empty() {
-        return "-".into();
-    }
-    node.gpus.iter().map(|g| format!("{} {}/{}", g.model, g.allocated, g.total)).collect::<Vec<_>>().join(", ")
+    NodeColumn::Gpus.cell(node).into_owned()
 }
 
 /// `why · by root 05-01 12:00`
 pub fn reason_cell(node: &Node) -> String {
-    let Some(reason) = &node.reason else { return String::new() };
-    let mut s = reason.clone();
+    NodeColumn::Reason.cell(node).into_owned()
+}
+
+/// [`reason_cell`] written into `out`.
+fn write_reason(node: &Node, out: &mut String) {
+    use std::fmt::Write;
+    let Some(reason) = &node.reason else { return };
+    out.push_str(reason);
     if node.reason_user.is_some() || node.reason_time.is_some() {
-        s.push_str(" ·");
+        out.push_str(" ·");
         if let Some(u) = &node.reason_user {
-            s.push_str(" by ");
-            s.push_str(u);
+            out.push_str(" by ");
+            out.push_str(u);
         }
         if let Some(t) = node.reason_time {
-            s.push_str(&t.format(" %m-%d %H:%M").to_string());
+            let _ = write!(out, "{}", t.format(" %m-%d %H:%M"));
         }
     }
-    s
 }
 
 #[cfg(test)]
@@ -232,6 +289,24 @@ mod tests {
         assert_eq!(NodeColumn::Unhealthy.cell(&n), "1");
         assert_eq!(NodeColumn::Ref.cell(&n), "c/gpu-01");
         assert_eq!(NodeColumn::Reason.cell(&n), "");
+    }
+
+    #[test]
+    fn cells_written_into_one_buffer_read_as_their_own() {
+        let mut n = Node::new("c", "gpu-01", NodeState::Drained);
+        n.flags = vec!["Drain".into(), "MAINT".into()];
+        n.reason = Some("bad psu".into());
+        n.reason_user = Some("root".into());
+        (n.memory_allocated_mb, n.memory_total_mb) = (3584, 512 * 1024);
+        n.partitions = vec!["gpu".into(), "debug".into()];
+        let mut buf = String::from("left over");
+        let mut cell = |c: NodeColumn| c.cell_into(&n, &mut buf).map_or_else(|| buf.clone(), str::to_string);
+        assert_eq!(cell(NodeColumn::State), "drained+maint");
+        assert_eq!(cell(NodeColumn::Reason), "bad psu · by root");
+        assert_eq!(cell(NodeColumn::Memory), "3.5G/512G");
+        assert_eq!(cell(NodeColumn::Gpus), "-");
+        assert_eq!(cell(NodeColumn::Partitions), "gpu,debug");
+        assert_eq!(cell(NodeColumn::Cluster), "c");
     }
 
     #[test]

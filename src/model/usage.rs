@@ -2,7 +2,8 @@
 //! the snapshots the fleet publishes, idle where telemetry measured it, $/h where every holder
 //! has a price) and the GPU-hours of a window (finished jobs' records clipped to it, plus the
 //! running jobs' hours so far). Pure and one pass over the jobs: `flightdeck usage` and the
-//! cockpit compute alike. A figure no source can give is "not known", never a zero.
+//! cockpit compute alike, each feeding one [`Tally`] job by job (the cockpit from the pass
+//! that builds its rows). A figure no source can give is "not known", never a zero.
 //!
 //! Who holds the GPUs, pure: `compute(FleetState, UsageAsk)` → rows per user, account,
 //! cluster or canonical model (`UsageBy`), most held first: GPUs held now by running jobs with
@@ -24,7 +25,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{FleetState, GpuUse, History, Job, JobRecord};
+use super::{FleetState, History, Job, JobGpuUse, JobRecord};
 use crate::columns::natural::natural_cmp;
 
 /// The row key of a job without an account.
@@ -421,14 +422,140 @@ fn key_of<'j>(by: UsageBy, cluster: &'j str, job: &'j Job) -> &'j str {
 }
 
 /// Whether a job's GPUs read idle, whether any reading covers them, and since when every
-/// reading has been under the fleet's idle threshold.
-fn idleness(used: Option<&GpuUse>, job: &Job, below: Option<f32>) -> (bool, bool, Option<DateTime<Utc>>) {
-    match used.and_then(|u| u.job(&job.job_ref.id)) {
+/// reading has been under the fleet's idle threshold; `used` is its telemetry, if any.
+fn idleness(used: Option<&JobGpuUse>, below: Option<f32>) -> (bool, bool, Option<DateTime<Utc>>) {
+    match used {
         Some(j) if j.idle || j.mean_utilisation.is_some() => {
             (j.idle || below.is_some_and(|b| j.mean_utilisation.is_some_and(|m| m < b)), true, j.below_since)
         }
         Some(j) => (false, false, j.below_since),
         None => (false, false, None),
+    }
+}
+
+/// Whether `job` holds GPUs now, so that [`Tally::job`] counts it: a caller may skip the
+/// telemetry lookup of every other job.
+pub fn holds_gpus_now(job: &Job) -> bool {
+    job.gpus_allocated > 0 && job.state.is_active()
+}
+
+/// What is held now, fed one job at a time: [`compute`] feeds it from the snapshots, and the
+/// cockpit from its own pass over the jobs (one read of each job, not two), so both count
+/// every job alike.
+pub struct Tally<'a> {
+    by: UsageBy,
+    now: DateTime<Utc>,
+    since: Option<DateTime<Utc>>,
+    idle_below_percent: Option<f32>,
+    /// Rows for this user's jobs alone; the total counts everyone's.
+    rows_of: Option<&'a str>,
+    // One lookup per running job (100,000 at scale): foldhash, not SipHash. The rows are
+    // sorted at the end, so the map's order is never seen.
+    acc: HashMap<&'a str, Acc<'a>, foldhash::fast::RandomState>,
+    total: Acc<'a>,
+}
+
+impl<'a> Tally<'a> {
+    /// Rows `by` of what is held `now`, without a window (the cockpit's usage screen).
+    pub fn held_now(by: UsageBy, now: DateTime<Utc>, idle_below_percent: Option<f32>) -> Tally<'a> {
+        let ask = UsageAsk { by, now, window: None, idle_below_percent };
+        Tally::new(&ask, None)
+    }
+
+    fn new(ask: &UsageAsk<'_>, rows_of: Option<&'a str>) -> Tally<'a> {
+        Tally {
+            by: ask.by,
+            now: ask.now,
+            since: ask.window.map(|(s, _)| s),
+            idle_below_percent: ask.idle_below_percent,
+            rows_of,
+            acc: HashMap::default(),
+            total: Acc::default(),
+        }
+    }
+
+    /// Count `job` of the cluster named `cluster` if it holds GPUs now ([`holds_gpus_now`]);
+    /// `used` is its telemetry (`None`: its GPUs were not measured).
+    pub fn job(&mut self, cluster: &'a str, job: &'a Job, used: Option<&JobGpuUse>) {
+        let gpus = job.gpus_allocated;
+        if !holds_gpus_now(job) {
+            return;
+        }
+        let (by, now, since) = (self.by, self.now, self.since);
+        let (idle, measured, low_since) = idleness(used, self.idle_below_percent);
+        let clock_hours = since.map(|s| job.start_time.map(|t| hours_inside(t, now, s, now)));
+        let running_hours = clock_hours.map(|h| h.map(|h| f64::from(gpus) * h));
+        // Idle since its readings went under the threshold, as far as the window reaches.
+        let idle_hours = match (since, low_since) {
+            (Some(s), Some(low)) => f64::from(gpus) * hours_inside(low, now, s, now),
+            _ => 0.0,
+        };
+        let add = |a: &mut Acc<'_>, n: u32, share: f64| {
+            a.jobs_now += 1;
+            a.gpus_now = a.gpus_now.saturating_add(n);
+            if !measured {
+                a.unmeasured = a.unmeasured.saturating_add(n);
+            } else if idle {
+                a.idle = a.idle.saturating_add(n);
+            }
+            match job.cost_per_hour {
+                Some(c) => a.cost += c * share,
+                None => a.unpriced = true,
+            }
+            a.idle_hours += idle_hours * share;
+            match running_hours {
+                Some(Some(h)) => a.hours += h * share,
+                Some(None) => a.incomplete = true,
+                None => {}
+            }
+            // Its cost so far inside the window; a start not known is already a gap.
+            if let Some(Some(h)) = clock_hours {
+                a.add_spent(job.cost_per_hour.map(|c| c * share), h);
+            }
+        };
+        add(&mut self.total, gpus, 1.0);
+        for_each_model(job, gpus, |m, n| self.total.add_model(m, n));
+        if self.rows_of.is_some_and(|u| u != job.user) {
+            return;
+        }
+        if by == UsageBy::Model {
+            for_each_model(job, gpus, |m, n| {
+                let a = self.acc.entry(m).or_default();
+                add(a, n, f64::from(n) / f64::from(gpus));
+                a.add_model(m, n);
+            });
+        } else {
+            let a = self.acc.entry(key_of(by, cluster, job)).or_default();
+            add(a, gpus, 1.0);
+            for_each_model(job, gpus, |m, n| a.add_model(m, n));
+        }
+    }
+
+    /// The rows, most held first, and their total, beside `state`'s queue quotas.
+    pub fn finish(self, state: &FleetState) -> Usage {
+        self.into_usage(state, Vec::new())
+    }
+
+    fn into_usage(self, state: &FleetState, not_known: Vec<String>) -> Usage {
+        let windowed = self.since.is_some();
+        let mut rows: Vec<UsageRow> = self.acc.into_iter().map(|(k, a)| a.row(k.to_string(), windowed)).collect();
+        rows.sort_by(|a, b| {
+            b.gpus_now
+                .cmp(&a.gpus_now)
+                .then_with(|| b.gpu_hours.unwrap_or(0.0).total_cmp(&a.gpu_hours.unwrap_or(0.0)))
+                .then_with(|| natural_cmp(&a.key, &b.key))
+        });
+        Usage {
+            by: self.by,
+            now: self.now,
+            since: self.since,
+            rows,
+            total: self.total.row("total".into(), windowed),
+            not_known,
+            fair_share: Vec::new(),
+            queue_quota: queue_quotas(state),
+            rows_of: self.rows_of.map(str::to_string),
+        }
     }
 }
 
@@ -442,69 +569,15 @@ pub fn compute(state: &FleetState, ask: &UsageAsk<'_>) -> Usage {
 pub fn compute_rows_of(state: &FleetState, ask: &UsageAsk<'_>, user: Option<&str>) -> Usage {
     let by = ask.by;
     let now = ask.now;
-    // One lookup per running job (100,000 at scale): foldhash, not SipHash. The rows are
-    // sorted below, so the map's order is never seen.
-    let mut acc: HashMap<&str, Acc<'_>, foldhash::fast::RandomState> = HashMap::default();
-    let mut total = Acc::default();
-    let since = ask.window.map(|(s, _)| s);
-
+    let mut tally = Tally::new(ask, user);
     for cluster in &state.clusters {
         let Some(snapshot) = &cluster.snapshot else { continue };
         let used = cluster.gpu_use.as_deref();
-        for job in &snapshot.jobs {
-            let gpus = job.gpus_allocated;
-            if gpus == 0 || !job.state.is_active() {
-                continue;
-            }
-            let (idle, measured, low_since) = idleness(used, job, ask.idle_below_percent);
-            let clock_hours = since.map(|s| job.start_time.map(|t| hours_inside(t, now, s, now)));
-            let running_hours = clock_hours.map(|h| h.map(|h| f64::from(gpus) * h));
-            // Idle since its readings went under the threshold, as far as the window reaches.
-            let idle_hours = match (since, low_since) {
-                (Some(s), Some(low)) => f64::from(gpus) * hours_inside(low, now, s, now),
-                _ => 0.0,
-            };
-            let add = |a: &mut Acc<'_>, n: u32, share: f64| {
-                a.jobs_now += 1;
-                a.gpus_now = a.gpus_now.saturating_add(n);
-                if !measured {
-                    a.unmeasured = a.unmeasured.saturating_add(n);
-                } else if idle {
-                    a.idle = a.idle.saturating_add(n);
-                }
-                match job.cost_per_hour {
-                    Some(c) => a.cost += c * share,
-                    None => a.unpriced = true,
-                }
-                a.idle_hours += idle_hours * share;
-                match running_hours {
-                    Some(Some(h)) => a.hours += h * share,
-                    Some(None) => a.incomplete = true,
-                    None => {}
-                }
-                // Its cost so far inside the window; a start not known is already a gap.
-                if let Some(Some(h)) = clock_hours {
-                    a.add_spent(job.cost_per_hour.map(|c| c * share), h);
-                }
-            };
-            add(&mut total, gpus, 1.0);
-            for_each_model(job, gpus, |m, n| total.add_model(m, n));
-            if user.is_some_and(|u| u != job.user) {
-                continue;
-            }
-            if by == UsageBy::Model {
-                for_each_model(job, gpus, |m, n| {
-                    let a = acc.entry(m).or_default();
-                    add(a, n, f64::from(n) / f64::from(gpus));
-                    a.add_model(m, n);
-                });
-            } else {
-                let a = acc.entry(key_of(by, &cluster.name, job)).or_default();
-                add(a, gpus, 1.0);
-                for_each_model(job, gpus, |m, n| a.add_model(m, n));
-            }
+        for job in snapshot.jobs.iter().filter(|j| holds_gpus_now(j)) {
+            tally.job(&cluster.name, job, used.and_then(|u| u.job(&job.job_ref.id)));
         }
     }
+    let Tally { acc, total, .. } = &mut tally;
 
     let mut not_known = Vec::new();
     if let Some((since, sources)) = ask.window {
@@ -578,25 +651,7 @@ pub fn compute_rows_of(state: &FleetState, ask: &UsageAsk<'_>, user: Option<&str
         }
     }
 
-    let windowed = ask.window.is_some();
-    let mut rows: Vec<UsageRow> = acc.into_iter().map(|(k, a)| a.row(k.to_string(), windowed)).collect();
-    rows.sort_by(|a, b| {
-        b.gpus_now
-            .cmp(&a.gpus_now)
-            .then_with(|| b.gpu_hours.unwrap_or(0.0).total_cmp(&a.gpu_hours.unwrap_or(0.0)))
-            .then_with(|| natural_cmp(&a.key, &b.key))
-    });
-    Usage {
-        by,
-        now,
-        since,
-        rows,
-        total: total.row("total".into(), windowed),
-        not_known,
-        fair_share: Vec::new(),
-        queue_quota: queue_quotas(state),
-        rows_of: user.map(str::to_string),
-    }
+    tally.into_usage(state, not_known)
 }
 
 /// Finished jobs a window reads per cluster at most; past it the oldest are left out and the
@@ -749,7 +804,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::model::{ClusterState, GpuAllocation, JobGpuUse, JobRef, JobState, Snapshot};
+    use crate::model::{ClusterState, GpuAllocation, GpuUse, JobRef, JobState, Snapshot};
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)

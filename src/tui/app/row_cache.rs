@@ -4,6 +4,7 @@
 //! Rows point into the shared snapshots (cluster index + index), so a refresh of 100,000 jobs
 //! costs one pass here and nothing per frame.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use chrono::{DateTime, Utc};
 use crate::columns::{JobColumn, JobContext, NodeColumn};
 use crate::fleet::FleetState;
 use crate::model::gpu_totals::{GpuTotals, gpu_totals};
-use crate::model::usage::{self, Usage, UsageAsk, UsageBy};
+use crate::model::usage::{self, Usage, UsageBy};
 use crate::model::{GpuReading, GpuUse, Health, Job, JobGpuUse, JobRef, JobState, Node, NodeRef, NodeState, Snapshot};
 use crate::tui::widgets::text;
 
@@ -261,8 +262,9 @@ pub struct RowCache {
     pub job_array: Vec<u32>,
     /// Parent row identity ([`array_key`]) → index in [`RowCache::arrays`].
     pub array_index: HashMap<JobRef, u32>,
-    /// What each user holds now ([`usage::compute`] by user, no window): the usage
-    /// screen's rows, taken here so a refresh costs the UI thread nothing for them.
+    /// What each user holds now (by user, no window; counted by a [`usage::Tally`] in the
+    /// pass over the jobs, as [`usage::compute`] counts): the usage screen's rows, taken here
+    /// so a refresh costs the UI thread nothing for them.
     pub usage: Usage,
 }
 
@@ -379,11 +381,22 @@ impl RowCache {
         let mut node_widths = vec![0; NodeColumn::COCKPIT.len()];
         let mut job_index = RowIndex::with_capacity(job_total);
         let mut node_index = RowIndex::with_capacity(node_total);
+        // What the GPU map, the overview and the usage screen read of each job is taken in
+        // this one pass too: a second pass would fetch every job from memory again.
+        let mut holders = Holders::default();
+        let mut job_counts: Vec<JobCounts> = Vec::with_capacity(snaps.len());
+        let now = snaps.iter().filter_map(|(_, s)| s.taken_at).max().unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
+        let mut tally = usage::Tally::held_now(UsageBy::User, now, None);
         for (snap, (cluster, s)) in snaps.iter().enumerate() {
-            let gpu_use = fleet.clusters[*cluster].gpu_use.as_deref();
+            let cluster = &fleet.clusters[*cluster];
+            let gpu_use = cluster.gpu_use.as_deref();
+            let mut counts = JobCounts::default();
             for (index, job) in s.jobs.iter().enumerate() {
                 let cx = JobContext { taken_at: None, gpu_use: gpu_use.and_then(|u| u.job(&job.job_ref.id)) };
                 widen_job_columns(&mut job_widths, job, cx, &mut cell);
+                tally.job(&cluster.name, job, cx.gpu_use);
+                counts.add(job);
+                add_holders(&mut holders, snap as u16, jobs.len() as u32, job);
                 hay.clear();
                 job_haystack(&mut hay, job);
                 job_hays.push(&hay);
@@ -398,8 +411,9 @@ impl RowCache {
                 // would fetch two strings per job from memory again.
                 job_index.insert(jobs.len() as u32 - 1, |r| job_key(&snaps, &jobs, r));
             }
+            job_counts.push(counts);
             for (index, node) in s.nodes.iter().enumerate() {
-                widen_node_columns(&mut node_widths, node);
+                widen_node_columns(&mut node_widths, node, &mut cell);
                 hay.clear();
                 node_haystack(&mut hay, node);
                 // GPU trouble telemetry found is shown in the reason cell and found by `/xid`.
@@ -413,7 +427,8 @@ impl RowCache {
                     }
                 }
                 let reason = &mut node_widths[NodeColumn::Reason as usize];
-                *reason = (*reason).max(text::width(&NodeColumn::Reason.cell(node)) + evidence);
+                let own = NodeColumn::Reason.cell_into(node, &mut cell);
+                *reason = (*reason).max(text::width(own.unwrap_or(&cell)) + evidence);
                 node_hays.push(&hay);
                 nodes.push(NodeRow { snap: snap as u16, index: index as u32 });
                 node_index.insert(nodes.len() as u32 - 1, |r| node_key(&snaps, &nodes, r));
@@ -431,6 +446,10 @@ impl RowCache {
             }
         }
         let users: Vec<String> = by_name.into_iter().map(|(u, _)| u.to_string()).collect();
+        let usage = tally.finish(&fleet);
+        let gpu_nodes = build_gpu_map(&snaps, &nodes, &holders);
+        drop(holders);
+        let job_counts: Vec<ClusterJobCounts> = job_counts.into_iter().map(JobCounts::finish).collect();
         let mut data = RowCache {
             fleet,
             snaps,
@@ -440,7 +459,7 @@ impl RowCache {
             node_hays,
             job_index,
             node_index,
-            gpu_nodes: Vec::new(),
+            gpu_nodes,
             summaries: Vec::new(),
             fleet_gpus: Vec::new(),
             users,
@@ -449,15 +468,11 @@ impl RowCache {
             arrays: Vec::new(),
             job_array: Vec::new(),
             array_index: HashMap::new(),
-            usage: Usage::default(),
+            usage,
         };
         data.build_arrays();
-        data.gpu_nodes = data.build_gpu_map();
-        data.summaries = data.build_summaries();
+        data.summaries = data.build_summaries(job_counts);
         data.fleet_gpus = gpu_totals(data.snaps.iter().map(|(_, s)| &**s));
-        let now = data.snaps.iter().filter_map(|(_, s)| s.taken_at).max().unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
-        let ask = UsageAsk { by: UsageBy::User, now, window: None, idle_below_percent: None };
-        data.usage = usage::compute(&data.fleet, &ask);
         data
     }
 
@@ -719,108 +734,8 @@ impl RowCache {
         self.fleet.clusters.iter().map(|c| c.name.clone()).collect()
     }
 
-    /// Every GPU slot of every node, with the job holding it: by device index where the
-    /// backend reports indices, else by count in job order.
-    fn build_gpu_map(&self) -> Vec<GpuNode> {
-        // (snap, node name) → jobs holding GPUs there, with (model, count, indices).
-        // foldhash, not SipHash: one lookup per running job.
-        let mut holders: HashMap<(u16, &str), Vec<Holder>, foldhash::fast::RandomState> = HashMap::default();
-        for (row, r) in self.jobs.iter().enumerate() {
-            let job = self.job(row as u32);
-            if !job.state.is_active() {
-                continue;
-            }
-            if !job.gpu_allocations.is_empty() {
-                for a in &job.gpu_allocations {
-                    holders.entry((r.snap, a.node.as_str())).or_default().push((
-                        row as u32,
-                        a.model.as_deref(),
-                        a.count,
-                        &a.indices,
-                    ));
-                }
-            } else if job.gpus_allocated > 0 && !job.nodes.is_empty() {
-                let per_node = (job.gpus_allocated / job.nodes.len() as u32).max(1);
-                for n in &job.nodes {
-                    holders.entry((r.snap, n.as_str())).or_default().push((row as u32, None, per_node, &[]));
-                }
-            }
-        }
-        let mut out = Vec::new();
-        for (row, r) in self.nodes.iter().enumerate() {
-            let node = self.node(row as u32);
-            if node.gpus_total() == 0 {
-                continue;
-            }
-            // A node claiming billions of GPUs (a broken gres line) must not take the memory
-            // with it: the map draws at most MAX_CELLS_PER_NODE, the counts stay exact.
-            let mut models = Vec::new();
-            for (m, slot) in node.gpus.iter().enumerate() {
-                let room = MAX_CELLS_PER_NODE.saturating_sub(models.len());
-                models.extend(std::iter::repeat_n(m as u16, (slot.total as usize).min(room)));
-            }
-            let mut cells = vec![Cell::Free; models.len()];
-            let model_of = |i: usize| node.gpus[models[i] as usize].model.as_str();
-            let fits = |i: usize, want: Option<&str>| want.is_none_or(|w| w == model_of(i));
-            if let Some(list) = holders.get(&(r.snap, node.name.as_str())) {
-                // Exact indices first, so that count-only holders fill what is left.
-                for (job, model, _, indices) in list {
-                    for &i in indices.iter() {
-                        let i = i as usize;
-                        if i < cells.len() && cells[i] == Cell::Free && fits(i, *model) {
-                            cells[i] = Cell::Allocated(Some(*job));
-                        }
-                    }
-                }
-                for (job, model, count, indices) in list {
-                    if !indices.is_empty() {
-                        continue;
-                    }
-                    let mut left = *count;
-                    for (i, cell) in cells.iter_mut().enumerate() {
-                        if left == 0 {
-                            break;
-                        }
-                        if *cell == Cell::Free && fits(i, *model) {
-                            *cell = Cell::Allocated(Some(*job));
-                            left -= 1;
-                        }
-                    }
-                }
-            }
-            // The node's own counts are the authority on how many are held and broken.
-            for (m, slot) in node.gpus.iter().enumerate() {
-                // The cells of this model, walked in place (no list per slot and node).
-                let of_model = |i: &usize| models[*i] as usize == m;
-                let held = (0..cells.len()).filter(of_model).filter(|&i| matches!(cells[i], Cell::Allocated(_))).count()
-                    as u32;
-                let mut extra = slot.allocated.saturating_sub(held);
-                for i in (0..cells.len()).filter(of_model) {
-                    if extra == 0 {
-                        break;
-                    }
-                    if cells[i] == Cell::Free {
-                        cells[i] = Cell::Allocated(None);
-                        extra -= 1;
-                    }
-                }
-                let mut broken = if node.is_unavailable() { u32::MAX } else { slot.unhealthy };
-                for i in (0..cells.len()).rev().filter(of_model) {
-                    if broken == 0 {
-                        break;
-                    }
-                    if cells[i] == Cell::Free {
-                        cells[i] = Cell::Unavailable;
-                        broken -= 1;
-                    }
-                }
-            }
-            out.push(GpuNode { node: row as u32, models, cells });
-        }
-        out
-    }
-
-    fn build_summaries(&self) -> Vec<ClusterSummary> {
+    /// The overview of each cluster; `job_counts` per snapshot, from the pass over the jobs.
+    fn build_summaries(&self, job_counts: Vec<ClusterJobCounts>) -> Vec<ClusterSummary> {
         let mut out: Vec<ClusterSummary> = self
             .fleet
             .clusters
@@ -845,7 +760,7 @@ impl RowCache {
                 telemetry: TelemetryLine::of(c),
             })
             .collect();
-        for (cluster, snap) in &self.snaps {
+        for ((cluster, snap), (by_state, reasons)) in self.snaps.iter().zip(job_counts) {
             let sum = &mut out[*cluster];
             let used = self.fleet.clusters[*cluster].gpu_use.as_deref();
             let gpu_trouble =
@@ -867,21 +782,143 @@ impl RowCache {
                     unavailable: t.unavailable,
                 })
                 .collect();
-            let mut reasons: HashMap<std::borrow::Cow<'_, str>, u32, foldhash::fast::RandomState> = HashMap::default();
-            for job in &snap.jobs {
-                *sum.jobs_by_state.entry(job.state).or_default() += 1;
-                if job.state.is_waiting() {
-                    // Pods waiting on the scheduler group by its reasons in words, not by
-                    // each message's own node counts.
-                    let reason = crate::fleet::why::waiting_words(job.reason.as_deref().unwrap_or("None"));
-                    *reasons.entry(reason).or_default() += 1;
-                }
-            }
-            let mut reasons: Vec<(String, u32)> = reasons.into_iter().map(|(r, n)| (r.to_string(), n)).collect();
-            reasons.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            sum.jobs_by_state = by_state;
             sum.pending_by_reason = reasons;
         }
         out
+    }
+}
+
+/// (snap, node name) → the jobs holding GPUs there (foldhash, not SipHash: one lookup per
+/// running job).
+type Holders<'a> = HashMap<(u16, &'a str), Vec<Holder<'a>>, foldhash::fast::RandomState>;
+
+/// Note where the job at `row` of snapshot `snap` holds GPUs, if it is active: per node
+/// with model, count and indices where the backend says, else its GPUs shared out over its nodes.
+fn add_holders<'a>(holders: &mut Holders<'a>, snap: u16, row: u32, job: &'a Job) {
+    if !job.state.is_active() {
+        return;
+    }
+    if !job.gpu_allocations.is_empty() {
+        for a in &job.gpu_allocations {
+            holders.entry((snap, a.node.as_str())).or_default().push((row, a.model.as_deref(), a.count, &a.indices));
+        }
+    } else if job.gpus_allocated > 0 && !job.nodes.is_empty() {
+        let per_node = (job.gpus_allocated / job.nodes.len() as u32).max(1);
+        for n in &job.nodes {
+            holders.entry((snap, n.as_str())).or_default().push((row, None, per_node, &[]));
+        }
+    }
+}
+
+/// Every GPU slot of every node, with the job holding it: by device index where the
+/// backend reports indices, else by count in job order.
+fn build_gpu_map(snaps: &[(usize, Arc<Snapshot>)], nodes: &[NodeRow], holders: &Holders) -> Vec<GpuNode> {
+    let mut out = Vec::new();
+    for (row, r) in nodes.iter().enumerate() {
+        let node = &snaps[r.snap as usize].1.nodes[r.index as usize];
+        if node.gpus_total() == 0 {
+            continue;
+        }
+        // A node claiming billions of GPUs (a broken gres line) must not take the memory
+        // with it: the map draws at most MAX_CELLS_PER_NODE, the counts stay exact.
+        let mut models = Vec::new();
+        for (m, slot) in node.gpus.iter().enumerate() {
+            let room = MAX_CELLS_PER_NODE.saturating_sub(models.len());
+            models.extend(std::iter::repeat_n(m as u16, (slot.total as usize).min(room)));
+        }
+        let mut cells = vec![Cell::Free; models.len()];
+        let model_of = |i: usize| node.gpus[models[i] as usize].model.as_str();
+        let fits = |i: usize, want: Option<&str>| want.is_none_or(|w| w == model_of(i));
+        if let Some(list) = holders.get(&(r.snap, node.name.as_str())) {
+            // Exact indices first, so that count-only holders fill what is left.
+            for (job, model, _, indices) in list {
+                for &i in indices.iter() {
+                    let i = i as usize;
+                    if i < cells.len() && cells[i] == Cell::Free && fits(i, *model) {
+                        cells[i] = Cell::Allocated(Some(*job));
+                    }
+                }
+            }
+            for (job, model, count, indices) in list {
+                if !indices.is_empty() {
+                    continue;
+                }
+                let mut left = *count;
+                for (i, cell) in cells.iter_mut().enumerate() {
+                    if left == 0 {
+                        break;
+                    }
+                    if *cell == Cell::Free && fits(i, *model) {
+                        *cell = Cell::Allocated(Some(*job));
+                        left -= 1;
+                    }
+                }
+            }
+        }
+        // The node's own counts are the authority on how many are held and broken.
+        for (m, slot) in node.gpus.iter().enumerate() {
+            // The cells of this model, walked in place (no list per slot and node).
+            let of_model = |i: &usize| models[*i] as usize == m;
+            let held =
+                (0..cells.len()).filter(of_model).filter(|&i| matches!(cells[i], Cell::Allocated(_))).count() as u32;
+            let mut extra = slot.allocated.saturating_sub(held);
+            for i in (0..cells.len()).filter(of_model) {
+                if extra == 0 {
+                    break;
+                }
+                if cells[i] == Cell::Free {
+                    cells[i] = Cell::Allocated(None);
+                    extra -= 1;
+                }
+            }
+            let mut broken = if node.is_unavailable() { u32::MAX } else { slot.unhealthy };
+            for i in (0..cells.len()).rev().filter(of_model) {
+                if broken == 0 {
+                    break;
+                }
+                if cells[i] == Cell::Free {
+                    cells[i] = Cell::Unavailable;
+                    broken -= 1;
+                }
+            }
+        }
+        out.push(GpuNode { node: row as u32, models, cells });
+    }
+    out
+}
+
+/// One cluster's jobs counted for its overview, in the pass that builds their rows.
+#[derive(Default)]
+struct JobCounts<'a> {
+    /// By `JobState as usize`.
+    by_state: [u32; JobState::ALL.len()],
+    /// Waiting jobs by reason in words.
+    reasons: HashMap<Cow<'a, str>, u32, foldhash::fast::RandomState>,
+}
+
+/// [`JobCounts`] as the overview keeps them: jobs by state, waiting reasons most common first.
+type ClusterJobCounts = (BTreeMap<JobState, u32>, Vec<(String, u32)>);
+
+impl<'a> JobCounts<'a> {
+    fn add(&mut self, job: &'a Job) {
+        self.by_state[job.state as usize] += 1;
+        if job.state.is_waiting() {
+            // Pods waiting on the scheduler group by its reasons in words, not by each
+            // message's own node counts.
+            let reason = crate::fleet::why::waiting_words(job.reason.as_deref().unwrap_or("None"));
+            *self.reasons.entry(reason).or_default() += 1;
+        }
+    }
+
+    fn finish(self) -> ClusterJobCounts {
+        let by_state = JobState::ALL
+            .into_iter()
+            .filter_map(|s| Some((s, self.by_state[s as usize])).filter(|(_, n)| *n > 0))
+            .collect();
+        let mut reasons: Vec<(String, u32)> = self.reasons.into_iter().map(|(r, n)| (r.into_owned(), n)).collect();
+        reasons.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        (by_state, reasons)
     }
 }
 
@@ -914,10 +951,12 @@ fn widen_job_columns(widths: &mut [usize], job: &Job, cx: JobContext<'_>, buf: &
     }
 }
 
-/// Widen `widths` (one per [`NodeColumn::COCKPIT`] column) to fit `node`'s cells.
-fn widen_node_columns(widths: &mut [usize], node: &Node) {
+/// Widen `widths` (one per [`NodeColumn::COCKPIT`] column) to fit `node`'s cells; `buf`
+/// holds the formatted ones in turn, as in [`widen_job_columns`].
+fn widen_node_columns(widths: &mut [usize], node: &Node, buf: &mut String) {
     for (w, c) in widths.iter_mut().zip(NodeColumn::COCKPIT) {
-        *w = (*w).max(text::width(&c.cell(node)));
+        let own = c.cell_into(node, buf);
+        *w = (*w).max(text::width(own.unwrap_or(buf)));
     }
 }
 
@@ -999,6 +1038,57 @@ mod tests {
         let mut read_only = state(0, "alice");
         read_only.read_only = true;
         assert!(!same_listing(&state(0, "alice"), &read_only));
+    }
+
+    #[test]
+    fn the_usage_rows_and_job_counts_come_from_the_one_pass_as_flightdeck_usage_counts() {
+        use crate::model::usage::{self, UsageAsk, UsageBy};
+        use crate::model::{GpuUse, JobGpuUse};
+        let at = Utc.with_ymd_and_hms(2026, 12, 1, 12, 0, 0).unwrap();
+        let held = [
+            ("alice", JobState::Running, 4, None),
+            ("bob", JobState::Running, 8, None),
+            ("alice", JobState::Pending, 2, Some("Priority")),
+            ("carol", JobState::Completed, 1, None),
+            ("bob", JobState::Pending, 0, Some("Priority")),
+            ("dave", JobState::Held, 0, Some("JobHeldUser")),
+        ];
+        let jobs = held
+            .iter()
+            .enumerate()
+            .map(|(i, (user, state, gpus, reason))| {
+                let mut j = Job::new(JobRef::new("c", i.to_string()), *state);
+                j.user = (*user).into();
+                j.gpus_allocated = *gpus;
+                j.gpu_model = Some("h100".into());
+                j.reason = reason.map(Into::into);
+                j
+            })
+            .collect();
+        let idle =
+            JobGpuUse { job: "0".into(), gpus: 4, mean_utilisation: Some(1.0), below_since: Some(at), idle: true };
+        let used = GpuUse { taken_at: at, source: "t".into(), gpus: vec![], jobs: vec![idle], notes: vec![] };
+        let snap = Snapshot { cluster: "c".into(), taken_at: Some(at), jobs, ..Snapshot::default() };
+        let cluster = ClusterState {
+            snapshot: Some(Arc::new(snap)),
+            gpu_use: Some(Arc::new(used)),
+            ..ClusterState::new("c", "slurm")
+        };
+        let fleet = Arc::new(FleetState { clusters: vec![cluster], read_only: false, version: 1 });
+        let rows = super::RowCache::new(fleet.clone());
+        let ask = UsageAsk { by: UsageBy::User, now: at, window: None, idle_below_percent: None };
+        assert_eq!(rows.usage, usage::compute(&fleet, &ask));
+        let keys: Vec<&str> = rows.usage.rows.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["bob", "alice"], "running jobs with GPUs only, most held first");
+        assert_eq!((rows.usage.total.gpus_now, rows.usage.total.idle_gpus_now), (12, 4));
+        let sum = &rows.summaries[0];
+        let by_state: Vec<(JobState, u32)> = sum.jobs_by_state.iter().map(|(s, n)| (*s, *n)).collect();
+        assert_eq!(
+            by_state,
+            [(JobState::Pending, 2), (JobState::Held, 1), (JobState::Running, 2), (JobState::Completed, 1)]
+        );
+        assert_eq!(sum.pending_by_reason.len(), 2);
+        assert_eq!(sum.pending_by_reason[0].1, 2, "the most common reason first");
     }
 
     #[test]

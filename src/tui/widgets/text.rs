@@ -20,7 +20,14 @@ pub fn char_width(c: char) -> usize {
 
 /// Display width of a string.
 pub fn width(s: &str) -> usize {
-    if s.is_ascii() { s.bytes().filter(|b| !b.is_ascii_control()).count() } else { s.chars().map(char_width).sum() }
+    // Most cells are printable ASCII, one column a byte: told in one pass over the bytes.
+    if s.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        s.len()
+    } else if s.is_ascii() {
+        s.bytes().filter(|b| !b.is_ascii_control()).count()
+    } else {
+        s.chars().map(char_width).sum()
+    }
 }
 
 /// `s` with tabs as one space and every other control or bidi character as `�`, so nothing
@@ -165,6 +172,15 @@ mod tests {
         assert_eq!(width(&truncate("日本語テキスト", 6)), 5);
         assert_eq!(fit("ab", 4, true), "  ab");
         assert_eq!(fit("abcdef", 4, false), "abc…");
+    }
+
+    #[test]
+    fn widths_count_columns_not_bytes() {
+        assert_eq!(width("gpu00042"), 8);
+        assert_eq!(width("a\tb\u{7f}"), 2, "controls take no column");
+        assert_eq!(width("h100×8"), 6);
+        assert_eq!(width("日本"), 4);
+        assert_eq!(width(""), 0);
     }
 
     #[test]
