@@ -358,3 +358,34 @@ proptest! {
         }
     }
 }
+
+/// A status read takes from a pod template only what a replica asks for and the GPU its node
+/// selector names (`status::Group`); the whole template is read when the workload is read
+/// back as a spec.
+#[test]
+fn a_status_read_takes_the_demand_and_an_import_the_whole_template() {
+    use flightdeck::backend::kube::workloads::{WorkloadKind, status};
+    let obj: kube::core::DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "tf", "namespace": "ml"},
+        "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 4, "template": {"spec": {
+            "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+            "initContainers": [{"name": "side", "restartPolicy": "Always", "image": "proxy:1",
+                "resources": {"requests": {"cpu": "1"}}}],
+            "containers": [{"name": "tf", "image": "tensorflow:2.16", "command": ["python", "train.py"],
+                "env": [{"name": "EPOCHS", "value": "3"}],
+                "resources": {"requests": {"cpu": "4"}, "limits": {"nvidia.com/gpu": "2"}}}]}}}}}
+    }))
+    .expect("a TFJob");
+    let s = status::read(WorkloadKind::TfJob, &obj);
+    let g = &s.groups[0];
+    assert_eq!((g.name.as_str(), g.pods, g.demand.gpus()), ("Worker", 4, 2));
+    assert_eq!(g.demand.get("cpu"), 5000, "the sidecar's CPU counts with the app's");
+    assert_eq!(g.product.as_deref(), Some("NVIDIA-H100-80GB-HBM3"));
+    let spec = g.pod_spec().expect("the template's pod spec");
+    assert_eq!(spec.containers[0].image.as_deref(), Some("tensorflow:2.16"));
+    let imported = status::import(WorkloadKind::TfJob, &obj).expect("imported");
+    assert_eq!(
+        (imported.spec.image.as_deref(), imported.spec.nodes, imported.spec.gpus),
+        (Some("tensorflow:2.16"), Some(4), 2)
+    );
+}

@@ -541,20 +541,22 @@ pub(crate) fn gpu_allocations_of<D: std::borrow::Borrow<Amounts>>(
     (allocs, nodes.into_iter().map(str::to_string).collect(), products.into_iter().map(str::to_string).collect())
 }
 
-/// The GPU a pod template asks for, `(model, product)`: a MIG profile, or a product node
-/// selector (its value is the product, its canonical name the model).
-pub(crate) fn requested_model(
-    demand: &Amounts,
-    pod_spec: Option<&k8s_openapi::api::core::v1::PodSpec>,
-) -> Option<(String, Option<String>)> {
+/// The GPU a pod template asks for, `(model, product)`: a MIG profile, or the product its
+/// node selector names ([`selected_product`]; the value is the product, its canonical name
+/// the model).
+pub(crate) fn requested_model(demand: &Amounts, product: Option<&str>) -> Option<(String, Option<String>)> {
     let mig: Vec<&str> = demand.gpu_resources().filter_map(|(r, _)| r.strip_prefix(gpu::NVIDIA_MIG_PREFIX)).collect();
     if !mig.is_empty() {
         let native = mig.join(",");
         return Some((native.to_ascii_lowercase(), Some(native)));
     }
-    let product =
-        pod_spec.and_then(|s| s.node_selector.as_ref()).and_then(|s| s.get(NVIDIA_PRODUCT).or(s.get(AMD_PRODUCT)))?;
-    Some((gpu_names::canonical_model(product), Some(product.clone())))
+    let product = product?;
+    Some((gpu_names::canonical_model(product), Some(product.to_string())))
+}
+
+/// The GPU product a node selector asks for (GFD's label, else AMD's).
+pub(crate) fn selected_product(node_selector: Option<&BTreeMap<String, String>>) -> Option<&str> {
+    node_selector.and_then(|s| s.get(NVIDIA_PRODUCT).or(s.get(AMD_PRODUCT))).map(String::as_str)
 }
 
 /// A job's `(gpu_model, gpu_product)`: what it asks for, else what it holds.
@@ -669,7 +671,11 @@ pub fn batch_job(
     out.reason = reason;
     out.gpus_requested = saturating_u32(per_pod.gpus()).saturating_mul(width);
     out.gpus_allocated = allocs.iter().map(|a| a.count).sum();
-    (out.gpu_model, out.gpu_product) = job_gpu_names(requested_model(&per_pod, template), &allocs, &held_products);
+    (out.gpu_model, out.gpu_product) = job_gpu_names(
+        requested_model(&per_pod, selected_product(template.and_then(|s| s.node_selector.as_ref()))),
+        &allocs,
+        &held_products,
+    );
     out.gpu_allocations = allocs;
     out.node_count = if nodes.is_empty() { width } else { nodes.len() as u32 };
     out.nodes = nodes;
@@ -721,7 +727,11 @@ pub fn bare_pod(cluster: &str, pod: &Pod, lookup: &dyn Lookup) -> Job {
     out.reason = reason;
     out.gpus_requested = demand.gpus() as u32;
     out.gpus_allocated = allocs.iter().map(|a| a.count).sum();
-    (out.gpu_model, out.gpu_product) = job_gpu_names(requested_model(&demand, spec), &allocs, &held_products);
+    (out.gpu_model, out.gpu_product) = job_gpu_names(
+        requested_model(&demand, selected_product(spec.and_then(|s| s.node_selector.as_ref()))),
+        &allocs,
+        &held_products,
+    );
     out.gpu_allocations = allocs;
     out.node_count = 1;
     out.nodes = nodes;

@@ -203,7 +203,7 @@ pub fn workload_job(
         .sum();
     out.memory_mb = (mem > 0).then_some(mem);
     if let Some(g) = status.groups.iter().find(|g| g.demand.gpus() > 0) {
-        (out.gpu_model, out.gpu_product) = match map::requested_model(&g.demand, g.template.as_ref()) {
+        (out.gpu_model, out.gpu_product) = match map::requested_model(&g.demand, g.product.as_deref()) {
             Some((model, product)) => (Some(model), product),
             None => (None, None),
         };

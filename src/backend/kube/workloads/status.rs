@@ -4,8 +4,12 @@
 //! (Kubeflow `JobCondition`, KubeRay `JobDeploymentStatus`, JobSet conditions, Volcano's
 //! `JobPhase`).
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::core::DynamicObject;
 use serde::Deserialize;
 use serde_json::Value;
@@ -17,24 +21,35 @@ use crate::model::JobState;
 
 /// One replica group, with the pod template its replicas run.
 #[derive(Debug, Clone, Default)]
-pub struct Group {
+pub struct Group<'a> {
     pub name: String,
     /// Pods in the group.
     pub pods: u32,
     pub ready: Option<u32>,
     /// What one pod asks for.
     pub demand: Amounts,
-    pub template: Option<k8s_openapi::api::core::v1::PodSpec>,
+    /// The GPU product the template's node selector names (`map::selected_product`).
+    pub product: Option<String>,
+    /// The pod template (`{metadata, spec}`) as the object holds it: read whole only on
+    /// import ([`Group::pod_spec`]).
+    pub template: Option<Cow<'a, Value>>,
+}
+
+impl Group<'_> {
+    /// The template's pod spec, read whole.
+    pub fn pod_spec(&self) -> Option<PodSpec> {
+        PodTemplateSpec::deserialize(self.template.as_deref()?).ok()?.spec
+    }
 }
 
 /// What the object says about itself.
 #[derive(Debug, Clone)]
-pub struct Status {
+pub struct Status<'a> {
     pub state: JobState,
     /// The object's own state word (`Running`, `Suspended`, `Inqueue` …).
     pub native: String,
     pub reason: Option<String>,
-    pub groups: Vec<Group>,
+    pub groups: Vec<Group<'a>>,
     /// Ready replicas and the replicas asked for, when the object counts in units other than
     /// pods (LeaderWorkerSet counts groups).
     pub replicas: Option<(u32, u32)>,
@@ -45,8 +60,8 @@ pub struct Status {
     pub end: Option<DateTime<Utc>>,
 }
 
-impl Status {
-    fn new(state: JobState, native: impl Into<String>) -> Status {
+impl Status<'_> {
+    fn new<'a>(state: JobState, native: impl Into<String>) -> Status<'a> {
         Status {
             state,
             native: native.into(),
@@ -88,18 +103,71 @@ fn condition_time(c: Option<&Value>) -> Option<DateTime<Utc>> {
     c.and_then(|c| time_at(c, &["lastTransitionTime"]))
 }
 
+/// What a status read needs of a pod template: what each replica asks of its node and the
+/// GPU product its node selector names. Only these fields are deserialized: the whole
+/// `PodSpec` (every container's image, env, probes, volumes) was most of a status read, once
+/// per group of every workload mapped; the template is read whole only on import.
+#[derive(Deserialize)]
+struct DemandTemplate {
+    spec: Option<DemandSpec>,
+}
+
+/// The fields of a `PodSpec` that [`gpu::spec_demand`] reads, plus the node selector.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DemandSpec {
+    // Required, as in `PodSpec`: a template without containers has no demand.
+    containers: Vec<ContainerDemand>,
+    init_containers: Option<Vec<ContainerDemand>>,
+    resources: Option<ResourceRequirements>,
+    overhead: Option<BTreeMap<String, Quantity>>,
+    node_selector: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerDemand {
+    resources: Option<ResourceRequirements>,
+    restart_policy: Option<String>,
+}
+
+impl ContainerDemand {
+    fn into_container(self) -> Container {
+        Container { resources: self.resources, restart_policy: self.restart_policy, ..Container::default() }
+    }
+}
+
 /// A group from a pod template (`{metadata, spec}`) run `pods` times.
-fn group(name: &str, pods: u32, template: Option<&Value>) -> Group {
-    // Read in place from the object's JSON, and its demand from the spec itself: no copy of
-    // the template's JSON nor a pod made of the spec, once per group of every workload mapped.
-    let template = template.and_then(|t| PodTemplateSpec::deserialize(t).ok());
-    let spec = template.and_then(|t| t.spec);
-    let demand = spec.as_ref().map(gpu::spec_demand);
-    Group { name: name.to_string(), pods, ready: None, demand: demand.unwrap_or_default(), template: spec }
+fn group<'a>(name: &str, pods: u32, template: Option<Cow<'a, Value>>) -> Group<'a> {
+    // Read in place from the object's JSON: no copy of the template's JSON, once per group of
+    // every workload mapped.
+    let spec = template.as_deref().and_then(|t| DemandTemplate::deserialize(t).ok()).and_then(|t| t.spec);
+    let (demand, product) = match spec {
+        Some(s) => {
+            let product = super::super::map::selected_product(s.node_selector.as_ref()).map(str::to_string);
+            let spec = PodSpec {
+                containers: s.containers.into_iter().map(ContainerDemand::into_container).collect(),
+                init_containers: s
+                    .init_containers
+                    .map(|cs| cs.into_iter().map(ContainerDemand::into_container).collect()),
+                resources: s.resources,
+                overhead: s.overhead,
+                ..PodSpec::default()
+            };
+            (gpu::spec_demand(&spec), product)
+        }
+        None => (Amounts::default(), None),
+    };
+    Group { name: name.to_string(), pods, ready: None, demand, product, template }
+}
+
+/// The value at `path` (object keys only): `Value::pointer` without its copy of each key.
+fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, k| v.get(k))
 }
 
 /// What the object is, read its family's way.
-pub fn read(kind: WorkloadKind, obj: &DynamicObject) -> Status {
+pub fn read(kind: WorkloadKind, obj: &DynamicObject) -> Status<'_> {
     let d = &obj.data;
     let mut status = match kind {
         WorkloadKind::PyTorchJob => kubeflow(d, "pytorchReplicaSpecs"),
@@ -128,7 +196,7 @@ pub fn read(kind: WorkloadKind, obj: &DynamicObject) -> Status {
 /// `done` condition: Kubeflow's `Succeeded`, TrainJob's `Complete`, JobSet's `Completed`),
 /// failed, or suspended (the `Suspended` condition or the flag at `suspend_at`). `None`: it
 /// is still under way, which each kind reads its own way.
-fn settled(d: &Value, done: &str, suspend_at: &str) -> Option<Status> {
+fn settled<'a>(d: &Value, done: &str, suspend_at: &[&str]) -> Option<Status<'a>> {
     if let Some(c) = true_condition(d, done) {
         let mut s = Status::new(JobState::Completed, done);
         s.end = condition_time(Some(c));
@@ -138,7 +206,7 @@ fn settled(d: &Value, done: &str, suspend_at: &str) -> Option<Status> {
         s.reason = words(c);
         s.end = condition_time(Some(c));
         Some(s)
-    } else if true_condition(d, "Suspended").is_some() || d.pointer(suspend_at).and_then(Value::as_bool) == Some(true) {
+    } else if true_condition(d, "Suspended").is_some() || at(d, suspend_at).and_then(Value::as_bool) == Some(true) {
         let mut s = Status::new(JobState::Held, "Suspended");
         s.suspended = true;
         Some(s)
@@ -149,8 +217,8 @@ fn settled(d: &Value, done: &str, suspend_at: &str) -> Option<Status> {
 
 /// Kubeflow's v1 jobs (PyTorchJob, MPIJob, TFJob): `spec.<x>ReplicaSpecs.{Role}` and
 /// `JobCondition`s (Created, Running, Restarting, Succeeded, Suspended, Failed).
-fn kubeflow(d: &Value, specs_key: &str) -> Status {
-    let mut s = if let Some(s) = settled(d, "Succeeded", "/spec/runPolicy/suspend") {
+fn kubeflow<'a>(d: &'a Value, specs_key: &str) -> Status<'a> {
+    let mut s = if let Some(s) = settled(d, "Succeeded", &["spec", "runPolicy", "suspend"]) {
         s
     } else if let Some(c) = true_condition(d, "Restarting") {
         let mut s = Status::new(JobState::Running, "Restarting");
@@ -165,13 +233,13 @@ fn kubeflow(d: &Value, specs_key: &str) -> Status {
     };
     s.start = time_at(d, &["status", "startTime"]);
     s.end = s.end.or_else(|| time_at(d, &["status", "completionTime"]));
-    let replica_status = d.pointer("/status/replicaStatuses");
+    let replica_status = at(d, &["status", "replicaStatuses"]);
     if let Some(specs) = d.get("spec").and_then(|s| s.get(specs_key)).and_then(Value::as_object) {
         // Launcher, Master and Chief first: the order the operators start them in.
         let mut roles: Vec<(&String, &Value)> = specs.iter().collect();
         roles.sort_by_key(|(role, _)| (!matches!(role.as_str(), "Launcher" | "Master" | "Chief"), role.to_string()));
         for (role, spec) in roles {
-            let mut g = group(role, u32_at(spec, "replicas").unwrap_or(1), spec.get("template"));
+            let mut g = group(role, u32_at(spec, "replicas").unwrap_or(1), spec.get("template").map(Cow::Borrowed));
             g.ready = replica_status.and_then(|r| r.get(role)).and_then(|r| u32_at(r, "active"));
             s.groups.push(g);
         }
@@ -181,12 +249,13 @@ fn kubeflow(d: &Value, specs_key: &str) -> Status {
 
 /// Kubeflow Trainer's TrainJob: `spec.trainer.numNodes` and `resourcesPerNode`; conditions
 /// Suspended, Complete, Failed; `status.jobsStatus` counts the JobSet's jobs.
-fn train_job(d: &Value) -> Status {
-    let mut s = if let Some(s) = settled(d, "Complete", "/spec/suspend") {
+fn train_job<'a>(d: &'a Value) -> Status<'a> {
+    let mut s = if let Some(s) = settled(d, "Complete", &["spec", "suspend"]) {
         s
     } else {
         let active: u64 = d
-            .pointer("/status/jobsStatus")
+            .get("status")
+            .and_then(|s| s.get("jobsStatus"))
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
@@ -194,28 +263,28 @@ fn train_job(d: &Value) -> Status {
             .sum();
         if active > 0 { Status::new(JobState::Running, "Running") } else { Status::new(JobState::Pending, "Created") }
     };
-    let trainer = d.pointer("/spec/trainer");
+    let trainer = at(d, &["spec", "trainer"]);
     let nodes = trainer.and_then(|t| u32_at(t, "numNodes")).unwrap_or(1);
     let mut g = Group { name: "node".into(), pods: nodes, ..Group::default() };
     if let Some(resources) = trainer.and_then(|t| t.get("resourcesPerNode")) {
         let container = serde_json::json!({"name": "node", "resources": resources});
-        g = group("node", nodes, Some(&serde_json::json!({"spec": {"containers": [container]}})));
+        g = group("node", nodes, Some(Cow::Owned(serde_json::json!({"spec": {"containers": [container]}}))));
     }
     s.groups.push(g);
     s
 }
 
 /// Ray's cluster spec: the head group and every worker group (`replicas` × `numOfHosts`).
-fn ray_groups(spec: Option<&Value>, status: Option<&Value>) -> Vec<Group> {
+fn ray_groups<'a>(spec: Option<&'a Value>, status: Option<&Value>) -> Vec<Group<'a>> {
     let Some(spec) = spec else { return Vec::new() };
-    let mut out = vec![group("head", 1, spec.pointer("/headGroupSpec/template"))];
+    let mut out = vec![group("head", 1, at(spec, &["headGroupSpec", "template"]).map(Cow::Borrowed))];
     for w in spec.get("workerGroupSpecs").and_then(Value::as_array).into_iter().flatten() {
         let name = w.get("groupName").and_then(Value::as_str).unwrap_or("workers");
         let replicas = u32_at(w, "replicas").or_else(|| u32_at(w, "minReplicas")).unwrap_or(0);
         let hosts = u32_at(w, "numOfHosts").unwrap_or(1).max(1);
         let suspended = w.get("suspend").and_then(Value::as_bool) == Some(true);
         let pods = if suspended { 0 } else { replicas.saturating_mul(hosts) };
-        out.push(group(name, pods, w.get("template")));
+        out.push(group(name, pods, w.get("template").map(Cow::Borrowed)));
     }
     if let (Some(ready), true) = (status.and_then(|s| u32_at(s, "readyWorkerReplicas")), out.len() == 2) {
         out[1].ready = Some(ready);
@@ -225,7 +294,7 @@ fn ray_groups(spec: Option<&Value>, status: Option<&Value>) -> Vec<Group> {
 
 /// KubeRay's RayJob: `status.jobDeploymentStatus` (Initializing, Running, Complete, Failed,
 /// Suspending, Suspended, Retrying, Waiting) with `jobStatus` (Ray's own: SUCCEEDED, FAILED …).
-fn ray_job(d: &Value) -> Status {
+fn ray_job<'a>(d: &'a Value) -> Status<'a> {
     let deployment = str_at(d, &["status", "jobDeploymentStatus"]).unwrap_or("");
     let job_status = str_at(d, &["status", "jobStatus"]).unwrap_or("");
     let message = str_at(d, &["status", "message"]).map(str::trim).filter(|m| !m.is_empty()).map(str::to_string);
@@ -241,7 +310,7 @@ fn ray_job(d: &Value) -> Status {
         "Failed" => JobState::Failed,
         "Suspended" | "Suspending" => JobState::Held,
         "Running" => JobState::Running,
-        _ if d.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) => JobState::Held,
+        _ if at(d, &["spec", "suspend"]).and_then(Value::as_bool) == Some(true) => JobState::Held,
         _ => JobState::Pending,
     };
     let mut s = Status::new(state, native);
@@ -255,15 +324,15 @@ fn ray_job(d: &Value) -> Status {
     };
     s.start = time_at(d, &["status", "startTime"]);
     s.end = time_at(d, &["status", "endTime"]).filter(|_| state.is_finished());
-    s.groups = ray_groups(d.pointer("/spec/rayClusterSpec"), d.pointer("/status/rayClusterStatus"));
+    s.groups = ray_groups(at(d, &["spec", "rayClusterSpec"]), at(d, &["status", "rayClusterStatus"]));
     s
 }
 
 /// KubeRay's RayCluster: `status.state` (`ready`, `suspended`) and conditions
 /// (`HeadPodReady`, `RayClusterProvisioned`, `RayClusterSuspended`).
-fn ray_cluster(d: &Value) -> Status {
+fn ray_cluster<'a>(d: &'a Value) -> Status<'a> {
     let state_word = str_at(d, &["status", "state"]).unwrap_or("");
-    let suspended = d.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
+    let suspended = at(d, &["spec", "suspend"]).and_then(Value::as_bool) == Some(true)
         || true_condition(d, "RayClusterSuspended").is_some()
         || state_word == "suspended";
     let mut s = if suspended {
@@ -288,7 +357,7 @@ fn ray_cluster(d: &Value) -> Status {
 /// KubeRay's RayService: a RayCluster it keeps serving. `status.serviceStatus` (`Running`,
 /// or a waiting word such as `WaitForServeDeploymentReady`) in KubeRay up to 1.2, the `Ready`
 /// condition from 1.3; the groups are its cluster spec's.
-fn ray_service(d: &Value) -> Status {
+fn ray_service<'a>(d: &'a Value) -> Status<'a> {
     let word = str_at(d, &["status", "serviceStatus"]).unwrap_or("");
     let ready = true_condition(d, "Ready").is_some() || word == "Running";
     let mut s = if ready {
@@ -299,30 +368,31 @@ fn ray_service(d: &Value) -> Status {
         s
     };
     s.groups =
-        ray_groups(d.pointer("/spec/rayClusterConfig"), d.pointer("/status/activeServiceStatus/rayClusterStatus"));
+        ray_groups(at(d, &["spec", "rayClusterConfig"]), at(d, &["status", "activeServiceStatus", "rayClusterStatus"]));
     s
 }
 
 /// JobSet: `spec.replicatedJobs` (replicas × the Job template's pods) and conditions
 /// Completed, Failed, Suspended; `status.replicatedJobsStatus` counts ready jobs.
-fn jobset(d: &Value) -> Status {
-    let mut s = if let Some(s) = settled(d, "Completed", "/spec/suspend") {
+fn jobset<'a>(d: &'a Value) -> Status<'a> {
+    let mut s = if let Some(s) = settled(d, "Completed", &["spec", "suspend"]) {
         s
     } else {
         // Running or not is the pods' to say (the JobSet has no Running condition).
         Status::new(JobState::Pending, "Active")
     };
-    let statuses = d.pointer("/status/replicatedJobsStatus").and_then(Value::as_array);
-    for rj in d.pointer("/spec/replicatedJobs").and_then(Value::as_array).into_iter().flatten() {
+    let statuses = at(d, &["status", "replicatedJobsStatus"]).and_then(Value::as_array);
+    for rj in at(d, &["spec", "replicatedJobs"]).and_then(Value::as_array).into_iter().flatten() {
         let name = rj.get("name").and_then(Value::as_str).unwrap_or("");
         let replicas = u32_at(rj, "replicas").unwrap_or(1);
-        let job_spec = rj.pointer("/template/spec");
+        let job_spec = at(rj, &["template", "spec"]);
         let parallelism = job_spec.and_then(|j| u32_at(j, "parallelism")).unwrap_or(1);
         let per_job = match job_spec.and_then(|j| u32_at(j, "completions")) {
             Some(c) => parallelism.min(c),
             None => parallelism,
         };
-        let mut g = group(name, replicas.saturating_mul(per_job), job_spec.and_then(|j| j.get("template")));
+        let mut g =
+            group(name, replicas.saturating_mul(per_job), job_spec.and_then(|j| j.get("template")).map(Cow::Borrowed));
         g.ready = statuses
             .and_then(|all| all.iter().find(|st| st.get("name").and_then(Value::as_str) == Some(name)))
             .and_then(|st| u32_at(st, "ready"))
@@ -334,11 +404,11 @@ fn jobset(d: &Value) -> Status {
 
 /// LeaderWorkerSet: `spec.replicas` groups of `leaderWorkerTemplate.size` pods (one leader,
 /// size − 1 workers); ready is counted in groups; `Available` says it serves.
-fn leader_worker_set(d: &Value) -> Status {
-    let replicas = d.pointer("/spec/replicas").and_then(Value::as_u64).unwrap_or(1) as u32;
-    let template = d.pointer("/spec/leaderWorkerTemplate");
+fn leader_worker_set<'a>(d: &'a Value) -> Status<'a> {
+    let replicas = at(d, &["spec", "replicas"]).and_then(Value::as_u64).unwrap_or(1) as u32;
+    let template = at(d, &["spec", "leaderWorkerTemplate"]);
     let size = template.and_then(|t| u32_at(t, "size")).unwrap_or(1).max(1);
-    let ready = d.pointer("/status/readyReplicas").and_then(Value::as_u64).unwrap_or(0) as u32;
+    let ready = at(d, &["status", "readyReplicas"]).and_then(Value::as_u64).unwrap_or(0) as u32;
     let mut s = if true_condition(d, "Available").is_some() {
         Status::new(JobState::Running, "Available")
     } else {
@@ -348,11 +418,11 @@ fn leader_worker_set(d: &Value) -> Status {
     };
     let worker = template.and_then(|t| t.get("workerTemplate"));
     let leader = template.and_then(|t| t.get("leaderTemplate")).or(worker);
-    let mut l = group("leader", replicas, leader);
+    let mut l = group("leader", replicas, leader.map(Cow::Borrowed));
     l.ready = Some(ready);
     s.groups.push(l);
     if size > 1 {
-        s.groups.push(group("worker", replicas.saturating_mul(size - 1), worker));
+        s.groups.push(group("worker", replicas.saturating_mul(size - 1), worker.map(Cow::Borrowed)));
     }
     s.replicas = Some((ready, replicas));
     s
@@ -360,7 +430,7 @@ fn leader_worker_set(d: &Value) -> Status {
 
 /// Volcano's Job: `status.state.phase` (Pending, Aborting, Aborted, Running, Restarting,
 /// Completing, Completed, Terminating, Terminated, Failed) and `spec.tasks`.
-fn volcano_job(d: &Value) -> Status {
+fn volcano_job<'a>(d: &'a Value) -> Status<'a> {
     let phase = str_at(d, &["status", "state", "phase"]).unwrap_or("Pending");
     let state = match phase {
         "Running" | "Restarting" => JobState::Running,
@@ -374,14 +444,14 @@ fn volcano_job(d: &Value) -> Status {
     };
     let mut s = Status::new(state, phase);
     s.suspended = phase == "Aborted" || phase == "Aborting";
-    s.reason = d.pointer("/status/state").and_then(words);
+    s.reason = at(d, &["status", "state"]).and_then(words);
     s.queue = str_at(d, &["spec", "queue"]).map(str::to_string);
     if state.is_finished() {
         s.end = time_at(d, &["status", "state", "lastTransitionTime"]);
     }
-    for t in d.pointer("/spec/tasks").and_then(Value::as_array).into_iter().flatten() {
+    for t in at(d, &["spec", "tasks"]).and_then(Value::as_array).into_iter().flatten() {
         let name = t.get("name").and_then(Value::as_str).unwrap_or("task");
-        s.groups.push(group(name, u32_at(t, "replicas").unwrap_or(1), t.get("template")));
+        s.groups.push(group(name, u32_at(t, "replicas").unwrap_or(1), t.get("template").map(Cow::Borrowed)));
     }
     s
 }
@@ -422,7 +492,7 @@ pub fn import(kind: WorkloadKind, obj: &DynamicObject) -> Result<crate::spec::Im
     }
     let status = read(kind, obj);
     let main = status.groups.iter().find(|g| g.demand.gpus() > 0).or(status.groups.first());
-    let Some(mut template) = main.and_then(|g| g.template.clone()) else {
+    let Some(mut template) = main.and_then(Group::pod_spec) else {
         return Err(crate::spec::ImportError::new(format!("the {} has no pod template to read", kind.def().kind)));
     };
     super::submit::strip_spread(&mut template);
